@@ -1,0 +1,81 @@
+#include "builder/cli.hpp"
+
+#include <CLI/CLI.hpp>
+#include <cstdlib>
+#include <iostream>
+
+#include "common/error.hpp"
+#include "common/log.hpp"
+
+namespace gb::cli {
+
+const std::vector<CommandSpec>& commands() {
+  static const std::vector<CommandSpec> all = {
+      resolve_command(),
+  };
+  return all;
+}
+
+namespace {
+
+std::filesystem::path default_store() {
+  if (const char* env = std::getenv("GPUBUNDLE_STORE"); env && *env) return env;
+  return "gpubundle-store";
+}
+
+void print_failure(const std::string& message) {
+  // A failure may carry several problems, one per line.
+  size_t start = 0;
+  while (start <= message.size()) {
+    size_t end = message.find('\n', start);
+    log::error(message.substr(start, end == std::string::npos ? std::string::npos : end - start));
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+}
+
+}  // namespace
+
+int run(int argc, char** argv) {
+  CLI::App app{"gpubundle: make the NVIDIA GPU Operator installable on air-gapped Kubernetes sites"};
+  app.footer("Exit codes: 0 ok, 1 operation failed, 2 bad usage or bad input.\nRun `gpubundle COMMAND --help` for a command's options and an example.");
+  app.require_subcommand(1);
+  Globals g;
+  g.store = default_store();
+  app.add_option("--store", g.store, "Content store folder (default $GPUBUNDLE_STORE, else ./gpubundle-store)");
+  app.add_flag("--json", g.json, "Print a machine-readable result on stdout");
+  app.add_flag("-q,--quiet", g.quiet, "Print only warnings and errors");
+  app.add_flag("-v,--verbose", g.verbose, "Print more detail");
+  app.set_version_flag("--version", std::string("gpubundle ") + GPUBUNDLE_VERSION);
+
+  std::function<int()> action;
+  for (const auto& spec : commands()) {
+    CLI::App* sub = app.add_subcommand(spec.name, spec.summary);
+    sub->description(std::string(spec.summary) + "\n\n" + spec.description);
+    sub->footer(std::string("Example:\n  ") + spec.example);
+    auto act = spec.define(*sub, g);
+    sub->callback([&action, act] { action = act; });
+  }
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return 2;
+  }
+
+  log::set_level(g.quiet ? log::Level::Quiet : g.verbose ? log::Level::Verbose : log::Level::Normal);
+  try {
+    return action ? action() : 2;
+  } catch (const Error& e) {
+    print_failure(e.what());
+    return exit_code(e.kind());
+  } catch (const std::exception& e) {
+    print_failure(std::string("internal error: ") + e.what());
+    return 1;
+  }
+}
+
+}  // namespace gb::cli

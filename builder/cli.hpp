@@ -1,0 +1,41 @@
+#pragma once
+// The command line. Each subcommand lives in its own cmd_<name>.cpp with its
+// help text kept as data (a CommandSpec); cli.cpp wires them into CLI11 and
+// holds the single catch that maps errors to exit codes:
+//   0 ok, 1 operation failed, 2 bad usage or bad input.
+
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace CLI {
+class App;
+}
+
+namespace gb::cli {
+
+struct Globals {
+  std::filesystem::path store;
+  bool json = false;
+  bool quiet = false;
+  bool verbose = false;
+};
+
+struct CommandSpec {
+  const char* name;
+  const char* summary;
+  const char* description;  // a few sentences for --help
+  const char* example;      // shown in --help and docs/cli.md
+  // Declares the subcommand's options; returns the action run after parsing.
+  std::function<std::function<int()>(CLI::App&, Globals&)> define;
+};
+
+const std::vector<CommandSpec>& commands();
+
+// Defined in each cmd_*.cpp.
+CommandSpec resolve_command();
+
+int run(int argc, char** argv);
+
+}  // namespace gb::cli

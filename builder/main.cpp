@@ -1,0 +1,3 @@
+#include "builder/cli.hpp"
+
+int main(int argc, char** argv) { return gb::cli::run(argc, argv); }

@@ -1,0 +1,26 @@
+#pragma once
+// Diagnostics go to stderr so that stdout stays clean for --json results.
+// Never pass a secret to these functions: use redact_url() on URLs first.
+
+#include <string>
+#include <string_view>
+
+namespace gb::log {
+
+enum class Level { Quiet = 0, Normal = 1, Verbose = 2 };
+
+void set_level(Level level);
+Level level();
+
+void info(std::string_view message);     // hidden by --quiet
+void verbose(std::string_view message);  // shown with --verbose
+void warn(std::string_view message);     // always shown, "warning: " prefix
+void error(std::string_view message);    // always shown, "error: " prefix
+
+// Count of warnings printed so far, for summaries.
+int warning_count();
+
+// "https://user:pw@host/x?token=..." -> "https://***@host/x?token=***".
+std::string redact_url(std::string_view url);
+
+}  // namespace gb::log

@@ -1,0 +1,75 @@
+#pragma once
+// Facts the chart does not carry: GPUs, driver branches, OS tag rules and
+// component traits. The YAML in recipes/catalog/ is compiled into the binary.
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error.hpp"
+
+namespace gb {
+
+struct GpuInfo {
+  std::string name;
+  std::vector<std::string> aliases;
+  std::string pci;  // "10de:2335"
+  std::string architecture;
+  int memory_gib = 0;
+  int min_branch = 0;
+  std::string min_version;  // empty: any version of min_branch
+  bool open_modules_required = false;
+  std::vector<std::string> mig_profiles;
+};
+
+struct ComponentInfo {
+  std::string title;
+  bool os_suffix = false;
+  std::vector<std::string> workloads{"container"};
+  std::string enabled_by;           // values path, e.g. gpuCluster.deployCR
+  std::vector<std::string> images;  // extra image paths below the key, "*" for list items
+};
+
+struct OsTagRule {
+  std::string from;                     // first operator version it applies to
+  std::map<std::string, int> major_only;  // os id -> first major that drops the minor
+};
+
+class Catalog {
+public:
+  static const Catalog& builtin();
+  // For tests: a catalog from YAML texts keyed by file name.
+  static Result<Catalog> from_files(const std::map<std::string, std::string>& files);
+
+  // By name or alias (case-insensitive) or PCI id ("10de:2335", "0x233510DE").
+  const GpuInfo* find_gpu(std::string_view name_or_pci) const;
+  const std::vector<GpuInfo>& gpus() const { return m_gpus; }
+
+  // The "-<osTag>" the given operator release appends for this OS.
+  std::string os_tag(std::string_view operator_version, std::string_view os) const;
+  // nullopt when the catalog has no support data for that operator series.
+  std::optional<bool> os_supported(std::string_view operator_version, std::string_view os) const;
+  bool precompiled_published(std::string_view os) const;
+
+  std::vector<std::string> versions_in_branch(std::string_view branch) const;
+  int auto_open_from_branch() const { return m_auto_open_from_branch; }
+
+  // nullptr for components the catalog does not know (found in a new chart).
+  const ComponentInfo* component(std::string_view values_key) const;
+
+private:
+  std::vector<GpuInfo> m_gpus;
+  std::map<std::string, std::vector<std::string>> m_branches;
+  int m_auto_open_from_branch = 560;
+  std::vector<OsTagRule> m_os_tag_rules;
+  std::map<std::string, std::vector<std::string>> m_os_support;
+  std::vector<std::string> m_precompiled_published;
+  std::map<std::string, ComponentInfo, std::less<>> m_components;
+};
+
+// "rhel9.4" -> {"rhel", "9.4"}
+std::pair<std::string, std::string> split_os(std::string_view os);
+
+}  // namespace gb

@@ -1,0 +1,302 @@
+#include "recipes/recipe.hpp"
+
+#include <regex>
+#include <set>
+#include <yaml-cpp/yaml.h>
+
+#include "common/files.hpp"
+#include "common/strings.hpp"
+#include "recipes/reference.hpp"
+
+namespace gb {
+
+std::string to_string(DriverMode m) {
+  switch (m) {
+    case DriverMode::Conventional: return "conventional";
+    case DriverMode::Precompiled: return "precompiled";
+    case DriverMode::Host: return "host";
+  }
+  return "?";
+}
+
+std::string to_string(ToolkitMode m) { return m == ToolkitMode::Host ? "host" : "container"; }
+
+std::string Recipe::where(const std::string& field) const {
+  auto it = lines.find(field);
+  std::string f = file.filename().string();
+  return it == lines.end() ? f + ": " : f + ":" + std::to_string(it->second) + ": ";
+}
+
+namespace {
+
+// Walks the YAML tree with the field path at hand, so every error can say
+// "recipe.yaml:12: driver.mode: ...".
+class Reader {
+public:
+  Reader(Recipe& r) : m_r(r) {}
+
+  [[noreturn]] void fail(const YAML::Node& node, const std::string& path, const std::string& what) {
+    std::string f = m_r.file.filename().string();
+    int line = node.IsDefined() ? node.Mark().line + 1 : 0;
+    throw Error(ErrorKind::Input, f + (line > 0 ? ":" + std::to_string(line) : "") + ": " + path + ": " + what);
+  }
+
+  void note(const YAML::Node& node, const std::string& path) {
+    if (node.IsDefined() && node.Mark().line >= 0) m_r.lines[path] = node.Mark().line + 1;
+  }
+
+  // Refuses keys outside `allowed`, suggesting the closest known one.
+  void only(const YAML::Node& map, const std::string& path, std::initializer_list<const char*> allowed) {
+    if (!map.IsMap()) fail(map, path.empty() ? "(top level)" : path, "must be a mapping");
+    for (auto it = map.begin(); it != map.end(); ++it) {
+      std::string key = it->first.as<std::string>();
+      bool ok = false;
+      for (auto* a : allowed) ok = ok || key == a;
+      if (!ok) {
+        std::string full = path.empty() ? key : path + "." + key;
+        std::string hint;
+        for (auto* a : allowed)
+          if (distance(key, a) <= 2) hint = std::string(" (did you mean '") + a + "'?)";
+        std::vector<std::string> names(allowed.begin(), allowed.end());
+        fail(it->first, full, "unknown field" + hint + "; known fields: " + join(names, ", "));
+      }
+    }
+  }
+
+  std::string str(const YAML::Node& node, const std::string& path) {
+    if (!node.IsScalar()) fail(node, path, "must be a string");
+    note(node, path);
+    return node.as<std::string>();
+  }
+
+  bool boolean(const YAML::Node& node, const std::string& path) {
+    note(node, path);
+    bool v;
+    if (!node.IsScalar() || !YAML::convert<bool>::decode(node, v)) fail(node, path, "must be true or false");
+    return v;
+  }
+
+  int integer(const YAML::Node& node, const std::string& path) {
+    note(node, path);
+    int v;
+    if (!node.IsScalar() || !YAML::convert<int>::decode(node, v)) fail(node, path, "must be a whole number");
+    return v;
+  }
+
+  std::vector<std::string> strings(const YAML::Node& node, const std::string& path) {
+    if (!node.IsSequence()) fail(node, path, "must be a list");
+    note(node, path);
+    std::vector<std::string> out;
+    for (size_t i = 0; i < node.size(); ++i) out.push_back(str(node[i], path + "[" + std::to_string(i) + "]"));
+    return out;
+  }
+
+  std::string one_of(const YAML::Node& node, const std::string& path, std::initializer_list<const char*> values) {
+    std::string v = str(node, path);
+    for (auto* a : values)
+      if (v == a) return v;
+    fail(node, path, "'" + v + "' is not one of: " + join(std::vector<std::string>(values.begin(), values.end()), ", "));
+  }
+
+private:
+  static size_t distance(const std::string& a, const std::string& b) {
+    std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+      cur[0] = i;
+      for (size_t j = 1; j <= b.size(); ++j)
+        cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      std::swap(prev, cur);
+    }
+    return prev[b.size()];
+  }
+  Recipe& m_r;
+};
+
+void read(Reader& rd, const YAML::Node& root, Recipe& r) {
+  rd.only(root, "", {"apiVersion", "kind", "metadata", "operator", "target", "driver", "toolkit", "components", "mig",
+                     "sharing", "extraImages", "destination", "pullSecret"});
+  if (!root["apiVersion"]) rd.fail(root, "apiVersion", "missing (expected gpubundle/v1)");
+  if (rd.str(root["apiVersion"], "apiVersion") != "gpubundle/v1")
+    rd.fail(root["apiVersion"], "apiVersion", "unsupported version '" + root["apiVersion"].as<std::string>() +
+                                                  "' (this gpubundle reads gpubundle/v1)");
+  if (!root["kind"] || rd.str(root["kind"], "kind") != "Recipe") rd.fail(root["kind"], "kind", "must be Recipe");
+
+  if (auto md = root["metadata"]) {
+    rd.only(md, "metadata", {"name"});
+    if (md["name"]) r.name = rd.str(md["name"], "metadata.name");
+  }
+  if (r.name.empty()) r.name = r.file.stem().string();
+  static const std::regex name_re("^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$");
+  if (!std::regex_match(r.name, name_re))
+    rd.fail(root["metadata"]["name"], "metadata.name", "'" + r.name + "' must be lower-case letters, digits, '-' or '.'");
+
+  auto op = root["operator"];
+  if (!op) rd.fail(root, "operator", "missing (operator.version names the GPU Operator release)");
+  rd.only(op, "operator", {"version", "chart"});
+  if (op["version"]) {
+    r.operator_version = rd.str(op["version"], "operator.version");
+    static const std::regex ver_re("^v[0-9]+\\.[0-9]+\\.[0-9]+$");
+    if (!std::regex_match(r.operator_version, ver_re))
+      rd.fail(op["version"], "operator.version", "'" + r.operator_version + "' is not a release tag like v24.9.2");
+  }
+  r.chart = op["chart"] ? rd.str(op["chart"], "operator.chart") : "https://helm.ngc.nvidia.com/nvidia";
+
+  auto t = root["target"];
+  if (!t) rd.fail(root, "target", "missing (target.gpus and target.os are required)");
+  rd.only(t, "target", {"gpus", "os", "kernels", "platforms", "workloads"});
+  if (!t["gpus"]) rd.fail(t, "target.gpus", "missing");
+  r.gpus = rd.strings(t["gpus"], "target.gpus");
+  if (r.gpus.empty()) rd.fail(t["gpus"], "target.gpus", "must name at least one GPU");
+  if (!t["os"]) rd.fail(t, "target.os", "missing (e.g. ubuntu22.04, rhel9.4, rhcos4.16)");
+  r.os = rd.str(t["os"], "target.os");
+  static const std::regex os_re("^[a-z]+[0-9]+(\\.[0-9]+)?$");
+  if (!std::regex_match(r.os, os_re))
+    rd.fail(t["os"], "target.os", "'" + r.os + "' is not an OS id and version like ubuntu22.04 or rhel9.4");
+  if (t["kernels"]) r.kernels = rd.strings(t["kernels"], "target.kernels");
+  static const std::regex kernel_re("^[0-9]+\\.[0-9]+[A-Za-z0-9._+~-]*$");
+  for (size_t i = 0; i < r.kernels.size(); ++i)
+    if (!std::regex_match(r.kernels[i], kernel_re))
+      rd.fail(t["kernels"][i], "target.kernels[" + std::to_string(i) + "]",
+              "'" + r.kernels[i] + "' is not a kernel release (uname -r)");
+  r.platforms = t["platforms"] ? rd.strings(t["platforms"], "target.platforms") : std::vector<std::string>{"linux/amd64"};
+  for (size_t i = 0; i < r.platforms.size(); ++i) {
+    const auto& p = r.platforms[i];
+    if (p != "linux/amd64" && p != "linux/arm64")
+      rd.fail(t["platforms"][i], "target.platforms[" + std::to_string(i) + "]",
+              "'" + p + "' is not supported (linux/amd64 or linux/arm64)");
+  }
+  r.workloads = t["workloads"] ? rd.strings(t["workloads"], "target.workloads") : std::vector<std::string>{"container"};
+  for (size_t i = 0; i < r.workloads.size(); ++i) {
+    const auto& w = r.workloads[i];
+    if (w != "container" && w != "vm-passthrough" && w != "vm-vgpu")
+      rd.fail(t["workloads"][i], "target.workloads[" + std::to_string(i) + "]",
+              "'" + w + "' is not one of: container, vm-passthrough, vm-vgpu");
+  }
+
+  if (auto d = root["driver"]) {
+    rd.only(d, "driver", {"mode", "version", "branch", "kernelModuleType"});
+    if (d["mode"]) {
+      auto m = rd.one_of(d["mode"], "driver.mode", {"conventional", "precompiled", "host"});
+      r.driver_mode = m == "precompiled" ? DriverMode::Precompiled : m == "host" ? DriverMode::Host : DriverMode::Conventional;
+    }
+    if (d["version"]) {
+      r.driver_version = rd.str(d["version"], "driver.version");
+      static const std::regex dv_re("^([0-9]+\\.[0-9]+(\\.[0-9]+)?|sha256:[0-9a-f]{64})$");
+      if (!std::regex_match(r.driver_version, dv_re))
+        rd.fail(d["version"], "driver.version",
+                "'" + r.driver_version + "' is not a driver version like 550.127.08 or a sha256: digest");
+    }
+    if (d["branch"]) {
+      r.driver_branch = rd.str(d["branch"], "driver.branch");
+      static const std::regex br_re("^[0-9]{3}$");
+      if (!std::regex_match(r.driver_branch, br_re))
+        rd.fail(d["branch"], "driver.branch", "'" + r.driver_branch + "' is not a driver branch like 550");
+    }
+    if (d["version"] && d["branch"] && !starts_with(r.driver_version, "sha256:") &&
+        !starts_with(r.driver_version, r.driver_branch + "."))
+      rd.fail(d["branch"], "driver.branch", "branch " + r.driver_branch + " does not match driver.version " + r.driver_version);
+    if (d["kernelModuleType"])
+      r.kernel_module_type = rd.one_of(d["kernelModuleType"], "driver.kernelModuleType", {"auto", "open", "proprietary"});
+  }
+
+  if (auto tk = root["toolkit"]) {
+    rd.only(tk, "toolkit", {"mode"});
+    if (tk["mode"])
+      r.toolkit_mode = rd.one_of(tk["mode"], "toolkit.mode", {"container", "host"}) == "host" ? ToolkitMode::Host
+                                                                                            : ToolkitMode::Container;
+  }
+
+  if (auto c = root["components"]) {
+    if (!c.IsMap()) rd.fail(c, "components", "must be a mapping of chart component keys");
+    for (auto it = c.begin(); it != c.end(); ++it) {
+      std::string key = it->first.as<std::string>();
+      std::string path = "components." + key;
+      rd.note(it->first, path);
+      ComponentOverride o;
+      if (it->second.IsScalar()) {  // "gds: false" as a shorthand
+        o.enabled = rd.boolean(it->second, path);
+      } else {
+        rd.only(it->second, path, {"enabled", "serviceMonitor"});
+        if (it->second["enabled"]) o.enabled = rd.boolean(it->second["enabled"], path + ".enabled");
+        if (it->second["serviceMonitor"]) {
+          if (key != "dcgmExporter") rd.fail(it->second["serviceMonitor"], path + ".serviceMonitor", "only dcgmExporter has a serviceMonitor");
+          o.service_monitor = rd.boolean(it->second["serviceMonitor"], path + ".serviceMonitor");
+        }
+      }
+      r.components[key] = o;
+    }
+  }
+
+  if (auto m = root["mig"]) {
+    rd.only(m, "mig", {"strategy", "config"});
+    if (m["strategy"]) r.mig_strategy = rd.one_of(m["strategy"], "mig.strategy", {"single", "mixed"});
+    if (m["config"]) r.mig_config = rd.str(m["config"], "mig.config");
+  }
+
+  if (auto s = root["sharing"]) {
+    rd.only(s, "sharing", {"timeSlicing"});
+    if (auto ts = s["timeSlicing"]) {
+      rd.only(ts, "sharing.timeSlicing", {"replicas", "renameByDefault"});
+      if (!ts["replicas"]) rd.fail(ts, "sharing.timeSlicing.replicas", "missing");
+      r.time_slicing_replicas = rd.integer(ts["replicas"], "sharing.timeSlicing.replicas");
+      if (r.time_slicing_replicas < 2 || r.time_slicing_replicas > 128)
+        rd.fail(ts["replicas"], "sharing.timeSlicing.replicas", "must be between 2 and 128");
+      if (ts["renameByDefault"]) r.time_slicing_rename = rd.boolean(ts["renameByDefault"], "sharing.timeSlicing.renameByDefault");
+    }
+  }
+
+  if (auto e = root["extraImages"]) {
+    r.extra_images = rd.strings(e, "extraImages");
+    for (size_t i = 0; i < r.extra_images.size(); ++i) {
+      auto ref = Reference::parse(r.extra_images[i]);
+      if (!ref) rd.fail(e[i], "extraImages[" + std::to_string(i) + "]", ref.error().message);
+    }
+  }
+
+  if (auto d = root["destination"]) {
+    rd.only(d, "destination", {"registry", "prefix"});
+    if (!d["registry"]) rd.fail(d, "destination.registry", "missing");
+    r.destination_registry = rd.str(d["registry"], "destination.registry");
+    if (d["prefix"]) r.destination_prefix = rd.str(d["prefix"], "destination.prefix");
+    while (!r.destination_prefix.empty() && r.destination_prefix.back() == '/') r.destination_prefix.pop_back();
+    auto probe = Reference::parse(r.destination_registry + "/" +
+                                  (r.destination_prefix.empty() ? "x" : r.destination_prefix + "/x") + ":t");
+    if (!probe || probe->registry != r.destination_registry)
+      rd.fail(d["registry"], "destination", "'" + r.destination_registry + "/" + r.destination_prefix +
+                                                "' is not a registry host[:port] with an optional lower-case path prefix");
+  }
+
+  if (root["pullSecret"]) {
+    r.pull_secret = rd.str(root["pullSecret"], "pullSecret");
+    static const std::regex secret_re("^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$");
+    if (!std::regex_match(r.pull_secret, secret_re))
+      rd.fail(root["pullSecret"], "pullSecret", "'" + r.pull_secret + "' is not a Kubernetes secret name");
+  }
+}
+
+}  // namespace
+
+Result<Recipe> parse_recipe(const std::string& text, const std::filesystem::path& file) {
+  Recipe r;
+  r.file = file;
+  try {
+    YAML::Node root = YAML::Load(text);
+    if (!root.IsDefined() || root.IsNull()) return input_error(file.filename().string() + ": empty recipe");
+    Reader rd(r);
+    read(rd, root, r);
+  } catch (const YAML::ParserException& e) {
+    return input_error(file.filename().string() + ":" + std::to_string(e.mark.line + 1) + ": YAML syntax error: " + e.msg);
+  } catch (const Error& e) {
+    return Failure{e.kind(), e.what()};
+  }
+  return r;
+}
+
+Result<Recipe> load_recipe(const std::filesystem::path& file) {
+  auto text = read_file(file);
+  if (!text) return text.error();
+  return parse_recipe(text.value(), file);
+}
+
+}  // namespace gb

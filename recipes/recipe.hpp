@@ -1,0 +1,83 @@
+#pragma once
+// The recipe: what a site runs (GPUs, OS, kernels), which GPU Operator release
+// it wants and how the driver gets onto the nodes. Format: docs/recipe.md.
+//
+//   apiVersion: gpubundle/v1
+//   kind: Recipe
+//   metadata: {name}
+//   operator: {version, chart}
+//   target: {gpus[], os, kernels[], platforms[], workloads[]}
+//   driver: {mode, version | branch, kernelModuleType}
+//   toolkit: {mode}
+//   components: {<values key>: {enabled, serviceMonitor}}
+//   mig: {strategy, config}
+//   sharing: {timeSlicing: {replicas, renameByDefault}}
+//   extraImages[]
+//   destination: {registry, prefix}
+//   pullSecret
+//
+// Unknown fields are errors that name the field path and the line.
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/error.hpp"
+
+namespace gb {
+
+enum class DriverMode { Conventional, Precompiled, Host };
+enum class ToolkitMode { Container, Host };
+
+std::string to_string(DriverMode m);
+std::string to_string(ToolkitMode m);
+
+struct ComponentOverride {
+  std::optional<bool> enabled;
+  std::optional<bool> service_monitor;  // dcgmExporter only
+};
+
+struct Recipe {
+  std::filesystem::path file;  // where it was read from; relative chart paths start here
+  std::string name;
+
+  std::string operator_version;  // "v24.9.2"
+  std::string chart;             // path, https:// Helm repo URL or oci:// reference
+
+  std::vector<std::string> gpus;       // as written: catalog names or PCI ids
+  std::string os;                      // "ubuntu22.04"
+  std::vector<std::string> kernels;    // uname -r of the GPU nodes
+  std::vector<std::string> platforms;  // "linux/amd64"
+  std::vector<std::string> workloads;  // container | vm-passthrough | vm-vgpu
+
+  DriverMode driver_mode = DriverMode::Conventional;
+  std::string driver_version;  // full version or "sha256:..." digest
+  std::string driver_branch;
+  std::string kernel_module_type = "auto";  // auto | open | proprietary
+
+  ToolkitMode toolkit_mode = ToolkitMode::Container;
+  std::map<std::string, ComponentOverride> components;
+
+  std::string mig_strategy;  // single | mixed, empty: chart default
+  std::string mig_config;    // e.g. all-1g.10gb
+  int time_slicing_replicas = 0;
+  bool time_slicing_rename = false;
+
+  std::vector<std::string> extra_images;
+  std::string destination_registry;  // host[:port]
+  std::string destination_prefix;
+  std::string pull_secret;
+
+  // "driver.version" -> 14: lets later checks point at the recipe line.
+  std::map<std::string, int> lines;
+
+  // "recipe.yaml:14: " for a field, "recipe.yaml: " when the field is absent.
+  std::string where(const std::string& field) const;
+};
+
+Result<Recipe> parse_recipe(const std::string& text, const std::filesystem::path& file);
+Result<Recipe> load_recipe(const std::filesystem::path& file);
+
+}  // namespace gb

@@ -1,0 +1,502 @@
+#include "recipes/resolver.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "common/files.hpp"
+#include "common/strings.hpp"
+#include "recipes/reference.hpp"
+#include "signing/digest.hpp"
+
+namespace gb {
+
+namespace {
+
+struct Found {
+  std::string key;  // values path: "driver.manager"
+  YAML::Node node;  // the map holding repository/image/version
+};
+
+bool is_string(const YAML::Node& n) { return n && n.IsScalar(); }
+
+// Every map below `node` with the repository/image shape, in document order.
+void find_images(const YAML::Node& node, const std::string& path, const std::set<std::string>& skip,
+                 std::vector<Found>& out) {
+  if (!node.IsMap()) return;
+  if (is_string(node["repository"]) && is_string(node["image"])) out.push_back({path, node});
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    std::string key = it->first.as<std::string>();
+    if (path.empty() && skip.count(key)) continue;
+    if (it->second.IsMap()) find_images(it->second, path.empty() ? key : path + "." + key, skip, out);
+  }
+}
+
+YAML::Node at_path(const YAML::Node& root, const std::string& path) {
+  YAML::Node cur = YAML::Clone(root);
+  for (const auto& part : split(path, '.')) {
+    if (!cur.IsMap() || !cur[part]) return YAML::Node();
+    cur = cur[part];
+  }
+  return cur;
+}
+
+std::string parent_of(const std::string& key) {
+  auto dot = key.rfind('.');
+  return dot == std::string::npos ? "" : key.substr(0, dot);
+}
+
+// Values found at `pattern` ("config.runtimeClasses.*.artifacts.url") below node.
+void collect(const YAML::Node& node, const std::vector<std::string>& parts, size_t i, std::vector<std::string>& out) {
+  if (!node) return;
+  if (i == parts.size()) {
+    if (node.IsScalar() && !node.as<std::string>().empty()) out.push_back(node.as<std::string>());
+    return;
+  }
+  if (parts[i] == "*") {
+    if (node.IsSequence())
+      for (const auto& item : node) collect(item, parts, i + 1, out);
+  } else if (node.IsMap()) {
+    collect(node[parts[i]], parts, i + 1, out);
+  }
+}
+
+void merge_into(YAML::Node base, const YAML::Node& over) {
+  if (!over || !over.IsMap()) return;
+  for (auto it = over.begin(); it != over.end(); ++it) {
+    std::string k = it->first.as<std::string>();
+    if (it->second.IsMap() && base[k] && base[k].IsMap())
+      merge_into(base[k], it->second);
+    else
+      base[k] = it->second;
+  }
+}
+
+std::string major_of(const std::string& version) { return split(version, '.')[0]; }
+
+class Resolver {
+public:
+  Resolver(const Recipe& r, const Chart& c, const Catalog& cat) : m_r(r), m_chart(c), m_cat(cat) {}
+
+  Result<Lock> run() {
+    operator_version();
+    gpus();
+    driver();
+    components();
+    compatibility();
+    if (!m_errors.empty()) return input_error(join(m_errors, "\n"));
+    return finish();
+  }
+
+private:
+  void error(const std::string& field, const std::string& message) { m_errors.push_back(m_r.where(field) + message); }
+  void warn(const std::string& message) { m_lock.warnings.push_back(message); }
+
+  void operator_version() {
+    std::string chart_version = m_chart.version;
+    bool placeholder = is_placeholder_version(chart_version);
+    m_version = m_r.operator_version;
+    if (m_version.empty()) {
+      if (placeholder) {
+        error("operator.version", "operator.version is missing and chart " + m_chart.name + " carries the placeholder version " +
+                                      chart_version + "; name the release, e.g. operator.version: v24.9.2");
+        m_version = "v0.0.0";
+      } else {
+        m_version = chart_version[0] == 'v' ? chart_version : "v" + chart_version;
+      }
+    } else if (placeholder) {
+      warn("chart " + m_chart.name + " carries placeholder version " + chart_version + " (packed from git); using " +
+           m_version + " from the recipe for the operator, validator and node status exporter tags");
+    } else if (compare_versions(chart_version, m_version) != 0) {
+      error("operator.version", "operator.version " + m_version + " does not match the chart's version " + chart_version +
+                                    " (" + m_chart.path.string() + ")");
+    }
+    if (m_chart.name != "gpu-operator") warn("chart is named '" + m_chart.name + "', not gpu-operator");
+  }
+
+  void gpus() {
+    for (size_t i = 0; i < m_r.gpus.size(); ++i) {
+      const GpuInfo* g = m_cat.find_gpu(m_r.gpus[i]);
+      if (!g) {
+        std::vector<std::string> names;
+        for (const auto& k : m_cat.gpus()) names.push_back(k.name);
+        error("target.gpus[" + std::to_string(i) + "]",
+              "target.gpus: unknown GPU '" + m_r.gpus[i] + "'; use a PCI id (10de:xxxx) or one of: " + join(names, ", "));
+        continue;
+      }
+      if (std::find(m_gpus.begin(), m_gpus.end(), g) == m_gpus.end()) m_gpus.push_back(g);
+    }
+  }
+
+  void driver() {
+    std::string chart_default;
+    if (auto v = at_path(m_chart.values, "driver.version"); is_string(v)) chart_default = v.as<std::string>();
+    auto& d = m_lock.driver;
+    d.mode = to_string(m_r.driver_mode);
+    d.use_precompiled = m_r.driver_mode == DriverMode::Precompiled;
+    m_digest_pinned = starts_with(m_r.driver_version, "sha256:");
+    m_version_field = !m_r.driver_version.empty() ? "driver.version" : !m_r.driver_branch.empty() ? "driver.branch" : "driver";
+
+    if (m_digest_pinned) {
+      d.version = m_r.driver_version;
+      d.branch = m_r.driver_branch;
+      if (m_r.driver_mode == DriverMode::Precompiled)
+        error("driver.version", "driver.version: a digest-pinned driver cannot be used with precompiled drivers "
+                                "(the operator composes <branch>-<kernel>-<osTag> tags); give driver.branch instead");
+      else
+        warn("driver.version is a digest: the GPU compatibility checks cannot see its version");
+      return;
+    }
+    if (!m_r.driver_version.empty()) {
+      d.version = m_r.driver_version;
+      d.branch = major_of(d.version);
+    } else if (!m_r.driver_branch.empty()) {
+      d.branch = m_r.driver_branch;
+      if (m_r.driver_mode == DriverMode::Conventional) {
+        if (major_of(chart_default) == d.branch) {
+          d.version = chart_default;
+        } else {
+          auto known = m_cat.versions_in_branch(d.branch);
+          if (known.empty()) {
+            error("driver.branch", "driver.branch " + d.branch +
+                                       ": the catalog knows no version in this branch; set driver.version for a conventional driver");
+          } else {
+            d.version = *std::max_element(known.begin(), known.end(),
+                                          [](const auto& a, const auto& b) { return compare_versions(a, b) < 0; });
+            warn("driver.branch " + d.branch + ": using " + d.version +
+                 ", the newest version in the catalog; pin driver.version to choose another");
+          }
+        }
+      }
+    } else if (m_r.driver_mode != DriverMode::Host) {
+      d.version = chart_default;
+      d.branch = major_of(chart_default);
+      m_version_field = "driver";
+      if (chart_default.empty()) error("driver.version", "driver.version: the chart has no driver.version default; set one");
+    }
+    if (m_r.driver_mode == DriverMode::Precompiled && m_r.kernels.empty())
+      error("target.kernels", "target.kernels: precompiled drivers need the kernel release (uname -r) of every GPU node");
+  }
+
+  bool workload_allows(const std::string& key) const {
+    for (std::string k = key; !k.empty(); k = parent_of(k)) {
+      if (const auto* info = m_cat.component(k)) {
+        for (const auto& w : info->workloads)
+          if (std::find(m_r.workloads.begin(), m_r.workloads.end(), w) != m_r.workloads.end()) return true;
+        return false;
+      }
+    }
+    return std::find(m_r.workloads.begin(), m_r.workloads.end(), "container") != m_r.workloads.end();
+  }
+
+  // Recipe override wins, then the nearest "enabled" in values, then the
+  // catalog's gate, then on. Host-mode driver/toolkit are always off.
+  bool enabled(const std::string& key, bool* explicitly = nullptr) const {
+    if (explicitly) *explicitly = false;
+    std::string top = split(key, '.')[0];
+    if (m_r.driver_mode == DriverMode::Host && top == "driver") return false;
+    if (m_r.toolkit_mode == ToolkitMode::Host && top == "toolkit") return false;
+    for (std::string k = key; !k.empty(); k = parent_of(k)) {
+      if (auto it = m_r.components.find(k); it != m_r.components.end() && it->second.enabled) {
+        if (explicitly) *explicitly = true;
+        return *it->second.enabled;
+      }
+      if (auto e = at_path(m_chart.values, k + ".enabled"); is_string(e)) {
+        bool v = false;
+        YAML::convert<bool>::decode(e, v);
+        return v && workload_allows(key);
+      }
+    }
+    for (std::string k = key; !k.empty(); k = parent_of(k)) {
+      const auto* info = m_cat.component(k);
+      if (info && !info->enabled_by.empty()) {
+        auto e = at_path(m_chart.values, info->enabled_by);
+        bool v = false;
+        if (is_string(e)) YAML::convert<bool>::decode(e, v);
+        return v;
+      }
+    }
+    return workload_allows(key);
+  }
+
+  void add(const std::string& component, const std::string& ref_text) {
+    auto ref = Reference::parse(ref_text);
+    if (!ref) {
+      m_errors.push_back(m_chart.path.filename().string() + ": values " + component + ": " + ref.error().message);
+      return;
+    }
+    std::string source = ref->str();
+    auto& img = m_images[source];
+    img.source = source;
+    if (std::find(img.components.begin(), img.components.end(), component) == img.components.end())
+      img.components.push_back(component);
+  }
+
+  void components() {
+    std::set<std::string> subchart_names;
+    for (const auto& dep : m_chart.dependencies) subchart_names.insert(dep.name);
+    std::vector<Found> found;
+    find_images(m_chart.values, "", subchart_names, found);
+
+    std::set<std::string> known;
+    for (const auto& f : found) known.insert(f.key);
+    for (const auto& dep : m_chart.dependencies) known.insert(dep.name);
+    for (const auto& [key, o] : m_r.components) {
+      bool ok = known.count(key) > 0;
+      if (!ok && at_path(m_chart.values, key + ".enabled")) ok = true;
+      if (!ok)
+        error("components." + key, "components." + key + ": chart " + m_chart.name + " " + m_version +
+                                       " has no such component; its components: " + join({known.begin(), known.end()}, ", "));
+    }
+
+    std::string os_tag = m_cat.os_tag(m_version, m_r.os);
+    m_lock.os_tag = os_tag;
+    for (const auto& f : found) {
+      bool explicitly = false;
+      if (!enabled(f.key, &explicitly)) continue;
+      std::string repo = f.node["repository"].as<std::string>();
+      std::string image = f.node["image"].as<std::string>();
+      std::string version = is_string(f.node["version"]) ? f.node["version"].as<std::string>() : "";
+      if (repo.empty()) {
+        warn("component " + f.key + " is enabled but the chart gives it no image repository (NVIDIA does not publish it); "
+             "build and push it yourself: it is not in this lock");
+        continue;
+      }
+      // The Chart.yaml trap: a missing version means .Chart.AppVersion, which is
+      // a placeholder in charts packed from git. The release tag is right.
+      if (version.empty()) version = m_version;
+      std::string base = repo + "/" + image;
+      const ComponentInfo* info = m_cat.component(f.key);
+      bool os_suffix = info && info->os_suffix;
+      if (f.key == "driver") {
+        driver_images(base);
+      } else if (starts_with(version, "sha256:")) {
+        add(f.key, base + "@" + version);
+      } else {
+        add(f.key, base + ":" + version + (os_suffix ? "-" + os_tag : ""));
+      }
+      if (info)
+        for (const auto& pattern : info->images) {
+          std::vector<std::string> refs;
+          collect(f.node, split(pattern, '.'), 0, refs);
+          for (const auto& r : refs) add(f.key + "." + split(pattern, '.').back(), r);
+        }
+    }
+
+    for (const auto& dep : m_chart.dependencies) subchart_images(dep);
+
+    for (const auto& e : m_r.extra_images) add("extraImages", e);
+  }
+
+  void driver_images(const std::string& base) {
+    const auto& d = m_lock.driver;
+    if (m_digest_pinned) {
+      add("driver", base + "@" + d.version);
+    } else if (d.use_precompiled) {
+      for (const auto& k : m_r.kernels) add("driver", base + ":" + d.branch + "-" + k + "-" + m_lock.os_tag);
+    } else if (!d.version.empty()) {
+      add("driver", base + ":" + d.version + "-" + m_lock.os_tag);
+    }
+  }
+
+  void subchart_images(const ChartDependency& dep) {
+    bool on = true;
+    if (auto it = m_r.components.find(dep.name); it != m_r.components.end() && it->second.enabled) {
+      on = *it->second.enabled;
+    } else if (!dep.condition.empty()) {
+      if (auto c = at_path(m_chart.values, dep.condition); is_string(c)) YAML::convert<bool>::decode(c, on);
+    }
+    if (!on) return;
+    const Chart* sub = m_chart.subchart(dep.name);
+    if (!sub) {
+      warn("subchart " + dep.name + " is not packed in the chart; its images are not in this lock");
+      return;
+    }
+    YAML::Node values = YAML::Clone(sub->values);
+    merge_into(values, m_chart.values[dep.name]);
+    // Subcharts use the common image: {repository: full/path, tag: x} shape.
+    std::function<void(const YAML::Node&, const std::string&)> walk = [&](const YAML::Node& n, const std::string& path) {
+      if (!n.IsMap()) return;
+      if (is_string(n["repository"]) && n["repository"].as<std::string>().find('/') != std::string::npos &&
+          !n["image"]) {
+        std::string tag = is_string(n["tag"]) ? n["tag"].as<std::string>() : "";
+        if (tag.empty()) tag = sub->app_version;
+        std::string component = path == "image" ? dep.name : dep.name + "." + path;
+        add(component, n["repository"].as<std::string>() + (starts_with(tag, "sha256:") ? "@" : ":") + tag);
+      }
+      for (auto it = n.begin(); it != n.end(); ++it)
+        walk(it->second, path.empty() ? it->first.as<std::string>() : path + "." + it->first.as<std::string>());
+    };
+    walk(values, "");
+  }
+
+  std::string effective_module_type(int branch) const {
+    if (m_r.kernel_module_type != "auto") return m_r.kernel_module_type;
+    // Without the GPUs to look at, auto falls back on the branch.
+    return branch >= m_cat.auto_open_from_branch() ? "open" : "proprietary";
+  }
+
+  void compatibility() {
+    auto& d = m_lock.driver;
+    int branch = d.branch.empty() ? 0 : std::stoi(d.branch);
+    std::string shown = d.version.empty() ? "branch " + d.branch : d.version;
+    std::string field = m_version_field == "driver" ? "driver (chart default " + shown + ")" : m_version_field + " " + shown;
+
+    std::string kmt = branch ? effective_module_type(branch) : m_r.kernel_module_type;
+    d.kernel_module_type = kmt;
+    if (m_r.kernel_module_type == "auto" && branch && !m_gpus.empty() && m_r.driver_mode != DriverMode::Host)
+      warn("driver.kernelModuleType auto pinned to " + kmt + " for branch " + d.branch +
+           ": the build machine cannot see the GPUs, so the lock and values name it explicitly");
+
+    for (size_t i = 0; i < m_gpus.size(); ++i) {
+      const GpuInfo* g = m_gpus[i];
+      std::string needs = "needs >= " + (g->min_version.empty() ? std::to_string(g->min_branch) : g->min_version) +
+                          (g->open_modules_required ? ", open modules" : "");
+      if (branch) {
+        bool too_old = branch < g->min_branch;
+        if (!too_old && !g->min_version.empty() && !d.version.empty() && branch == g->min_branch)
+          too_old = compare_versions(d.version, g->min_version) < 0;
+        if (too_old) error(m_version_field, field + " does not support " + g->name + " (" + needs + ")");
+      }
+      if (g->open_modules_required && kmt == "proprietary") {
+        std::string why = m_r.kernel_module_type == "proprietary"
+                              ? "driver.kernelModuleType is proprietary"
+                              : "driver.kernelModuleType auto installs proprietary modules with branch " + d.branch;
+        error(m_r.kernel_module_type == "auto" ? m_version_field : "driver.kernelModuleType",
+              g->name + " (" + g->architecture + ") needs open kernel modules, but " + why +
+                  "; set driver.kernelModuleType: open");
+      }
+    }
+
+    bool gds = enabled("gds");
+    if (m_r.driver_mode == DriverMode::Precompiled) {
+      if (gds) error("components.gds", "precompiled drivers do not support GPUDirect Storage (gds); disable components.gds or use driver.mode: conventional");
+      if (std::find(m_r.workloads.begin(), m_r.workloads.end(), "vm-vgpu") != m_r.workloads.end())
+        error("target.workloads", "precompiled drivers do not support vGPU (target.workloads has vm-vgpu)");
+      if (!m_cat.precompiled_published(m_r.os))
+        warn("NVIDIA publishes precompiled driver images for Ubuntu only; for " + m_r.os +
+             " build them with `gpubundle driver build`");
+    }
+    if (gds && kmt == "proprietary" && m_r.driver_mode != DriverMode::Host)
+      error("components.gds", "GPUDirect Storage (nvidia-fs) needs open kernel modules; set driver.kernelModuleType: open");
+    if (branch && branch < 580 && enabled("draDriver"))
+      error("components.draDriver", "the DRA driver needs driver branch >= 580, not " + d.branch);
+
+    if (auto supported = m_cat.os_supported(m_version, m_r.os); !supported)
+      warn("the catalog has no OS support data for GPU Operator " + m_version + "; check that it supports " + m_r.os);
+    else if (!*supported)
+      warn("GPU Operator " + m_version + " does not list " + m_r.os + " as supported");
+
+    mig();
+  }
+
+  void mig() {
+    if (m_r.mig_config.empty()) return;
+    static const std::set<std::string> generic = {"all-disabled", "all-enabled", "all-balanced"};
+    for (const auto* g : m_gpus) {
+      if (g->mig_profiles.empty()) {
+        if (m_r.mig_config != "all-disabled")
+          error("mig.config", "mig.config " + m_r.mig_config + ": " + g->name + " does not support MIG");
+        continue;
+      }
+      if (generic.count(m_r.mig_config)) continue;
+      if (starts_with(m_r.mig_config, "all-")) {
+        std::string profile = m_r.mig_config.substr(4);
+        if (std::find(g->mig_profiles.begin(), g->mig_profiles.end(), profile) == g->mig_profiles.end())
+          error("mig.config", "mig.config " + m_r.mig_config + ": " + g->name + " has no MIG profile " + profile +
+                                  " (it has " + join(g->mig_profiles, ", ") + ")");
+      } else {
+        warn("mig.config " + m_r.mig_config + " is not a built-in layout; the MIG manager's ConfigMap must define it");
+      }
+    }
+  }
+
+  Result<Lock> finish() {
+    Lock& l = m_lock;
+    l.generator = std::string("gpubundle ") + GPUBUNDLE_VERSION;
+    l.recipe_name = m_r.name;
+    l.recipe_file = m_r.file.filename().string();
+    if (auto text = read_file(m_r.file)) l.recipe_sha256 = sha256_hex(text.value());
+    l.recipe_spec = recipe_spec();
+    l.operator_version = m_version;
+    l.chart = {m_chart.name, m_version, m_chart.app_version, m_r.chart, m_chart.sha256};
+    for (const auto* g : m_gpus) l.gpus.push_back(g->name);
+    l.os = m_r.os;
+    l.kernels = m_r.kernels;
+    l.platforms = m_r.platforms;
+    l.workloads = m_r.workloads;
+    l.destination_registry = m_r.destination_registry;
+    l.destination_prefix = m_r.destination_prefix;
+    for (auto& [source, img] : m_images) {
+      img.platforms = m_r.platforms;
+      if (!l.destination_registry.empty())
+        img.destination = Reference::parse(source).value().rehomed(l.destination_registry, l.destination_prefix).str();
+      l.images.push_back(img);
+    }
+    return l;
+  }
+
+  // The recipe as the lock records it: every default made explicit.
+  std::string recipe_spec() const {
+    nlohmann::json comps = nlohmann::json::object();
+    for (const auto& [k, o] : m_r.components) {
+      nlohmann::json c = nlohmann::json::object();
+      if (o.enabled) c["enabled"] = *o.enabled;
+      if (o.service_monitor) c["serviceMonitor"] = *o.service_monitor;
+      comps[k] = c;
+    }
+    nlohmann::json j = {
+        {"toolkit", {{"mode", to_string(m_r.toolkit_mode)}}},
+        {"components", comps},
+        {"mig", {{"strategy", m_r.mig_strategy}, {"config", m_r.mig_config}}},
+        {"sharing", {{"timeSlicing", {{"replicas", m_r.time_slicing_replicas}, {"renameByDefault", m_r.time_slicing_rename}}}}},
+        {"extraImages", m_r.extra_images},
+        {"pullSecret", m_r.pull_secret},
+    };
+    return j.dump();
+  }
+
+  const Recipe& m_r;
+  const Chart& m_chart;
+  const Catalog& m_cat;
+  Lock m_lock;
+  std::string m_version;
+  std::string m_version_field;
+  bool m_digest_pinned = false;
+  std::vector<const GpuInfo*> m_gpus;
+  std::map<std::string, LockImage> m_images;
+  std::vector<std::string> m_errors;
+};
+
+}  // namespace
+
+Result<Lock> resolve(const Recipe& recipe, const Chart& chart, const Catalog& catalog) {
+  return Resolver(recipe, chart, catalog).run();
+}
+
+bool is_remote_chart(const std::string& chart) {
+  return starts_with(chart, "https://") || starts_with(chart, "http://") || starts_with(chart, "oci://");
+}
+
+std::string chart_file_name(const std::string& name, const std::string& version) { return name + "-" + version + ".tgz"; }
+
+Result<std::filesystem::path> locate_chart(const Recipe& recipe, const std::filesystem::path& chart_override,
+                                           const std::filesystem::path& store) {
+  if (!chart_override.empty()) return chart_override;
+  if (!is_remote_chart(recipe.chart)) {
+    std::filesystem::path p = recipe.chart;
+    if (p.is_relative()) p = recipe.file.parent_path() / p;
+    if (!std::filesystem::exists(p)) return input_error(recipe.where("operator.chart") + "operator.chart " + p.string() + " does not exist");
+    return p;
+  }
+  if (!recipe.operator_version.empty()) {
+    auto cached = store / "charts" / chart_file_name("gpu-operator", recipe.operator_version);
+    if (std::filesystem::exists(cached)) return cached;
+  }
+  return input_error(recipe.where("operator.chart") + "operator.chart " + recipe.chart +
+                     " is remote and not in the store yet: run `gpubundle mirror` to fetch it, or pass --chart FILE");
+}
+
+}  // namespace gb

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs every build and test dependency of gpubundle from Debian 12 packages.
+# Idempotent: packages already present are skipped; safe to run on every CI start.
+set -euo pipefail
+
+packages=(
+  # build
+  build-essential cmake pkg-config ninja-build
+  libcurl4-openssl-dev libarchive-dev libssl-dev libyaml-cpp-dev libzstd-dev
+  libsqlite3-dev libcli11-dev catch2 nlohmann-json3-dev
+  # real peers used by the tests and the demo
+  docker-registry skopeo umoci makeself kmod linux-headers-amd64
+  python3 openssl shellcheck apache2-utils ca-certificates curl
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+if [[ $(id -u) -ne 0 ]]; then
+  sudo=sudo
+else
+  sudo=
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done"
