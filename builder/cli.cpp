@@ -40,6 +40,7 @@ int run(int argc, char** argv) {
   CLI::App app{"gpubundle: make the NVIDIA GPU Operator installable on air-gapped Kubernetes sites"};
   app.footer("Exit codes: 0 ok, 1 operation failed, 2 bad usage or bad input.\nRun `gpubundle COMMAND --help` for a command's options and an example.");
   app.require_subcommand(1);
+  app.fallthrough();  // global flags work after the subcommand too
   Globals g;
   g.store = default_store();
   app.add_option("--store", g.store, "Content store folder (default $GPUBUNDLE_STORE, else ./gpubundle-store)");
