@@ -34,11 +34,17 @@ void find_images(const YAML::Node& node, const std::string& path, const std::set
   }
 }
 
+// The node at a dotted path, or an undefined node. Navigates with const
+// lookups and reset(): yaml-cpp's operator= would write into the tree.
 YAML::Node at_path(const YAML::Node& root, const std::string& path) {
-  YAML::Node cur = YAML::Clone(root);
+  YAML::Node cur;
+  cur.reset(root);
   for (const auto& part : split(path, '.')) {
-    if (!cur.IsMap() || !cur[part]) return YAML::Node();
-    cur = cur[part];
+    if (!cur.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
+    const YAML::Node& c = cur;
+    YAML::Node next = c[part];
+    if (!next.IsDefined()) return YAML::Node(YAML::NodeType::Undefined);
+    cur.reset(next);
   }
   return cur;
 }
@@ -342,7 +348,9 @@ private:
     auto& d = m_lock.driver;
     int branch = d.branch.empty() ? 0 : std::stoi(d.branch);
     std::string shown = d.version.empty() ? "branch " + d.branch : d.version;
-    std::string field = m_version_field == "driver" ? "driver (chart default " + shown + ")" : m_version_field + " " + shown;
+    std::string field = m_version_field == "driver"          ? "driver (chart default " + shown + ")"
+                        : m_version_field == "driver.branch" ? "driver.branch " + d.branch
+                                                             : m_version_field + " " + shown;
 
     std::string kmt = branch ? effective_module_type(branch) : m_r.kernel_module_type;
     d.kernel_module_type = kmt;

@@ -1,0 +1,78 @@
+#include "fixtures.hpp"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <fstream>
+#include <random>
+#include <regex>
+#include <sstream>
+#include <stdexcept>
+
+namespace gbtest {
+
+TempDir::TempDir() {
+  std::random_device rd;
+  m_path = fs::temp_directory_path() / ("gbtest-" + std::to_string(rd()) + std::to_string(rd()));
+  fs::create_directories(m_path);
+}
+TempDir::~TempDir() {
+  std::error_code ec;
+  fs::remove_all(m_path, ec);
+}
+
+fs::path upstream_dir() {
+  fs::path p = fs::path(GB_SHARED_DIR) / "upstream" / "gpu-operator";
+  return fs::is_directory(p) ? p : fs::path();
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + p.string());
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void spit(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary) << text;
+}
+
+ChartFiles shared_chart(const std::string& tag, bool real_version) {
+  fs::path dir = upstream_dir() / tag;
+  ChartFiles files;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    if (!e.is_regular_file()) continue;
+    std::string rel = fs::relative(e.path(), dir).string();
+    if (rel.rfind("assets/", 0) == 0) continue;  // not part of the Helm chart
+    files[rel] = slurp(e.path());
+  }
+  if (real_version) {
+    std::string& chart = files.at("Chart.yaml");
+    chart = std::regex_replace(chart, std::regex("(^|\\n)version: .*"), "$1version: " + tag);
+    chart = std::regex_replace(chart, std::regex("(^|\\n)appVersion: .*"), "$1appVersion: \"" + tag + "\"");
+  }
+  return files;
+}
+
+fs::path pack_chart(const ChartFiles& files, const fs::path& out, const std::string& name) {
+  archive* a = archive_write_new();
+  archive_write_add_filter_gzip(a);
+  archive_write_set_format_pax_restricted(a);
+  if (archive_write_open_filename(a, out.c_str()) != ARCHIVE_OK) throw std::runtime_error("cannot write " + out.string());
+  for (const auto& [rel, content] : files) {
+    archive_entry* e = archive_entry_new();
+    archive_entry_set_pathname(e, (name + "/" + rel).c_str());
+    archive_entry_set_filetype(e, AE_IFREG);
+    archive_entry_set_perm(e, 0644);
+    archive_entry_set_size(e, static_cast<la_int64_t>(content.size()));
+    archive_write_header(a, e);
+    archive_write_data(a, content.data(), content.size());
+    archive_entry_free(e);
+  }
+  archive_write_close(a);
+  archive_write_free(a);
+  return out;
+}
+
+}  // namespace gbtest

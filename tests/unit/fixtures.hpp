@@ -1,0 +1,48 @@
+#pragma once
+// Shared helpers for unit tests: temp folders and chart archives packed from
+// ../shared/upstream the way NGC publishes them (real version in Chart.yaml).
+
+#include <filesystem>
+#include <map>
+#include <string>
+
+namespace gbtest {
+
+namespace fs = std::filesystem;
+
+// A fresh folder removed when the object dies.
+class TempDir {
+public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  const fs::path& path() const { return m_path; }
+  fs::path operator/(const std::string& name) const { return m_path / name; }
+
+private:
+  fs::path m_path;
+};
+
+// ../shared/upstream/gpu-operator, or empty when the folder is absent.
+fs::path upstream_dir();
+// Skips the calling test (with a message) when shared/ is absent.
+#define GB_REQUIRE_SHARED()                                                                       \
+  do {                                                                                            \
+    if (gbtest::upstream_dir().empty()) {                                                         \
+      WARN("skipped: " GB_SHARED_DIR "/upstream/gpu-operator is absent (tests read it in place)"); \
+      return;                                                                                     \
+    }                                                                                             \
+  } while (0)
+
+// Files relative to the chart's top folder ("Chart.yaml", "charts/x/values.yaml").
+using ChartFiles = std::map<std::string, std::string>;
+
+// Reads a shared chart folder and sets version/appVersion to `version`.
+ChartFiles shared_chart(const std::string& tag, bool real_version = true);
+// Writes a Helm-style .tgz with top folder `name`.
+fs::path pack_chart(const ChartFiles& files, const fs::path& out, const std::string& name = "gpu-operator");
+
+std::string slurp(const fs::path& p);
+void spit(const fs::path& p, const std::string& text);
+
+}  // namespace gbtest

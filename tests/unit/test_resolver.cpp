@@ -1,0 +1,345 @@
+#include <catch2/catch.hpp>
+#include <regex>
+#include <set>
+
+#include "fixtures.hpp"
+#include "recipes/resolver.hpp"
+
+using namespace gb;
+using gbtest::TempDir;
+
+namespace {
+
+const std::vector<std::string> k_tags = {"v23.9.2", "v24.3.0", "v24.6.2", "v24.9.2", "v25.10.1", "v26.7.0"};
+
+std::string recipe_text(const std::string& tag, const std::string& body) {
+  return "apiVersion: gpubundle/v1\nkind: Recipe\nmetadata: {name: t}\noperator: {version: " + tag + "}\n" + body;
+}
+
+struct Outcome {
+  Result<Lock> lock;
+  std::map<std::string, std::set<std::string>> by_component;  // component -> sources
+};
+
+// Packs the shared chart for `tag` (real version in Chart.yaml) and resolves.
+Outcome resolve_shared(const std::string& tag, const std::string& body, bool real_version = true) {
+  TempDir dir;
+  auto tgz = gbtest::pack_chart(gbtest::shared_chart(tag, real_version), dir / ("gpu-operator-" + tag + ".tgz"));
+  auto recipe = parse_recipe(recipe_text(tag, body), dir / "recipe.yaml").value_or_throw();
+  auto chart = load_chart(tgz).value_or_throw();
+  Outcome o{resolve(recipe, chart, Catalog::builtin()), {}};
+  if (o.lock.ok())
+    for (const auto& img : o.lock->images)
+      for (const auto& c : img.components) o.by_component[c].insert(img.source);
+  return o;
+}
+
+std::string one(const Outcome& o, const std::string& component) {
+  auto it = o.by_component.find(component);
+  if (it == o.by_component.end()) return "";
+  REQUIRE(it->second.size() == 1);
+  return *it->second.begin();
+}
+
+std::string error_of(const std::string& tag, const std::string& body) {
+  auto o = resolve_shared(tag, body);
+  return o.lock.ok() ? "" : o.lock.error().message;
+}
+
+const char* k_h100_conventional = "target: {gpus: [H100-SXM5-80GB], os: ubuntu22.04}\n";
+
+}  // namespace
+
+TEST_CASE("every shipped chart resolves in all three driver modes", "[resolver]") {
+  GB_REQUIRE_SHARED();
+  for (const auto& tag : k_tags) {
+    INFO(tag);
+    auto values = gbtest::shared_chart(tag).at("values.yaml");
+    std::smatch m;
+    REQUIRE(std::regex_search(values, m, std::regex("\\ndriver:[\\s\\S]*?\\n  version: \"?([0-9.]+)\"?")));
+    std::string chart_driver = m[1];
+    std::string branch = chart_driver.substr(0, 3);
+
+    auto conv = resolve_shared(tag, "target: {gpus: [H100-SXM5-80GB], os: ubuntu22.04}\ndriver: {kernelModuleType: open}\n");
+    REQUIRE(conv.lock.ok());
+    CHECK(one(conv, "driver") == "nvcr.io/nvidia/driver:" + chart_driver + "-ubuntu22.04");
+    CHECK(one(conv, "operator") == "nvcr.io/nvidia/gpu-operator:" + tag);
+    CHECK(conv.by_component.count("driver.manager") == 1);
+    CHECK(conv.by_component.count("toolkit") == 1);
+    CHECK(conv.by_component.count("devicePlugin") == 1);
+    CHECK(conv.by_component.count("dcgmExporter") == 1);
+    CHECK(conv.by_component.count("migManager") == 1);
+    CHECK(conv.by_component.count("node-feature-discovery") == 1);
+    // Off by default, or VM-only: not in a container-workload lock.
+    for (const char* off : {"gds", "gdrcopy", "dcgm", "nodeStatusExporter", "sandboxDevicePlugin", "vfioManager",
+                            "vgpuDeviceManager", "kataManager", "ccManager", "vgpuManager.driverManager", "draDriver"})
+      CHECK(conv.by_component.count(off) == 0);
+
+    auto pre = resolve_shared(tag, "target: {gpus: [H100-SXM5-80GB], os: ubuntu22.04, kernels: [5.15.0-1065-nvidia, "
+                                   "5.15.0-126-generic]}\ndriver: {mode: precompiled, kernelModuleType: open}\n");
+    REQUIRE(pre.lock.ok());
+    CHECK(pre.by_component.at("driver") ==
+          std::set<std::string>{"nvcr.io/nvidia/driver:" + branch + "-5.15.0-1065-nvidia-ubuntu22.04",
+                                "nvcr.io/nvidia/driver:" + branch + "-5.15.0-126-generic-ubuntu22.04"});
+    CHECK(pre.lock->driver.use_precompiled);
+    CHECK(pre.lock->driver.branch == branch);
+
+    auto host = resolve_shared(tag, "target: {gpus: [H100-SXM5-80GB], os: ubuntu22.04}\ndriver: {mode: host, version: \"" +
+                                        chart_driver + "\", kernelModuleType: open}\ntoolkit: {mode: host}\n");
+    REQUIRE(host.lock.ok());
+    CHECK(host.by_component.count("driver") == 0);
+    CHECK(host.by_component.count("driver.manager") == 0);
+    CHECK(host.by_component.count("toolkit") == 0);
+    CHECK(host.by_component.count("devicePlugin") == 1);
+  }
+}
+
+TEST_CASE("known per-release facts", "[resolver]") {
+  GB_REQUIRE_SHARED();
+  auto v25 = resolve_shared("v25.10.1", k_h100_conventional);
+  REQUIRE(v25.lock.ok());
+  CHECK(one(v25, "validator") == "nvcr.io/nvidia/gpu-operator:v25.10.1");
+  CHECK(one(v25, "operator") == one(v25, "validator"));
+  CHECK(one(v25, "toolkit") == "nvcr.io/nvidia/k8s/container-toolkit:v1.18.1");
+  CHECK(one(v25, "node-feature-discovery") == "registry.k8s.io/nfd/node-feature-discovery:v0.18.2");
+
+  auto v23 = resolve_shared("v23.9.2", k_h100_conventional);
+  REQUIRE(v23.lock.ok());
+  CHECK(one(v23, "gfd") == "nvcr.io/nvidia/gpu-feature-discovery:v0.8.2-ubi8");
+  CHECK(one(v23, "validator") == "nvcr.io/nvidia/cloud-native/gpu-operator-validator:v23.9.2");
+  CHECK(one(v23, "node-feature-discovery") == "registry.k8s.io/nfd/node-feature-discovery:v0.14.2");
+
+  for (const char* tag : {"v24.3.0", "v24.6.2", "v24.9.2", "v25.10.1", "v26.7.0"}) {
+    INFO(tag);
+    auto o = resolve_shared(tag, k_h100_conventional);
+    REQUIRE(o.lock.ok());
+    CHECK(one(o, "gfd") == one(o, "devicePlugin"));
+    CHECK(one(o, "gfd").rfind("nvcr.io/nvidia/k8s-device-plugin:", 0) == 0);
+  }
+  auto v24 = resolve_shared("v24.9.2", k_h100_conventional);
+  CHECK(one(v24, "operator.initContainer") == "nvcr.io/nvidia/cuda:12.6.3-base-ubi9");
+  auto v26 = resolve_shared("v26.7.0", k_h100_conventional);
+  CHECK(v26.by_component.count("operator.initContainer") == 0);
+}
+
+TEST_CASE("driver OS tags follow each release's rule", "[resolver][ostag]") {
+  GB_REQUIRE_SHARED();
+  auto rhel = [](const std::string& tag, const std::string& os) {
+    auto o = resolve_shared(tag, "target: {gpus: [L4], os: " + os + "}\ndriver: {version: \"580.105.08\"}\n"
+                                 "components: {gds: true, gdrcopy: true}\n");
+    REQUIRE(o.lock.ok());
+    return std::vector<std::string>{one(o, "driver"), one(o, "gds"), one(o, "gdrcopy")};
+  };
+  auto v26 = rhel("v26.7.0", "rhel9.4");
+  CHECK(v26[0] == "nvcr.io/nvidia/driver:580.105.08-rhel9");
+  CHECK(v26[1] == "nvcr.io/nvidia/cloud-native/nvidia-fs:2.29.4-rhel9");
+  CHECK(v26[2] == "nvcr.io/nvidia/cloud-native/gdrdrv:v2.6-rhel9");
+  auto v25 = rhel("v25.10.1", "rhel9.4");
+  CHECK(v25[0] == "nvcr.io/nvidia/driver:580.105.08-rhel9.4");
+  CHECK(v25[2] == "nvcr.io/nvidia/cloud-native/gdrdrv:v2.5.1-rhel9.4");
+  CHECK(rhel("v26.7.0", "rhcos4.18")[0] == "nvcr.io/nvidia/driver:580.105.08-rhcos4.18");
+  CHECK(rhel("v26.7.0", "ubuntu24.04")[0] == "nvcr.io/nvidia/driver:580.105.08-ubuntu24.04");
+
+  const auto& cat = Catalog::builtin();
+  CHECK(cat.os_tag("v26.3.3", "rocky9.7") == "rocky9");
+  CHECK(cat.os_tag("v26.3.3", "rhel9.6") == "rhel9.6");
+  CHECK(cat.os_tag("v26.3.3", "rhel10.1") == "rhel10");
+  CHECK(cat.os_tag("v26.7.0", "ol9.4") == "ol9");
+  CHECK(cat.os_tag("v25.10.1", "rocky9.7") == "rocky9.7");
+  CHECK(cat.os_tag("v27.1.0", "rhel10.2") == "rhel10");
+}
+
+TEST_CASE("the Chart.yaml version trap", "[resolver]") {
+  GB_REQUIRE_SHARED();
+  // Packed from the git tag: version v1.0.0-devel, appVersion devel-ubi8.
+  auto o = resolve_shared("v24.9.2", "target: {gpus: [L4], os: ubuntu22.04}\ncomponents: {nodeStatusExporter: true}\n", false);
+  REQUIRE(o.lock.ok());
+  CHECK(one(o, "operator") == "nvcr.io/nvidia/gpu-operator:v24.9.2");
+  CHECK(one(o, "validator") == "nvcr.io/nvidia/cloud-native/gpu-operator-validator:v24.9.2");
+  CHECK(one(o, "nodeStatusExporter") == one(o, "validator"));
+  CHECK(o.lock->chart.version == "v24.9.2");
+  CHECK(o.lock->chart.app_version == "devel-ubi8");
+  bool warned = false;
+  for (const auto& w : o.lock->warnings) warned = warned || w.find("placeholder version v1.0.0-devel") != std::string::npos;
+  CHECK(warned);
+  // A real chart of another release is refused, naming both versions.
+  TempDir dir;
+  auto tgz = gbtest::pack_chart(gbtest::shared_chart("v24.6.2"), dir / "c.tgz");
+  auto recipe = parse_recipe(recipe_text("v24.9.2", k_h100_conventional), dir / "r.yaml").value_or_throw();
+  auto r = resolve(recipe, load_chart(tgz).value_or_throw(), Catalog::builtin());
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message.find("operator.version v24.9.2 does not match the chart's version v24.6.2") != std::string::npos);
+}
+
+TEST_CASE("a chart the catalog has never seen resolves to exactly its values", "[resolver]") {
+  GB_REQUIRE_SHARED();
+  auto files = gbtest::shared_chart("v24.9.2");
+  std::string& values = files.at("values.yaml");
+  values = std::regex_replace(values, std::regex("v1.17.4-ubuntu20.04"), "v9.1.0");
+  values = std::regex_replace(values, std::regex("version: v0.17.0"), "version: v9.2.0");
+  values += "\nfooExporter:\n  enabled: true\n  repository: nvcr.io/nvidia/future\n  image: foo-exporter\n"
+            "  version: v1.2.3\n  sidecar:\n    repository: quay.io/acme\n    image: foo-sidecar\n    version: \"0.1\"\n"
+            "barManager:\n  enabled: false\n  repository: nvcr.io/nvidia\n  image: bar\n  version: v1\n";
+  files["Chart.yaml"] = std::regex_replace(files["Chart.yaml"], std::regex("version: v24.9.2"), "version: v27.1.0");
+  files["Chart.yaml"] = std::regex_replace(files["Chart.yaml"], std::regex("appVersion: \"v24.9.2\""), "appVersion: \"v27.1.0\"");
+  TempDir dir;
+  auto tgz = gbtest::pack_chart(files, dir / "future.tgz");
+  auto recipe = parse_recipe(recipe_text("v27.1.0", "target: {gpus: [L4], os: ubuntu24.04}\ndriver: {version: \"595.91.07\"}\n"),
+                             dir / "r.yaml")
+                    .value_or_throw();
+  auto lock = resolve(recipe, load_chart(tgz).value_or_throw(), Catalog::builtin()).value_or_throw();
+  std::set<std::string> got;
+  for (const auto& i : lock.images) got.insert(i.source);
+  std::set<std::string> expected = {
+      "nvcr.io/nvidia/gpu-operator:v27.1.0",
+      "nvcr.io/nvidia/cloud-native/gpu-operator-validator:v27.1.0",
+      "nvcr.io/nvidia/driver:595.91.07-ubuntu24.04",
+      "nvcr.io/nvidia/cloud-native/k8s-driver-manager:v0.7.0",
+      "nvcr.io/nvidia/k8s/container-toolkit:v9.1.0",
+      "nvcr.io/nvidia/k8s-device-plugin:v9.2.0",
+      "nvcr.io/nvidia/k8s/dcgm-exporter:3.3.9-3.6.1-ubuntu22.04",
+      "nvcr.io/nvidia/cloud-native/k8s-mig-manager:v0.10.0-ubuntu20.04",
+      "nvcr.io/nvidia/cuda:12.6.3-base-ubi9",
+      "registry.k8s.io/nfd/node-feature-discovery:v0.16.6",
+      "nvcr.io/nvidia/future/foo-exporter:v1.2.3",
+      "quay.io/acme/foo-sidecar:0.1",
+  };
+  CHECK(got == expected);
+  bool warned = false;
+  for (const auto& w : lock.warnings) warned = warned || w.find("no OS support data for GPU Operator v27.1.0") != std::string::npos;
+  CHECK(warned);
+}
+
+TEST_CASE("compatibility checks refuse with both sides named", "[resolver][compat]") {
+  GB_REQUIRE_SHARED();
+  CHECK(error_of("v24.9.2", "target: {gpus: [B200], os: ubuntu22.04}\ndriver: {version: \"550.127.08\", kernelModuleType: open}\n") ==
+        "recipe.yaml:6: driver.version 550.127.08 does not support B200 (needs >= 570.133.20, open modules)");
+  CHECK(error_of("v26.7.0", "target: {gpus: [B200], os: ubuntu22.04}\ndriver: {version: \"570.124.06\", kernelModuleType: open}\n")
+            .find("driver.version 570.124.06 does not support B200") != std::string::npos);
+  CHECK(error_of("v26.7.0", "target: {gpus: [B200], os: ubuntu22.04}\ndriver: {version: \"580.105.08\", kernelModuleType: proprietary}\n") ==
+        "recipe.yaml:6: B200 (blackwell) needs open kernel modules, but driver.kernelModuleType is proprietary; set "
+        "driver.kernelModuleType: open");
+  CHECK(error_of("v24.9.2", "target: {gpus: [GH200], os: ubuntu22.04}\ndriver: {version: \"550.127.08\"}\n")
+            .find("GH200-480GB (grace-hopper) needs open kernel modules, but driver.kernelModuleType auto installs "
+                  "proprietary modules with branch 550") != std::string::npos);
+  CHECK(error_of("v24.9.2", "target: {gpus: [\"10de:2335\"], os: ubuntu22.04}\ndriver: {branch: \"535\"}\n") ==
+        "recipe.yaml:6: driver.branch 535 does not support H200-SXM-141GB (needs >= 550)");
+  // The chart's default driver is checked too, and the message says so.
+  CHECK(error_of("v24.9.2", "target: {gpus: [B300], os: ubuntu22.04}\n")
+            .find("driver (chart default 550.144.03) does not support B300 (needs >= 580, open modules)") != std::string::npos);
+  // Precompiled limits.
+  const std::string pre = "driver: {mode: precompiled, kernelModuleType: open}\n";
+  CHECK(error_of("v24.9.2", "target: {gpus: [L4], os: ubuntu22.04, kernels: [5.15.0-1]}\n" + pre + "components: {gds: true}\n")
+            .find("precompiled drivers do not support GPUDirect Storage") != std::string::npos);
+  CHECK(error_of("v24.9.2", "target: {gpus: [L4], os: ubuntu22.04, kernels: [5.15.0-1], workloads: [vm-vgpu]}\n" + pre)
+            .find("precompiled drivers do not support vGPU") != std::string::npos);
+  CHECK(error_of("v24.9.2", "target: {gpus: [L4], os: ubuntu22.04}\n" + pre)
+            .find("target.kernels: precompiled drivers need the kernel release") != std::string::npos);
+  CHECK(error_of("v24.9.2", "target: {gpus: [L4], os: ubuntu22.04, kernels: [5.15.0-1]}\ndriver: {mode: precompiled, version: \"sha256:" +
+                                std::string(64, 'a') + "\"}\n")
+            .find("a digest-pinned driver cannot be used with precompiled drivers") != std::string::npos);
+  CHECK(error_of("v24.9.2", "target: {gpus: [L4], os: ubuntu22.04}\ndriver: {kernelModuleType: proprietary}\ncomponents: {gds: true}\n")
+            .find("GPUDirect Storage (nvidia-fs) needs open kernel modules") != std::string::npos);
+  CHECK(error_of("v26.7.0", "target: {gpus: [L4], os: ubuntu22.04}\ndriver: {version: \"570.195.03\"}\ncomponents: {draDriver: true}\n")
+            .find("the DRA driver needs driver branch >= 580") != std::string::npos);
+  // GPU and component names.
+  CHECK(error_of("v24.9.2", "target: {gpus: [L4, H300], os: ubuntu22.04}\n").find("recipe.yaml:5: target.gpus: unknown GPU 'H300'") == 0);
+  CHECK(error_of("v24.9.2", "target: {gpus: [L4], os: ubuntu22.04}\ncomponents: {gdss: false}\n")
+            .find("recipe.yaml:6: components.gdss: chart gpu-operator v24.9.2 has no such component") == 0);
+  // MIG layouts.
+  CHECK(error_of("v24.9.2", "target: {gpus: [L40S], os: ubuntu22.04}\nmig: {config: all-1g.10gb}\n")
+            .find("mig.config all-1g.10gb: L40S does not support MIG") != std::string::npos);
+  CHECK(error_of("v24.9.2", "target: {gpus: [H100-SXM5-80GB, H200], os: ubuntu22.04}\nmig: {config: all-1g.10gb}\n")
+            .find("H200-SXM-141GB has no MIG profile 1g.10gb") != std::string::npos);
+  CHECK(error_of("v24.9.2", "target: {gpus: [H100-SXM5-80GB, H200], os: ubuntu22.04}\nmig: {config: all-balanced}\n").empty());
+  // Several problems: one line each.
+  auto many = error_of("v24.9.2", "target: {gpus: [B200, GB200], os: ubuntu22.04}\ndriver: {version: \"550.127.08\"}\n");
+  CHECK(std::count(many.begin(), many.end(), '\n') == 3);
+}
+
+TEST_CASE("compatible recipes pass, with warnings where due", "[resolver][compat]") {
+  GB_REQUIRE_SHARED();
+  auto ok = resolve_shared("v26.7.0", "target: {gpus: [B200, GB200], os: ubuntu24.04}\ndriver: {version: \"580.105.08\"}\n");
+  REQUIRE(ok.lock.ok());
+  CHECK(ok.lock->driver.kernel_module_type == "open");  // auto pinned: branch 580 >= 560
+  auto unsupported = resolve_shared("v24.9.2", "target: {gpus: [L4], os: ubuntu24.04}\n");
+  REQUIRE(unsupported.lock.ok());
+  bool warned = false;
+  for (const auto& w : unsupported.lock->warnings) warned = warned || w == "GPU Operator v24.9.2 does not list ubuntu24.04 as supported";
+  CHECK(warned);
+  auto rhel_pre = resolve_shared("v26.7.0", "target: {gpus: [L4], os: rhel9.4, kernels: [5.14.0-427.el9.x86_64]}\n"
+                                            "driver: {mode: precompiled, branch: \"580\"}\n");
+  REQUIRE(rhel_pre.lock.ok());
+  CHECK(one(rhel_pre, "driver") == "nvcr.io/nvidia/driver:580-5.14.0-427.el9.x86_64-rhel9");
+  warned = false;
+  for (const auto& w : rhel_pre.lock->warnings) warned = warned || w.find("precompiled driver images for Ubuntu only") != std::string::npos;
+  CHECK(warned);
+}
+
+TEST_CASE("a kernel that makes an invalid tag is refused", "[resolver]") {
+  GB_REQUIRE_SHARED();
+  auto err = error_of("v26.7.0", "target: {gpus: [L4], os: rhel9.4, kernels: [5.14.0-284.54.1.el9_2.aarch64+64k]}\n"
+                                 "driver: {mode: precompiled, branch: \"580\"}\n");
+  CHECK(err.find("malformed tag '580-5.14.0-284.54.1.el9_2.aarch64+64k-rhel9'") != std::string::npos);
+}
+
+TEST_CASE("workloads choose the VM operands; recipes can ask for any component", "[resolver]") {
+  GB_REQUIRE_SHARED();
+  auto vm = resolve_shared("v26.7.0", "target: {gpus: [H100-SXM5-80GB], os: ubuntu22.04, workloads: [container, vm-passthrough]}\n");
+  REQUIRE(vm.lock.ok());
+  CHECK(one(vm, "sandboxDevicePlugin") == "nvcr.io/nvidia/kubevirt-gpu-device-plugin:v1.6.0");
+  CHECK(vm.by_component.count("vfioManager") == 1);
+  CHECK(vm.by_component.count("ccManager") == 1);
+  CHECK(vm.by_component.count("vgpuDeviceManager") == 0);
+  auto kata = resolve_shared("v24.9.2", "target: {gpus: [H100-SXM5-80GB], os: ubuntu22.04, workloads: [vm-passthrough]}\n"
+                                        "components: {kataManager: true}\n");
+  REQUIRE(kata.lock.ok());
+  CHECK(kata.by_component.at("kataManager.url").count("nvcr.io/nvidia/cloud-native/kata-gpu-artifacts:ubuntu22.04-535.54.03") == 1);
+  auto asked = resolve_shared("v24.9.2", "target: {gpus: [L4], os: ubuntu22.04}\ncomponents: {dcgm: true, "
+                                         "sandboxDevicePlugin: {enabled: true}, node-feature-discovery: false}\n");
+  REQUIRE(asked.lock.ok());
+  CHECK(asked.by_component.count("dcgm") == 1);
+  CHECK(asked.by_component.count("sandboxDevicePlugin") == 1);
+  CHECK(asked.by_component.count("node-feature-discovery") == 0);
+}
+
+TEST_CASE("destinations and the lock round trip", "[resolver][lock]") {
+  GB_REQUIRE_SHARED();
+  auto o = resolve_shared("v24.9.2", "target: {gpus: [L4], os: ubuntu22.04, platforms: [linux/amd64, linux/arm64]}\n"
+                                     "extraImages: [busybox:1.36]\ndestination: {registry: \"reg.site:5000\", prefix: gpu/ops}\n");
+  REQUIRE(o.lock.ok());
+  auto* nfd = o.lock->find("registry.k8s.io/nfd/node-feature-discovery:v0.16.6");
+  REQUIRE(nfd);
+  CHECK(nfd->destination == "reg.site:5000/gpu/ops/nfd/node-feature-discovery:v0.16.6");
+  CHECK(nfd->platforms == std::vector<std::string>{"linux/amd64", "linux/arm64"});
+  REQUIRE(o.lock->find("docker.io/library/busybox:1.36"));
+  CHECK(o.lock->find("docker.io/library/busybox:1.36")->destination == "reg.site:5000/gpu/ops/library/busybox:1.36");
+  for (size_t i = 1; i < o.lock->images.size(); ++i) CHECK(o.lock->images[i - 1].source < o.lock->images[i].source);
+
+  std::string json = lock_to_json(o.lock.value());
+  auto back = parse_lock(json, "x.lock.json").value_or_throw();
+  CHECK(lock_to_json(back) == json);
+  CHECK(back.images.size() == o.lock->images.size());
+
+  std::string newer = std::regex_replace(json, std::regex("\"schemaVersion\": 1"), "\"schemaVersion\": 2");
+  auto refused = parse_lock(newer, "x.lock.json");
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().message.find("x.lock.json: lock schema 2 is newer than this gpubundle reads") == 0);
+  auto broken = parse_lock("{\"schemaVersion\": 1}", "y.json");
+  REQUIRE_FALSE(broken.ok());
+  CHECK(broken.error().message.find("y.json") == 0);
+}
+
+TEST_CASE("catalog lookups by name, alias and PCI id", "[catalog]") {
+  const auto& cat = Catalog::builtin();
+  REQUIRE(cat.find_gpu("h200"));
+  CHECK(cat.find_gpu("h200")->name == "H200-SXM-141GB");
+  CHECK(cat.find_gpu("10DE:2335") == cat.find_gpu("H200"));
+  CHECK(cat.find_gpu("0x233510DE") == cat.find_gpu("H200"));
+  CHECK(cat.find_gpu("B200")->open_modules_required);
+  CHECK_FALSE(cat.find_gpu("H100-SXM5-80GB")->open_modules_required);
+  CHECK(cat.find_gpu("nope") == nullptr);
+  CHECK(cat.os_supported("v24.9.2", "ubuntu22.04") == true);
+  CHECK(cat.os_supported("v26.7.0", "rhel9") == true);
+  CHECK_FALSE(cat.os_supported("v30.1.0", "ubuntu22.04").has_value());
+}
