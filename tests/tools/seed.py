@@ -4,6 +4,7 @@
   seed.py --registry 127.0.0.1:PORT [--plain-http] [--ca CA] [--user U --password P]
           (--set small | --set bench | --lock LOCK.json)
           [--platforms linux/amd64,linux/arm64] [--layer-kb N] [--big-layer-mb N] [--seed S]
+          [--source-host HOST ...] [-j N]
 
 Prints one JSON document:
   {"images": [{"ref": "127.0.0.1:PORT/repo:tag", "source": str|null, "digest": "sha256:...",
@@ -466,6 +467,13 @@ def split_source(src):
     return "/".join(parts), tag
 
 
+def source_host(src):
+    first = src.split("/", 1)[0]
+    if "/" in src and ("." in first or ":" in first or first == "localhost"):
+        return first
+    return "docker.io"
+
+
 def lock_set(args, default_platforms):
     try:
         with open(args.lock) as f:
@@ -487,8 +495,10 @@ def lock_set(args, default_platforms):
             print(f"seed: warning: {src}: no tag, cannot stand in for a digest; skipped", file=sys.stderr)
             continue
         repo, tag = rt
+        if args.source_host and source_host(src) not in args.source_host:
+            continue
         plats = entry.get("platforms") or lock_platforms
-        shape = "docker-list" if len(images) % 2 == 0 else "oci-index"
+        shape = "docker-list" if i % 2 == 0 else "oci-index"  # stable under --source-host
 
         def layers(p, lt, repo=repo, tag=tag):
             return [base_layer(s, p, lt, 256), app_layer(s, f"{repo}:{tag}", p, lt, kb)]
@@ -513,6 +523,8 @@ def main():
     g = p.add_mutually_exclusive_group(required=True)
     g.add_argument("--set", choices=["small", "bench"])
     g.add_argument("--lock")
+    p.add_argument("--source-host", action="append", metavar="HOST",
+                   help="with --lock: only images whose source is on HOST (repeatable)")
     p.add_argument("--platforms", default="linux/amd64,linux/arm64")
     p.add_argument("--layer-kb", type=int)
     p.add_argument("--big-layer-mb", type=int)
