@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# gpubundle resolve as a user runs it: exit codes, one-line errors, --json,
+# -o, and the examples against the real chart values in ../shared.
+set -euo pipefail
+gpubundle=$1
+src=${GB_SOURCE_DIR:?}
+shared=$(cd "$src/.." && pwd)/shared/upstream/gpu-operator
+if [[ ! -d $shared ]]; then
+  echo "skipped: $shared is absent (tests read the shared chart values in place)"
+  exit 77
+fi
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+expect_rc() {  # expect_rc CODE CMD...: run, capture stdout/stderr, check the exit code
+  local want=$1; shift
+  set +e; "$@" >"$work/out" 2>"$work/err"; local rc=$?; set -e
+  [[ $rc == "$want" ]] || { cat "$work/out" "$work/err"; fail "exit $rc, wanted $want: $*"; }
+}
+
+# Help has an example for every subcommand.
+expect_rc 0 "$gpubundle" --help
+for cmd in $(sed -n '/^Subcommands:/,$p' "$work/out" | awk 'NF>1 && $1 ~ /^[a-z-]+$/ {print $1}'); do
+  expect_rc 0 "$gpubundle" "$cmd" --help
+  grep -q '^Example' "$work/out" || fail "$cmd --help has no example"
+done
+expect_rc 2 "$gpubundle" no-such-command
+expect_rc 2 "$gpubundle" resolve
+
+# All three driver modes on both releases, as JSON.
+for tag in v24.9.2 v26.7.0; do
+  dir=$src/examples; [[ $tag == v24.9.2 ]] && dir=$src/examples/v24.9.2
+  for mode in conventional precompiled host; do
+    expect_rc 0 "$gpubundle" resolve "$dir/$mode.yaml" --chart "$shared/$tag" --json
+    python3 - "$work/out" "$mode" "$tag" <<'PY' || fail "$tag $mode: wrong images"
+import json, sys
+lock = json.load(open(sys.argv[1])); mode, tag = sys.argv[2], sys.argv[3]
+src = {i["source"] for i in lock["images"]}
+drivers = sorted(s for s in src if s.startswith("nvcr.io/nvidia/driver:"))
+assert lock["operator"]["version"] == tag
+assert f"nvcr.io/nvidia/gpu-operator:{tag}" in src, src
+branch = "580" if tag == "v26.7.0" else "550"
+if mode == "conventional":
+    assert drivers == [f"nvcr.io/nvidia/driver:{lock['driver']['version']}-ubuntu22.04"], drivers
+elif mode == "precompiled":
+    assert drivers == [f"nvcr.io/nvidia/driver:{branch}-{k}-ubuntu22.04" for k in sorted(lock["target"]["kernels"])], drivers
+else:
+    assert drivers == [] and not any("k8s-driver-manager" in s for s in src), src
+for i in lock["images"]:
+    assert i["digest"] == "" and i["destination"].startswith("registry.site.internal:5000/gpu/"), i
+PY
+  done
+done
+
+# The table view, and -o writing the lock atomically.
+expect_rc 0 "$gpubundle" resolve "$src/examples/precompiled.yaml" --chart "$shared/v26.7.0" -o "$work/site.lock.json"
+grep -q 'nvcr.io/nvidia/driver:580-5.15.0-1065-nvidia-ubuntu22.04' "$work/out" || fail "table lacks the precompiled driver"
+python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$work/site.lock.json" || fail "lock is not JSON"
+ls "$work" | grep -q '\.tmp\.' && fail "temp file left behind"
+
+# B200 with driver 550: refused, naming both, exit 2.
+expect_rc 2 "$gpubundle" resolve "$src/examples/b200-driver-550.yaml" --chart "$shared/v24.9.2"
+grep -q '^error: b200-driver-550.yaml:12: driver.version 550.127.08 does not support B200 (needs >= 570' "$work/err" ||
+  { cat "$work/err"; fail "B200 message"; }
+
+# Bad input: one line naming the file and field, exit 2, no lock written.
+printf 'apiVersion: gpubundle/v1\nkind: Recipe\noperator: {version: v24.9.2}\ntarget: {gpus: [L4], os: ubuntu22.04}\ndriver: {mode: compiled}\n' >"$work/bad.yaml"
+expect_rc 2 "$gpubundle" resolve "$work/bad.yaml" --chart "$shared/v24.9.2" -o "$work/bad.lock.json"
+[[ $(cat "$work/err") == "error: bad.yaml:5: driver.mode: 'compiled' is not one of: conventional, precompiled, host" ]] || { cat "$work/err"; fail "bad mode message"; }
+[[ ! -e $work/bad.lock.json ]] || fail "lock written for a bad recipe"
+expect_rc 2 "$gpubundle" resolve "$work/missing.yaml"
+grep -q 'missing.yaml' "$work/err" || fail "missing file not named"
+
+# A remote chart not yet mirrored: says what to do.
+sed 's/^operator:.*/operator: {version: v24.9.2, chart: "https:\/\/helm.example.invalid\/nvidia"}/' "$work/bad.yaml" | sed '/^driver:/d' >"$work/remote.yaml"
+expect_rc 2 "$gpubundle" --store "$work/store" resolve "$work/remote.yaml"
+grep -q 'is remote and not in the store yet: run `gpubundle mirror`' "$work/err" || { cat "$work/err"; fail "remote chart hint"; }
+echo "cli-resolve: ok"
