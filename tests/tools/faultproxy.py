@@ -1,0 +1,315 @@
+#!/usr/bin/env python3
+"""An HTTP reverse proxy on 127.0.0.1 that breaks the first K matching requests.
+
+  faultproxy.py start --dir DIR --upstream http://127.0.0.1:PORT --fault MODE --times K
+                      [--match blobs|manifests|any] [--name NAME]
+      -> {"url": "http://127.0.0.1:PORT", "pid": N}
+  faultproxy.py stats --dir DIR [--name NAME]
+      -> {"injected": N, "requests": N, "fault": MODE, "times": K, "match": M}
+  faultproxy.py stop  --dir DIR
+
+Modes, applied to the first K requests that match, then everything passes:
+  503       answer 503 without asking upstream
+  429       answer 429 with Retry-After: 1
+  drop      forward, send the status, headers and part of the body, then reset
+            the connection (a request without a response body is dropped
+            before any answer)
+  truncate  forward, send fewer body bytes than Content-Length, then close
+  corrupt   forward, flip one byte in the middle of the body
+truncate and corrupt only count requests whose response has a body.
+--match: blobs = /v2/<name>/blobs/<digest> (not uploads), manifests =
+/v2/<name>/manifests/<ref>, any = every request (default).
+
+Everything else is passed through as is: any method, request bodies (by length
+or chunked), Range, redirects (never followed), streaming in 64 KiB pieces. The
+client's Host header is forwarded so the registry builds Location URLs that
+point back at the proxy. Pid file DIR/.pids/faultproxy-NAME.pid, log
+DIR/faultproxy-NAME.log, counters DIR/faultproxy-NAME.stats.json.
+"""
+
+import argparse
+import http.client
+import http.server
+import json
+import os
+import re
+import socket
+import struct
+import sys
+import threading
+import urllib.parse
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+
+PIECE = 64 * 1024
+HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailers",
+       "transfer-encoding", "upgrade", "expect"}
+MATCH = {
+    "blobs": re.compile(r"^/v2/.+/blobs/[a-z0-9]+:[A-Za-z0-9=_-]+$"),
+    "manifests": re.compile(r"^/v2/.+/manifests/[^/]+$"),
+    "any": re.compile(r""),
+}
+
+
+class State:
+    cfg = None
+    lock = threading.Lock()
+    injected = 0
+    requests = 0
+
+    @classmethod
+    def save(cls):
+        tmp = cls.cfg["stats"] + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump({"injected": cls.injected, "requests": cls.requests, "fault": cls.cfg["fault"],
+                       "times": cls.cfg["times"], "match": cls.cfg["match"]}, f)
+        os.replace(tmp, cls.cfg["stats"])
+
+    @classmethod
+    def take(cls, path, has_body):
+        """Decide whether this request gets the fault; counts it when it does."""
+        with cls.lock:
+            cls.requests += 1
+            hit = (cls.injected < cls.cfg["times"] and MATCH[cls.cfg["match"]].search(path) is not None
+                   and (has_body or cls.cfg["fault"] not in ("truncate", "corrupt")))
+            if hit:
+                cls.injected += 1
+            cls.save()
+            return hit
+
+
+class ProxyHandler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, fmt, *a):
+        sys.stderr.write("faultproxy: %s\n" % (fmt % a))
+
+    def _request_body(self):
+        """Yield the client's request body in pieces (Content-Length or chunked)."""
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip(), 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    return
+                left = size
+                while left:
+                    piece = self.rfile.read(min(PIECE, left))
+                    if not piece:
+                        raise ConnectionError("client closed mid-body")
+                    left -= len(piece)
+                    yield piece
+                self.rfile.readline()
+        left = int(self.headers.get("Content-Length") or 0)
+        while left > 0:
+            piece = self.rfile.read(min(PIECE, left))
+            if not piece:
+                raise ConnectionError("client closed mid-body")
+            left -= len(piece)
+            yield piece
+
+    def _refuse(self, code):
+        for _ in self._request_body():  # keep the connection in a sane state
+            pass
+        body = json.dumps({"errors": [{"code": "UNAVAILABLE" if code == 503 else "TOOMANYREQUESTS",
+                                       "message": "injected by faultproxy"}]}).encode()
+        self.send_response(code)
+        if code == 429:
+            self.send_header("Retry-After", "1")
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def _reset(self):
+        """Abort the connection with RST (SO_LINGER 0), not a clean close."""
+        try:
+            self.wfile.flush()
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        except OSError:
+            pass
+        self.close_connection = True
+        self.connection.close()
+
+    def _proxy(self):
+        cfg = State.cfg
+        path = self.path
+        fault = cfg["fault"]
+        bare = urllib.parse.urlsplit(path).path
+        if fault in ("503", "429") and State.take(bare, True):
+            return self._refuse(int(fault))
+
+        up = http.client.HTTPConnection(cfg["upstream_host"], timeout=120)
+        headers = [(k, v) for k, v in self.headers.items() if k.lower() not in HOP]
+        chunked = self.headers.get("Transfer-Encoding", "").lower() == "chunked"
+        up.putrequest(self.command, path, skip_host=True, skip_accept_encoding=True)
+        for k, v in headers:
+            up.putheader(k, v)
+        if chunked:
+            up.putheader("Transfer-Encoding", "chunked")
+        up.endheaders()
+        for piece in self._request_body():
+            up.send(b"%x\r\n%s\r\n" % (len(piece), piece) if chunked else piece)
+        if chunked:
+            up.send(b"0\r\n\r\n")
+        resp = up.getresponse()
+        length = resp.getheader("Content-Length")
+        has_body = self.command != "HEAD" and resp.status not in (204, 304) and (
+            length is None or int(length) > 0)
+        inject = fault in ("drop", "truncate", "corrupt") and State.take(bare, has_body)
+        if inject and fault == "drop" and not has_body:
+            up.close()
+            return self._reset()
+
+        body = None
+        if inject and fault == "corrupt":
+            body = bytearray(resp.read())
+            if body:
+                body[len(body) // 2] ^= 0xFF
+            length = str(len(body))
+
+        self.send_response_only(resp.status, resp.reason)
+        for k, v in resp.getheaders():
+            if k.lower() in HOP or k.lower() == "content-length":
+                continue
+            if k.lower() == "location" and v.startswith(cfg["upstream"]):
+                v = self._self_url() + v[len(cfg["upstream"]):]
+            self.send_header(k, v)
+        if length is not None:
+            self.send_header("Content-Length", length)
+        else:
+            self.send_header("Connection", "close")  # body runs until close
+            self.close_connection = True
+        self.end_headers()
+        if self.command == "HEAD":
+            up.close()
+            return
+        if body is not None:
+            self.wfile.write(body)
+            up.close()
+            return
+        total = int(length) if length is not None else None
+        budget = None
+        if inject:  # drop: a little, truncate: about half
+            budget = min(4096, (total or 8192) // 4) if fault == "drop" else (total or 2) // 2
+        sent = 0
+        while True:
+            piece = resp.read(PIECE)
+            if not piece:
+                break
+            if budget is not None and sent + len(piece) >= budget:
+                self.wfile.write(piece[:budget - sent])
+                up.close()
+                if fault == "drop":
+                    return self._reset()
+                self.wfile.flush()
+                self.close_connection = True
+                return
+            self.wfile.write(piece)
+            sent += len(piece)
+        up.close()
+
+    def _self_url(self):
+        return "http://" + (self.headers.get("Host") or "127.0.0.1:%d" % self.server.server_port)
+
+    def handle_one_request(self):
+        try:
+            super().handle_one_request()
+        except (ConnectionError, socket.timeout, http.client.HTTPException) as e:
+            self.log_message("connection ended: %s", e)
+            self.close_connection = True
+
+    do_GET = do_HEAD = do_PUT = do_PATCH = do_POST = do_DELETE = do_OPTIONS = _proxy
+
+
+def run_proxy(args):
+    with open(args.config) as f:
+        State.cfg = json.load(f)
+    State.save()
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", State.cfg["port"]), ProxyHandler)
+    srv.daemon_threads = True
+    srv.serve_forever()
+
+
+def start(args):
+    d = os.path.abspath(args.dir)
+    os.makedirs(d, exist_ok=True)
+    if harness.running(d, "faultproxy", args.name):
+        harness.die(f"fault proxy {args.name} is already running under {d}; stop it first")
+    u = urllib.parse.urlsplit(args.upstream)
+    if u.scheme != "http" or not u.netloc:
+        harness.die(f"--upstream {args.upstream!r}: want http://HOST:PORT (plain-http registries only)")
+    if args.times < 0:
+        harness.die("--times must be >= 0")
+    log = os.path.join(d, f"faultproxy-{args.name}.log")
+    cfg_path = os.path.join(d, f"faultproxy-{args.name}.json")
+    for _ in range(5):
+        port = harness.free_port()
+        cfg = {"port": port, "upstream": f"http://{u.netloc}", "upstream_host": u.netloc,
+               "fault": args.fault, "times": args.times, "match": args.match,
+               "stats": os.path.join(d, f"faultproxy-{args.name}.stats.json")}
+        with open(cfg_path, "w") as f:
+            json.dump(cfg, f)
+        proc = harness.spawn(d, "faultproxy", args.name,
+                             [sys.executable, os.path.abspath(__file__), "run", "--config", cfg_path], log)
+        # Probe a path that is not a registry path, so the probe never counts
+        # against --match blobs|manifests; with "any" it is a passed-through 404 or so.
+        if wait_listening(port, proc):
+            return harness.print_json({"url": f"http://127.0.0.1:{port}", "pid": proc.pid})
+        harness.stop(d, {"faultproxy"}, args.name)
+    harness.die(f"fault proxy did not start: {harness.log_tail(log)}")
+
+
+def wait_listening(port, proc, timeout=10.0):
+    """TCP connect only: an HTTP probe would use up an injected fault."""
+    import time
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            return False
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return True
+        except OSError:
+            time.sleep(0.05)
+    return False
+
+
+def stats(args):
+    path = os.path.join(os.path.abspath(args.dir), f"faultproxy-{args.name}.stats.json")
+    try:
+        print(open(path).read().strip())
+    except OSError:
+        harness.die(f"no fault proxy {args.name} under {args.dir}")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("start")
+    s.add_argument("--dir", required=True)
+    s.add_argument("--name", default="proxy")
+    s.add_argument("--upstream", required=True)
+    s.add_argument("--fault", required=True, choices=["503", "429", "drop", "truncate", "corrupt"])
+    s.add_argument("--times", type=int, required=True)
+    s.add_argument("--match", default="any", choices=sorted(MATCH))
+    s.set_defaults(fn=start)
+    t = sub.add_parser("stats")
+    t.add_argument("--dir", required=True)
+    t.add_argument("--name", default="proxy")
+    t.set_defaults(fn=stats)
+    k = sub.add_parser("stop")
+    k.add_argument("--dir", required=True)
+    k.set_defaults(fn=lambda a: harness.stop(os.path.abspath(a.dir), {"faultproxy"}))
+    r = sub.add_parser("run", help="internal: the proxy process")
+    r.add_argument("--config", required=True)
+    r.set_defaults(fn=run_proxy)
+    args = p.parse_args()
+    args.fn(args)
+
+
+if __name__ == "__main__":
+    main()
