@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# Self-test of the real-peer harness in tests/tools: registries in every auth
+# mode, seeded images checked with skopeo, the Helm repo, the fault proxy.
+# Usage: tools.sh [SHARED_DIR]   (SHARED_DIR/upstream/gpu-operator/v24.9.2 is
+# packed when present; otherwise a small chart made here stands in.)
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+tools=$here/../tools
+shared=${1:-$here/../../../shared}
+
+# Debian's interpreter: a pyenv shim in PATH costs ~0.5 s of CPU per call.
+py=/usr/bin/python3
+[[ -x $py ]] || py=$(command -v python3 || echo python3)
+for t in docker-registry skopeo openssl htpasswd curl "$py"; do
+  if ! command -v "$t" >/dev/null; then
+    echo "SKIP: $t is not installed (scripts/install-deps.sh installs it)"
+    exit 77
+  fi
+done
+
+work=$(mktemp -d)
+cleanup() {
+  "$py" "$tools/faultproxy.py" stop --dir "$work/proxy" || true
+  "$py" "$tools/helmrepo.py" stop --dir "$work/charts" || true
+  "$py" "$tools/registry.py" stop --dir "$work/reg" || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+# field FILE KEY: a top-level field of a JSON file
+field() { "$py" -c 'import json,sys; v=json.load(open(sys.argv[1]))[sys.argv[2]]; print("" if v is None else v)' "$1" "$2"; }
+
+start=$SECONDS
+mkdir -p "$work/reg" "$work/charts" "$work/proxy"
+# Start the four in parallel; each start waits for its own /v2/.
+pids=()
+"$py" "$tools/registry.py" start --dir "$work/reg" --name plain >/dev/null & pids+=($!)
+"$py" "$tools/registry.py" start --dir "$work/reg" --name tls --tls >/dev/null & pids+=($!)
+"$py" "$tools/registry.py" start --dir "$work/reg" --name basic --htpasswd alice:s3cret >/dev/null & pids+=($!)
+"$py" "$tools/registry.py" start --dir "$work/reg" --name token --token bob:t0ken --tls >/dev/null & pids+=($!)
+for p in "${pids[@]}"; do wait "$p" || fail "registry.py start failed"; done
+echo "4 registries up after $((SECONDS - start)) s"
+
+# mode_args MODE: sets host, user, pass, seed_args, skopeo_args for one registry
+mode_args() {
+  local j=$work/reg/$1.json ca certs
+  [[ -f $j ]] || fail "registry.py did not write $j"
+  { read -r host; read -r ca; read -r certs; read -r user; read -r pass; } < <("$py" -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+for k in ("host", "ca", "cert_dir", "username", "password"):
+    print("" if d[k] is None else d[k])' "$j")
+  seed_args=(--registry "$host" --set small --seed 7)
+  skopeo_args=()
+  if [[ -z $ca ]]; then
+    seed_args+=(--plain-http)
+    skopeo_args+=(--tls-verify=false)
+  else
+    seed_args+=(--ca "$ca")
+    skopeo_args+=(--cert-dir "$certs")
+  fi
+  if [[ -n $user ]]; then
+    skopeo_args+=(--creds "$user:$pass")
+  fi
+}
+
+pids=()
+for mode in plain tls basic token; do
+  mode_args "$mode"
+  if [[ -n $user ]]; then
+    # wrong credentials must be refused (htpasswd by the registry, token mode by the token server)
+    if "$py" "$tools/seed.py" "${seed_args[@]}" --user "$user" --password wrong >/dev/null 2>&1; then
+      fail "$mode: seed.py pushed with a wrong password"
+    fi
+    seed_args+=(--user "$user" --password "$pass")
+  fi
+  "$py" "$tools/seed.py" "${seed_args[@]}" >"$work/$mode.seed.json" & pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p" || fail "seed.py failed"; done
+echo "seeded after $((SECONDS - start)) s"
+(($("$py" -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["images"]))' "$work/plain.seed.json") >= 6)) ||
+  fail "seed.py --set small printed fewer than 6 images"
+
+same_images='
+import json, sys
+strip = lambda p: [(i["ref"].split("/", 1)[1], i["digest"], i["bytes"]) for i in json.load(open(p))["images"]]
+sys.exit(0 if strip(sys.argv[1]) == strip(sys.argv[2]) else 1)'
+for mode in plain tls basic token; do
+  mode_args "$mode"
+  # The same seed gives the same images on every registry.
+  "$py" -c "$same_images" "$work/plain.seed.json" "$work/$mode.seed.json" ||
+    fail "$mode: digests differ from the plain registry's for the same seed"
+  for want in application/vnd.docker.distribution.manifest.list.v2+json application/vnd.oci.image.index.v1+json \
+    application/vnd.oci.image.manifest.v1+json application/vnd.docker.distribution.manifest.v2+json; do
+    grep -q "\"$want\"" "$work/$mode.seed.json" || fail "$mode: no image of type $want in the small set"
+  done
+  # skopeo reads every image of the plain registry, and the index-shaped
+  # ones elsewhere (their digests equal plain's, checked above).
+  n=0
+  while read -r ref digest media; do
+    if [[ $mode != plain && $media != *list.v2+json && $media != *index.v1+json ]]; then
+      continue
+    fi
+    raw=$work/raw.json
+    skopeo inspect --raw "${skopeo_args[@]}" "docker://$ref" >"$raw" || fail "$mode: skopeo cannot read $ref"
+    got=sha256:$(sha256sum <"$raw" | cut -c1-64)
+    [[ $got == "$digest" ]] || fail "$mode: $ref is $got, seed.py said $digest"
+    inner=$(field "$raw" mediaType)
+    [[ $inner == "$media" ]] || fail "$mode: $ref has mediaType $inner, seed.py said $media"
+    n=$((n + 1))
+  done < <("$py" -c 'import json,sys; [print(i["ref"], i["digest"], i["mediaType"]) for i in json.load(open(sys.argv[1]))["images"]]' "$work/$mode.seed.json")
+  ((n >= 3)) || fail "$mode: only $n images checked"
+  echo "$mode: $n images read back by skopeo with the digests seed.py printed"
+done
+
+# Anonymous access is refused where auth is on.
+basic_host=$(field "$work/reg/basic.json" host)
+if skopeo inspect --raw --cert-dir "$work/reg/basic/certs.d" "docker://$basic_host/test/oci-multi:1.0" >/dev/null 2>&1; then
+  fail "basic: anonymous skopeo read succeeded"
+fi
+# A Docker list stays a Docker list, children included (skopeo resolves the amd64 child).
+plain_host=$(field "$work/reg/plain.json" host)
+skopeo inspect --raw --tls-verify=false "docker://$plain_host/test/docker-multi:1.0" |
+  "$py" -c 'import json,sys; d=json.load(sys.stdin); assert d["mediaType"].endswith("manifest.list.v2+json"); assert all(m["mediaType"].endswith("manifest.v2+json") for m in d["manifests"])' ||
+  fail "plain: test/docker-multi:1.0 is not a Docker list of schema2 manifests"
+[[ $(skopeo inspect --tls-verify=false --override-arch arm64 "docker://$plain_host/test/docker-multi:1.0" |
+  "$py" -c 'import json,sys; print(json.load(sys.stdin)["Architecture"])') == arm64 ]] || fail "plain: arm64 child has the wrong config"
+
+# Helm repo: pack (deterministic), serve, fetch index.yaml and the tgz.
+chart_src=$shared/upstream/gpu-operator/v24.9.2
+if [[ ! -f $chart_src/Chart.yaml ]]; then
+  echo "note: $chart_src absent, packing a stand-in chart"
+  chart_src=$work/chart-src
+  mkdir -p "$chart_src/charts/node-feature-discovery"
+  printf 'apiVersion: v2\nname: gpu-operator\nversion: v1.0.0-devel\nappVersion: "devel"\n' >"$chart_src/Chart.yaml"
+  printf 'operator: {}\n' >"$chart_src/values.yaml"
+  printf 'apiVersion: v2\nname: node-feature-discovery\nversion: 0.16.6\n' >"$chart_src/charts/node-feature-discovery/Chart.yaml"
+  printf 'image: {}\n' >"$chart_src/charts/node-feature-discovery/values.yaml"
+fi
+"$py" "$tools/helmrepo.py" pack --from "$chart_src" --version v24.9.2 --out "$work/charts" >/dev/null
+"$py" "$tools/helmrepo.py" pack --from "$chart_src" --version v24.9.2 --out "$work/again" >/dev/null
+cmp -s "$work/charts/gpu-operator-v24.9.2.tgz" "$work/again/gpu-operator-v24.9.2.tgz" || fail "helmrepo pack is not deterministic"
+# (whole outputs captured: grep -q closing a pipe early trips pipefail)
+chart_yaml=$(tar -xzOf "$work/charts/gpu-operator-v24.9.2.tgz" gpu-operator/Chart.yaml)
+grep -qx 'version: v24.9.2' <<<"$chart_yaml" || fail "packed Chart.yaml does not carry version v24.9.2"
+listing=$(tar -tzf "$work/charts/gpu-operator-v24.9.2.tgz")
+grep -qx 'gpu-operator/charts/node-feature-discovery/values.yaml' <<<"$listing" ||
+  fail "packed chart lacks the node-feature-discovery subchart"
+"$py" "$tools/helmrepo.py" serve --dir "$work/charts" >"$work/helm.json"
+helm_url=$(field "$work/helm.json" url)
+curl -fsS "$helm_url/index.yaml" -o "$work/index.yaml" || fail "GET index.yaml"
+curl -fsS "$helm_url/gpu-operator-v24.9.2.tgz" -o "$work/fetched.tgz" || fail "GET chart tgz"
+cmp -s "$work/fetched.tgz" "$work/charts/gpu-operator-v24.9.2.tgz" || fail "served tgz differs from the packed one"
+grep -q "digest: $(sha256sum <"$work/fetched.tgz" | cut -c1-64)" "$work/index.yaml" || fail "index.yaml digest does not match the tgz"
+grep -q -- '- gpu-operator-v24.9.2.tgz' "$work/index.yaml" || fail "index.yaml lacks the relative url"
+grep -q 'appVersion: "v24.9.2"' "$work/index.yaml" || fail "index.yaml lacks appVersion v24.9.2"
+echo "helm repo: index.yaml and tgz served"
+
+# Fault proxy: two injected 503s on blobs, then the real blob.
+plain_url=$(field "$work/reg/plain.json" url)
+"$py" "$tools/faultproxy.py" start --dir "$work/proxy" --upstream "$plain_url" --fault 503 --times 2 --match blobs >"$work/proxy.json"
+proxy=$(field "$work/proxy.json" url)
+blob=$(skopeo inspect --raw --tls-verify=false "docker://$plain_host/test/oci-single:1.0" | "$py" -c 'import json,sys; print(json.load(sys.stdin)["layers"][-1]["digest"])')
+code=$(curl -s -o /dev/null -w '%{http_code}' -H 'Accept: application/vnd.oci.image.manifest.v1+json' \
+  "$proxy/v2/test/oci-single/manifests/1.0")
+[[ $code == 200 ]] || fail "proxy: a manifest (not matched) got $code"
+for want in 503 503 200; do
+  code=$(curl -s -o "$work/blob" -w '%{http_code}' "$proxy/v2/test/oci-single/blobs/$blob")
+  [[ $code == "$want" ]] || fail "proxy: expected $want, got $code"
+done
+[[ sha256:$(sha256sum <"$work/blob" | cut -c1-64) == "$blob" ]] || fail "proxy: blob passed through with the wrong content"
+injected=$("$py" "$tools/faultproxy.py" stats --dir "$work/proxy" | "$py" -c 'import json,sys; print(json.load(sys.stdin)["injected"])')
+[[ $injected == 2 ]] || fail "proxy: stats say $injected faults, want 2"
+echo "fault proxy: 503, 503, then 200 with the right bytes"
+
+# stop really stops: the plain registry's port no longer answers.
+"$py" "$tools/registry.py" stop --dir "$work/reg"
+if curl -s -o /dev/null "$plain_url/v2/"; then
+  fail "registry.py stop left the plain registry running"
+fi
+"$py" "$tools/registry.py" stop --dir "$work/reg" # idempotent
+echo "PASS in $((SECONDS - start)) s"
