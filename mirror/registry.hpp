@@ -30,11 +30,16 @@ struct ClientOptions {
   int retries = 4;                      // per request, on connection errors, 5xx and 429
   int stall_timeout_s = 30;             // abort a transfer that moves no byte this long
   int connect_timeout_s = 15;
+  int backoff_ms = 250;                 // first retry delay; doubles per retry (with jitter), capped at 10 s
+  std::uint64_t monolithic_max = 32ull << 20;  // larger blobs are pushed in chunks
+  std::uint64_t chunk_size = 16ull << 20;      // PATCH size of a chunked upload
   std::string user_agent = "gpubundle";
 };
 
 // Where blob bytes go. write() is called with chunks in order; on a retry that
-// resumes, the client continues where the last good byte ended.
+// resumes, the client continues where the last good byte ended (sink.size()).
+// A sink that already holds bytes when a fetch starts is truncated first: the
+// client can only vouch for bytes it hashed itself.
 class BlobSink {
 public:
   virtual ~BlobSink() = default;
@@ -60,6 +65,12 @@ struct BlobRequest {
   std::function<Result<void>(BlobSink&)> on_done;  // verify + publish; called once the digest matched
 };
 
+// Every call below is thread-safe. Pulls try the host's configured mirrors in
+// order (a 404 or an unreachable mirror falls through), then the host itself;
+// pushes go to the host itself. Errors are one line naming the reference,
+// the HTTP status and the registry's error code, e.g.
+//   "nvcr.io/nvidia/driver:550-x: manifest unknown (404 MANIFEST_UNKNOWN)".
+
 class RegistryClient {
 public:
   RegistryClient(RegistryConfig config, ClientOptions options = {});
@@ -71,12 +82,17 @@ public:
   Result<oci::Manifest> get_manifest(const Reference& ref);
   // HEAD; the digest, or nullopt when the registry answers 404.
   Result<std::optional<std::string>> head_manifest(const Reference& ref);
-  Result<std::vector<std::string>> list_tags(const Reference& repo);
+  // All tags, following Link pagination; page_size > 0 asks for pages of n.
+  Result<std::vector<std::string>> list_tags(const Reference& repo, int page_size = 0);
 
   // One blob, streamed into sink, sha256 and size checked while it streams.
+  // `size` is the exact size from the descriptor. on_bytes gets new bytes only
+  // (a restart never makes the total go backwards).
   Result<void> fetch_blob(const Reference& repo, const std::string& digest, std::uint64_t size, BlobSink& sink,
                           const std::function<void(std::uint64_t)>& on_bytes = {});
-  // Many blobs in parallel (options.max_parallel). Returns every failure, one per line.
+  // Many blobs in parallel (options.max_parallel, options.max_per_host per
+  // registry). on_bytes is called from worker threads, one call at a time.
+  // Returns every failure, one per line.
   Result<void> fetch_blobs(std::vector<BlobRequest> requests, const std::function<void(std::uint64_t)>& on_bytes = {});
 
   // Plain HTTP(S) GET of a URL (Helm index.yaml and chart .tgz), TLS and
@@ -85,9 +101,12 @@ public:
 
   // Push side.
   Result<bool> blob_exists(const Reference& repo, const std::string& digest);
-  // Tries a cross-repository mount from `mount_from` first when given.
+  // Tries a cross-repository mount from `mount_from` first when given (same
+  // registry only). Blobs up to options.monolithic_max go in one PUT, larger
+  // ones in PATCH chunks that resume from the registry's Range on failure.
   Result<void> push_blob(const Reference& repo, const std::string& digest, BlobSource& source,
                          const std::optional<Reference>& mount_from = std::nullopt);
+  // PUT by ref's tag, else its digest, with Content-Type media_type.
   Result<void> put_manifest(const Reference& ref, std::string_view media_type, std::string_view bytes);
 
   // Counters for summaries and tests.
