@@ -2,7 +2,7 @@
 """An HTTP reverse proxy on 127.0.0.1 that breaks the first K matching requests.
 
   faultproxy.py start --dir DIR --upstream http://127.0.0.1:PORT --fault MODE --times K
-                      [--match blobs|manifests|any] [--name NAME]
+                      [--match blobs|manifests|any] [--name NAME] [--stall-seconds S]
       -> {"url": "http://127.0.0.1:PORT", "pid": N}
   faultproxy.py stats --dir DIR [--name NAME]
       -> {"injected": N, "requests": N, "fault": MODE, "times": K, "match": M}
@@ -16,7 +16,13 @@ Modes, applied to the first K requests that match, then everything passes:
             before any answer)
   truncate  forward, send fewer body bytes than Content-Length, then close
   corrupt   forward, flip one byte in the middle of the body
-truncate and corrupt only count requests whose response has a body.
+  stall     forward, send about half the body, then nothing for --stall-seconds
+            (default 60), then close
+  redirect  answer 307 to http://localhost:PORT/_storage<path> on this proxy (another
+            host name, as a storage backend would be); /_storage requests go upstream
+            without their Authorization header, and stats count those that carried
+            one as "leaked" (a client must not send credentials across hosts)
+truncate, corrupt and stall only count requests whose response has a body.
 --match: blobs = /v2/<name>/blobs/<digest> (not uploads), manifests =
 /v2/<name>/manifests/<ref>, any = every request (default).
 
@@ -37,6 +43,7 @@ import socket
 import struct
 import sys
 import threading
+import time
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -57,12 +64,14 @@ class State:
     lock = threading.Lock()
     injected = 0
     requests = 0
+    leaked = 0
 
     @classmethod
     def save(cls):
         tmp = cls.cfg["stats"] + ".tmp"
         with open(tmp, "w") as f:
-            json.dump({"injected": cls.injected, "requests": cls.requests, "fault": cls.cfg["fault"],
+            json.dump({"injected": cls.injected, "requests": cls.requests, "leaked": cls.leaked,
+                       "fault": cls.cfg["fault"],
                        "times": cls.cfg["times"], "match": cls.cfg["match"]}, f)
         os.replace(tmp, cls.cfg["stats"])
 
@@ -72,7 +81,7 @@ class State:
         with cls.lock:
             cls.requests += 1
             hit = (cls.injected < cls.cfg["times"] and MATCH[cls.cfg["match"]].search(path) is not None
-                   and (has_body or cls.cfg["fault"] not in ("truncate", "corrupt")))
+                   and (has_body or cls.cfg["fault"] not in ("truncate", "corrupt", "stall")))
             if hit:
                 cls.injected += 1
             cls.save()
@@ -139,11 +148,24 @@ class ProxyHandler(http.server.BaseHTTPRequestHandler):
         path = self.path
         fault = cfg["fault"]
         bare = urllib.parse.urlsplit(path).path
-        if fault in ("503", "429") and State.take(bare, True):
+        storage = bare.startswith("/_storage/")
+        if storage:
+            path = path[len("/_storage"):]
+            with State.lock:
+                if "Authorization" in self.headers:
+                    State.leaked += 1
+                State.requests += 1
+                State.save()
+        elif fault in ("503", "429") and State.take(bare, True):
             return self._refuse(int(fault))
+        elif fault == "redirect" and State.take(bare, True):
+            return self._redirect(path)
 
         up = http.client.HTTPConnection(cfg["upstream_host"], timeout=120)
-        headers = [(k, v) for k, v in self.headers.items() if k.lower() not in HOP]
+        headers = [(k, v) for k, v in self.headers.items()
+                   if k.lower() not in HOP and not (storage and k.lower() in ("authorization", "host"))]
+        if storage:
+            headers.append(("Host", cfg["upstream_host"]))
         chunked = self.headers.get("Transfer-Encoding", "").lower() == "chunked"
         up.putrequest(self.command, path, skip_host=True, skip_accept_encoding=True)
         for k, v in headers:
@@ -159,7 +181,7 @@ class ProxyHandler(http.server.BaseHTTPRequestHandler):
         length = resp.getheader("Content-Length")
         has_body = self.command != "HEAD" and resp.status not in (204, 304) and (
             length is None or int(length) > 0)
-        inject = fault in ("drop", "truncate", "corrupt") and State.take(bare, has_body)
+        inject = not storage and fault in ("drop", "truncate", "corrupt", "stall") and State.take(bare, has_body)
         if inject and fault == "drop" and not has_body:
             up.close()
             return self._reset()
@@ -193,7 +215,7 @@ class ProxyHandler(http.server.BaseHTTPRequestHandler):
             return
         total = int(length) if length is not None else None
         budget = None
-        if inject:  # drop: a little, truncate: about half
+        if inject:  # drop: a little, truncate and stall: about half
             budget = min(4096, (total or 8192) // 4) if fault == "drop" else (total or 2) // 2
         sent = 0
         while True:
@@ -206,11 +228,21 @@ class ProxyHandler(http.server.BaseHTTPRequestHandler):
                 if fault == "drop":
                     return self._reset()
                 self.wfile.flush()
+                if fault == "stall":
+                    time.sleep(cfg["stall_seconds"])
                 self.close_connection = True
                 return
             self.wfile.write(piece)
             sent += len(piece)
         up.close()
+
+    def _redirect(self, path):
+        for _ in self._request_body():
+            pass
+        self.send_response(307)
+        self.send_header("Location", f"http://localhost:{self.server.server_port}/_storage{path}")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
 
     def _self_url(self):
         return "http://" + (self.headers.get("Host") or "127.0.0.1:%d" % self.server.server_port)
@@ -250,6 +282,7 @@ def start(args):
         port = harness.free_port()
         cfg = {"port": port, "upstream": f"http://{u.netloc}", "upstream_host": u.netloc,
                "fault": args.fault, "times": args.times, "match": args.match,
+               "stall_seconds": args.stall_seconds,
                "stats": os.path.join(d, f"faultproxy-{args.name}.stats.json")}
         with open(cfg_path, "w") as f:
             json.dump(cfg, f)
@@ -265,7 +298,6 @@ def start(args):
 
 def wait_listening(port, proc, timeout=10.0):
     """TCP connect only: an HTTP probe would use up an injected fault."""
-    import time
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -293,7 +325,8 @@ def main():
     s.add_argument("--dir", required=True)
     s.add_argument("--name", default="proxy")
     s.add_argument("--upstream", required=True)
-    s.add_argument("--fault", required=True, choices=["503", "429", "drop", "truncate", "corrupt"])
+    s.add_argument("--fault", required=True, choices=["503", "429", "drop", "truncate", "corrupt", "stall", "redirect"])
+    s.add_argument("--stall-seconds", type=float, default=60.0)
     s.add_argument("--times", type=int, required=True)
     s.add_argument("--match", default="any", choices=sorted(MATCH))
     s.set_defaults(fn=start)

@@ -2,6 +2,7 @@
 """Start and stop real docker-registry (distribution 2.8) instances for tests.
 
   registry.py start --dir DIR --name NAME [--tls] [--htpasswd USER:PASS] [--token [USER:PASS]]
+                    [--token-ttl SECONDS]
   registry.py stop  --dir DIR
 
 start prints one JSON line (also written to DIR/NAME.json):
@@ -134,7 +135,8 @@ def start(args):
             tport = harness.free_port()
             with open(tcfg, "w") as f:
                 json.dump({"port": tport, "key": tkey, "cert": tcert, "username": username,
-                           "password": password, "service": SERVICE, "issuer": ISSUER}, f)
+                           "password": password, "service": SERVICE, "issuer": ISSUER,
+                           "ttl": args.token_ttl}, f)
             os.chmod(tcfg, 0o600)
             token_proc = harness.spawn(d_root, "token", name,
                                        [sys.executable, os.path.abspath(__file__), "token-server",
@@ -232,7 +234,7 @@ class TokenHandler(http.server.BaseHTTPRequestHandler):
         der_b64 = "".join(pem.split("-----")[2].split())
         header = {"typ": "JWT", "alg": "RS256", "x5c": [der_b64]}
         claims = {"iss": self.cfg["issuer"], "aud": self.cfg["service"], "sub": user,
-                  "exp": now + 300, "nbf": now - 10, "iat": now, "jti": uuid.uuid4().hex,
+                  "exp": now + self.cfg["ttl"], "nbf": now - 10, "iat": now, "jti": uuid.uuid4().hex,
                   "access": access}
         signing_input = (b64url(json.dumps(header, separators=(",", ":")).encode()) + "." +
                          b64url(json.dumps(claims, separators=(",", ":")).encode()))
@@ -241,7 +243,7 @@ class TokenHandler(http.server.BaseHTTPRequestHandler):
                              check=True).stdout
         tok = signing_input + "." + b64url(sig)
         TokenHandler.issued += 1
-        body = {"token": tok, "expires_in": 300,
+        body = {"token": tok, "expires_in": self.cfg["ttl"],
                 "issued_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now))}
         if oauth:
             body["access_token"] = tok
@@ -300,6 +302,8 @@ def main():
     s.add_argument("--tls", action="store_true")
     s.add_argument("--htpasswd", metavar="USER:PASS")
     s.add_argument("--token", metavar="USER:PASS", nargs="?", const="")
+    s.add_argument("--token-ttl", type=int, default=300, metavar="SECONDS",
+                   help="expires_in and exp of issued tokens (the registry allows 60 s of leeway)")
     s.set_defaults(fn=start)
     t = sub.add_parser("stop")
     t.add_argument("--dir", required=True)
