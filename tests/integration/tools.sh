@@ -21,9 +21,8 @@ done
 
 work=$(mktemp -d)
 cleanup() {
-  "$py" "$tools/faultproxy.py" stop --dir "$work/proxy" || true
   "$py" "$tools/helmrepo.py" stop --dir "$work/charts" || true
-  "$py" "$tools/registry.py" stop --dir "$work/reg" || true
+  "$py" "$tools/registry.py" stop --dir "$work/reg" || true # registries, token server, fault proxy
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -36,7 +35,7 @@ fail() {
 field() { "$py" -c 'import json,sys; v=json.load(open(sys.argv[1]))[sys.argv[2]]; print("" if v is None else v)' "$1" "$2"; }
 
 start=$SECONDS
-mkdir -p "$work/reg" "$work/charts" "$work/proxy"
+mkdir -p "$work/reg" "$work/charts"
 # Start the four in parallel; each start waits for its own /v2/.
 pids=()
 "$py" "$tools/registry.py" start --dir "$work/reg" --name plain >/dev/null & pids+=($!)
@@ -46,76 +45,86 @@ pids=()
 for p in "${pids[@]}"; do wait "$p" || fail "registry.py start failed"; done
 echo "4 registries up after $((SECONDS - start)) s"
 
-# mode_args MODE: sets host, user, pass, seed_args, skopeo_args for one registry
-mode_args() {
-  local j=$work/reg/$1.json ca certs
+# Per registry: seed.py and skopeo arguments, from DIR/NAME.json (one python each).
+declare -A seed_args skopeo_args creds
+for mode in plain tls basic token; do
+  j=$work/reg/$mode.json
   [[ -f $j ]] || fail "registry.py did not write $j"
   { read -r host; read -r ca; read -r certs; read -r user; read -r pass; } < <("$py" -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
 for k in ("host", "ca", "cert_dir", "username", "password"):
     print("" if d[k] is None else d[k])' "$j")
-  seed_args=(--registry "$host" --set small --seed 7)
-  skopeo_args=()
+  seed_args[$mode]="--registry $host --set small --seed 7"
   if [[ -z $ca ]]; then
-    seed_args+=(--plain-http)
-    skopeo_args+=(--tls-verify=false)
+    seed_args[$mode]+=" --plain-http"
+    skopeo_args[$mode]="--tls-verify=false"
   else
-    seed_args+=(--ca "$ca")
-    skopeo_args+=(--cert-dir "$certs")
+    seed_args[$mode]+=" --ca $ca"
+    skopeo_args[$mode]="--cert-dir $certs"
   fi
-  if [[ -n $user ]]; then
-    skopeo_args+=(--creds "$user:$pass")
-  fi
-}
+  creds[$mode]=${user:+$user:$pass}
+done
 
+# Seed all four at once; where auth is on, a wrong password must fail
+# (htpasswd: the registry refuses it; token mode: the token server does).
 pids=()
+bad=()
 for mode in plain tls basic token; do
-  mode_args "$mode"
-  if [[ -n $user ]]; then
-    # wrong credentials must be refused (htpasswd by the registry, token mode by the token server)
-    if "$py" "$tools/seed.py" "${seed_args[@]}" --user "$user" --password wrong >/dev/null 2>&1; then
-      fail "$mode: seed.py pushed with a wrong password"
-    fi
-    seed_args+=(--user "$user" --password "$pass")
+  # shellcheck disable=SC2206 # the stored args are space-free paths and words
+  args=(${seed_args[$mode]})
+  if [[ -n ${creds[$mode]} ]]; then
+    "$py" "$tools/seed.py" "${args[@]}" --user "${creds[$mode]%%:*}" --password wrong >/dev/null 2>&1 & bad+=("$mode:$!")
+    args+=(--user "${creds[$mode]%%:*}" --password "${creds[$mode]#*:}")
   fi
-  "$py" "$tools/seed.py" "${seed_args[@]}" >"$work/$mode.seed.json" & pids+=($!)
+  "$py" "$tools/seed.py" "${args[@]}" >"$work/$mode.seed.json" & pids+=($!)
 done
 for p in "${pids[@]}"; do wait "$p" || fail "seed.py failed"; done
+for mp in "${bad[@]}"; do
+  if wait "${mp#*:}"; then fail "${mp%%:*}: seed.py pushed with a wrong password"; fi
+done
 echo "seeded after $((SECONDS - start)) s"
-(($("$py" -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["images"]))' "$work/plain.seed.json") >= 6)) ||
-  fail "seed.py --set small printed fewer than 6 images"
 
-same_images='
-import json, sys
-strip = lambda p: [(i["ref"].split("/", 1)[1], i["digest"], i["bytes"]) for i in json.load(open(p))["images"]]
-sys.exit(0 if strip(sys.argv[1]) == strip(sys.argv[2]) else 1)'
+# Check one registry's seed output against plain's and against skopeo:
+# same images and digests for the same seed, every shape present, and the
+# bytes skopeo reads hash to the printed digest with the printed mediaType.
+# skopeo reads every image of plain and the index-shaped ones elsewhere.
+# shellcheck disable=SC2016 # python source
+check='
+import hashlib, json, subprocess, sys
+mode, plain_file, mine_file, creds = sys.argv[1:5]
+skopeo_args = sys.argv[5:] + (["--creds", creds] if creds else [])
+plain = json.load(open(plain_file))["images"]
+mine = json.load(open(mine_file))["images"]
+strip = lambda imgs: [(i["ref"].split("/", 1)[1], i["digest"], i["bytes"]) for i in imgs]
+if len(mine) < 6 or strip(plain) != strip(mine):
+    sys.exit(f"{mode}: seed.py output differs from the plain registry for the same seed")
+types = {i["mediaType"] for i in mine}
+for want in ("application/vnd.docker.distribution.manifest.list.v2+json", "application/vnd.oci.image.index.v1+json",
+             "application/vnd.oci.image.manifest.v1+json", "application/vnd.docker.distribution.manifest.v2+json"):
+    if want not in types:
+        sys.exit(f"{mode}: no image of type {want} in the small set")
+n = 0
+for i in mine:
+    ref, digest, media = i["ref"], i["digest"], i["mediaType"]
+    if mode != "plain" and not media.endswith(("list.v2+json", "index.v1+json")):
+        continue
+    r = subprocess.run(["skopeo", "inspect", "--raw", *skopeo_args, "docker://" + ref], capture_output=True)
+    if r.returncode != 0:
+        sys.exit(f"{mode}: skopeo cannot read {ref}: {r.stderr.decode().strip()}")
+    got = "sha256:" + hashlib.sha256(r.stdout).hexdigest()
+    if got != digest:
+        sys.exit(f"{mode}: {ref} is {got}, seed.py said {digest}")
+    inner = json.loads(r.stdout).get("mediaType")
+    if inner != media:
+        sys.exit(f"{mode}: {ref} has mediaType {inner}, seed.py said {media}")
+    n += 1
+print(f"{mode}: {n} images read back by skopeo with the digests and media types seed.py printed")
+'
 for mode in plain tls basic token; do
-  mode_args "$mode"
-  # The same seed gives the same images on every registry.
-  "$py" -c "$same_images" "$work/plain.seed.json" "$work/$mode.seed.json" ||
-    fail "$mode: digests differ from the plain registry's for the same seed"
-  for want in application/vnd.docker.distribution.manifest.list.v2+json application/vnd.oci.image.index.v1+json \
-    application/vnd.oci.image.manifest.v1+json application/vnd.docker.distribution.manifest.v2+json; do
-    grep -q "\"$want\"" "$work/$mode.seed.json" || fail "$mode: no image of type $want in the small set"
-  done
-  # skopeo reads every image of the plain registry, and the index-shaped
-  # ones elsewhere (their digests equal plain's, checked above).
-  n=0
-  while read -r ref digest media; do
-    if [[ $mode != plain && $media != *list.v2+json && $media != *index.v1+json ]]; then
-      continue
-    fi
-    raw=$work/raw.json
-    skopeo inspect --raw "${skopeo_args[@]}" "docker://$ref" >"$raw" || fail "$mode: skopeo cannot read $ref"
-    got=sha256:$(sha256sum <"$raw" | cut -c1-64)
-    [[ $got == "$digest" ]] || fail "$mode: $ref is $got, seed.py said $digest"
-    inner=$(field "$raw" mediaType)
-    [[ $inner == "$media" ]] || fail "$mode: $ref has mediaType $inner, seed.py said $media"
-    n=$((n + 1))
-  done < <("$py" -c 'import json,sys; [print(i["ref"], i["digest"], i["mediaType"]) for i in json.load(open(sys.argv[1]))["images"]]' "$work/$mode.seed.json")
-  ((n >= 3)) || fail "$mode: only $n images checked"
-  echo "$mode: $n images read back by skopeo with the digests seed.py printed"
+  # shellcheck disable=SC2086 # space-free words
+  "$py" -c "$check" "$mode" "$work/plain.seed.json" "$work/$mode.seed.json" "${creds[$mode]}" ${skopeo_args[$mode]} ||
+    fail "$mode: seeded images do not read back"
 done
 
 # Anonymous access is refused where auth is on.
@@ -163,7 +172,7 @@ echo "helm repo: index.yaml and tgz served"
 
 # Fault proxy: two injected 503s on blobs, then the real blob.
 plain_url=$(field "$work/reg/plain.json" url)
-"$py" "$tools/faultproxy.py" start --dir "$work/proxy" --upstream "$plain_url" --fault 503 --times 2 --match blobs >"$work/proxy.json"
+"$py" "$tools/faultproxy.py" start --dir "$work/reg" --upstream "$plain_url" --fault 503 --times 2 --match blobs >"$work/proxy.json"
 proxy=$(field "$work/proxy.json" url)
 blob=$(skopeo inspect --raw --tls-verify=false "docker://$plain_host/test/oci-single:1.0" | "$py" -c 'import json,sys; print(json.load(sys.stdin)["layers"][-1]["digest"])')
 code=$(curl -s -o /dev/null -w '%{http_code}' -H 'Accept: application/vnd.oci.image.manifest.v1+json' \
@@ -174,14 +183,17 @@ for want in 503 503 200; do
   [[ $code == "$want" ]] || fail "proxy: expected $want, got $code"
 done
 [[ sha256:$(sha256sum <"$work/blob" | cut -c1-64) == "$blob" ]] || fail "proxy: blob passed through with the wrong content"
-injected=$("$py" "$tools/faultproxy.py" stats --dir "$work/proxy" | "$py" -c 'import json,sys; print(json.load(sys.stdin)["injected"])')
+injected=$("$py" "$tools/faultproxy.py" stats --dir "$work/reg" | "$py" -c 'import json,sys; print(json.load(sys.stdin)["injected"])')
 [[ $injected == 2 ]] || fail "proxy: stats say $injected faults, want 2"
 echo "fault proxy: 503, 503, then 200 with the right bytes"
 
-# stop really stops: the plain registry's port no longer answers.
+# stop really stops everything recorded in the folder: registry and fault proxy.
 "$py" "$tools/registry.py" stop --dir "$work/reg"
 if curl -s -o /dev/null "$plain_url/v2/"; then
   fail "registry.py stop left the plain registry running"
+fi
+if curl -s -o /dev/null "$proxy/v2/"; then
+  fail "registry.py stop left the fault proxy running"
 fi
 "$py" "$tools/registry.py" stop --dir "$work/reg" # idempotent
 echo "PASS in $((SECONDS - start)) s"
