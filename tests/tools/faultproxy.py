@@ -167,12 +167,17 @@ class ProxyHandler(http.server.BaseHTTPRequestHandler):
         if storage:
             headers.append(("Host", cfg["upstream_host"]))
         chunked = self.headers.get("Transfer-Encoding", "").lower() == "chunked"
-        up.putrequest(self.command, path, skip_host=True, skip_accept_encoding=True)
-        for k, v in headers:
-            up.putheader(k, v)
-        if chunked:
-            up.putheader("Transfer-Encoding", "chunked")
-        up.endheaders()
+        try:
+            up.putrequest(self.command, path, skip_host=True, skip_accept_encoding=True)
+            for k, v in headers:
+                up.putheader(k, v)
+            if chunked:
+                up.putheader("Transfer-Encoding", "chunked")
+            up.endheaders()
+        except OSError as e:  # upstream down: say so, as a gateway would
+            self.log_message("upstream: %s", e)
+            self.close_connection = True
+            return self.send_error(502, "upstream unreachable")
         for piece in self._request_body():
             up.send(b"%x\r\n%s\r\n" % (len(piece), piece) if chunked else piece)
         if chunked:

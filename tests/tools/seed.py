@@ -78,7 +78,7 @@ def rng(seed, *key):
     return random.Random("/".join([str(seed), *map(str, key)]))
 
 
-def tar_layer(seed, key, files):
+def tar_layer(files):
     """A gzip tar with the given (path, bytes) files; byte-identical per input.
     Returns (blob, diff_id)."""
     raw = io.BytesIO()
@@ -167,7 +167,7 @@ def base_layer(seed, platform, layer_type, kb):
         ("usr/lib/synthetic/base.bin", r.randbytes(kb * 1024)),
         ("bin/sh", b"#!/bin/true\n"),
     ]
-    data, diff_id = tar_layer(seed, ("base", platform), files)
+    data, diff_id = tar_layer(files)
     return Blob(data, layer_type, diff_id)
 
 
@@ -179,7 +179,7 @@ def app_layer(seed, image, platform, layer_type, kb, idx=0):
         (f"etc/{name}/config.yaml", f"image: {image}\nplatform: {platform}\nlayer: {idx}\n".encode()),
         (f"usr/share/{name}/data-{idx}.bin", r.randbytes(kb * 1024)),
     ]
-    data, diff_id = tar_layer(seed, ("app", image, platform, idx), files)
+    data, diff_id = tar_layer(files)
     return Blob(data, layer_type, diff_id)
 
 
@@ -490,6 +490,10 @@ def lock_set(args, default_platforms):
         src = entry.get("source")
         if not src:
             die(f"{args.lock}: images[{i}] has no source")
+        if entry.get("origin", "upstream") != "upstream":
+            # `gpubundle driver build` makes these; an upstream copy would hide a mirror bug.
+            print(f"seed: note: {src}: origin {entry.get('origin')}, not seeded", file=sys.stderr)
+            continue
         rt = split_source(src)
         if rt is None:
             print(f"seed: warning: {src}: no tag, cannot stand in for a digest; skipped", file=sys.stderr)
