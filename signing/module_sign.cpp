@@ -1,0 +1,303 @@
+#include "signing/module_sign.hpp"
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <fcntl.h>
+#include <openssl/bn.h>
+#include <openssl/cms.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+#include "common/files.hpp"
+#include "signing/digest.hpp"
+#include "signing/openssl_detail.hpp"
+
+extern char** environ;
+
+namespace gb {
+
+struct ModuleSigner::Impl {
+  PrivateKey key;
+  ossl::X509Ptr cert;
+  std::string fingerprint, subject, common_name, serial_hex, cert_der;
+};
+
+namespace {
+
+constexpr std::uint8_t kPkeyIdPkcs7 = 2;
+constexpr std::size_t kTrailerSize = 12;  // sizeof(struct module_signature)
+
+struct FreeCms {
+  void operator()(CMS_ContentInfo* c) const { CMS_ContentInfo_free(c); }
+};
+
+Result<ossl::X509Ptr> load_certificate(const std::filesystem::path& path) {
+  auto text = read_file(path);
+  if (!text) return text.error();
+  const std::string& t = text.value();
+  const std::string source = path.string();
+  ERR_clear_error();
+  X509* cert = nullptr;
+  if (t.find("-----BEGIN CERTIFICATE-----") != std::string::npos) {
+    auto bio = ossl::mem_reader(t);
+    cert = PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr);
+    if (!cert) return input_error(source + ": malformed PEM certificate (" + ossl::last_error() + ")");
+  } else if (t.find("PRIVATE KEY-----") != std::string::npos) {
+    return input_error(source + " holds a private key, but the signing certificate (PEM or DER) is needed here");
+  } else if (t.find("-----BEGIN ") != std::string::npos) {
+    return input_error(source + ": not a certificate (expected PEM \"BEGIN CERTIFICATE\" or DER)");
+  } else {
+    const auto* p = reinterpret_cast<const unsigned char*>(t.data());
+    cert = d2i_X509(nullptr, &p, static_cast<long>(t.size()));
+    if (!cert) return input_error(source + ": not a certificate (neither PEM nor DER X.509)");
+  }
+  return ossl::X509Ptr(cert);
+}
+
+std::string name_rfc2253(const X509_NAME* name) {
+  auto out = ossl::mem_writer();
+  X509_NAME_print_ex(out.get(), name, 0, XN_FLAG_RFC2253);
+  return ossl::bio_contents(out.get());
+}
+
+std::string common_name_of(const X509_NAME* name) {
+  int idx = X509_NAME_get_index_by_NID(name, NID_commonName, -1);
+  if (idx < 0) return "";
+  const ASN1_STRING* s = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(name, idx));
+  unsigned char* utf8 = nullptr;
+  int len = ASN1_STRING_to_UTF8(&utf8, s);
+  if (len < 0) return "";
+  std::string cn(reinterpret_cast<char*>(utf8), static_cast<size_t>(len));
+  OPENSSL_free(utf8);
+  return cn;
+}
+
+std::string serial_of(const X509* cert) {
+  BIGNUM* bn = ASN1_INTEGER_to_BN(X509_get0_serialNumber(cert), nullptr);
+  if (!bn) return "";
+  char* hex = BN_bn2hex(bn);
+  std::string s = hex ? hex : "";
+  OPENSSL_free(hex);
+  BN_free(bn);
+  return s;
+}
+
+std::uint32_t be32(std::string_view b) {
+  auto u = [&](size_t i) { return static_cast<std::uint32_t>(static_cast<unsigned char>(b[i])); };
+  return u(0) << 24 | u(1) << 16 | u(2) << 8 | u(3);
+}
+
+bool is_elf(std::string_view data) { return data.size() >= 4 && data.substr(0, 4) == "\x7f" "ELF"; }
+
+Failure not_elf(std::string_view data, const std::string& source) {
+  std::string hint;
+  if (data.substr(0, 6) == std::string_view("\xfd\x37\x7a\x58\x5a\x00", 6))
+    hint = " (it is xz-compressed: sign before compressing)";
+  else if (data.substr(0, 4) == std::string_view("\x28\xb5\x2f\xfd", 4))
+    hint = " (it is zstd-compressed: sign before compressing)";
+  else if (data.substr(0, 2) == std::string_view("\x1f\x8b", 2))
+    hint = " (it is gzip-compressed: sign before compressing)";
+  return input_error(source + ": not an ELF kernel module" + hint);
+}
+
+const EVP_MD* module_digest(const std::string& hash) {
+  if (hash == "sha256") return EVP_sha256();
+  if (hash == "sha384") return EVP_sha384();
+  if (hash == "sha512") return EVP_sha512();
+  return nullptr;
+}
+
+// Runs argv[0] from PATH with stdout discarded; returns its stderr on failure.
+Result<void> run_tool(const std::vector<std::string>& args, const std::string& what) {
+  int pipefd[2];
+  if (::pipe2(pipefd, O_CLOEXEC) != 0) return op_error(what + ": pipe: " + std::strerror(errno));
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, pipefd[1], 2);
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  int rc = posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  ::close(pipefd[1]);
+  if (rc != 0) {
+    ::close(pipefd[0]);
+    if (rc == ENOENT)
+      return op_error(what + ": " + args[0] + " not found (install binutils, or sign without stripping)");
+    return op_error(what + ": cannot run " + args[0] + ": " + std::strerror(rc));
+  }
+  std::string err;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(pipefd[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
+    if (n > 0 && err.size() < 64 * 1024) err.append(buf, static_cast<size_t>(n));
+  ::close(pipefd[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return {};
+  std::string first = err.substr(0, err.find('\n'));
+  return op_error(what + ": " + args[0] + " failed" + (first.empty() ? "" : ": " + first));
+}
+
+}  // namespace
+
+
+Result<ModuleSigner> ModuleSigner::load(const std::filesystem::path& key_path, const std::filesystem::path& cert_path,
+                                        const Passphrase& passphrase) {
+  if (key_path.empty()) return input_error("module signing needs a private key (--sign-key)");
+  if (cert_path.empty())
+    return input_error("module signing key " + key_path.string() +
+                       " was given without its certificate: give --sign-cert (PEM or DER X.509)");
+  auto key = PrivateKey::load(key_path, passphrase);
+  if (!key) return key.error();
+  if (key->type() == KeyType::Ed25519)
+    return input_error(key_path.string() + ": an Ed25519 key cannot sign kernel modules; use RSA or ECDSA");
+  auto cert = load_certificate(cert_path);
+  if (!cert) return cert.error();
+  ERR_clear_error();
+  if (X509_check_private_key(cert->get(), ossl::native(*key)) != 1) {
+    ERR_clear_error();
+    return input_error("key " + key_path.string() + " does not match certificate " + cert_path.string());
+  }
+  unsigned char* der = nullptr;
+  int len = i2d_X509(cert->get(), &der);
+  if (len <= 0) return op_error(cert_path.string() + ": cannot encode the certificate");
+  std::string cert_der(reinterpret_cast<char*>(der), static_cast<size_t>(len));
+  OPENSSL_free(der);
+  const X509_NAME* subject = X509_get_subject_name(cert->get());
+  Impl impl{std::move(key).value(), std::move(cert).value(), sha256_hex(cert_der), name_rfc2253(subject),
+            common_name_of(subject), "", std::move(cert_der)};
+  impl.serial_hex = serial_of(impl.cert.get());
+  return ModuleSigner(std::make_shared<const Impl>(std::move(impl)));
+}
+
+KeyType ModuleSigner::key_type() const { return m_impl->key.type(); }
+const std::string& ModuleSigner::fingerprint() const { return m_impl->fingerprint; }
+const std::string& ModuleSigner::subject() const { return m_impl->subject; }
+const std::string& ModuleSigner::common_name() const { return m_impl->common_name; }
+const std::string& ModuleSigner::serial_hex() const { return m_impl->serial_hex; }
+const std::string& ModuleSigner::certificate_der() const { return m_impl->cert_der; }
+
+Result<std::optional<AppendedSignature>> find_module_signature(std::string_view module, const std::string& source) {
+  const size_t tail = kTrailerSize + kModuleSignatureMagic.size();
+  if (module.size() < tail || module.substr(module.size() - kModuleSignatureMagic.size()) != kModuleSignatureMagic)
+    return std::optional<AppendedSignature>();
+  std::string_view trailer = module.substr(module.size() - tail, kTrailerSize);
+  std::uint32_t sig_len = be32(trailer.substr(8, 4));
+  if (sig_len == 0 || sig_len > module.size() - tail)
+    return input_error(source + ": damaged module signature (sig_len " + std::to_string(sig_len) + " exceeds the file)");
+  AppendedSignature s;
+  s.cms_size = sig_len;
+  s.module_size = module.size() - tail - sig_len;
+  s.id_type = static_cast<std::uint8_t>(trailer[2]);
+  return std::optional<AppendedSignature>(s);
+}
+
+Result<std::string_view> unsigned_module(std::string_view module, const std::string& source) {
+  // sign-file run on a signed module stacks a second signature: peel them all.
+  for (;;) {
+    auto sig = find_module_signature(module, source);
+    if (!sig) return sig.error();
+    if (!sig.value()) return module;
+    module = module.substr(0, sig.value()->module_size);
+  }
+}
+
+Result<std::string> sign_module(const ModuleSigner& signer, std::string_view module, const std::string& source,
+                                const std::string& hash) {
+  if (!is_elf(module)) return not_elf(module, source);
+  auto base = unsigned_module(module, source);
+  if (!base) return base.error();
+  if (base->size() > static_cast<size_t>(INT_MAX)) return input_error(source + ": module too large to sign");
+  const EVP_MD* md = module_digest(hash);
+  if (!md) return input_error("module signing hash " + hash + " is not supported (sha256, sha384, sha512)");
+
+  ERR_clear_error();
+  auto in = ossl::mem_reader(*base);
+  std::unique_ptr<CMS_ContentInfo, FreeCms> cms(
+      CMS_sign(nullptr, nullptr, nullptr, nullptr, CMS_NOCERTS | CMS_PARTIAL | CMS_BINARY | CMS_DETACHED | CMS_STREAM));
+  if (!cms) return op_error(source + ": CMS_sign failed: " + ossl::last_error());
+  const auto& impl = signer.impl();
+  if (!CMS_add1_signer(cms.get(), impl.cert.get(), ossl::native(impl.key), md,
+                       CMS_NOCERTS | CMS_BINARY | CMS_NOSMIMECAP | CMS_NOATTR))
+    return op_error(source + ": CMS_add1_signer failed: " + ossl::last_error());
+  if (CMS_final(cms.get(), in.get(), nullptr, CMS_NOCERTS | CMS_BINARY) != 1)
+    return op_error(source + ": CMS_final failed: " + ossl::last_error());
+  auto out = ossl::mem_writer();
+  if (i2d_CMS_bio_stream(out.get(), cms.get(), nullptr, 0) != 1)
+    return op_error(source + ": cannot encode the CMS signature: " + ossl::last_error());
+  std::string sig = ossl::bio_contents(out.get());
+
+  std::string signed_module;
+  signed_module.reserve(base->size() + sig.size() + kTrailerSize + kModuleSignatureMagic.size());
+  signed_module.append(*base);
+  signed_module.append(sig);
+  char trailer[kTrailerSize] = {0, 0, static_cast<char>(kPkeyIdPkcs7), 0, 0, 0, 0, 0};
+  auto len = static_cast<std::uint32_t>(sig.size());
+  trailer[8] = static_cast<char>(len >> 24);
+  trailer[9] = static_cast<char>(len >> 16);
+  trailer[10] = static_cast<char>(len >> 8);
+  trailer[11] = static_cast<char>(len);
+  signed_module.append(trailer, kTrailerSize);
+  signed_module.append(kModuleSignatureMagic);
+  return signed_module;
+}
+
+Result<std::string> strip_module_debug(std::string_view module, const std::string& source,
+                                       const std::string& strip_program) {
+  std::error_code ec;
+  std::string tmpl = (std::filesystem::temp_directory_path(ec) / "gpubundle-strip.XXXXXX").string();
+  if (!::mkdtemp(tmpl.data())) return op_error("cannot create a temp folder for strip: " + std::string(std::strerror(errno)));
+  std::filesystem::path dir(tmpl);
+  struct Cleanup {
+    std::filesystem::path d;
+    ~Cleanup() {
+      std::error_code e;
+      std::filesystem::remove_all(d, e);
+    }
+  } cleanup{dir};
+  std::filesystem::path copy = dir / "module.ko";
+  auto w = write_atomic(copy, module, 0600);
+  if (!w) return w.error();
+  auto run = run_tool({strip_program, "--strip-debug", copy.string()}, "stripping " + source);
+  if (!run) return run.error();
+  return read_file(copy);
+}
+
+Result<ModuleSignReport> sign_module_file(const ModuleSigner& signer, const std::filesystem::path& in,
+                                          const std::filesystem::path& out, const ModuleSignOptions& options) {
+  auto data = read_file(in);
+  if (!data) return data.error();
+  const std::string source = in.string();
+  if (!is_elf(data.value())) return not_elf(data.value(), source);
+  auto base = unsigned_module(data.value(), source);
+  if (!base) return base.error();
+  ModuleSignReport report;
+  report.had_signature = base->size() != data->size();
+  std::string stripped;
+  std::string_view to_sign = *base;
+  if (options.strip_debug) {
+    auto s = strip_module_debug(*base, source, options.strip_program);
+    if (!s) return s.error();
+    stripped = std::move(s).value();
+    to_sign = stripped;
+  }
+  report.unsigned_size = to_sign.size();
+  auto signed_module = sign_module(signer, to_sign, source, options.hash);
+  if (!signed_module) return signed_module.error();
+  report.signed_size = signed_module->size();
+  auto w = write_atomic(out, signed_module.value(), 0644);
+  if (!w) return w.error();
+  return report;
+}
+
+}  // namespace gb
