@@ -35,6 +35,8 @@ const std::vector<CommandSpec>& commands();
 
 // Defined in each cmd_*.cpp.
 CommandSpec resolve_command();
+CommandSpec mirror_command();
+CommandSpec store_command();
 CommandSpec keys_command();
 
 int run(int argc, char** argv);

@@ -1,0 +1,120 @@
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "builder/cli.hpp"
+#include "common/log.hpp"
+#include "common/progress.hpp"
+#include "common/strings.hpp"
+#include "mirror/store.hpp"
+
+namespace gb::cli {
+
+namespace {
+
+int lock_wait_seconds() {
+  if (const char* env = std::getenv("GPUBUNDLE_LOCK_WAIT_S"); env && *env) return std::atoi(env);
+  return 10;
+}
+
+int store_ls(const Globals& g) {
+  Store store = Store::open(g.store, StoreAccess::Read).value_or_throw();
+  auto images = store.images().value_or_throw();
+  std::map<std::string, ImageRow> rows;
+  std::vector<ChartRow> charts;
+  if (auto cat = store.catalog(); cat) {
+    if (auto r = (*cat)->images(); r)
+      for (auto& row : *r) rows[row.ref] = row;
+    if (auto c = (*cat)->charts(); c) charts = *c;
+  }
+  if (g.json) {
+    nlohmann::json j = {{"images", nlohmann::json::array()}, {"charts", nlohmann::json::array()}};
+    for (const auto& i : images) {
+      auto it = rows.find(i.ref);
+      nlohmann::json e = {{"ref", i.ref}, {"digest", i.digest}, {"mediaType", i.media_type}, {"platforms", i.platforms}};
+      if (it != rows.end()) {
+        e["bytes"] = it->second.size;
+        e["fetchedAt"] = it->second.fetched_at;
+        e["platforms"] = split(it->second.platforms, ',');
+      }
+      j["images"].push_back(e);
+    }
+    for (const auto& c : charts) j["charts"].push_back({{"name", c.name}, {"version", c.version}, {"file", c.file}, {"sha256", c.sha256}});
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  std::size_t w = 5;
+  for (const auto& i : images) w = std::max(w, i.ref.size());
+  std::printf("%-*s  %-19s  %10s  %-24s  %s\n", static_cast<int>(w), "IMAGE", "DIGEST", "SIZE", "PLATFORMS", "FETCHED");
+  for (const auto& i : images) {
+    auto it = rows.find(i.ref);
+    std::string size = it != rows.end() ? human_bytes(it->second.size) : "-";
+    std::string plats = it != rows.end() ? it->second.platforms : join(i.platforms, ",");
+    std::string when = it != rows.end() ? it->second.fetched_at : "-";
+    std::printf("%-*s  %-19s  %10s  %-24s  %s\n", static_cast<int>(w), i.ref.c_str(), i.digest.substr(0, 19).c_str(), size.c_str(),
+                plats.c_str(), when.c_str());
+  }
+  for (const auto& c : charts) std::printf("chart %s %s  %s\n", c.name.c_str(), c.version.c_str(), ("charts/" + c.file).c_str());
+  std::printf("%zu images, %zu charts\n", images.size(), charts.size());
+  return 0;
+}
+
+int store_fsck(const Globals& g) {
+  Store store = Store::open(g.store, StoreAccess::Shared, lock_wait_seconds()).value_or_throw();
+  auto rep = store.fsck().value_or_throw();
+  if (g.json) {
+    nlohmann::json j = {{"ok", rep.problems.empty()}, {"blobs", rep.blobs}, {"bytes", rep.bytes}, {"images", rep.images}, {"problems", rep.problems}};
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
+    for (const auto& p : rep.problems) std::printf("%s\n", p.c_str());
+    log::info("fsck: " + std::to_string(rep.images) + " images, " + std::to_string(rep.blobs) + " blobs (" + human_bytes(rep.bytes) +
+              ") checked, " + std::to_string(rep.problems.size()) + " problems");
+  }
+  return rep.problems.empty() ? 0 : 1;
+}
+
+int store_gc(const Globals& g) {
+  Store store = Store::open(g.store, StoreAccess::Exclusive, lock_wait_seconds()).value_or_throw();
+  auto rep = store.gc().value_or_throw();
+  if (g.json) {
+    nlohmann::json j = {{"blobsRemoved", rep.blobs_removed}, {"tempFilesRemoved", rep.temps_removed}, {"bytesFreed", rep.bytes_freed}};
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
+    std::printf("gc: removed %zu unreferenced blobs and %zu temp files, %s freed\n", rep.blobs_removed, rep.temps_removed,
+                human_bytes(rep.bytes_freed).c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+CommandSpec store_command() {
+  return {
+      "store",
+      "Inspect, verify and clean the content store (ls, fsck, gc)",
+      "ls lists the stored images and charts (--json for a machine-readable list). fsck re-hashes every blob, checks "
+      "that every index.json entry and every manifest reference resolves, prints each problem on its own line and "
+      "exits 1 if there is any. gc removes blobs no index.json entry reaches and stale temp files, and reports the "
+      "bytes freed.",
+      "gpubundle --store /srv/gpubundle store fsck",
+      [](CLI::App& app, Globals& g) -> std::function<int()> {
+        app.require_subcommand(1);
+        auto which = std::make_shared<std::string>();
+        for (auto [name, help] : {std::pair{"ls", "List stored images and charts"},
+                                  std::pair{"fsck", "Verify every blob and reference; exit 1 on any problem"},
+                                  std::pair{"gc", "Remove unreferenced blobs and stale temp files"}}) {
+          auto* sub = app.add_subcommand(name, help);
+          sub->callback([which, n = std::string(name)] { *which = n; });
+        }
+        return [&g, which]() -> int {
+          if (*which == "ls") return store_ls(g);
+          if (*which == "fsck") return store_fsck(g);
+          return store_gc(g);
+        };
+      },
+  };
+}
+
+}  // namespace gb::cli

@@ -1,0 +1,143 @@
+#include "mirror/catalog_db.hpp"
+
+#include <ctime>
+#include <set>
+
+#include "mirror/sqlite.hpp"
+
+namespace gb {
+
+struct CatalogDb::Impl {
+  sqlite::Database db;
+};
+
+CatalogDb::CatalogDb() : m_impl(std::make_unique<Impl>()) {}
+CatalogDb::CatalogDb(CatalogDb&&) noexcept = default;
+CatalogDb& CatalogDb::operator=(CatalogDb&&) noexcept = default;
+CatalogDb::~CatalogDb() = default;
+
+std::string utc_now() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+Result<CatalogDb> CatalogDb::open(const std::filesystem::path& file) {
+  auto db = sqlite::Database::open(file.string());
+  if (!db) return db.error();
+  CatalogDb c;
+  c.m_impl->db = std::move(db).value();
+  auto r = c.m_impl->db.exec(
+      "PRAGMA journal_mode=WAL;"
+      "PRAGMA synchronous=FULL;"
+      "CREATE TABLE IF NOT EXISTS images(ref TEXT PRIMARY KEY, digest TEXT NOT NULL, media_type TEXT NOT NULL,"
+      " size INTEGER NOT NULL, source TEXT NOT NULL, platforms TEXT NOT NULL, fetched_at TEXT NOT NULL);"
+      "CREATE TABLE IF NOT EXISTS blobs(digest TEXT PRIMARY KEY, size INTEGER NOT NULL);"
+      "CREATE TABLE IF NOT EXISTS charts(name TEXT NOT NULL, version TEXT NOT NULL, file TEXT NOT NULL,"
+      " sha256 TEXT NOT NULL, source TEXT NOT NULL, fetched_at TEXT NOT NULL, PRIMARY KEY(name, version));"
+      "PRAGMA user_version=1;");
+  if (!r) return Failure{r.error().kind, file.string() + ": " + r.error().message};
+  return c;
+}
+
+Result<void> CatalogDb::record(const std::vector<ImageRow>& images, const std::vector<BlobRow>& blobs) {
+  auto& db = m_impl->db;
+  if (auto r = db.exec("BEGIN IMMEDIATE"); !r) return r;
+  auto fail = [&](std::string msg) -> Result<void> {
+    (void)db.exec("ROLLBACK");
+    return op_error("catalog: " + msg);
+  };
+  auto img = db.prepare("INSERT OR REPLACE INTO images VALUES(?,?,?,?,?,?,?)");
+  auto blob = db.prepare("INSERT OR REPLACE INTO blobs VALUES(?,?)");
+  if (!img || !blob) return fail(db.errmsg());
+  for (const auto& i : images) {
+    img->bind(1, i.ref);
+    img->bind(2, i.digest);
+    img->bind(3, i.media_type);
+    img->bind(4, static_cast<std::int64_t>(i.size));
+    img->bind(5, i.source);
+    img->bind(6, i.platforms);
+    img->bind(7, i.fetched_at);
+    if (img->step() != SQLITE_DONE) return fail(db.errmsg());
+    img->reset();
+  }
+  for (const auto& b : blobs) {
+    blob->bind(1, b.digest);
+    blob->bind(2, static_cast<std::int64_t>(b.size));
+    if (blob->step() != SQLITE_DONE) return fail(db.errmsg());
+    blob->reset();
+  }
+  return db.exec("COMMIT");
+}
+
+Result<void> CatalogDb::record_chart(const ChartRow& c) {
+  auto st = m_impl->db.prepare("INSERT OR REPLACE INTO charts VALUES(?,?,?,?,?,?)");
+  if (!st) return st.error();
+  st->bind(1, c.name);
+  st->bind(2, c.version);
+  st->bind(3, c.file);
+  st->bind(4, c.sha256);
+  st->bind(5, c.source);
+  st->bind(6, c.fetched_at);
+  if (st->step() != SQLITE_DONE) return op_error("catalog: " + m_impl->db.errmsg());
+  return {};
+}
+
+Result<std::vector<ImageRow>> CatalogDb::images() {
+  auto st = m_impl->db.prepare("SELECT ref, digest, media_type, size, source, platforms, fetched_at FROM images ORDER BY ref");
+  if (!st) return st.error();
+  std::vector<ImageRow> out;
+  int rc;
+  while ((rc = st->step()) == SQLITE_ROW) {
+    out.push_back({st->text(0), st->text(1), st->text(2), static_cast<std::uint64_t>(st->integer(3)), st->text(4), st->text(5),
+                   st->text(6)});
+  }
+  if (rc != SQLITE_DONE) return op_error("catalog: " + m_impl->db.errmsg());
+  return out;
+}
+
+Result<std::vector<ChartRow>> CatalogDb::charts() {
+  auto st = m_impl->db.prepare("SELECT name, version, file, sha256, source, fetched_at FROM charts ORDER BY name, version");
+  if (!st) return st.error();
+  std::vector<ChartRow> out;
+  int rc;
+  while ((rc = st->step()) == SQLITE_ROW) out.push_back({st->text(0), st->text(1), st->text(2), st->text(3), st->text(4), st->text(5)});
+  if (rc != SQLITE_DONE) return op_error("catalog: " + m_impl->db.errmsg());
+  return out;
+}
+
+Result<void> CatalogDb::prune(const std::vector<std::string>& live_refs, const std::vector<std::string>& live_blobs) {
+  auto& db = m_impl->db;
+  if (auto r = db.exec("BEGIN IMMEDIATE"); !r) return r;
+  std::set<std::string> refs(live_refs.begin(), live_refs.end()), blobs(live_blobs.begin(), live_blobs.end());
+  std::vector<std::string> dead_refs, dead_blobs;
+  {
+    auto st = db.prepare("SELECT ref FROM images");
+    if (!st) return st.error();
+    while (st->step() == SQLITE_ROW)
+      if (!refs.count(st->text(0))) dead_refs.push_back(st->text(0));
+    auto sb = db.prepare("SELECT digest FROM blobs");
+    if (!sb) return sb.error();
+    while (sb->step() == SQLITE_ROW)
+      if (!blobs.count(sb->text(0))) dead_blobs.push_back(sb->text(0));
+  }
+  auto di = db.prepare("DELETE FROM images WHERE ref = ?");
+  auto dbl = db.prepare("DELETE FROM blobs WHERE digest = ?");
+  if (!di || !dbl) return op_error("catalog: " + db.errmsg());
+  for (const auto& r : dead_refs) {
+    di->bind(1, r);
+    di->step();
+    di->reset();
+  }
+  for (const auto& b : dead_blobs) {
+    dbl->bind(1, b);
+    dbl->step();
+    dbl->reset();
+  }
+  return db.exec("COMMIT");
+}
+
+}  // namespace gb

@@ -1,0 +1,305 @@
+#include "mirror/mirror.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "common/strings.hpp"
+
+namespace gb {
+
+namespace {
+
+class RegistrySource final : public ImageSource {
+public:
+  RegistrySource(RegistryConfig config, ClientOptions options) : m_client(std::move(config), options) {}
+  Result<oci::Manifest> get_manifest(const Reference& ref) override { return m_client.get_manifest(ref); }
+  Result<std::optional<std::string>> head_manifest(const Reference& ref) override { return m_client.head_manifest(ref); }
+  Result<void> fetch_blobs(std::vector<BlobRequest> requests, const std::function<void(std::uint64_t)>& on_bytes) override {
+    return m_client.fetch_blobs(std::move(requests), on_bytes);
+  }
+  Result<std::string> get_url(const std::string& url) override { return m_client.get_url(url); }
+  std::uint64_t bytes_downloaded() const override { return m_client.stats().blob_bytes_downloaded; }
+
+private:
+  mutable RegistryClient m_client;
+};
+
+// Runs fn(i) for i in [0, n) on up to `jobs` threads.
+void parallel_for(std::size_t n, int jobs, const std::function<void(std::size_t)>& fn) {
+  std::atomic<std::size_t> next{0};
+  auto worker = [&] {
+    for (std::size_t i = next++; i < n; i = next++) fn(i);
+  };
+  std::size_t threads = std::min<std::size_t>(n, static_cast<std::size_t>(std::max(1, jobs)));
+  std::vector<std::thread> pool;
+  for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+}
+
+struct ImagePlan {
+  LockImage* entry = nullptr;
+  Reference ref;
+  std::vector<std::string> platforms;
+  oci::Manifest top;
+  std::vector<oci::Manifest> children;  // kept child manifests of an index
+  std::vector<oci::Descriptor> blobs;   // configs and layers
+  std::vector<std::string> problems;
+  std::uint64_t bytes = 0;
+};
+
+bool is_attestation(const oci::Descriptor& d) { return d.platform.os == "unknown" || d.platform.architecture == "unknown"; }
+
+// Reads a manifest from the store when present, else from the source; checks its digest.
+Result<oci::Manifest> load_manifest(Store& store, ImageSource& source, const Reference& repo, const oci::Descriptor& d) {
+  if (store.has_blob(d.digest, d.size)) {
+    auto bytes = store.read_blob(d.digest);
+    if (bytes) {
+      auto m = oci::parse_manifest(std::move(bytes).value(), d.media_type);
+      if (m && m->digest == d.digest) return m;
+    }
+  }
+  Reference r = repo;
+  r.tag.clear();
+  r.digest = d.digest;
+  auto m = source.get_manifest(r);
+  if (!m) return m;
+  if (m->digest != d.digest) return op_error(r.str() + ": registry served a manifest hashing to " + m->digest);
+  return m;
+}
+
+void check_image(ImagePlan& plan, Store& store, ImageSource& source, const std::optional<StoredImage>& stored, bool locked) {
+  const std::string& src = plan.entry->source;
+  auto head = source.head_manifest(plan.ref);
+  if (!head) {
+    plan.problems.push_back(src + ": " + head.error().message);
+    return;
+  }
+  if (!head->has_value()) {
+    plan.problems.push_back(src + ": not found (no such tag or repository)");
+    return;
+  }
+  const std::string& upstream = **head;
+  bool fetched = false;
+  if (stored && !upstream.empty() && stored->digest == upstream && store.has_blob(upstream, stored->size)) {
+    auto bytes = store.read_blob(upstream);
+    if (bytes) {
+      auto m = oci::parse_manifest(std::move(bytes).value(), stored->media_type);
+      if (m && m->digest == upstream) {
+        plan.top = std::move(m).value();
+        fetched = true;
+      }
+    }
+  }
+  if (!fetched) {
+    auto m = source.get_manifest(plan.ref);
+    if (!m) {
+      plan.problems.push_back(src + ": " + m.error().message);
+      return;
+    }
+    plan.top = std::move(m).value();
+  }
+  if (locked && !plan.entry->digest.empty() && plan.entry->digest != plan.top.digest) {
+    plan.problems.push_back(src + ": upstream digest " + plan.top.digest + " differs from the lock's " + plan.entry->digest);
+    return;
+  }
+  plan.bytes = plan.top.bytes.size();
+  std::vector<const oci::Manifest*> images;
+  if (plan.top.index()) {
+    std::set<std::string> taken;
+    for (const auto& want : plan.platforms) {
+      std::vector<const oci::Descriptor*> hits;
+      for (const auto& c : plan.top.manifests)
+        if (!is_attestation(c) && c.platform.matches(want)) hits.push_back(&c);
+      if (hits.empty()) {
+        std::vector<std::string> has;
+        for (const auto& c : plan.top.manifests)
+          if (!is_attestation(c)) has.push_back(c.platform.str());
+        plan.problems.push_back(src + ": no " + want + " in its index (has " + (has.empty() ? "none" : join(has, ", ")) + ")");
+        continue;
+      }
+      for (const auto* c : hits) {
+        if (!taken.insert(c->digest).second) continue;
+        auto m = load_manifest(store, source, plan.ref, *c);
+        if (!m) {
+          plan.problems.push_back(src + " (" + want + "): " + m.error().message);
+          continue;
+        }
+        if (m->index()) {
+          plan.problems.push_back(src + " (" + want + "): nested index " + c->digest + " is not supported");
+          continue;
+        }
+        plan.children.push_back(std::move(m).value());
+      }
+    }
+    for (const auto& c : plan.children) images.push_back(&c);
+  } else {
+    images.push_back(&plan.top);
+  }
+  for (const auto* m : images) {
+    if (m != &plan.top) plan.bytes += m->bytes.size();
+    if (m->config.digest.empty()) {
+      plan.problems.push_back(src + ": manifest " + m->digest + " has no config");
+      continue;
+    }
+    plan.blobs.push_back(m->config);
+    for (const auto& l : m->layers) plan.blobs.push_back(l);
+  }
+  for (const auto& b : plan.blobs) {
+    if (!is_sha256_digest(b.digest)) plan.problems.push_back(src + ": unsupported blob digest '" + b.digest + "'");
+    plan.bytes += b.size;
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<ImageSource> registry_source(RegistryConfig config, ClientOptions options) {
+  return std::make_unique<RegistrySource>(std::move(config), options);
+}
+
+Result<MirrorSummary> mirror_images(Lock& lock, Store& store, ImageSource& source, Progress& progress, const MirrorOptions& options) {
+  auto start = std::chrono::steady_clock::now();
+  std::uint64_t downloaded_before = source.bytes_downloaded();
+  MirrorSummary summary;
+
+  // 1. check
+  std::vector<ImagePlan> plans;
+  std::vector<std::string> problems;
+  for (auto& li : lock.images) {
+    if (li.origin == "built") continue;
+    ImagePlan p;
+    p.entry = &li;
+    auto ref = Reference::parse(li.source);
+    if (!ref) {
+      problems.push_back(li.source + ": " + ref.error().message);
+      continue;
+    }
+    p.ref = *ref;
+    p.platforms = li.platforms.empty() ? lock.platforms : li.platforms;
+    if (p.platforms.empty()) p.platforms = {"linux/amd64"};
+    plans.push_back(std::move(p));
+  }
+  std::map<std::string, StoredImage> stored;
+  if (auto all = store.images(); all)
+    for (auto& s : *all) stored[s.ref] = s;
+  else
+    return all.error();
+
+  progress.begin("check", 0);
+  parallel_for(plans.size(), options.jobs, [&](std::size_t i) {
+    auto it = stored.find(plans[i].entry->source);
+    check_image(plans[i], store, source, it == stored.end() ? std::nullopt : std::optional<StoredImage>(it->second), options.locked);
+  });
+  for (auto& p : plans) problems.insert(problems.end(), p.problems.begin(), p.problems.end());
+  if (!problems.empty()) {
+    progress.end("check failed");
+    std::string msg = std::to_string(problems.size()) + (problems.size() == 1 ? " problem" : " problems") +
+                      " found before downloading anything:";
+    for (const auto& p : problems) msg += "\n  " + p;
+    return op_error(msg);
+  }
+  progress.end(std::to_string(plans.size()) + " images checked");
+
+  // 2. fetch: manifests first (small), then every missing config and layer once.
+  for (auto& p : plans) {
+    for (const auto* m : [&] {
+           std::vector<const oci::Manifest*> v{&p.top};
+           for (const auto& c : p.children) v.push_back(&c);
+           return v;
+         }()) {
+      if (auto r = store.put_blob(m->digest, m->bytes); !r) return r.error();
+    }
+  }
+  struct Want {
+    oci::Descriptor desc;
+    Reference repo;
+    std::vector<std::size_t> images;
+  };
+  std::map<std::string, Want> wanted;
+  std::vector<std::size_t> pending(plans.size(), 0);
+  std::set<std::string> present;
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    for (const auto& b : plans[i].blobs) {
+      if (store.has_blob(b.digest, b.size)) {
+        present.insert(b.digest);
+        continue;
+      }
+      auto [it, fresh] = wanted.try_emplace(b.digest, Want{b, plans[i].ref, {}});
+      if (std::find(it->second.images.begin(), it->second.images.end(), i) == it->second.images.end()) {
+        it->second.images.push_back(i);
+        ++pending[i];
+      }
+    }
+  }
+  summary.blobs_present = present.size();
+  std::uint64_t total = 0;
+  for (const auto& [d, w] : wanted) total += w.desc.size;
+  for (std::size_t i = 0; i < plans.size(); ++i)
+    if (!pending[i]) progress.item(plans[i].entry->source, "up to date");
+
+  std::mutex mu;
+  std::vector<BlobRequest> requests;
+  for (auto& [digest, w] : wanted) {
+    BlobRequest r;
+    r.repo = w.repo;
+    r.digest = digest;
+    r.size = w.desc.size;
+    r.open_sink = [&store, digest = digest, size = w.desc.size]() -> std::unique_ptr<BlobSink> {
+      auto b = store.open_blob(digest, size);
+      if (!b) return nullptr;
+      return std::move(b).value();
+    };
+    r.on_done = [&, images = w.images](BlobSink& sink) -> Result<void> {
+      auto* writer = dynamic_cast<BlobWriter*>(&sink);
+      if (!writer) return op_error("internal: blob sink is not a store writer");
+      if (auto res = writer->publish(); !res) return res;
+      std::lock_guard l(mu);
+      ++summary.blobs_fetched;
+      for (auto i : images)
+        if (--pending[i] == 0) progress.item(plans[i].entry->source, "done");
+      return {};
+    };
+    requests.push_back(std::move(r));
+  }
+  if (!requests.empty()) {
+    progress.begin("mirror", total);
+    auto res = source.fetch_blobs(std::move(requests), [&](std::uint64_t n) { progress.advance(n); });
+    if (!res) {
+      progress.end("failed");
+      return Failure{res.error().kind, "mirror failed; blobs fetched so far are kept for the next run:\n" + res.error().message};
+    }
+  }
+
+  // 3. publish: index.json once every blob is durable, then catalog rows, then the lock.
+  std::vector<StoredImage> entries;
+  std::vector<ImageRow> rows;
+  std::vector<BlobRow> blob_rows;
+  std::string now = utc_now();
+  for (auto& p : plans) {
+    for (const auto& b : p.blobs)
+      if (!store.has_blob(b.digest, b.size)) return op_error(p.entry->source + ": blob " + b.digest + " missing after fetch");
+    entries.push_back({p.entry->source, p.top.media_type, p.top.digest, p.top.bytes.size(), p.top.index() ? p.platforms : std::vector<std::string>{}});
+    rows.push_back({p.entry->source, p.top.digest, p.top.media_type, p.bytes, p.ref.name(), join(p.platforms, ","), now});
+    blob_rows.push_back({p.top.digest, p.top.bytes.size()});
+    for (const auto& c : p.children) blob_rows.push_back({c.digest, c.bytes.size()});
+    for (const auto& b : p.blobs) blob_rows.push_back({b.digest, b.size});
+    p.entry->digest = p.top.digest;
+    bool up_to_date = std::none_of(p.blobs.begin(), p.blobs.end(), [&](const oci::Descriptor& b) { return wanted.count(b.digest) > 0; });
+    summary.images.push_back({p.entry->source, p.top.digest, p.top.media_type, p.bytes, up_to_date});
+  }
+  if (auto r = store.add_images(entries); !r) return r.error();
+  auto cat = store.catalog();
+  if (!cat) return cat.error();
+  if (auto r = (*cat)->record(rows, blob_rows); !r) return r.error();
+
+  summary.bytes_downloaded = source.bytes_downloaded() - downloaded_before;
+  summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return summary;
+}
+
+}  // namespace gb

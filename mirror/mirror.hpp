@@ -1,0 +1,74 @@
+#pragma once
+// The mirror pipeline: lock -> store. It talks to registries only through
+// ImageSource so that tests can drive it with an in-memory fake; the real
+// source wraps RegistryClient.
+//
+// Steps, in order:
+//   1. check: every image's top manifest (HEAD first; GET only when the digest
+//      is not already in the store), the requested platforms present in each
+//      index, their child manifests read. Every missing reference or platform
+//      is collected and reported together before any blob moves. --locked
+//      compares the digests with the lock here.
+//   2. fetch: manifests are stored; configs and layers not already in the
+//      store are fetched once each (shared blobs deduplicated), in parallel.
+//   3. publish: index.json entries (after every blob is durable), then the
+//      catalog rows. The lock gets the digests.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/error.hpp"
+#include "common/progress.hpp"
+#include "mirror/oci.hpp"
+#include "mirror/registry.hpp"
+#include "mirror/store.hpp"
+#include "recipes/lock.hpp"
+#include "recipes/reference.hpp"
+
+namespace gb {
+
+class ImageSource {
+public:
+  virtual ~ImageSource() = default;
+  virtual Result<oci::Manifest> get_manifest(const Reference& ref) = 0;
+  // The digest, or nullopt when the registry says 404.
+  virtual Result<std::optional<std::string>> head_manifest(const Reference& ref) = 0;
+  // Calls each request's on_done after its digest matched; returns every failure.
+  virtual Result<void> fetch_blobs(std::vector<BlobRequest> requests, const std::function<void(std::uint64_t)>& on_bytes) = 0;
+  virtual Result<std::string> get_url(const std::string& url) = 0;
+  virtual std::uint64_t bytes_downloaded() const = 0;
+};
+
+// The real source: a RegistryClient.
+std::unique_ptr<ImageSource> registry_source(RegistryConfig config, ClientOptions options);
+
+struct MirrorOptions {
+  int jobs = 8;
+  bool locked = false;  // refuse when an upstream digest differs from the lock
+};
+
+struct MirrorImageResult {
+  std::string ref;
+  std::string digest;
+  std::string media_type;
+  std::uint64_t bytes = 0;  // manifests + blobs it reaches (for the kept platforms)
+  bool up_to_date = false;  // nothing of it had to be fetched
+};
+
+struct MirrorSummary {
+  std::vector<MirrorImageResult> images;
+  std::size_t blobs_fetched = 0;
+  std::size_t blobs_present = 0;
+  std::uint64_t bytes_downloaded = 0;
+  double seconds = 0;
+};
+
+// Mirrors every upstream image of the lock into the store and fills
+// lock.images[].digest. Built images (origin "built") are skipped.
+Result<MirrorSummary> mirror_images(Lock& lock, Store& store, ImageSource& source, Progress& progress, const MirrorOptions& options);
+
+}  // namespace gb

@@ -1,0 +1,384 @@
+#include "mirror/store.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+
+#include "common/strings.hpp"
+
+namespace gb {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+// ---- BlobWriter ----
+
+BlobWriter::BlobWriter(std::string digest, std::uint64_t expected, AtomicFile file)
+    : m_digest(std::move(digest)), m_expected(expected), m_file(std::move(file)) {}
+
+BlobWriter::~BlobWriter() = default;
+
+Result<void> BlobWriter::write(std::string_view chunk) {
+  if (m_expected && m_written + chunk.size() > m_expected)
+    return op_error(m_digest + ": more bytes than the expected " + std::to_string(m_expected));
+  if (auto r = m_file.write(chunk); !r) return r;
+  m_hash.update(chunk);
+  m_written += chunk.size();
+  return {};
+}
+
+Result<void> BlobWriter::truncate() {
+  if (::ftruncate(m_file.fd(), 0) != 0 || ::lseek(m_file.fd(), 0, SEEK_SET) != 0)
+    return op_error(m_file.temp_path().string() + ": cannot truncate: " + std::strerror(errno));
+  m_hash = Sha256();
+  m_written = 0;
+  return {};
+}
+
+Result<void> BlobWriter::publish() {
+  if (m_expected && m_written != m_expected)
+    return op_error(m_digest + ": got " + std::to_string(m_written) + " bytes, expected " + std::to_string(m_expected));
+  std::string got = "sha256:" + m_hash.hex();
+  if (got != m_digest) return op_error(m_digest + ": content hashes to " + got + " (corrupted in transit?)");
+  return m_file.commit();
+}
+
+// ---- Store ----
+
+namespace {
+
+std::string hex_of(std::string_view digest) {
+  return std::string(digest.substr(digest.find(':') == std::string_view::npos ? 0 : digest.find(':') + 1));
+}
+
+std::string join_platforms(const std::vector<std::string>& p) { return join(p, ","); }
+
+bool wanted_platform(const oci::Platform& p, const std::vector<std::string>& wanted) {
+  if (wanted.empty()) return true;
+  for (const auto& w : wanted)
+    if (p.matches(w)) return true;
+  return false;
+}
+
+}  // namespace
+
+struct Store::Impl {
+  fs::path root;
+  StoreAccess access = StoreAccess::Read;
+  int lock_fd = -1;
+  std::optional<CatalogDb> catalog;
+  ~Impl() {
+    if (lock_fd >= 0) ::close(lock_fd);  // releases the flock
+  }
+  fs::path index_path() const { return root / "index.json"; }
+};
+
+Store::Store() : m_impl(std::make_unique<Impl>()) {}
+Store::Store(Store&&) noexcept = default;
+Store& Store::operator=(Store&&) noexcept = default;
+Store::~Store() = default;
+
+Result<Store> Store::open(const fs::path& root, StoreAccess access, int wait_s) {
+  Store s;
+  s.m_impl->root = root;
+  s.m_impl->access = access;
+  std::error_code ec;
+  bool exists = fs::exists(root / "oci-layout", ec);
+  if (!exists && access != StoreAccess::Exclusive)
+    return input_error(root.string() + ": no content store here (run `gpubundle mirror` first, or pass --store)");
+  if (access == StoreAccess::Exclusive) {
+    fs::create_directories(root / "blobs" / "sha256", ec);
+    if (ec) return op_error(root.string() + ": cannot create store: " + ec.message());
+  }
+  if (access != StoreAccess::Read) {
+    auto lock = root / ".lock";
+    int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return op_error(lock.string() + ": cannot open lock: " + std::strerror(errno));
+    s.m_impl->lock_fd = fd;
+    int op = (access == StoreAccess::Exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(wait_s);
+    while (::flock(fd, op) != 0) {
+      if (errno != EWOULDBLOCK && errno != EINTR) return op_error(lock.string() + ": flock failed: " + std::strerror(errno));
+      if (std::chrono::steady_clock::now() >= deadline)
+        return op_error(root.string() + ": store is in use by another gpubundle process (" + lock.string() + " held for " +
+                        std::to_string(wait_s) + "s); try again when it has finished");
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+  if (!exists) {
+    if (auto r = write_atomic(root / "oci-layout", R"({"imageLayoutVersion":"1.0.0"})"); !r) return r.error();
+    if (!fs::exists(s.m_impl->index_path())) {
+      if (auto r = write_atomic(s.m_impl->index_path(),
+                                R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[]})");
+          !r)
+        return r.error();
+    }
+  }
+  return s;
+}
+
+const fs::path& Store::root() const { return m_impl->root; }
+
+fs::path Store::blob_path(std::string_view digest) const { return m_impl->root / "blobs" / "sha256" / hex_of(digest); }
+
+bool Store::has_blob(std::string_view digest, std::uint64_t size) const {
+  std::error_code ec;
+  auto sz = fs::file_size(blob_path(digest), ec);
+  return !ec && (size == 0 || sz == size);
+}
+
+Result<std::string> Store::read_blob(std::string_view digest) const {
+  auto r = read_file(blob_path(digest));
+  if (!r) return op_error(m_impl->root.string() + ": blob " + std::string(digest) + " is missing");
+  return r;
+}
+
+Result<void> Store::put_blob(std::string_view digest, std::string_view bytes) {
+  if (!is_sha256_digest(digest)) return op_error("not a sha256 digest: " + std::string(digest));
+  if (has_blob(digest, bytes.size())) return {};
+  auto w = open_blob(std::string(digest), bytes.size());
+  if (!w) return w.error();
+  if (auto r = (*w)->write(bytes); !r) return r;
+  return (*w)->publish();
+}
+
+Result<std::unique_ptr<BlobWriter>> Store::open_blob(const std::string& digest, std::uint64_t size) {
+  if (!is_sha256_digest(digest)) return op_error("not a sha256 digest: " + digest);
+  auto f = AtomicFile::create(blob_path(digest));
+  if (!f) return f.error();
+  return std::unique_ptr<BlobWriter>(new BlobWriter(digest, size, std::move(f).value()));
+}
+
+namespace {
+
+Result<json> load_index(const fs::path& path) {
+  auto text = read_file(path);
+  if (!text) return text.error();
+  try {
+    json j = json::parse(*text);
+    if (!j.is_object() || !j.contains("manifests") || !j["manifests"].is_array())
+      return op_error(path.string() + ": not an OCI index (no manifests array)");
+    return j;
+  } catch (const std::exception& e) {
+    return op_error(path.string() + ": not valid JSON: " + e.what());
+  }
+}
+
+StoredImage entry_to_image(const json& m) {
+  StoredImage s;
+  s.media_type = m.value("mediaType", "");
+  s.digest = m.value("digest", "");
+  s.size = m.value("size", std::uint64_t{0});
+  if (m.contains("annotations") && m["annotations"].is_object()) {
+    const auto& a = m["annotations"];
+    s.ref = a.value(std::string(k_ref_name_annotation), "");
+    auto p = a.value(std::string(k_platforms_annotation), "");
+    if (!p.empty()) s.platforms = split(p, ',');
+  }
+  return s;
+}
+
+}  // namespace
+
+Result<std::vector<StoredImage>> Store::images() const {
+  auto idx = load_index(m_impl->index_path());
+  if (!idx) return idx.error();
+  std::vector<StoredImage> out;
+  for (const auto& m : (*idx)["manifests"]) out.push_back(entry_to_image(m));
+  return out;
+}
+
+std::optional<StoredImage> Store::find_image(const std::string& ref) const {
+  auto all = images();
+  if (!all) return std::nullopt;
+  for (auto& i : *all)
+    if (i.ref == ref) return i;
+  return std::nullopt;
+}
+
+Result<void> Store::add_images(const std::vector<StoredImage>& add) {
+  auto idx = load_index(m_impl->index_path());
+  if (!idx) return idx.error();
+  std::map<std::string, json> by_ref;
+  json keep = json::array();
+  for (const auto& m : (*idx)["manifests"]) {
+    auto s = entry_to_image(m);
+    if (s.ref.empty()) keep.push_back(m);
+    else by_ref[s.ref] = m;
+  }
+  for (const auto& i : add) {
+    if (!has_blob(i.digest, i.size)) return op_error(i.ref + ": manifest " + i.digest + " is not in the store");
+    json a = {{std::string(k_ref_name_annotation), i.ref}};
+    if (!i.platforms.empty()) a[std::string(k_platforms_annotation)] = join_platforms(i.platforms);
+    by_ref[i.ref] = json{{"mediaType", i.media_type}, {"digest", i.digest}, {"size", i.size}, {"annotations", a}};
+  }
+  json out = {{"schemaVersion", 2}, {"mediaType", std::string(oci::k_oci_index)}};
+  json list = keep;
+  for (auto& [ref, m] : by_ref) list.push_back(m);
+  out["manifests"] = list;
+  return write_atomic(m_impl->index_path(), out.dump(2) + "\n");
+}
+
+fs::path Store::chart_path(const std::string& name, const std::string& version) const {
+  return m_impl->root / "charts" / (name + "-" + version + ".tgz");
+}
+
+Result<void> Store::put_chart(const std::string& name, const std::string& version, std::string_view bytes, const std::string& source) {
+  auto path = chart_path(name, version);
+  if (auto r = write_atomic(path, bytes); !r) return r;
+  auto cat = catalog();
+  if (!cat) return cat.error();
+  return (*cat)->record_chart({name, version, path.filename().string(), sha256_hex(bytes), source, utc_now()});
+}
+
+Result<CatalogDb*> Store::catalog() {
+  if (!m_impl->catalog) {
+    auto c = CatalogDb::open(m_impl->root / "catalog.db");
+    if (!c) return c.error();
+    m_impl->catalog.emplace(std::move(c).value());
+  }
+  return &*m_impl->catalog;
+}
+
+namespace {
+
+// Walks what one index.json entry reaches; records present digests in `seen`
+// and problems (when non-null) one per line.
+void walk(const Store& store, const std::string& ref, const std::string& digest, std::uint64_t size, const std::string& media_type,
+          const std::vector<std::string>& platforms, bool required, std::set<std::string>& seen, std::vector<std::string>* problems) {
+  auto report = [&](const std::string& p) {
+    if (problems) problems->push_back(ref + ": " + p);
+  };
+  if (!store.has_blob(digest)) {
+    if (required) report(media_type + " " + digest + " is missing");
+    return;
+  }
+  if (size && !store.has_blob(digest, size)) report(digest + " has the wrong size (expected " + std::to_string(size) + ")");
+  bool first = seen.insert(digest).second;
+  if (!first && !problems) return;
+  if (!oci::is_index(media_type) && !oci::is_manifest(media_type)) return;  // a config or layer
+  auto bytes = store.read_blob(digest);
+  if (!bytes) {
+    report(bytes.error().message);
+    return;
+  }
+  auto m = oci::parse_manifest(std::move(bytes).value(), media_type);
+  if (!m) {
+    report("manifest " + digest + " does not parse: " + m.error().message);
+    return;
+  }
+  if (m->index()) {
+    for (const auto& c : m->manifests) {
+      bool want = wanted_platform(c.platform, platforms) && c.platform.os != "unknown";
+      walk(store, ref, c.digest, c.size, c.media_type, platforms, want, seen, problems);
+    }
+  } else {
+    walk(store, ref, m->config.digest, m->config.size, "config", platforms, true, seen, problems);
+    for (const auto& l : m->layers) walk(store, ref, l.digest, l.size, "layer", platforms, true, seen, problems);
+  }
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> Store::reachable() {
+  auto imgs = images();
+  if (!imgs) return imgs.error();
+  std::set<std::string> seen;
+  for (const auto& i : *imgs) walk(*this, i.ref, i.digest, i.size, i.media_type, i.platforms, true, seen, nullptr);
+  return std::vector<std::string>(seen.begin(), seen.end());
+}
+
+Result<Store::FsckReport> Store::fsck() {
+  FsckReport rep;
+  auto root = m_impl->root;
+  auto layout = read_file(root / "oci-layout");
+  if (!layout || layout->find("imageLayoutVersion") == std::string::npos) rep.problems.push_back("oci-layout: missing or invalid");
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(root / "blobs" / "sha256", ec)) {
+    auto name = e.path().filename().string();
+    if (is_temp_name(name)) continue;  // a writer's (or a crash's) leftover; gc removes it
+    if (!e.is_regular_file() || !is_sha256_digest("sha256:" + name)) {
+      rep.problems.push_back("blobs/sha256/" + name + ": not a blob");
+      continue;
+    }
+    auto h = sha256_file_hex(e.path());
+    ++rep.blobs;
+    rep.bytes += e.file_size(ec);
+    if (!h) rep.problems.push_back("blobs/sha256/" + name + ": " + h.error().message);
+    else if (*h != name) rep.problems.push_back("blobs/sha256/" + name + ": content hashes to sha256:" + *h + " (corrupt)");
+  }
+  if (ec) rep.problems.push_back("blobs/sha256: " + ec.message());
+  auto imgs = images();
+  if (!imgs) {
+    rep.problems.push_back(imgs.error().message);
+    return rep;
+  }
+  std::set<std::string> seen;
+  for (const auto& i : *imgs) {
+    ++rep.images;
+    std::string ref = i.ref.empty() ? "index.json entry " + i.digest : i.ref;
+    if (!is_sha256_digest(i.digest)) {
+      rep.problems.push_back(ref + ": invalid digest '" + i.digest + "'");
+      continue;
+    }
+    walk(*this, ref, i.digest, i.size, i.media_type, i.platforms, true, seen, &rep.problems);
+  }
+  return rep;
+}
+
+Result<Store::GcReport> Store::gc() {
+  GcReport rep;
+  auto live = reachable();
+  if (!live) return live.error();
+  std::set<std::string> keep;
+  for (const auto& d : *live) keep.insert(hex_of(d));
+  bool own_lock = m_impl->access == StoreAccess::Exclusive;
+  auto now = fs::file_time_type::clock::now();
+  auto is_stale_temp = [&](const fs::directory_entry& e) {
+    if (!is_temp_name(e.path().filename().string())) return false;
+    if (own_lock) return true;
+    std::error_code ec;
+    auto t = e.last_write_time(ec);
+    return !ec && now - t > std::chrono::hours(1);
+  };
+  auto remove = [&](const fs::directory_entry& e, std::size_t& counter) {
+    std::error_code ec;
+    auto sz = e.file_size(ec);
+    if (fs::remove(e.path(), ec)) {
+      ++counter;
+      rep.bytes_freed += sz;
+    }
+  };
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(m_impl->root / "blobs" / "sha256", ec)) {
+    auto name = e.path().filename().string();
+    if (is_temp_name(name)) {
+      if (is_stale_temp(e)) remove(e, rep.temps_removed);
+    } else if (!keep.count(name)) {
+      remove(e, rep.blobs_removed);
+    }
+  }
+  for (auto dir : {m_impl->root, m_impl->root / "charts"}) {
+    for (const auto& e : fs::directory_iterator(dir, ec))
+      if (is_stale_temp(e)) remove(e, rep.temps_removed);
+  }
+  auto cat = catalog();
+  if (!cat) return cat.error();
+  std::vector<std::string> refs;
+  auto imgs = images();
+  if (imgs)
+    for (const auto& i : *imgs) refs.push_back(i.ref);
+  if (auto r = (*cat)->prune(refs, *live); !r) return r.error();
+  return rep;
+}
+
+}  // namespace gb

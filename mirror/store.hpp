@@ -1,0 +1,140 @@
+#pragma once
+// The content store: an OCI image layout (image-spec 1.1 "image-layout") that
+// skopeo and umoci read, plus the charts and a sqlite catalog.
+//
+//   STORE/oci-layout            {"imageLayoutVersion":"1.0.0"}
+//   STORE/index.json            OCI index; one entry per stored image:
+//                                 {mediaType, digest, size, annotations: {
+//                                   "org.opencontainers.image.ref.name": full source reference
+//                                       (nvcr.io/nvidia/driver:550.127.08-ubuntu22.04),
+//                                   "io.gpubundle.platforms": "linux/amd64,linux/arm64"}}
+//                               mediaType/digest are the upstream ones, never converted: a Docker
+//                               schema2 list stays a Docker list, so digests survive. Entries are
+//                               sorted by ref name; entries without a ref name are kept as found.
+//   STORE/blobs/sha256/<hex>    every manifest, index, config and layer, once (deduplicated
+//                               across images). Indexes are stored whole but sparse: only the
+//                               children for io.gpubundle.platforms (and their blobs) are present.
+//   STORE/charts/<name>-<version>.tgz   Helm charts (recipes/resolver.hpp chart_file_name())
+//   STORE/catalog.db            sqlite index of the above (mirror/catalog_db.hpp); written last
+//   STORE/.lock                 flock(2): exclusive for writers (mirror, gc), shared for fsck
+//
+// Publishing: a blob is written to "<hex>.tmp.XXXXXX" in blobs/sha256, its size and sha256 are
+// checked, it is fsynced and renamed into place (common/files.hpp AtomicFile). index.json is
+// rewritten the same way, after every blob it reaches is in place; catalog rows come last. A
+// crash therefore leaves at worst unreferenced blobs and temp files, which `store gc` removes.
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error.hpp"
+#include "common/files.hpp"
+#include "mirror/catalog_db.hpp"
+#include "mirror/oci.hpp"
+#include "mirror/registry.hpp"
+#include "signing/digest.hpp"
+
+namespace gb {
+
+inline constexpr std::string_view k_ref_name_annotation = "org.opencontainers.image.ref.name";
+inline constexpr std::string_view k_platforms_annotation = "io.gpubundle.platforms";
+
+// One index.json entry.
+struct StoredImage {
+  std::string ref;  // full source reference
+  std::string media_type;
+  std::string digest;
+  std::uint64_t size = 0;
+  std::vector<std::string> platforms;  // for indexes: the children kept
+};
+
+// Streams one blob into the store under a temp name; publish() checks size
+// and sha256 against the expected digest, then renames it into place.
+class BlobWriter final : public BlobSink {
+public:
+  ~BlobWriter() override;
+  Result<void> write(std::string_view chunk) override;
+  std::uint64_t size() const override { return m_written; }
+  Result<void> truncate() override;
+  Result<void> publish();
+  const std::string& digest() const { return m_digest; }
+
+private:
+  friend class Store;
+  BlobWriter(std::string digest, std::uint64_t expected, AtomicFile file);
+  std::string m_digest;
+  std::uint64_t m_expected = 0;
+  std::uint64_t m_written = 0;
+  AtomicFile m_file;
+  Sha256 m_hash;
+};
+
+enum class StoreAccess {
+  Read,       // no lock (ls): index.json is replaced atomically
+  Shared,     // flock LOCK_SH (fsck)
+  Exclusive,  // flock LOCK_EX, creates the layout when absent (mirror, gc)
+};
+
+class Store {
+public:
+  // Waits up to wait_s for the lock, then fails naming the lock file.
+  static Result<Store> open(const std::filesystem::path& root, StoreAccess access, int wait_s = 10);
+  Store(Store&&) noexcept;
+  Store& operator=(Store&&) noexcept;
+  ~Store();
+
+  const std::filesystem::path& root() const;
+  std::filesystem::path blob_path(std::string_view digest) const;
+  // Present with the expected size (size 0: any size).
+  bool has_blob(std::string_view digest, std::uint64_t size = 0) const;
+  Result<std::string> read_blob(std::string_view digest) const;
+  // Small blobs (manifests): verify, write atomically. No-op when present.
+  Result<void> put_blob(std::string_view digest, std::string_view bytes);
+  Result<std::unique_ptr<BlobWriter>> open_blob(const std::string& digest, std::uint64_t size);
+
+  Result<std::vector<StoredImage>> images() const;
+  std::optional<StoredImage> find_image(const std::string& ref) const;
+  // Adds or replaces entries by ref and rewrites index.json atomically. Every
+  // blob the entries reach must already be published.
+  Result<void> add_images(const std::vector<StoredImage>& images);
+
+  std::filesystem::path chart_path(const std::string& name, const std::string& version) const;
+  Result<void> put_chart(const std::string& name, const std::string& version, std::string_view bytes, const std::string& source);
+
+  // Opened on first use; needs Shared or Exclusive access to write.
+  Result<CatalogDb*> catalog();
+
+  struct FsckReport {
+    std::vector<std::string> problems;  // one line each
+    std::size_t blobs = 0;
+    std::size_t images = 0;
+    std::uint64_t bytes = 0;
+  };
+  // Re-hashes every blob, checks that every index.json entry resolves and that
+  // every manifest's config and layers (and the kept children of an index) exist.
+  Result<FsckReport> fsck();
+
+  struct GcReport {
+    std::size_t blobs_removed = 0;
+    std::size_t temps_removed = 0;
+    std::uint64_t bytes_freed = 0;
+  };
+  // Removes blobs no index.json entry reaches, and temp files: all of them when
+  // this process holds the exclusive lock (no writer can own them), else those
+  // older than an hour.
+  Result<GcReport> gc();
+
+  // Every blob digest an index.json entry reaches (present ones only).
+  Result<std::vector<std::string>> reachable();
+
+private:
+  Store();
+  struct Impl;
+  std::unique_ptr<Impl> m_impl;
+};
+
+}  // namespace gb
