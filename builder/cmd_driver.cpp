@@ -1,0 +1,108 @@
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+
+#include "builder/cli.hpp"
+#include "common/files.hpp"
+#include "common/log.hpp"
+#include "mirror/store.hpp"
+#include "node-images/driver_image.hpp"
+#include "recipes/lock.hpp"
+#include "recipes/recipe.hpp"
+
+namespace gb::cli {
+
+void add_driver_input_options(CLI::App& app, DriverInputs& in);  // cmd_node_image.cpp
+
+namespace {
+
+struct BuildArgs {
+  std::string recipe;
+  DriverInputs in;
+  DriverImageOptions image;
+  std::string lock;
+};
+
+// The driver repository and OS tag the lock's precompiled tags use.
+void take_from_lock(const Lock& lock, BuildArgs& a, bool repo_given, bool os_given) {
+  if (!os_given && !lock.os_tag.empty()) a.image.os_tag = lock.os_tag;
+  if (repo_given) return;
+  for (const auto& img : lock.images)
+    if (std::find(img.components.begin(), img.components.end(), "driver") != img.components.end()) {
+      auto at = img.source.find('@');
+      std::string s = img.source.substr(0, at);
+      auto colon = s.rfind(':');
+      if (colon != std::string::npos && s.find('/', colon) == std::string::npos) s = s.substr(0, colon);
+      a.image.repository = s;
+      return;
+    }
+}
+
+}  // namespace
+
+CommandSpec driver_command() {
+  return {
+      "driver",
+      "Build precompiled driver images (one per kernel) into the store",
+      "`driver build` builds the NVIDIA kernel modules from the installer for every kernel of the recipe, signs "
+      "them for Secure Boot with --sign-key/--sign-cert, and writes one image per kernel into the store: the "
+      "conventional driver image of the lock (or --base) plus one deterministic layer with the modules and "
+      "depmod output, userspace, firmware in /opt/lib/firmware and gpubundle's nvidia-driver entrypoint. Tags are "
+      "<branch>-<kernel>-<osTag>, as the operator with usePrecompiled=true looks them up. With --lock, the lock "
+      "records them as built here, with their digests.",
+      "gpubundle driver build site.yaml --installer NVIDIA-Linux-x86_64-580.95.05.run --kernel-build "
+      "/lib/modules/6.1.0-57-amd64/build --lock site.lock.json",
+      [](CLI::App& app, Globals& g) -> std::function<int()> {
+        app.require_subcommand(1);
+        CLI::App* build = app.add_subcommand("build", "Build and store the precompiled driver images");
+        auto a = std::make_shared<BuildArgs>();
+        build->add_option("recipe", a->recipe, "Recipe file (YAML)")->required();
+        add_driver_input_options(*build, a->in);
+        auto* base = build->add_option("--base", a->image.base, "Base image: a reference in the store, or oci:DIR:TAG");
+        auto* repo = build->add_option("--repository", a->image.repository, "Driver repository (default: from --lock, else nvcr.io/nvidia/driver)");
+        auto* os = build->add_option("--os-tag", a->image.os_tag, "OS tag of the image tags (default: from --lock, else target.os)");
+        build->add_option("--lock", a->lock, "Lock file to update: the images become origin \"built\" with their digests");
+        (void)base;
+        return [&g, a, repo, os]() -> int {
+          Recipe recipe = load_recipe(a->recipe).value_or_throw();
+          std::optional<Lock> lock;
+          if (!a->lock.empty()) {
+            lock = load_lock(a->lock).value_or_throw();
+            take_from_lock(*lock, *a, repo->count() > 0, os->count() > 0);
+          }
+          if (a->image.os_tag.empty()) a->image.os_tag = recipe.os;
+          auto driver = prepare_driver(recipe, a->in).value_or_throw();
+          // The store is opened only now: a failed build leaves it untouched.
+          Store store = Store::open(g.store, StoreAccess::Exclusive).value_or_throw();
+          auto images = build_driver_images(*driver, store, a->image).value_or_throw();
+          if (lock) {
+            for (const auto& img : images) {
+              LockImage* li = lock->find(img.ref);
+              if (!li) {
+                LockImage n;
+                n.components = {"driver"};
+                n.source = img.ref;
+                n.platforms = {"linux/" + a->image.architecture};
+                lock->images.push_back(n);
+                li = &lock->images.back();
+              }
+              li->digest = img.digest;
+              li->origin = "built";
+            }
+            std::sort(lock->images.begin(), lock->images.end(), [](const auto& x, const auto& y) { return x.source < y.source; });
+            write_atomic(a->lock, lock_to_json(*lock)).value_or_throw();
+            log::info("updated " + a->lock);
+          }
+          for (const auto& img : images) {
+            if (g.json)
+              std::printf("{\"kernel\":\"%s\",\"ref\":\"%s\",\"digest\":\"%s\"}\n", img.kernel.c_str(), img.ref.c_str(), img.digest.c_str());
+            else if (!g.quiet)
+              std::printf("%s@%s\n", img.ref.c_str(), img.digest.c_str());
+          }
+          return 0;
+        };
+      },
+  };
+}
+
+}  // namespace gb::cli

@@ -1,0 +1,148 @@
+#include "node-images/bake.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "common/files.hpp"
+#include "common/log.hpp"
+#include "common/strings.hpp"
+
+namespace gb {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* k_mok_path = "usr/share/gpubundle/mok/module-signing.der";
+
+std::string persistenced_unit() {
+  return "[Unit]\n"
+         "Description=NVIDIA Persistence Daemon\n"
+         "Wants=syslog.target\n"
+         "After=systemd-modules-load.service\n"
+         "\n"
+         "[Service]\n"
+         "Type=forking\n"
+         "ExecStart=/usr/bin/nvidia-persistenced --verbose\n"
+         "ExecStopPost=/bin/rm -rf /var/run/nvidia-persistenced\n"
+         "\n"
+         "[Install]\n"
+         "WantedBy=multi-user.target\n";
+}
+
+// nvidia-ctk runtime configure --runtime=containerd, as a drop-in (§4.1).
+std::string containerd_dropin() {
+  return "# Written by gpubundle node-image bake: the runtime the GPU Operator's RuntimeClass names.\n"
+         "# /etc/containerd/config.toml must import /etc/containerd/conf.d/*.toml.\n"
+         "version = 2\n"
+         "\n"
+         "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.nvidia]\n"
+         "  runtime_type = \"io.containerd.runc.v2\"\n"
+         "\n"
+         "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.nvidia.options]\n"
+         "  BinaryName = \"/usr/bin/nvidia-container-runtime\"\n";
+}
+
+std::string replace_all(std::string s, const std::string& from, const std::string& to) {
+  for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size())) s.replace(p, from.size(), to);
+  return s;
+}
+
+}  // namespace
+
+Result<BakeResult> bake_node_overlay(const Recipe& recipe, const PreparedDriver& driver, const BakeOptions& options) {
+  const auto& version = driver.installer.manifest.version;
+  std::error_code ec;
+  fs::create_directories(options.output, ec);
+  if (ec) return op_error(options.output.string() + ": " + ec.message());
+
+  LayerBuilder layer;
+  std::vector<std::string> kernels;
+  for (const auto& km : driver.kernels) {
+    add_modules(layer, km, "lib/modules/" + km.kernel + "/updates/nvidia");
+    kernels.push_back(km.kernel);
+  }
+  layer.add_data("etc/modprobe.d/nvidia.conf",
+                 "# Written by gpubundle node-image bake\n"
+                 "blacklist nouveau\n"
+                 "options nouveau modeset=0\n"
+                 "options nvidia NVreg_CoherentGPUMemoryMode=driver\n");
+  layer.add_data("etc/modules-load.d/nvidia.conf", "# Written by gpubundle node-image bake\nnvidia\nnvidia-uvm\nnvidia-modeset\n");
+  auto user = add_userspace(layer, driver.installer, "lib/firmware/nvidia/" + version);
+  if (!user) return user.error();
+  if (!layer.has("usr/bin/nvidia-smi"))
+    return input_error(driver.installer.source + ": the manifest installs no usr/bin/nvidia-smi; the operator needs it on a preinstalled host");
+  layer.add_data("etc/ld.so.conf.d/nvidia.conf", std::string("/") + k_libdir + "\n");
+  layer.add_data("usr/lib/systemd/system/nvidia-persistenced.service", persistenced_unit());
+  std::vector<std::string> units = {"nvidia-persistenced.service"};
+  if (options.fabric_manager) {
+    log::warn("fabric manager units: the NVIDIA installer does not ship nv-fabricmanager; install the "
+              "nvidia-fabricmanager-" + driver_branch(version) + " package in the image and enable nvidia-fabricmanager.service");
+  }
+  std::string mok;
+  if (driver.signer) {
+    layer.add_data(k_mok_path, driver.signer->certificate_der);
+    mok = std::string("/") + k_mok_path;
+  }
+  bool host_toolkit = recipe.toolkit_mode == ToolkitMode::Host;
+  if (host_toolkit) layer.add_data("etc/containerd/conf.d/99-nvidia.toml", containerd_dropin());
+
+  fs::path overlay = options.output / "overlay.tar";
+  std::vector<LayerFileRecord> records;
+  auto blob = layer.write_tar(overlay, &records);
+  if (!blob) return blob.error();
+
+  std::string script = node_install_script();
+  script = replace_all(script, "@VERSION@", version);
+  script = replace_all(script, "@KERNELS@", join(kernels, " "));
+  script = replace_all(script, "@UNITS@", join(units, " "));
+  script = replace_all(script, "@MOK_CERT@", mok);
+  if (auto r = write_atomic(options.output / "install.sh", script, 0755); !r) return r.error();
+
+  std::string values = "# Helm values fragment for a node image with the NVIDIA driver preinstalled (gpubundle node-image bake)\n"
+                       "driver:\n  enabled: false\n";
+  if (host_toolkit) values += "toolkit:\n  enabled: false\n";
+  if (auto r = write_atomic(options.output / "values.yaml", values); !r) return r.error();
+
+  if (!options.toolkit_packages.empty()) {
+    if (!fs::is_directory(options.toolkit_packages, ec))
+      return input_error(options.toolkit_packages.string() + ": --toolkit-packages is not a folder");
+    fs::path dst = options.output / "toolkit-packages";
+    fs::create_directories(dst, ec);
+    int n = 0;
+    for (const auto& e : fs::directory_iterator(options.toolkit_packages)) {
+      auto ext = e.path().extension().string();
+      if (ext != ".deb" && ext != ".rpm") continue;
+      fs::copy_file(e.path(), dst / e.path().filename(), fs::copy_options::overwrite_existing, ec);
+      if (ec) return op_error(e.path().string() + ": " + ec.message());
+      ++n;
+    }
+    if (n == 0) return input_error(options.toolkit_packages.string() + ": no .deb or .rpm toolkit packages in it");
+  } else if (host_toolkit) {
+    log::warn("toolkit mode host: no --toolkit-packages given, so the overlay has the containerd drop-in but not "
+              "nvidia-container-toolkit itself; install it in the image");
+  }
+
+  nlohmann::ordered_json m;
+  m["schemaVersion"] = 1;
+  m["driver"] = {{"version", version}, {"branch", driver_branch(version)}, {"moduleType", driver.module_type}};
+  m["kernels"] = kernels;
+  m["signer"] = driver.signer ? nlohmann::ordered_json{{"fingerprint", driver.signer->fingerprint}, {"subject", driver.signer->subject}}
+                              : nlohmann::ordered_json(nullptr);
+  m["installer"] = {{"source", fs::path(driver.installer.source).filename().string()}, {"sha256", driver.installer.sha256}};
+  m["overlay"] = {{"file", "overlay.tar"}, {"sha256", blob->sha256}, {"size", blob->size}};
+  auto files = nlohmann::ordered_json::array();
+  for (const auto& r : records) {
+    nlohmann::ordered_json f = {{"path", "/" + r.path}, {"type", r.type}, {"mode", r.mode}};
+    if (r.type == "file") {
+      f["size"] = r.size;
+      f["sha256"] = r.sha256;
+    }
+    if (r.type == "symlink") f["link"] = r.link;
+    files.push_back(f);
+  }
+  m["files"] = files;
+  if (auto r = write_atomic(options.output / "manifest.json", m.dump(2) + "\n"); !r) return r.error();
+  return BakeResult{overlay, blob->sha256, records.size()};
+}
+
+}  // namespace gb

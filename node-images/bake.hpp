@@ -1,0 +1,46 @@
+#pragma once
+// `gpubundle node-image bake`: a root filesystem overlay for node images
+// with a preinstalled driver (driver.enabled=false; contract doc §4).
+//
+// Output folder:
+//   overlay.tar     deterministic tar (node-images/layer.hpp) holding
+//                     lib/modules/<k>/updates/nvidia/<m>.ko   (signed when asked)
+//                     etc/modprobe.d/nvidia.conf              blacklist nouveau + options
+//                     etc/modules-load.d/nvidia.conf          nvidia nvidia-uvm nvidia-modeset
+//                     usr/lib/x86_64-linux-gnu/..., usr/bin/nvidia-smi ...  (manifest destinations)
+//                     lib/firmware/nvidia/<ver>/gsp_*.bin
+//                     etc/ld.so.conf.d/nvidia.conf
+//                     usr/lib/systemd/system/nvidia-persistenced.service
+//                     usr/share/gpubundle/mok/module-signing.der   (when signed)
+//                     etc/containerd/conf.d/99-nvidia.toml     (toolkit mode host)
+//   install.sh      --root DIR: unpack, depmod -b, ldconfig -r, systemctl --root enable, MOK step
+//   manifest.json   {"schemaVersion":1, "driver":{version,branch,moduleType}, "kernels":[...],
+//                    "signer": {fingerprint, subject} | null, "installer": {source, sha256},
+//                    "overlay": {file, sha256, size}, "files": [{path,type,mode,size,sha256,link}]}
+//   values.yaml     Helm values fragment: driver.enabled=false (+ toolkit.enabled=false for host toolkit)
+//   toolkit-packages/  copies of --toolkit-packages DIR/*.deb|*.rpm, when given
+
+#include <filesystem>
+#include <string>
+
+#include "common/error.hpp"
+#include "node-images/driver_files.hpp"
+#include "recipes/recipe.hpp"
+
+namespace gb {
+
+struct BakeOptions {
+  std::filesystem::path output;
+  std::filesystem::path toolkit_packages;
+  bool fabric_manager = false;
+};
+
+struct BakeResult {
+  std::filesystem::path overlay;
+  std::string overlay_sha256;
+  std::size_t files = 0;
+};
+
+Result<BakeResult> bake_node_overlay(const Recipe& recipe, const PreparedDriver& driver, const BakeOptions& options);
+
+}  // namespace gb

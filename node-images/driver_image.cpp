@@ -1,0 +1,285 @@
+#include "node-images/driver_image.hpp"
+
+#include <archive.h>
+#include <archive_entry.h>
+
+#include <ctime>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "common/files.hpp"
+#include "common/log.hpp"
+#include "common/strings.hpp"
+#include "mirror/oci.hpp"
+#include "mirror/store.hpp"
+#include "signing/digest.hpp"
+
+namespace gb {
+
+namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;
+
+std::string precompiled_tag(const std::string& branch, const std::string& kernel, const std::string& os_tag) {
+  return branch + "-" + kernel + "-" + os_tag;
+}
+
+namespace {
+
+constexpr std::string_view k_oci_config = "application/vnd.oci.image.config.v1+json";
+constexpr std::string_view k_oci_layer_gzip = "application/vnd.oci.image.layer.v1.tar+gzip";
+
+// Where the base image's blobs come from: the store itself or an OCI layout folder.
+struct BaseSource {
+  std::function<Result<std::string>(const std::string&)> read;
+  std::function<fs::path(const std::string&)> path;
+  bool in_store = true;
+};
+
+struct BaseImage {
+  json manifest;
+  json config;
+  std::vector<json> layers;  // descriptors, OCI media types
+};
+
+std::string oci_media_type(const std::string& mt) {
+  if (mt == "application/vnd.docker.image.rootfs.diff.tar.gzip") return std::string(k_oci_layer_gzip);
+  if (mt == "application/vnd.docker.image.rootfs.diff.tar") return "application/vnd.oci.image.layer.v1.tar";
+  if (mt == "application/vnd.docker.container.image.v1+json") return std::string(k_oci_config);
+  return mt;
+}
+
+Result<BaseImage> load_base(const BaseSource& src, const std::string& manifest_digest, const std::string& media_type,
+                            const std::string& arch, const std::string& ref) {
+  auto bytes = src.read(manifest_digest);
+  if (!bytes) return bytes.error();
+  json m = json::parse(*bytes, nullptr, false);
+  if (m.is_discarded()) return input_error("base image " + ref + ": manifest " + manifest_digest + " is not JSON");
+  std::string mt = m.value("mediaType", media_type);
+  if (oci::is_index(mt) || m.contains("manifests")) {
+    for (const auto& child : m["manifests"]) {
+      const auto& p = child.value("platform", json::object());
+      if (p.value("os", "") == "linux" && p.value("architecture", "") == arch)
+        return load_base(src, child.value("digest", ""), child.value("mediaType", ""), arch, ref);
+    }
+    return input_error("base image " + ref + " has no linux/" + arch + " manifest");
+  }
+  BaseImage b;
+  b.manifest = m;
+  auto cfg = src.read(m["config"].value("digest", ""));
+  if (!cfg) return cfg.error();
+  b.config = json::parse(*cfg, nullptr, false);
+  if (b.config.is_discarded()) return input_error("base image " + ref + ": config is not JSON");
+  for (auto l : m["layers"]) {
+    l["mediaType"] = oci_media_type(l.value("mediaType", ""));
+    b.layers.push_back(l);
+  }
+  return b;
+}
+
+Result<std::pair<BaseSource, std::pair<std::string, std::string>>> open_base(Store& store, const std::string& ref) {
+  BaseSource src;
+  if (starts_with(ref, "oci:")) {
+    std::string rest = ref.substr(4);
+    auto colon = rest.rfind(':');
+    std::string tag = colon == std::string::npos ? "latest" : rest.substr(colon + 1);
+    fs::path dir = colon == std::string::npos ? rest : rest.substr(0, colon);
+    auto index = read_file(dir / "index.json");
+    if (!index) return input_error("--base " + ref + ": " + dir.string() + " is not an OCI layout (no index.json)");
+    json idx = json::parse(*index, nullptr, false);
+    if (idx.is_discarded() || !idx.contains("manifests")) return input_error("--base " + ref + ": bad index.json");
+    for (const auto& e : idx["manifests"]) {
+      auto name = e.value("annotations", json::object()).value(std::string(k_ref_name_annotation), "");
+      if (name == tag) {
+        src.in_store = false;
+        src.path = [dir](const std::string& d) { return dir / "blobs/sha256" / d.substr(7); };
+        src.read = [dir, ref](const std::string& d) -> Result<std::string> {
+          if (!is_sha256_digest(d)) return input_error("--base " + ref + ": bad digest '" + d + "'");
+          auto r = read_file(dir / "blobs/sha256" / d.substr(7));
+          if (!r) return input_error("--base " + ref + ": blob " + d + " is missing");
+          return r;
+        };
+        return std::make_pair(src, std::make_pair(e.value("digest", ""), e.value("mediaType", "")));
+      }
+    }
+    return input_error("--base " + ref + ": no image tagged '" + tag + "' in " + dir.string());
+  }
+  auto img = store.find_image(ref);
+  if (!img)
+    return input_error("base image " + ref + " is not in the store " + store.root().string() +
+                       ": mirror it first (it is the conventional driver image of the lock) or pass --base");
+  src.path = [&store](const std::string& d) { return store.blob_path(d); };
+  src.read = [&store](const std::string& d) { return store.read_blob(d); };
+  return std::make_pair(src, std::make_pair(img->digest, img->media_type));
+}
+
+// True when some base layer makes /lib a symlink (merged /usr) and no later one undoes it.
+Result<bool> lib_is_symlink(const BaseImage& base, const BaseSource& src) {
+  bool link = false;
+  for (const auto& l : base.layers) {
+    fs::path p = src.path(l.value("digest", ""));
+    std::unique_ptr<archive, int (*)(archive*)> a(archive_read_new(), &archive_read_free);
+    archive_read_support_filter_all(a.get());
+    archive_read_support_format_tar(a.get());
+    if (archive_read_open_filename(a.get(), p.c_str(), 1 << 16) != ARCHIVE_OK)
+      return op_error("base layer " + l.value("digest", "") + ": " + archive_error_string(a.get()));
+    archive_entry* e;
+    while (archive_read_next_header(a.get(), &e) == ARCHIVE_OK) {
+      std::string name = archive_entry_pathname(e);
+      while (starts_with(name, "./")) name = name.substr(2);
+      while (!name.empty() && name.back() == '/') name.pop_back();
+      if (name == "lib") link = archive_entry_filetype(e) == AE_IFLNK;
+      archive_read_data_skip(a.get());
+    }
+  }
+  return link;
+}
+
+std::string iso_time(std::int64_t t) {
+  std::time_t tt = static_cast<std::time_t>(t);
+  std::tm tm{};
+  gmtime_r(&tt, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+void set_env(json& cfg, const std::string& key, const std::string& value) {
+  auto& env = cfg["config"]["Env"];
+  if (!env.is_array()) env = json::array();
+  for (auto& e : env)
+    if (starts_with(e.get<std::string>(), key + "=")) {
+      e = key + "=" + value;
+      return;
+    }
+  env.push_back(key + "=" + value);
+}
+
+Result<void> copy_blob_into(Store& store, const fs::path& from, const std::string& digest, std::uint64_t size) {
+  if (store.has_blob(digest, size)) return {};
+  auto w = store.open_blob(digest, size);
+  if (!w) return w.error();
+  std::ifstream in(from, std::ios::binary);
+  if (!in) return op_error(from.string() + ": cannot open");
+  std::string buf(1 << 16, '\0');
+  while (in) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    if (in.gcount() > 0)
+      if (auto r = (*w)->write(std::string_view(buf.data(), static_cast<size_t>(in.gcount()))); !r) return r;
+  }
+  return (*w)->publish();
+}
+
+}  // namespace
+
+Result<std::vector<BuiltDriverImage>> build_driver_images(const PreparedDriver& driver, Store& store, const DriverImageOptions& options) {
+  const auto& version = driver.installer.manifest.version;
+  const std::string branch = driver_branch(version);
+  if (options.os_tag.empty()) return input_error("no OS tag for the driver image tags (recipe target.os)");
+  std::string base_ref = options.base.empty() ? options.repository + ":" + version + "-" + options.os_tag : options.base;
+  auto opened = open_base(store, base_ref);
+  if (!opened) return opened.error();
+  auto& [src, top] = *opened;
+  auto base = load_base(src, top.first, top.second, options.architecture, base_ref);
+  if (!base) return base.error();
+  auto merged = lib_is_symlink(*base, src);
+  if (!merged) return merged.error();
+  const std::string modules_root = *merged ? "usr/lib/modules" : "lib/modules";
+
+  struct Pending {
+    BuiltDriverImage image;
+    LayerBlob layer;
+    std::string config;
+    std::string manifest;
+  };
+  std::vector<Pending> pending;
+  const std::int64_t mtime = layer_mtime();
+  for (const auto& km : driver.kernels) {
+    LayerBuilder layer;
+    std::string video = "kernel/drivers/video";
+    add_modules(layer, km, modules_root + "/" + km.kernel + "/" + video);
+    if (auto r = add_depmod_output(layer, km, video, driver.sandbox / ("depmod-" + km.kernel), modules_root); !r) return r.error();
+    auto user = add_userspace(layer, driver.installer, "opt/lib/firmware/nvidia/" + version);
+    if (!user) return user.error();
+    layer.add_data("usr/local/bin/nvidia-driver", nvidia_driver_script(), 0755);
+
+    fs::path tar = driver.sandbox / ("layer-" + km.kernel + ".tar");
+    auto t = layer.write_tar(tar);
+    if (!t) return t.error();
+    auto gz = gzip_layer(tar, driver.sandbox / ("layer-" + km.kernel + ".tar.gz"));
+    if (!gz) return gz.error();
+
+    json cfg = base->config;
+    if (!cfg["rootfs"].is_object()) cfg["rootfs"] = {{"type", "layers"}, {"diff_ids", json::array()}};
+    cfg["rootfs"]["diff_ids"].push_back("sha256:" + t->sha256);
+    cfg["created"] = iso_time(mtime);
+    if (!cfg["config"].is_object()) cfg["config"] = json::object();
+    bool has_path = false;
+    for (const auto& e : cfg["config"].value("Env", json::array()))
+      if (starts_with(e.get<std::string>(), "PATH=")) has_path = true;
+    if (!has_path) set_env(cfg, "PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+    set_env(cfg, "DRIVER_VERSION", version);
+    set_env(cfg, "DRIVER_BRANCH", branch);
+    set_env(cfg, "KERNEL_VERSION", km.kernel);
+    set_env(cfg, "NVIDIA_VISIBLE_DEVICES", "void");
+    auto& labels = cfg["config"]["Labels"];
+    if (!labels.is_object()) labels = json::object();
+    labels["io.gpubundle.driver.version"] = version;
+    labels["io.gpubundle.driver.kernel"] = km.kernel;
+    labels["io.gpubundle.driver.module-type"] = driver.module_type;
+    labels["io.gpubundle.driver.signer"] = driver.signer ? driver.signer->fingerprint : "unsigned";
+    labels["io.gpubundle.driver.installer-sha256"] = driver.installer.sha256;
+    cfg["config"]["Entrypoint"] = json::array({"nvidia-driver"});
+    cfg["config"]["Cmd"] = json::array({"init"});
+    if (!cfg["history"].is_array()) cfg["history"] = json::array();
+    cfg["history"].push_back({{"created", iso_time(mtime)},
+                              {"created_by", "gpubundle driver build: NVIDIA " + version + " " + driver.module_type +
+                                                 " modules for " + km.kernel + (driver.signer ? ", signed" : ", unsigned")},
+                              {"comment", "modules, depmod, userspace, firmware in /opt/lib/firmware, nvidia-driver"}});
+    std::string config_bytes = cfg.dump();
+
+    json man = {{"schemaVersion", 2}, {"mediaType", std::string(oci::k_oci_manifest)}};
+    man["config"] = {{"mediaType", std::string(k_oci_config)}, {"digest", sha256_digest(config_bytes)}, {"size", config_bytes.size()}};
+    json layers = json::array();
+    for (const auto& l : base->layers) layers.push_back({{"mediaType", l["mediaType"]}, {"digest", l["digest"]}, {"size", l["size"]}});
+    layers.push_back({{"mediaType", std::string(k_oci_layer_gzip)}, {"digest", "sha256:" + gz->sha256}, {"size", gz->size}});
+    man["layers"] = layers;
+    man["annotations"] = {{"org.opencontainers.image.base.name", base_ref}};
+    std::string manifest_bytes = man.dump();
+
+    BuiltDriverImage img;
+    img.kernel = km.kernel;
+    img.ref = options.repository + ":" + precompiled_tag(branch, km.kernel, options.os_tag);
+    img.digest = sha256_digest(manifest_bytes);
+    img.size = manifest_bytes.size();
+    img.layer_digest = "sha256:" + gz->sha256;
+    pending.push_back({img, *gz, config_bytes, manifest_bytes});
+  }
+
+  // Publish: base blobs (when they come from outside), layers, configs, manifests; index.json last.
+  if (!src.in_store)
+    for (const auto& l : base->layers) {
+      std::string d = l.value("digest", "");
+      if (auto r = copy_blob_into(store, src.path(d), d, l.value("size", std::uint64_t(0))); !r) return r.error();
+    }
+  std::vector<StoredImage> entries;
+  std::vector<BuiltDriverImage> out;
+  for (auto& p : pending) {
+    if (auto r = copy_blob_into(store, p.layer.file, p.image.layer_digest, p.layer.size); !r) return r.error();
+    if (auto r = store.put_blob(sha256_digest(p.config), p.config); !r) return r.error();
+    if (auto r = store.put_blob(p.image.digest, p.manifest); !r) return r.error();
+    StoredImage si;
+    si.ref = p.image.ref;
+    si.media_type = std::string(oci::k_oci_manifest);
+    si.digest = p.image.digest;
+    si.size = p.image.size;
+    si.platforms = {"linux/" + options.architecture};
+    entries.push_back(si);
+    out.push_back(p.image);
+  }
+  if (auto r = store.add_images(entries); !r) return r.error();
+  return out;
+}
+
+}  // namespace gb

@@ -1,0 +1,203 @@
+#include "node-images/kbuild.hpp"
+
+#include <elf.h>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+#include <fstream>
+
+#include "common/files.hpp"
+#include "common/log.hpp"
+#include "common/strings.hpp"
+
+namespace gb {
+
+namespace fs = std::filesystem;
+
+Result<KernelTree> open_kernel_tree(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return input_error(dir.string() + ": no such kernel build tree");
+  KernelTree t;
+  t.dir = fs::canonical(dir, ec);
+  if (ec) return input_error(dir.string() + ": " + ec.message());
+  auto rel = read_file(t.dir / "include/config/kernel.release");
+  if (!rel) return input_error(dir.string() + ": not a kernel build tree (no include/config/kernel.release)");
+  t.release = std::string(trim(*rel));
+  if (t.release.empty()) return input_error(dir.string() + ": include/config/kernel.release is empty");
+  if (!fs::exists(t.dir / "Makefile", ec)) return input_error(dir.string() + ": not a kernel build tree (no Makefile)");
+  return t;
+}
+
+Result<int> run_logged(const std::vector<std::string>& argv, const fs::path& cwd, const fs::path& log) {
+  int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return op_error(log.string() + ": " + std::strerror(errno));
+  {
+    std::string line = "$ " + join(argv, " ") + "\n";
+    if (::write(fd, line.data(), line.size()) < 0) {}
+  }
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fd);
+    return op_error(std::string("fork: ") + std::strerror(errno));
+  }
+  if (pid == 0) {
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    int nul = ::open("/dev/null", O_RDONLY);
+    if (nul >= 0) ::dup2(nul, 0);
+    if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) _exit(126);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execvp(args[0], args.data());
+    _exit(127);
+  }
+  ::close(fd);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return op_error(std::string("waitpid: ") + std::strerror(errno));
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return 128 + WTERMSIG(status);
+}
+
+std::string tail_lines(const fs::path& file, int n) {
+  std::ifstream in(file);
+  std::deque<std::string> last;
+  std::string line;
+  while (std::getline(in, line)) {
+    last.push_back(line);
+    if (static_cast<int>(last.size()) > n) last.pop_front();
+  }
+  std::string out;
+  for (const auto& l : last) out += "\n  | " + l;
+  return out;
+}
+
+Result<std::vector<KernelTree>> unpack_kernel_headers(const std::vector<fs::path>& debs, const fs::path& sandbox) {
+  std::error_code ec;
+  fs::create_directories(sandbox, ec);
+  fs::path log = sandbox / "dpkg-deb.log";
+  for (const auto& deb : debs) {
+    if (!fs::is_regular_file(deb, ec)) return input_error(deb.string() + ": no such header package");
+    auto rc = run_logged({"dpkg-deb", "-x", fs::absolute(deb).string(), sandbox.string()}, {}, log);
+    if (!rc) return rc.error();
+    if (*rc != 0) return input_error(deb.string() + ": dpkg-deb -x failed:" + tail_lines(log, 5));
+  }
+  std::vector<KernelTree> trees;
+  fs::path src = sandbox / "usr/src";
+  if (fs::is_directory(src, ec))
+    for (const auto& d : fs::directory_iterator(src)) {
+      if (!fs::exists(d.path() / "include/config/kernel.release", ec)) continue;
+      auto t = open_kernel_tree(d.path());
+      if (!t) return t.error();
+      trees.push_back(*t);
+    }
+  if (trees.empty())
+    return input_error("the header packages hold no kernel build tree (usr/src/*/include/config/kernel.release); "
+                       "pass linux-headers-<kver> with its -common package");
+  // Debian's build tree links to the -common tree by absolute path (/usr/src/...): point it into the sandbox.
+  for (auto& t : trees)
+    for (const auto& e : fs::recursive_directory_iterator(t.dir, fs::directory_options::skip_permission_denied)) {
+      if (!e.is_symlink(ec)) continue;
+      fs::path target = fs::read_symlink(e.path(), ec);
+      if (ec || !target.is_absolute() || !starts_with(target.string(), "/usr/src/")) continue;
+      fs::path inside = sandbox / target.relative_path();
+      fs::remove(e.path(), ec);
+      fs::create_symlink(inside, e.path(), ec);
+    }
+  std::sort(trees.begin(), trees.end(), [](const auto& a, const auto& b) { return a.release < b.release; });
+  return trees;
+}
+
+Result<std::map<std::string, std::string>> read_modinfo(std::string_view elf, const std::string& source) {
+  if (elf.size() < sizeof(Elf64_Ehdr) || std::memcmp(elf.data(), ELFMAG, SELFMAG) != 0)
+    return input_error(source + ": not an ELF file");
+  if (static_cast<unsigned char>(elf[EI_CLASS]) != ELFCLASS64) return input_error(source + ": not a 64-bit ELF module");
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, elf.data(), sizeof eh);
+  if (eh.e_shoff == 0 || eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shoff + std::uint64_t(eh.e_shnum) * sizeof(Elf64_Shdr) > elf.size() ||
+      eh.e_shstrndx >= eh.e_shnum)
+    return input_error(source + ": damaged ELF section table");
+  auto shdr = [&](unsigned i) {
+    Elf64_Shdr s;
+    std::memcpy(&s, elf.data() + eh.e_shoff + i * sizeof(Elf64_Shdr), sizeof s);
+    return s;
+  };
+  Elf64_Shdr strtab = shdr(eh.e_shstrndx);
+  if (strtab.sh_offset + strtab.sh_size > elf.size()) return input_error(source + ": damaged ELF string table");
+  std::map<std::string, std::string> info;
+  for (unsigned i = 0; i < eh.e_shnum; ++i) {
+    Elf64_Shdr s = shdr(i);
+    if (s.sh_name >= strtab.sh_size) continue;
+    const char* name = elf.data() + strtab.sh_offset + s.sh_name;
+    if (std::strncmp(name, ".modinfo", strtab.sh_size - s.sh_name) != 0) continue;
+    if (s.sh_offset + s.sh_size > elf.size()) return input_error(source + ": damaged .modinfo section");
+    std::string_view data(elf.data() + s.sh_offset, s.sh_size);
+    std::size_t pos = 0;
+    while (pos < data.size()) {
+      auto end = data.find('\0', pos);
+      if (end == std::string_view::npos) end = data.size();
+      std::string_view kv = data.substr(pos, end - pos);
+      if (auto eq = kv.find('='); eq != std::string_view::npos)
+        info.emplace(std::string(kv.substr(0, eq)), std::string(kv.substr(eq + 1)));
+      pos = end + 1;
+    }
+    return info;
+  }
+  return input_error(source + ": no .modinfo section (not a kernel module)");
+}
+
+std::string vermagic_release(const std::string& vermagic) {
+  auto sp = vermagic.find(' ');
+  return vermagic.substr(0, sp);
+}
+
+Result<std::vector<BuiltModule>> build_modules(const Installer& installer, const KernelTree& tree, const fs::path& sandbox,
+                                               const ModuleBuildOptions& options) {
+  std::string dir = options.module_type == "proprietary" ? "kernel" : "kernel-open";
+  if (options.module_type != "open" && options.module_type != "proprietary")
+    return input_error("kernelModuleType '" + options.module_type + "': expected open or proprietary");
+  std::error_code ec;
+  fs::path src = installer.root / dir;
+  if (!fs::is_directory(src, ec))
+    return input_error(installer.source + ": no " + dir + "/ folder for kernelModuleType " + options.module_type);
+  fs::path work = sandbox / ("modules-" + tree.release);
+  fs::remove_all(work, ec);
+  fs::create_directories(work, ec);
+  fs::copy(src, work / dir, fs::copy_options::recursive | fs::copy_options::copy_symlinks, ec);
+  if (ec) return op_error("copying " + src.string() + " to the sandbox: " + ec.message());
+  fs::path log = work / "make.log";
+  std::vector<std::string> cmd = {"make", "-C", (work / dir).string(), "modules", "SYSSRC=" + tree.dir.string(),
+                                  "-j", std::to_string(std::max(1, options.jobs))};
+  log::info("building " + dir + " modules for " + tree.release + " (log: " + log.string() + ")");
+  auto rc = run_logged(cmd, work / dir, log);
+  if (!rc) return rc.error();
+  if (*rc != 0)
+    return op_error("module build for kernel " + tree.release + " failed (exit " + std::to_string(*rc) + "): " + join(cmd, " ") +
+                    "\nlast lines of " + log.string() + ":" + tail_lines(log, 15));
+  std::vector<BuiltModule> out;
+  std::string target = options.target_release.empty() ? tree.release : options.target_release;
+  for (const auto& name : installer.manifest.modules) {
+    fs::path ko;
+    for (const auto& cand : {work / dir / (name + ".ko"), work / dir / name / (name + ".ko")})
+      if (fs::exists(cand, ec)) ko = cand;
+    if (ko.empty())
+      return op_error("module build for kernel " + tree.release + " did not produce " + name + ".ko (listed on .manifest line 4)");
+    auto bytes = read_file(ko);
+    if (!bytes) return bytes.error();
+    auto info = read_modinfo(*bytes, ko.string());
+    if (!info) return info.error();
+    std::string vm = (*info)["vermagic"];
+    if (vermagic_release(vm) != target)
+      return input_error(name + ".ko was built for kernel '" + vermagic_release(vm) + "' (vermagic '" + vm + "') but the target kernel is " +
+                         target + ": the kernel tree " + tree.dir.string() + " is for another kernel");
+    out.push_back({name, ko, vm});
+  }
+  return out;
+}
+
+}  // namespace gb

@@ -1,0 +1,188 @@
+#include "node-images/layer.hpp"
+
+#include <archive.h>
+#include <archive_entry.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+
+#include "common/files.hpp"
+#include "common/strings.hpp"
+#include "signing/digest.hpp"
+
+namespace gb {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct WriteDeleter {
+  void operator()(archive* a) const { archive_write_free(a); }
+};
+struct EntryDeleter {
+  void operator()(archive_entry* e) const { archive_entry_free(e); }
+};
+
+// Sink that hashes and counts what libarchive writes into an AtomicFile.
+struct HashingSink {
+  AtomicFile* file = nullptr;
+  Sha256 hash;
+  std::uint64_t size = 0;
+  std::string error;
+};
+
+la_ssize_t sink_write(archive*, void* data, const void* buf, size_t n) {
+  auto* s = static_cast<HashingSink*>(data);
+  auto r = s->file->write(std::string_view(static_cast<const char*>(buf), n));
+  if (!r) {
+    s->error = r.error().message;
+    return -1;
+  }
+  s->hash.update(buf, n);
+  s->size += n;
+  return static_cast<la_ssize_t>(n);
+}
+
+}  // namespace
+
+std::int64_t layer_mtime() {
+  const char* v = std::getenv("SOURCE_DATE_EPOCH");
+  if (!v || !*v) return 0;
+  char* end = nullptr;
+  long long t = std::strtoll(v, &end, 10);
+  return (end && *end == 0 && t >= 0) ? t : 0;
+}
+
+std::string LayerBuilder::normalise(const std::string& path) {
+  std::string p = path;
+  while (starts_with(p, "/") || starts_with(p, "./")) p = p.substr(p[0] == '/' ? 1 : 2);
+  while (!p.empty() && p.back() == '/') p.pop_back();
+  return p;
+}
+
+void LayerBuilder::add_parents(const std::string& path) {
+  auto slash = path.rfind('/');
+  while (slash != std::string::npos && slash > 0) {
+    std::string parent = path.substr(0, slash);
+    if (!m_entries.count(parent)) m_entries[parent] = LayerEntry{LayerEntry::Kind::Dir, 0755, {}, {}, {}};
+    slash = parent.rfind('/');
+  }
+}
+
+void LayerBuilder::add_dir(const std::string& path, unsigned mode) {
+  auto p = normalise(path);
+  add_parents(p);
+  m_entries[p] = LayerEntry{LayerEntry::Kind::Dir, mode, {}, {}, {}};
+}
+
+void LayerBuilder::add_file(const std::string& path, const fs::path& source, unsigned mode) {
+  auto p = normalise(path);
+  add_parents(p);
+  m_entries[p] = LayerEntry{LayerEntry::Kind::File, mode, source, {}, {}};
+}
+
+void LayerBuilder::add_data(const std::string& path, std::string data, unsigned mode) {
+  auto p = normalise(path);
+  add_parents(p);
+  m_entries[p] = LayerEntry{LayerEntry::Kind::File, mode, {}, std::move(data), {}};
+}
+
+void LayerBuilder::add_symlink(const std::string& path, const std::string& target) {
+  auto p = normalise(path);
+  add_parents(p);
+  m_entries[p] = LayerEntry{LayerEntry::Kind::Symlink, 0777, {}, {}, target};
+}
+
+Result<LayerBlob> LayerBuilder::write_tar(const fs::path& out, std::vector<LayerFileRecord>* records) const {
+  auto file = AtomicFile::create(out, 0644);
+  if (!file) return file.error();
+  HashingSink sink;
+  sink.file = &*file;
+  std::unique_ptr<archive, WriteDeleter> a(archive_write_new());
+  archive_write_set_format_pax_restricted(a.get());
+  archive_write_set_bytes_in_last_block(a.get(), 1);
+  if (archive_write_open(a.get(), &sink, nullptr, sink_write, nullptr) != ARCHIVE_OK)
+    return op_error(out.string() + ": " + archive_error_string(a.get()));
+  const std::int64_t mtime = layer_mtime();
+  for (const auto& [path, e] : m_entries) {
+    std::unique_ptr<archive_entry, EntryDeleter> ae(archive_entry_new());
+    archive_entry_set_pathname(ae.get(), path.c_str());
+    archive_entry_set_uid(ae.get(), 0);
+    archive_entry_set_gid(ae.get(), 0);
+    archive_entry_set_uname(ae.get(), "root");
+    archive_entry_set_gname(ae.get(), "root");
+    archive_entry_set_mtime(ae.get(), mtime, 0);
+    LayerFileRecord rec{path, "", e.mode & 07777, 0, "", e.link};
+    std::string content;
+    if (e.kind == LayerEntry::Kind::Dir) {
+      archive_entry_set_filetype(ae.get(), AE_IFDIR);
+      archive_entry_set_perm(ae.get(), e.mode & 07777);
+      rec.type = "dir";
+    } else if (e.kind == LayerEntry::Kind::Symlink) {
+      archive_entry_set_filetype(ae.get(), AE_IFLNK);
+      archive_entry_set_perm(ae.get(), 0777);
+      archive_entry_set_symlink(ae.get(), e.link.c_str());
+      rec.type = "symlink";
+      rec.mode = 0777;
+    } else {
+      if (!e.source.empty()) {
+        auto r = read_file(e.source);
+        if (!r) return r.error();
+        content = std::move(*r);
+      } else {
+        content = e.data;
+      }
+      archive_entry_set_filetype(ae.get(), AE_IFREG);
+      archive_entry_set_perm(ae.get(), e.mode & 07777);
+      archive_entry_set_size(ae.get(), static_cast<la_int64_t>(content.size()));
+      rec.type = "file";
+      rec.size = content.size();
+      rec.sha256 = sha256_hex(content);
+    }
+    if (archive_write_header(a.get(), ae.get()) != ARCHIVE_OK)
+      return op_error(out.string() + ": writing " + path + ": " + (sink.error.empty() ? archive_error_string(a.get()) : sink.error));
+    if (!content.empty() && archive_write_data(a.get(), content.data(), content.size()) < 0)
+      return op_error(out.string() + ": writing " + path + ": " + (sink.error.empty() ? archive_error_string(a.get()) : sink.error));
+    if (records) records->push_back(std::move(rec));
+  }
+  if (archive_write_close(a.get()) != ARCHIVE_OK)
+    return op_error(out.string() + ": " + (sink.error.empty() ? archive_error_string(a.get()) : sink.error));
+  if (auto r = file->commit(); !r) return r.error();
+  return LayerBlob{out, sink.hash.hex(), sink.size};
+}
+
+Result<LayerBlob> gzip_layer(const fs::path& tar, const fs::path& out) {
+  auto file = AtomicFile::create(out, 0644);
+  if (!file) return file.error();
+  HashingSink sink;
+  sink.file = &*file;
+  std::unique_ptr<archive, WriteDeleter> a(archive_write_new());
+  archive_write_set_format_raw(a.get());
+  archive_write_add_filter_gzip(a.get());
+  // No timestamp in the gzip header: the same tar gives the same blob.
+  if (archive_write_set_filter_option(a.get(), "gzip", "timestamp", nullptr) != ARCHIVE_OK)
+    return op_error(std::string("libarchive gzip: cannot turn the timestamp off: ") + archive_error_string(a.get()));
+  archive_write_set_bytes_per_block(a.get(), 0);
+  if (archive_write_open(a.get(), &sink, nullptr, sink_write, nullptr) != ARCHIVE_OK)
+    return op_error(out.string() + ": " + archive_error_string(a.get()));
+  std::unique_ptr<archive_entry, EntryDeleter> ae(archive_entry_new());
+  archive_entry_set_filetype(ae.get(), AE_IFREG);
+  archive_entry_set_pathname(ae.get(), "layer.tar");
+  if (archive_write_header(a.get(), ae.get()) != ARCHIVE_OK) return op_error(out.string() + ": " + archive_error_string(a.get()));
+  std::ifstream in(tar, std::ios::binary);
+  if (!in) return op_error(tar.string() + ": cannot open");
+  std::string buf(1 << 16, '\0');
+  while (in) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    auto n = in.gcount();
+    if (n > 0 && archive_write_data(a.get(), buf.data(), static_cast<size_t>(n)) < 0)
+      return op_error(out.string() + ": " + (sink.error.empty() ? archive_error_string(a.get()) : sink.error));
+  }
+  if (archive_write_close(a.get()) != ARCHIVE_OK)
+    return op_error(out.string() + ": " + (sink.error.empty() ? archive_error_string(a.get()) : sink.error));
+  if (auto r = file->commit(); !r) return r.error();
+  return LayerBlob{out, sink.hash.hex(), sink.size};
+}
+
+}  // namespace gb

@@ -1,0 +1,10 @@
+# Driver artifacts (issue 6): the nvidia-driver entrypoint against stubs,
+# driver build (kbuild, signing, image in the store), node-image bake.
+add_test(NAME driver-entrypoint COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/driver_entrypoint.sh
+                                        ${CMAKE_SOURCE_DIR}/node-images/nvidia-driver)
+add_test(NAME driver-build COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/driver.sh $<TARGET_FILE:gpubundle>)
+add_test(NAME node-image-bake COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/bake.sh $<TARGET_FILE:gpubundle>)
+set_tests_properties(driver-entrypoint driver-build node-image-bake PROPERTIES
+  SKIP_RETURN_CODE 77
+  ENVIRONMENT "GB_SOURCE_DIR=${CMAKE_SOURCE_DIR};GB_CACHE_DIR=${CMAKE_BINARY_DIR}/cache")
+set_tests_properties(driver-build node-image-bake PROPERTIES RESOURCE_LOCK kbuild)

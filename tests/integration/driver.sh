@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# gpubundle driver build, end to end with real tools: a stand-in installer
+# (NVIDIA-fork header) built with makeself, kbuild against Debian's
+# linux-headers, in-process signing checked three ways (modinfo signer,
+# byte-identical to the kernel's scripts/sign-file, openssl cms -verify), the
+# image in the store checked with skopeo and unpacked with umoci; then the bad
+# inputs, each with a clear error and the store left as it was.
+# Usage: driver.sh PATH/TO/gpubundle     (env GB_SOURCE_DIR: the repository)
+set -euo pipefail
+gb=$(readlink -f "${1:?usage: driver.sh gpubundle}")
+src=${GB_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+kbuild=$(ls -d /lib/modules/*/build 2>/dev/null | head -n1 || true)
+if [ -z "$kbuild" ] || [ ! -f "$kbuild/include/config/kernel.release" ]; then
+  echo "SKIP: no kernel build tree under /lib/modules/*/build (install linux-headers-amd64)"
+  exit 77
+fi
+for t in makeself skopeo umoci modinfo openssl strip; do
+  command -v "$t" >/dev/null || { echo "SKIP: $t is not installed"; exit 77; }
+done
+kver=$(cat "$kbuild/include/config/kernel.release")
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+ok() { echo "ok: $*"; }
+export SOURCE_DATE_EPOCH=1700000000 TMPDIR=$work/tmp
+mkdir -p "$TMPDIR"
+
+VER=580.95.05
+bash "$src/tests/integration/fixtures/make-installer.sh" "$work/inst" "$VER" >/dev/null
+nvrun=$work/inst/NVIDIA-Linux-x86_64-$VER-nv.run
+uprun=$work/inst/NVIDIA-Linux-x86_64-$VER.run
+
+recipe() {  # recipe FILE KERNEL
+  cat > "$1" <<R
+apiVersion: gpubundle/v1
+kind: Recipe
+metadata: {name: driver-test}
+operator: {version: v26.7.0}
+target:
+  gpus: [H200-SXM-141GB]
+  os: ubuntu22.04
+  kernels: [$2]
+  platforms: [linux/amd64]
+driver: {mode: precompiled, branch: "580", kernelModuleType: open}
+R
+}
+recipe "$work/site.yaml" "$kver"
+
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$work/key.pem" -out "$work/cert.pem" -days 30 \
+  -subj "/CN=gpubundle test module key/O=Example" 2>/dev/null
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$work/other.pem" -out "$work/other.crt" -days 30 \
+  -subj "/CN=someone else" 2>/dev/null
+
+# Base image: an OCI layout with merged /usr (lib -> usr/lib), as Ubuntu has.
+mkdir -p "$work/baseroot/usr/lib" "$work/baseroot/usr/bin"
+ln -s usr/lib "$work/baseroot/lib"
+echo base > "$work/baseroot/usr/lib/os-release"
+tar -C "$work/baseroot" -cf "$work/base.tar" .
+umoci init --layout "$work/base"
+umoci new --image "$work/base:latest"
+umoci raw add-layer --image "$work/base:latest" "$work/base.tar"
+
+store=$work/store
+ref=nvcr.io/nvidia/driver:580-$kver-ubuntu22.04
+start=$(date +%s.%N)
+GPUBUNDLE_STORE=$store "$gb" driver build "$work/site.yaml" --installer "$nvrun" --kernel-build "$kbuild" \
+  --sign-key "$work/key.pem" --sign-cert "$work/cert.pem" --base "oci:$work/base:latest" --keep-sandbox -j 2 \
+  > "$work/out" 2> "$work/err" || { cat "$work/err" >&2; fail "driver build"; }
+echo "driver build: $(echo "$(date +%s.%N) - $start" | bc 2>/dev/null || true) s"
+grep -q "^$ref@sha256:" "$work/out" || fail "output lacks $ref@digest: $(cat "$work/out")"
+grep -q "nvidia-makeself, gzip" "$work/err" || fail "NVIDIA-fork header not reported: $(cat "$work/err")"
+grep -q "key.pem\|PRIVATE" "$work/err" && fail "the log mentions the key"
+digest=$(sed -n "s|^$ref@||p" "$work/out")
+ok "driver build stored $ref@$digest"
+
+skopeo inspect --config "oci:$store:$ref" > "$work/config.json" || fail "skopeo inspect --config"
+python3 - "$work/config.json" "$VER" "$kver" "$(openssl x509 -in "$work/cert.pem" -outform DER | sha256sum | cut -d' ' -f1)" \
+  "$(sha256sum "$nvrun" | cut -d' ' -f1)" <<'PY' || fail "image config (above)"
+import json, sys
+cfg, ver, kver, fpr, runsha = json.load(open(sys.argv[1])), *sys.argv[2:]
+env = dict(e.split("=", 1) for e in cfg["config"]["Env"])
+want = {"DRIVER_VERSION": ver, "DRIVER_BRANCH": ver.split(".")[0], "KERNEL_VERSION": kver, "NVIDIA_VISIBLE_DEVICES": "void"}
+for k, v in want.items():
+    assert env.get(k) == v, f"env {k}={env.get(k)} want {v}"
+l = cfg["config"]["Labels"]
+assert l["io.gpubundle.driver.version"] == ver and l["io.gpubundle.driver.kernel"] == kver, l
+assert l["io.gpubundle.driver.signer"] == fpr, (l, fpr)
+assert l["io.gpubundle.driver.installer-sha256"] == runsha, l
+assert cfg["config"]["Entrypoint"] == ["nvidia-driver"] and cfg["config"]["Cmd"] == ["init"]
+assert len(cfg["rootfs"]["diff_ids"]) == 2 and "gpubundle driver build" in cfg["history"][-1]["created_by"]
+assert cfg["created"] == "2023-11-14T22:13:20Z", cfg["created"]
+PY
+skopeo inspect "oci:$store:$ref" | grep -q "\"Digest\": \"$digest\"" || fail "skopeo inspect digest"
+ok "skopeo inspect: env, labels (version, kernel, signer fingerprint, .run sha256), entrypoint, history"
+
+skopeo copy -q "oci:$store:$ref" "oci:$work/copy:img" || fail "skopeo copy"
+umoci unpack --rootless --image "$work/copy:img" "$work/bundle" >/dev/null || fail "umoci unpack"
+rootfs=$work/bundle/rootfs
+[ -L "$rootfs/lib" ] || fail "the layer replaced the base's /lib -> usr/lib link"
+mdir=$rootfs/usr/lib/modules/$kver
+for m in nvidia nvidia-uvm nvidia-modeset; do
+  [ -f "$mdir/kernel/drivers/video/$m.ko" ] || fail "$m.ko missing"
+  grep -q "^kernel/drivers/video/$m.ko:" "$mdir/modules.dep" || fail "modules.dep lacks $m"
+  [ "$(modinfo -F signer "$mdir/kernel/drivers/video/$m.ko")" = "gpubundle test module key" ] || fail "modinfo signer of $m"
+  [ "$(modinfo -F vermagic "$mdir/kernel/drivers/video/$m.ko" | cut -d' ' -f1)" = "$kver" ] || fail "vermagic of $m"
+done
+mode() { stat -c %a "$1"; }
+[ "$(mode "$rootfs/usr/bin/nvidia-smi")" = 755 ] || fail "nvidia-smi mode"
+[ "$(readlink "$rootfs/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1")" = "libnvidia-ml.so.$VER" ] || fail "libnvidia-ml.so.1 link"
+[ "$(mode "$rootfs/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.$VER")" = 755 ] || fail "libnvidia-ml mode"
+[ -f "$rootfs/opt/lib/firmware/nvidia/$VER/gsp_ga10x.bin" ] || fail "firmware not in /opt/lib/firmware/nvidia/$VER"
+[ "$(mode "$rootfs/usr/local/bin/nvidia-driver")" = 755 ] || fail "nvidia-driver mode"
+cmp -s "$rootfs/usr/local/bin/nvidia-driver" "$src/node-images/nvidia-driver" || fail "embedded nvidia-driver differs"
+[ -f "$rootfs/usr/lib/os-release" ] || fail "base layer content missing"
+grep -rqs "PRIVATE KEY" "$rootfs" && fail "a private key is in the image"
+ok "umoci unpack: modules + modules.dep under /lib/modules (via usr/lib), signer, vermagic, userspace, firmware, entrypoint, modes"
+
+# Signatures: byte-identical to scripts/sign-file, and a valid CMS.
+sandbox=$(ls -d "$TMPDIR"/gpubundle-driver.* | head -n1)
+unsigned=$sandbox/modules-$kver/kernel-open/nvidia.ko
+ours=$mdir/kernel/drivers/video/nvidia.ko
+cp "$unsigned" "$work/ref.ko" && strip --strip-debug "$work/ref.ko"
+"$kbuild/scripts/sign-file" sha256 "$work/key.pem" "$work/cert.pem" "$work/ref.ko" || fail "sign-file"
+cmp -s "$work/ref.ko" "$ours" || fail "our signature differs from scripts/sign-file's"
+ok "signature byte-identical to the kernel's scripts/sign-file (RSA, sha256)"
+python3 - "$ours" "$work" <<'PY'
+import struct, sys
+d = open(sys.argv[1], "rb").read()
+magic = b"~Module signature appended~\n"
+assert d.endswith(magic)
+sig_len = struct.unpack(">I", d[-len(magic) - 4:-len(magic)])[0]
+end = len(d) - len(magic) - 12
+open(sys.argv[2] + "/sig.der", "wb").write(d[end - sig_len:end])
+open(sys.argv[2] + "/content.ko", "wb").write(d[:end - sig_len])
+PY
+openssl cms -verify -binary -inform DER -in "$work/sig.der" -content "$work/content.ko" -certfile "$work/cert.pem" \
+  -CAfile "$work/cert.pem" -purpose any -out /dev/null 2>"$work/cms.err" || { cat "$work/cms.err"; fail "openssl cms -verify"; }
+ok "openssl cms -verify accepts the module signature"
+
+# Bad inputs: a clear error, exit status, and the store exactly as before.
+snapshot() { (cd "$store" && find . -type f ! -name catalog.db\* -print0 | sort -z | xargs -0 sha256sum) | sha256sum; }
+before=$(snapshot)
+expect_fail() {  # expect_fail NAME EXIT PATTERN gpubundle-args...
+  local name=$1 want=$2 pattern=$3
+  shift 3
+  local rc=0
+  GPUBUNDLE_STORE=$store "$gb" driver build "$@" > "$work/out" 2> "$work/err" || rc=$?
+  [ "$rc" = "$want" ] || { cat "$work/err" >&2; fail "$name: exit $rc, want $want"; }
+  grep -q -- "$pattern" "$work/err" || { cat "$work/err" >&2; fail "$name: error lacks '$pattern'"; }
+  [ "$(snapshot)" = "$before" ] || fail "$name: the store changed"
+  ok "$name: exit $rc, $(grep -m1 error: "$work/err" | cut -c1-150)"
+}
+common=(--kernel-build "$kbuild" --base "oci:$work/base:latest" -j 2)
+head -c 5000 "$uprun" > "$work/truncated.run"
+expect_fail "truncated .run" 2 "truncated" "$work/site.yaml" --installer "$work/truncated.run" "${common[@]}"
+head -c "$(( $(stat -c %s "$nvrun") - 300 ))" "$nvrun" > "$work/truncated-nv.run"
+expect_fail "truncated NVIDIA-fork .run" 2 "truncated or damaged" "$work/site.yaml" --installer "$work/truncated-nv.run" "${common[@]}"
+cp -a "$work/inst/tree" "$work/badtree"
+echo "libnvidia-shiny.so.$VER 0755 SHINY_NEW_LIB NATIVE" >> "$work/badtree/.manifest"
+expect_fail "unknown manifest type" 2 "unknown file type 'SHINY_NEW_LIB'" "$work/site.yaml" --installer "$work/badtree" "${common[@]}"
+recipe "$work/other-kernel.yaml" "6.1.0-99-amd64"
+expect_fail "headers for another kernel" 2 "vermagic" "$work/other-kernel.yaml" --installer "$work/inst/tree" "${common[@]}"
+mkdir -p "$work/badcc"
+for c in gcc gcc-12 cc; do printf '#!/bin/sh\necho "cc1: internal compiler error: stand-in" >&2\nexit 1\n' > "$work/badcc/$c"; chmod 755 "$work/badcc/$c"; done
+PATH=$work/badcc:$PATH expect_fail "failing compiler" 1 "make -C .*modules SYSSRC=" "$work/site.yaml" --installer "$work/inst/tree" "${common[@]}"
+grep -q "internal compiler error: stand-in" "$work/err" || fail "failing compiler: log tail not shown"
+expect_fail "wrong key for the cert" 2 "does not match" "$work/site.yaml" --installer "$work/inst/tree" "${common[@]}" \
+  --sign-key "$work/other.pem" --sign-cert "$work/cert.pem"
+expect_fail "key without cert" 2 "needs its certificate" "$work/site.yaml" --installer "$work/inst/tree" "${common[@]}" \
+  --sign-key "$work/key.pem"
+echo "PASS driver-build"

@@ -1,0 +1,278 @@
+// Installer input: makeself headers (upstream and NVIDIA's fork), payload
+// extraction, .manifest parsing and destinations; the deterministic layer.
+#include <archive.h>
+#include <archive_entry.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <fstream>
+
+#include "common/files.hpp"
+#include "fixtures.hpp"
+#include "node-images/installer.hpp"
+#include "node-images/kbuild.hpp"
+#include "node-images/layer.hpp"
+
+using namespace gb;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A gzip'd tar holding `files` (name -> content), as makeself packs it.
+std::string tar_gz(const std::vector<std::pair<std::string, std::string>>& files) {
+  std::string out;
+  archive* a = archive_write_new();
+  archive_write_set_format_ustar(a);
+  archive_write_add_filter_gzip(a);
+  archive_write_open(
+      a, &out, nullptr,
+      [](archive*, void* d, const void* buf, size_t n) -> la_ssize_t {
+        static_cast<std::string*>(d)->append(static_cast<const char*>(buf), n);
+        return static_cast<la_ssize_t>(n);
+      },
+      nullptr);
+  for (const auto& [name, content] : files) {
+    archive_entry* e = archive_entry_new();
+    archive_entry_set_pathname(e, name.c_str());
+    archive_entry_set_filetype(e, AE_IFREG);
+    archive_entry_set_perm(e, 0644);
+    archive_entry_set_size(e, static_cast<la_int64_t>(content.size()));
+    archive_write_header(a, e);
+    archive_write_data(a, content.data(), content.size());
+    archive_entry_free(e);
+  }
+  archive_write_close(a);
+  archive_write_free(a);
+  return out;
+}
+
+const char* k_manifest =
+    "NVIDIA Accelerated Graphics Driver for Linux-x86_64\n"
+    "580.95.05\n"
+    "\n"
+    "nvidia nvidia-uvm nvidia-modeset\n"
+    "\n\n\n\n"
+    "kernel-open/nvidia/nv.c 0644 KERNEL_MODULE_SRC INHERIT_PATH_DEPTH:1 MODULE:resman\n"
+    "firmware/gsp_ga10x.bin 0644 FIRMWARE INHERIT_PATH_DEPTH:1 MODULE:resman\n"
+    "libnvidia-ml.so.580.95.05 0755 UTILITY_LIB NATIVE MODULE:nvml\n"
+    "libnvidia-ml.so.1 0777 UTILITY_LIB_SYMLINK NATIVE libnvidia-ml.so.580.95.05 MODULE:nvml\n"
+    "32/libcuda.so.580.95.05 0755 CUDA_LIB COMPAT32 MODULE:compute\n"
+    "libcuda.so.580.95.05 0755 CUDA_LIB NATIVE MODULE:compute\n"
+    "nvidia-smi 0755 UTILITY_BINARY MODULE:nvml\n"
+    "LICENSE 0644 DOCUMENTATION share/doc/NVIDIA_GLX-1.0 MODULE:resman\n";
+
+std::string upstream_header(std::size_t payload_size) {
+  // Two lines before skip=, skip counts all header lines; payload after them.
+  std::string h = "#!/bin/sh\n# This script was generated using Makeself 2.4.5\n";
+  h += "label=\"stand-in\"\nfilesizes=\"" + std::to_string(payload_size) + "\"\n";
+  h += "skip=\"7\"\n# body\nexit 0\n";
+  return h;
+}
+
+std::string fork_header() {
+  return "#! /bin/sh\nCRCsum=0\nMD5=0\nskip=8\nskip_decompress=0\nsize_decompress=0\nversion_string=\"580.95.05\"\n";
+}
+
+}  // namespace
+
+TEST_CASE("makeself headers: upstream skip= counts lines before the payload", "[node-images][installer]") {
+  std::string payload = tar_gz({{"./.manifest", k_manifest}});
+  std::string run = upstream_header(payload.size()) + payload;
+  auto h = parse_makeself_header(run, run.size(), "x.run");
+  REQUIRE(h.ok());
+  CHECK(h->flavour == MakeselfFlavour::Upstream);
+  CHECK(h->payload_offset == upstream_header(payload.size()).size());
+  CHECK(h->payload_size == payload.size());
+  CHECK(h->compression == PayloadCompression::Gzip);
+  CHECK(h->label == "stand-in");
+}
+
+TEST_CASE("makeself headers: NVIDIA's fork starts the archive at line skip", "[node-images][installer]") {
+  std::string payload = tar_gz({{"./.manifest", k_manifest}});
+  std::string run = fork_header() + payload;
+  auto h = parse_makeself_header(run, run.size(), "x.run");
+  REQUIRE(h.ok());
+  CHECK(h->flavour == MakeselfFlavour::NvidiaFork);
+  CHECK(h->payload_offset == fork_header().size());
+  CHECK(h->payload_size == 0);
+  CHECK(h->compression == PayloadCompression::Gzip);
+}
+
+TEST_CASE("makeself headers: compression is sniffed from magic bytes", "[node-images][installer]") {
+  for (auto [magic, want] : std::vector<std::pair<std::string, PayloadCompression>>{
+           {std::string("\xfd" "7zXZ\0xx", 8), PayloadCompression::Xz},
+           {"\x28\xb5\x2f\xfd....", PayloadCompression::Zstd},
+           {"BZh91AY", PayloadCompression::Bzip2},
+           {"plain tar", PayloadCompression::None}}) {
+    std::string run = fork_header() + magic;
+    auto h = parse_makeself_header(run, run.size(), "x.run");
+    REQUIRE(h.ok());
+    CHECK(h->compression == want);
+  }
+}
+
+TEST_CASE("makeself headers: truncated or foreign files fail with a clear error", "[node-images][installer]") {
+  std::string payload = tar_gz({{"./.manifest", k_manifest}});
+  std::string run = upstream_header(payload.size()) + payload;
+  SECTION("payload shorter than filesizes") {
+    std::string cut = run.substr(0, run.size() - 10);
+    auto h = parse_makeself_header(cut, cut.size(), "cut.run");
+    REQUIRE_FALSE(h.ok());
+    CHECK(h.error().message.find("cut.run: truncated") != std::string::npos);
+  }
+  SECTION("file ends inside the header") {
+    std::string cut = run.substr(0, 40);
+    auto h = parse_makeself_header(cut, cut.size(), "cut.run");
+    REQUIRE_FALSE(h.ok());
+    CHECK(h.error().message.find("truncated") != std::string::npos);
+  }
+  SECTION("fork header with the payload cut off") {
+    std::string cut = fork_header().substr(0, fork_header().size() - 1);
+    auto h = parse_makeself_header(cut, cut.size(), "nv.run");
+    REQUIRE_FALSE(h.ok());
+    CHECK(h.error().message.find("truncated") != std::string::npos);
+  }
+  SECTION("not a shell archive") {
+    auto h = parse_makeself_header("\x7f" "ELF....", 7, "a.out");
+    REQUIRE_FALSE(h.ok());
+    CHECK(h.error().message.find("not a makeself installer") != std::string::npos);
+  }
+}
+
+TEST_CASE("makeself payload extraction, both flavours; damaged and unsafe payloads are refused", "[node-images][installer]") {
+  gbtest::TempDir tmp;
+  std::string payload = tar_gz({{"./.manifest", k_manifest}, {"./firmware/gsp_ga10x.bin", "fw"}});
+  for (const auto& [name, run] : std::vector<std::pair<std::string, std::string>>{
+           {"up.run", upstream_header(payload.size()) + payload}, {"nv.run", fork_header() + payload}}) {
+    write_atomic(tmp / name, run).value_or_throw();
+    auto h = read_makeself_header(tmp / name);
+    REQUIRE(h.ok());
+    auto dest = tmp / (name + ".d");
+    REQUIRE(extract_makeself(tmp / name, *h, dest).ok());
+    CHECK(read_file(dest / "firmware/gsp_ga10x.bin").value() == "fw");
+    auto inst = open_installer(tmp / name, tmp / (name + ".sandbox"));
+    REQUIRE(inst.ok());
+    CHECK(inst->manifest.version == "580.95.05");
+    CHECK(inst->sha256.size() == 64);
+  }
+  // Payload cut in the middle of the gzip stream (the fork has no filesizes).
+  std::string cut = fork_header() + payload.substr(0, payload.size() / 2);
+  write_atomic(tmp / "cut.run", cut).value_or_throw();
+  auto h = read_makeself_header(tmp / "cut.run");
+  REQUIRE(h.ok());
+  auto r = extract_makeself(tmp / "cut.run", *h, tmp / "cut.d");
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message.find("truncated or damaged") != std::string::npos);
+
+  std::string evil = tar_gz({{"../escape", "x"}});
+  write_atomic(tmp / "evil.run", fork_header() + evil).value_or_throw();
+  auto he = read_makeself_header(tmp / "evil.run");
+  REQUIRE(he.ok());
+  auto re = extract_makeself(tmp / "evil.run", *he, tmp / "evil.d");
+  REQUIRE_FALSE(re.ok());
+  CHECK(re.error().message.find("unsafe archive entry '../escape'") != std::string::npos);
+  CHECK_FALSE(fs::exists(tmp.path() / "escape"));
+}
+
+TEST_CASE(".manifest: header, entries, optional fields per type", "[node-images][manifest]") {
+  auto m = parse_manifest(k_manifest, ".manifest");
+  REQUIRE(m.ok());
+  CHECK(m->version == "580.95.05");
+  CHECK(m->modules == std::vector<std::string>{"nvidia", "nvidia-uvm", "nvidia-modeset"});
+  REQUIRE(m->entries.size() == 8);
+  CHECK(m->entries[0].inherit_depth == 1);
+  CHECK(m->entries[2].arch == "NATIVE");
+  CHECK(m->entries[3].symlink_target == "libnvidia-ml.so.580.95.05");
+  CHECK(m->entries[3].mode == 0777);
+  CHECK(m->entries[7].path == "share/doc/NVIDIA_GLX-1.0");
+  CHECK(m->entries[6].line == 15);
+}
+
+TEST_CASE(".manifest: unknown types and malformed entries are rejected by name", "[node-images][manifest]") {
+  std::string bad = std::string(k_manifest) + "libfoo.so 0755 SHINY_NEW_LIB NATIVE\n";
+  auto m = parse_manifest(bad, "x/.manifest");
+  REQUIRE_FALSE(m.ok());
+  CHECK(m.error().message == "x/.manifest:17: unknown file type 'SHINY_NEW_LIB' for libfoo.so (nvidia-installer rejects such a manifest)");
+  CHECK_FALSE(parse_manifest(std::string(k_manifest) + "libx.so 0755 UTILITY_LIB\n", "m").ok());           // no arch word
+  CHECK_FALSE(parse_manifest(std::string(k_manifest) + "libx.so 0755 UTILITY_LIB WRONG\n", "m").ok());     // bad arch word
+  CHECK_FALSE(parse_manifest(std::string(k_manifest) + "libx.so 0899 UTILITY_BINARY\n", "m").ok());        // bad mode
+  CHECK_FALSE(parse_manifest(std::string(k_manifest) + "../x 0644 UTILITY_BINARY\n", "m").ok());           // unsafe
+  CHECK_FALSE(parse_manifest("desc\n1.2\n", "m").ok());                                                     // truncated
+  // Entries end at the first empty line: what follows is not parsed.
+  CHECK(parse_manifest(std::string(k_manifest) + "\ngarbage here\n", "m").ok());
+}
+
+TEST_CASE(".manifest destinations for a headless compute node", "[node-images][manifest]") {
+  auto m = parse_manifest(k_manifest, ".manifest").value_or_throw();
+  const std::string lib = "usr/lib/x86_64-linux-gnu";
+  auto dst = [&](size_t i) { return manifest_destination(m.entries[i], m.version, lib); };
+  CHECK_FALSE(dst(0));  // kernel sources
+  CHECK(dst(1) == std::optional<std::string>("lib/firmware/nvidia/580.95.05/gsp_ga10x.bin"));
+  CHECK(dst(2) == std::optional<std::string>(lib + "/libnvidia-ml.so.580.95.05"));
+  CHECK(dst(3) == std::optional<std::string>(lib + "/libnvidia-ml.so.1"));
+  CHECK_FALSE(dst(4));  // COMPAT32
+  CHECK(dst(5) == std::optional<std::string>(lib + "/libcuda.so.580.95.05"));
+  CHECK(dst(6) == std::optional<std::string>("usr/bin/nvidia-smi"));
+  CHECK_FALSE(dst(7));  // documentation
+}
+
+TEST_CASE("vermagic release", "[node-images][kbuild]") {
+  CHECK(vermagic_release("6.1.0-57-amd64 SMP preempt mod_unload modversions ") == "6.1.0-57-amd64");
+  CHECK_FALSE(read_modinfo("not elf", "x.ko").ok());
+}
+
+TEST_CASE("layer tar is deterministic: sorted, parents, root-owned, SOURCE_DATE_EPOCH", "[node-images][layer]") {
+  gbtest::TempDir tmp;
+  write_atomic(tmp / "src", "module bytes").value_or_throw();
+  auto build = [&](bool reversed) {
+    LayerBuilder l;
+    if (reversed) {
+      l.add_symlink("usr/lib/libx.so.1", "libx.so.1.2");
+      l.add_data("/etc/modprobe.d/nvidia.conf", "blacklist nouveau\n");
+      l.add_file("lib/modules/k/updates/nvidia.ko", tmp / "src", 0644);
+    } else {
+      l.add_file("lib/modules/k/updates/nvidia.ko", tmp / "src", 0644);
+      l.add_data("etc/modprobe.d/nvidia.conf", "blacklist nouveau\n");
+      l.add_symlink("usr/lib/libx.so.1", "libx.so.1.2");
+    }
+    return l;
+  };
+  ::setenv("SOURCE_DATE_EPOCH", "1700000000", 1);
+  std::vector<LayerFileRecord> recs;
+  auto a = build(false).write_tar(tmp / "a.tar", &recs);
+  auto b = build(true).write_tar(tmp / "b.tar");
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  CHECK(a->sha256 == b->sha256);
+  std::vector<std::string> paths;
+  for (const auto& r : recs) paths.push_back(r.path);
+  CHECK(paths == std::vector<std::string>{"etc", "etc/modprobe.d", "etc/modprobe.d/nvidia.conf", "lib", "lib/modules",
+                                          "lib/modules/k", "lib/modules/k/updates", "lib/modules/k/updates/nvidia.ko", "usr",
+                                          "usr/lib", "usr/lib/libx.so.1"});
+  // Read back: owners, times, modes.
+  archive* r = archive_read_new();
+  archive_read_support_format_tar(r);
+  REQUIRE(archive_read_open_filename(r, (tmp / "a.tar").c_str(), 10240) == ARCHIVE_OK);
+  archive_entry* e;
+  while (archive_read_next_header(r, &e) == ARCHIVE_OK) {
+    CHECK(archive_entry_uid(e) == 0);
+    CHECK(archive_entry_gid(e) == 0);
+    CHECK(archive_entry_mtime(e) == 1700000000);
+    if (std::string(archive_entry_pathname(e)) == "lib") CHECK((archive_entry_perm(e) & 07777) == 0755);
+  }
+  archive_read_free(r);
+  ::setenv("SOURCE_DATE_EPOCH", "0", 1);
+  auto c = build(false).write_tar(tmp / "c.tar");
+  REQUIRE(c.ok());
+  CHECK(c->sha256 != a->sha256);
+  ::unsetenv("SOURCE_DATE_EPOCH");
+
+  auto g1 = gzip_layer(tmp / "a.tar", tmp / "a.tar.gz");
+  REQUIRE(g1.ok());
+  std::string gz = read_file(tmp / "a.tar.gz").value();
+  REQUIRE(gz.size() > 10);
+  CHECK(gz.substr(4, 4) == std::string(4, '\0'));  // no gzip MTIME
+  auto g2 = gzip_layer(tmp / "b.tar", tmp / "b.tar.gz");
+  REQUIRE(g2.ok());
+  CHECK(g1->sha256 == g2->sha256);
+}
