@@ -12,6 +12,7 @@ namespace gb::cli {
 const std::vector<CommandSpec>& commands() {
   static const std::vector<CommandSpec> all = {
       resolve_command(),
+      bundle_command(),
       mirror_command(),
       store_command(),
       keys_command(),

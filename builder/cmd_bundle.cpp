@@ -1,0 +1,240 @@
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <ctime>
+#include <nlohmann/json.hpp>
+
+#include "builder/cli.hpp"
+#include "bundles/bundle.hpp"
+#include "bundles/closure.hpp"
+#include "common/files.hpp"
+#include "common/log.hpp"
+#include "common/progress.hpp"
+#include "mirror/store.hpp"
+#include "recipes/recipe.hpp"
+#include "signing/keys.hpp"
+
+namespace gb::cli {
+
+namespace {
+
+// A lock path, or the lock `gpubundle mirror` wrote next to a recipe.
+Lock load_lock_or_recipe(const std::string& input) {
+  auto text = read_file(input).value_or_throw();
+  if (!text.empty() && text.front() == '{') return parse_lock(text, input).value_or_throw();
+  Recipe recipe = parse_recipe(text, input).value_or_throw();
+  auto lock_path = std::filesystem::path(input).parent_path() / (recipe.name + ".lock.json");
+  if (!std::filesystem::exists(lock_path))
+    throw Error(ErrorKind::Input, input + ": no lock at " + lock_path.string() + ": run `gpubundle mirror " + input + "` first");
+  return load_lock(lock_path.string()).value_or_throw();
+}
+
+Passphrase passphrase(const std::string& env, const std::string& file) {
+  if (!env.empty()) return Passphrase::from_env(env).value_or_throw();
+  if (!file.empty()) return Passphrase::from_file(file).value_or_throw();
+  return {};
+}
+
+std::string rfc3339(std::int64_t epoch) {
+  std::time_t t = static_cast<std::time_t>(epoch);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+// Blob digests the site has, from an inventory, a lock or an earlier bundle.
+std::set<std::string> have_blobs(const std::string& since, const Store& store) {
+  auto text = read_file(since).value_or_throw();
+  std::set<std::string> have;
+  if (!text.empty() && text.front() == '{') {
+    auto j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_object() && j.value("kind", "") == "Inventory") {
+      for (const auto& d : j.at("blobs")) have.insert(d.get<std::string>());
+      return have;
+    }
+    // An old lock: what its images reach, as far as this store still has them.
+    Lock old = parse_lock(text, since).value_or_throw();
+    for (const auto& img : old.images) {
+      auto stored = store.find_image(img.source);
+      if (!stored || stored->digest != img.digest) continue;
+      std::map<std::string, ClosureBlob> blobs;
+      if (image_closure(store, img.source, stored->digest, stored->media_type, blobs)) for (const auto& [d, b] : blobs) have.insert(d);
+    }
+    return have;
+  }
+  // An earlier bundle: everything it carried or assumed.
+  VolumeManifest m = read_volume_manifest(since).value_or_throw();
+  for (const auto& img : m.images) have.insert(img.blobs.begin(), img.blobs.end());
+  return have;
+}
+
+int create(Globals& g, const std::string& input, const std::string& output, const std::string& key_path, const std::string& split,
+           const std::string& since, const std::string& pass_env, const std::string& pass_file, bool no_compress) {
+  Lock lock = load_lock_or_recipe(input);
+  PrivateKey key = PrivateKey::load(key_path, passphrase(pass_env, pass_file)).value_or_throw();
+  Store store = Store::open(g.store, StoreAccess::Shared).value_or_throw();
+  CreateOptions o;
+  o.output = output;
+  if (!split.empty()) o.split_bytes = parse_size(split).value_or_throw();
+  o.compress = !no_compress;
+  if (!since.empty()) {
+    o.have_blobs = have_blobs(since, store);
+    o.delta_base = std::filesystem::path(since).filename().string();
+  }
+  if (const char* sde = std::getenv("SOURCE_DATE_EPOCH"); sde && *sde) {
+    o.mtime = std::strtoll(sde, nullptr, 10);
+    o.created = rfc3339(o.mtime);
+  }
+  auto progress = make_progress(g.json ? ProgressStyle::Json : g.quiet ? ProgressStyle::None : ProgressStyle::Auto);
+  CreateReport r = create_bundle(store, lock, key, o, *progress).value_or_throw();
+  if (g.json) {
+    nlohmann::json j = {{"bundleId", r.bundle_id},       {"bytes", r.bytes_written}, {"blobs", r.blobs},
+                        {"blobsOmitted", r.blobs_omitted}, {"zstdSaved", r.bytes_saved_by_zstd}, {"volumes", nlohmann::json::array()}};
+    for (const auto& v : r.volumes) j["volumes"].push_back(v.string());
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
+    log::info("bundle " + r.bundle_id + ": " + std::to_string(r.blobs) + " blobs, " + human_bytes(r.bytes_written) + " in " +
+              std::to_string(r.volumes.size()) + " volume(s)" +
+              (r.blobs_omitted ? ", " + std::to_string(r.blobs_omitted) + " blobs left out (the site has them)" : "") +
+              ", signed by " + key.id().substr(0, 16));
+    for (const auto& v : r.volumes) log::info("  " + v.string());
+  }
+  return 0;
+}
+
+Keyring trusted_keys(const std::vector<std::string>& pubkeys, const std::string& keyring) {
+  Keyring k;
+  if (!keyring.empty()) k = Keyring::load_dir(keyring).value_or_throw();
+  for (const auto& p : pubkeys) k.add(PublicKey::load(p).value_or_throw());
+  return k;
+}
+
+int verify(Globals& g, const std::vector<std::string>& files, const std::vector<std::string>& pubkeys, const std::string& keyring,
+           bool skip_signature) {
+  Keyring keys;
+  if (!skip_signature) {
+    if (pubkeys.empty() && keyring.empty())
+      throw Error(ErrorKind::Input, "bundle verify needs --pubkey or --keyring (the keys you trust); a bundle never vouches for itself");
+    keys = trusted_keys(pubkeys, keyring);
+  } else {
+    log::warn("--insecure-skip-signature: the bundle's signature is NOT checked; anyone could have written it");
+  }
+  std::vector<std::filesystem::path> paths(files.begin(), files.end());
+  VerifyOptions o;
+  o.trusted = skip_signature ? nullptr : &keys;
+  VerifyReport r = verify_bundle(paths, o);
+  if (g.json) {
+    nlohmann::json j = {{"ok", r.problems.empty()}, {"bundleId", r.bundle_id}, {"signer", r.signer},
+                        {"entries", r.entries},      {"bytes", r.bytes},        {"problems", r.problems}};
+    std::printf("%s\n", j.dump(2).c_str());
+  }
+  for (const auto& p : r.problems) log::error(p);
+  if (!r.problems.empty()) return 1;
+  log::info("bundle " + r.bundle_id + ": OK, " + std::to_string(r.entries) + " entries, " + human_bytes(r.bytes) +
+            (skip_signature ? "" : ", signed by " + r.signer.substr(0, 16)));
+  return 0;
+}
+
+int inspect(Globals& g, const std::string& file) {
+  std::string signer;
+  VolumeManifest m = read_volume_manifest(file, &signer).value_or_throw();
+  Lock lock = parse_lock(m.lock_json, file + ":lock").value_or_throw();
+  std::map<std::string, std::uint64_t> size_of;
+  for (const auto& f : m.files)
+    if (!f.blob.empty()) size_of[f.blob] += f.size;
+  if (g.json) {
+    nlohmann::json j = {{"bundleId", m.bundle_id}, {"created", m.created}, {"signer", signer}, {"volume", m.volume},
+                        {"volumes", m.volumes},    {"delta", m.delta},     {"images", nlohmann::json::array()}};
+    for (const auto& img : m.images) {
+      std::uint64_t s = 0;
+      for (const auto& b : img.blobs) s += size_of[b];
+      j["images"].push_back({{"ref", img.ref}, {"digest", img.digest}, {"platforms", img.platforms}, {"bytes", s}});
+    }
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  std::uint64_t total = 0;
+  for (const auto& f : m.files) total += f.size;
+  std::printf("bundle %s  (volume %d of %d%s)\n", m.bundle_id.c_str(), m.volume, m.volumes, m.delta ? ", delta" : "");
+  std::printf("created   %s\n", m.created.empty() ? "(not recorded)" : m.created.c_str());
+  std::printf("signer    key %s (not checked here: run bundle verify)\n", signer.c_str());
+  std::printf("tool      %s\n", m.tool.c_str());
+  std::printf("recipe    %s: GPU Operator %s, %s driver %s, %s, GPUs %s\n", lock.recipe_name.c_str(), lock.operator_version.c_str(),
+              lock.driver.mode.c_str(), lock.driver.version.empty() ? lock.driver.branch.c_str() : lock.driver.version.c_str(),
+              lock.os_tag.c_str(), [&] {
+                std::string s;
+                for (const auto& x : lock.gpus) s += (s.empty() ? "" : ",") + x;
+                return s;
+              }().c_str());
+  std::printf("payload   %zu files, %s\n\n", m.files.size(), human_bytes(total).c_str());
+  for (const auto& img : m.images) {
+    std::uint64_t s = 0;
+    for (const auto& b : img.blobs) s += size_of[b];
+    std::printf("  %10s  %s\n", human_bytes(s).c_str(), img.ref.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+CommandSpec bundle_command() {
+  return {
+      "bundle",
+      "Write, verify and inspect signed bundles",
+      "`bundle create` writes the mirrored closure of a lock (images, chart, install kit) from the store into one signed "
+      "bundle: a plain tar whose signed manifest comes first, so a reader checks the signature and then each blob as it "
+      "streams by. --split cuts it into volumes while writing; --since leaves out what the site already has. "
+      "`bundle verify` checks signature, every file, the image closure and unsafe entries; `bundle inspect` summarises.",
+      "gpubundle bundle create site-a.lock.json -o site-a.bundle --key release.key && "
+      "gpubundle bundle verify site-a.bundle --pubkey release.pub",
+      [](CLI::App& app, Globals& g) -> std::function<int()> {
+        app.require_subcommand(1);
+        auto chosen = std::make_shared<std::function<int()>>();
+        struct CreateArgs {
+          std::string input, output, key, split, since, pass_env, pass_file;
+          bool no_compress = false;
+        };
+        auto c = std::make_shared<CreateArgs>();
+        auto* cr = app.add_subcommand("create", "Write a bundle from the store");
+        cr->add_option("input", c->input, "Lock file, or a recipe whose lock `gpubundle mirror` wrote")->required();
+        cr->add_option("-o,--output", c->output, "Bundle file (volumes get .001, .002, ... with --split)")->required();
+        cr->add_option("--key", c->key, "Private signing key (PEM)")->required();
+        cr->add_option("--split", c->split, "Largest volume size, e.g. 4G, 700M");
+        cr->add_option("--since", c->since, "Inventory, lock or bundle the site already has: ship only what is missing");
+        cr->add_option("--passphrase-env", c->pass_env, "Environment variable holding the key's passphrase");
+        cr->add_option("--passphrase-file", c->pass_file, "File holding the key's passphrase");
+        cr->add_flag("--no-compress", c->no_compress, "Store every blob as is (no zstd for JSON and uncompressed layers)");
+        cr->footer("Example:\n  gpubundle bundle create site-a.lock.json -o /media/usb/site-a.bundle --key release.key --split 4G");
+        cr->callback([&g, c, chosen] {
+          *chosen = [&g, c] {
+            return create(g, c->input, c->output, c->key, c->split, c->since, c->pass_env, c->pass_file, c->no_compress);
+          };
+        });
+
+        struct VerifyArgs {
+          std::vector<std::string> files, pubkeys;
+          std::string keyring;
+          bool skip = false;
+        };
+        auto v = std::make_shared<VerifyArgs>();
+        auto* vr = app.add_subcommand("verify", "Verify a bundle offline");
+        vr->add_option("files", v->files, "Bundle file or volumes, in any order")->required();
+        vr->add_option("--pubkey", v->pubkeys, "Trusted public key (repeatable)");
+        vr->add_option("--keyring", v->keyring, "Folder of trusted *.pub keys");
+        vr->add_flag("--insecure-skip-signature", v->skip, "Do not check the signature (loudly warned)");
+        vr->footer("Example:\n  gpubundle bundle verify site-a.bundle.001 site-a.bundle.002 --pubkey release.pub");
+        vr->callback([&g, v, chosen] { *chosen = [&g, v] { return verify(g, v->files, v->pubkeys, v->keyring, v->skip); }; });
+
+        auto file = std::make_shared<std::string>();
+        auto* in = app.add_subcommand("inspect", "Summarise a bundle: target, images, sizes, signer, creation time");
+        in->add_option("file", *file, "Bundle file or any one volume")->required();
+        in->footer("Example:\n  gpubundle bundle inspect site-a.bundle");
+        in->callback([&g, file, chosen] { *chosen = [&g, file] { return inspect(g, *file); }; });
+
+        return [chosen] { return (*chosen)(); };
+      },
+  };
+}
+
+}  // namespace gb::cli

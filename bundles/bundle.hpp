@@ -1,0 +1,180 @@
+#pragma once
+// The bundle: what crosses the air gap. One or more volumes; each volume is a
+// plain POSIX tar (pax), uncompressed on the outside because image layers are
+// already gzip or zstd streams. Entries, in this order:
+//
+//   gpubundle.json        the volume manifest (below)
+//   gpubundle.json.sig    its detached signature (signing/signature.hpp)
+//   <payload>             in the order the manifest's "files" lists them
+//
+// Payload paths:
+//   lock.json                          the lock, digests filled
+//   oci/oci-layout, oci/index.json     an OCI image layout of the bundle's images
+//   oci/blobs/sha256/<hex>             a blob, as stored
+//   oci/blobs/sha256/<hex>.zst         a blob, zstd-compressed (only JSON and
+//                                      uncompressed layers: it pays there)
+//   oci/blobs/sha256/<hex>.part<NNNN>  piece NNNN (from 0001) of a blob larger
+//                                      than a volume
+//   charts/<name>-<version>.tgz        the Helm chart
+//   kit/...                            the install kit, when made
+//
+// Volume manifest, JSON with sorted keys:
+//   {
+//     "format": "gpubundle-bundle", "formatVersion": 1,   readers refuse newer
+//     "tool": "gpubundle 0.1.0",
+//     "bundleId": "<16 hex>",       sha256 of the sorted (path, sha256) list
+//     "created": "<RFC 3339>" | null,  from SOURCE_DATE_EPOCH
+//     "volume": {"index": 1, "count": N},
+//     "delta": null | {"base": "<what it was made against>", "omitted": ["sha256:..."]},
+//     "lock": { ...the lock... },
+//     "images": [{"ref", "mediaType", "digest", "platforms": [], "blobs": ["sha256:..."]}],
+//     "files": [{"path", "size", "sha256", "volume", "blob": "sha256:..." | null,
+//                "encoding": "zstd" | null, "part": [n, of] | null}]
+//   }
+// "files" lists the entries of every volume, so any one volume knows the whole
+// bundle; each volume's own entries are those with its "volume" index. "size"
+// and "sha256" are of the bytes stored in the tar. "images[].blobs" is each
+// image's closure (manifests, configs, layers); in a delta, blobs the site
+// already has are in "delta.omitted" and in no volume.
+//
+// A reader checks the signature first, then each entry as it streams by, in
+// one pass with no temporary unpack. The same store, lock and key give a
+// byte-identical bundle: sorted entries, mtimes from SOURCE_DATE_EPOCH (else
+// 0), uid/gid 0 without names, fixed modes, and Ed25519 signatures.
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error.hpp"
+#include "recipes/lock.hpp"
+
+namespace gb {
+
+class Store;
+class PrivateKey;
+class Keyring;
+class Progress;
+
+inline constexpr int k_bundle_format_version = 1;
+inline constexpr std::string_view k_volume_manifest = "gpubundle.json";
+inline constexpr std::string_view k_volume_signature = "gpubundle.json.sig";
+
+struct BundleFile {
+  std::string path;
+  std::uint64_t size = 0;   // stored bytes
+  std::string sha256;       // hex of the stored bytes
+  int volume = 1;
+  std::string blob;         // "sha256:..." for blob entries
+  std::string encoding;     // "" or "zstd"
+  int part = 0, parts = 0;  // for pieces of a large blob
+};
+
+struct BundleImage {
+  std::string ref;
+  std::string media_type;
+  std::string digest;
+  std::vector<std::string> platforms;
+  std::vector<std::string> blobs;
+};
+
+struct VolumeManifest {
+  int format_version = k_bundle_format_version;
+  std::string tool;
+  std::string bundle_id;
+  std::string created;  // "" when not recorded
+  int volume = 1;
+  int volumes = 1;
+  bool delta = false;
+  std::string delta_base;
+  std::vector<std::string> omitted;  // blob digests the site already has
+  std::string lock_json;             // the lock as an object text
+  std::vector<BundleImage> images;
+  std::vector<BundleFile> files;
+};
+
+std::string manifest_to_json(const VolumeManifest& m);
+Result<VolumeManifest> parse_volume_manifest(std::string_view text, const std::string& label);
+
+// Extra files for the bundle besides images and chart (install kit, node-image
+// artifacts): bundle path -> file on disk.
+using ExtraFiles = std::map<std::string, std::filesystem::path>;
+
+struct CreateOptions {
+  std::filesystem::path output;      // volume 1; further volumes get ".002", ".003", ...
+  std::uint64_t split_bytes = 0;     // 0: one volume
+  bool compress = true;              // zstd for JSON and uncompressed layers
+  std::set<std::string> have_blobs;  // delta: digests the site already has
+  std::string delta_base;            // what they came from, for the manifest
+  ExtraFiles extra;
+  std::string created;               // RFC 3339, "" for none
+  std::int64_t mtime = 0;            // of every tar entry (SOURCE_DATE_EPOCH)
+};
+
+struct CreateReport {
+  std::vector<std::filesystem::path> volumes;
+  std::string bundle_id;
+  std::uint64_t bytes_written = 0;
+  std::uint64_t blob_bytes = 0;       // as stored in the store
+  std::uint64_t bytes_saved_by_zstd = 0;
+  std::size_t blobs = 0;
+  std::size_t blobs_omitted = 0;
+};
+
+// Writes the bundle for `lock` (digests filled) from the store. Each volume is
+// written to a temp file, checked as it is written (every blob re-hashed) and
+// renamed into place only when complete.
+Result<CreateReport> create_bundle(const Store& store, const Lock& lock, const PrivateKey& key, const CreateOptions& options,
+                                   Progress& progress);
+
+// File name of volume n (1-based) of a bundle whose first volume is `first`.
+std::filesystem::path volume_path(const std::filesystem::path& first, int n, int count);
+
+// Parses "4G", "700M", "512K", "1000000".
+Result<std::uint64_t> parse_size(std::string_view text);
+
+// Receives verified payload entries while a volume streams by.
+class EntryConsumer {
+public:
+  virtual ~EntryConsumer() = default;
+  virtual Result<void> begin(const BundleFile& file) = 0;
+  virtual Result<void> data(std::string_view chunk) = 0;  // stored bytes, in order
+  // Called after the entry's size and sha256 matched.
+  virtual Result<void> end() = 0;
+  // Called instead of end() when the entry failed its checks.
+  virtual void abort() {}
+};
+
+struct VerifyReport {
+  std::vector<std::string> problems;  // one line each; empty: all good
+  std::string bundle_id;
+  std::string signer;  // key id
+  VolumeManifest manifest;  // of the first volume read
+  std::set<int> volumes_seen;
+  std::uint64_t bytes = 0;
+  std::size_t entries = 0;
+};
+
+struct VerifyOptions {
+  const Keyring* trusted = nullptr;  // nullptr: signatures not checked (--insecure-skip-signature)
+  EntryConsumer* consumer = nullptr;
+  // Stop reading a volume at its first problem (import does; verify reports all).
+  bool stop_at_first = false;
+};
+
+// Reads the signed manifest of one volume without checking its payload
+// (bundle inspect). `signer` gets the key id the signature names, unverified.
+Result<VolumeManifest> read_volume_manifest(const std::filesystem::path& volume, std::string* signer = nullptr);
+
+// Verifies volumes (any order, any subset): signature, every entry's name,
+// type, size and digest, duplicates, appended entries, truncation; and when
+// every volume is given, completeness and the OCI closure.
+VerifyReport verify_bundle(const std::vector<std::filesystem::path>& volumes, const VerifyOptions& options);
+
+}  // namespace gb

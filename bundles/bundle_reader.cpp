@@ -1,0 +1,354 @@
+#include <algorithm>
+#include <zstd.h>
+
+#include "bundles/archive_raii.hpp"
+#include "bundles/bundle.hpp"
+#include "common/strings.hpp"
+#include "mirror/oci.hpp"
+#include "signing/digest.hpp"
+#include "signing/keys.hpp"
+#include "signing/signature.hpp"
+
+namespace gb {
+
+namespace {
+
+constexpr std::size_t k_block = 1 << 20;
+constexpr la_int64_t k_max_manifest = 64 << 20;
+constexpr la_int64_t k_max_signature = 64 << 10;
+constexpr std::size_t k_keep_json = 4 << 20;  // manifests kept for the closure check
+constexpr std::size_t k_max_path = 1024;
+
+struct DCtxFree {
+  void operator()(ZSTD_DCtx* c) const { ZSTD_freeDCtx(c); }
+};
+
+// Why an entry may not be in a bundle, or "" when it may.
+std::string unsafe_reason(archive_entry* e) {
+  if (archive_entry_hardlink(e)) return "is a hard link";
+  switch (archive_entry_filetype(e)) {
+    case AE_IFREG: break;
+    case AE_IFLNK: return "is a symbolic link";
+    case AE_IFDIR: return "is a folder";
+    case AE_IFCHR:
+    case AE_IFBLK: return "is a device";
+    case AE_IFIFO: return "is a FIFO";
+    default: return "is not a regular file";
+  }
+  const char* p = archive_entry_pathname(e);
+  std::string path = p ? p : "";
+  if (path.empty()) return "has an empty name";
+  if (path.size() > k_max_path) return "has a name longer than " + std::to_string(k_max_path) + " bytes";
+  if (path.front() == '/') return "has an absolute path";
+  if (path.find('\\') != std::string::npos) return "has a backslash in its name";
+  for (const auto& part : split(path, '/')) {
+    if (part == "..") return "has a '..' component";
+    if (part.empty() || part == ".") return "has an empty or '.' path component";
+  }
+  if (archive_entry_xattr_count(e) > 0) return "carries extended attributes";
+  if (archive_entry_size(e) < 0) return "has a negative size";
+  return "";
+}
+
+std::string hex_of(const std::string& digest) { return digest.substr(digest.find(':') + 1); }
+
+struct Seen {
+  bool ok = false;
+};
+
+class Verifier {
+public:
+  explicit Verifier(const VerifyOptions& o) : m_o(o) {}
+
+  VerifyReport run(const std::vector<std::filesystem::path>& volumes) {
+    for (const auto& v : volumes) volume(v);
+    finish(volumes.size());
+    return std::move(m_report);
+  }
+
+private:
+  void problem(const std::string& line) { m_report.problems.push_back(line); }
+
+  // Reads the whole current entry into `out` (bounded by the caller).
+  bool read_all(archive* a, std::string& out) {
+    la_ssize_t n;
+    char buf[65536];
+    while ((n = archive_read_data(a, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+    return n == 0;
+  }
+
+  void volume(const std::filesystem::path& path) {
+    std::string label = path.filename().string();
+    detail::ArchiveReader a(archive_read_new());
+    archive_read_support_format_tar(a.get());  // tar (ustar, pax, gnu) only; no filters: bundles are never compressed outside
+    if (archive_read_open_filename(a.get(), path.c_str(), k_block) != ARCHIVE_OK) {
+      problem(label + ": cannot open: " + archive_error_string(a.get()));
+      return;
+    }
+    archive_entry* e = nullptr;
+    // 1. The manifest and its signature come first.
+    std::string manifest_text, signature_text;
+    for (auto [name, out, limit] : {std::tuple{k_volume_manifest, &manifest_text, k_max_manifest},
+                                    std::tuple{k_volume_signature, &signature_text, k_max_signature}}) {
+      int rc = archive_read_next_header(a.get(), &e);
+      if (rc != ARCHIVE_OK) {
+        problem(label + ": not a gpubundle volume: " + (rc == ARCHIVE_EOF ? "empty" : archive_error_string(a.get())));
+        return;
+      }
+      std::string why = unsafe_reason(e);
+      if (!why.empty() || archive_entry_pathname(e) != std::string(name)) {
+        problem(label + ": not a gpubundle volume: first entries must be " + std::string(k_volume_manifest) + " and " +
+                std::string(k_volume_signature) + ", found " + archive_entry_pathname(e) + (why.empty() ? "" : " (" + why + ")"));
+        return;
+      }
+      if (archive_entry_size(e) > limit) {
+        problem(label + ": " + std::string(name) + " is larger than " + std::to_string(limit) + " bytes");
+        return;
+      }
+      if (!read_all(a.get(), *out)) {
+        problem(label + ": truncated in " + std::string(name) + ": " + archive_error_string(a.get()));
+        return;
+      }
+      m_report.bytes += out->size();
+    }
+    if (m_o.trusted) {
+      auto signer = verify_detached(*m_o.trusted, manifest_text, signature_text);
+      if (!signer) {
+        problem(label + ": signature: " + signer.error().message);
+        return;  // nothing after an untrusted manifest can be trusted
+      }
+      if (!m_report.signer.empty() && m_report.signer != signer.value())
+        problem(label + ": signed by key " + signer.value() + ", other volumes by " + m_report.signer);
+      m_report.signer = signer.value();
+    }
+    auto parsed = parse_volume_manifest(manifest_text, label);
+    if (!parsed) {
+      problem(parsed.error().message);
+      return;
+    }
+    VolumeManifest m = std::move(parsed.value());
+    if (m_report.bundle_id.empty()) {
+      m_report.bundle_id = m.bundle_id;
+      m_report.manifest = m;
+    } else if (m.bundle_id != m_report.bundle_id) {
+      problem(label + ": belongs to bundle " + m.bundle_id + ", not " + m_report.bundle_id);
+      return;
+    } else if (m.volumes != m_report.manifest.volumes) {
+      problem(label + ": is one of " + std::to_string(m.volumes) + " volume(s), the others of " +
+              std::to_string(m_report.manifest.volumes) + ": volumes of two writes of bundle " + m.bundle_id + " are mixed");
+      return;
+    }
+    if (!m_report.volumes_seen.insert(m.volume).second) {
+      problem(label + ": volume " + std::to_string(m.volume) + " given twice");
+      return;
+    }
+    entries(a.get(), m, label);
+  }
+
+  void entries(archive* a, const VolumeManifest& m, const std::string& label) {
+    std::map<std::string, const BundleFile*> expected;
+    for (const auto& f : m.files)
+      if (f.volume == m.volume) expected[f.path] = &f;
+    std::set<std::string> names;
+    archive_entry* e = nullptr;
+    std::vector<char> buf(k_block);
+    int rc;
+    while ((rc = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
+      std::string path = archive_entry_pathname(e) ? archive_entry_pathname(e) : "";
+      std::string why = unsafe_reason(e);
+      if (!why.empty()) {
+        problem(label + ": entry " + path + " " + why);
+        if (m_o.stop_at_first) return;
+        continue;
+      }
+      if (!names.insert(path).second || path == k_volume_manifest || path == k_volume_signature) {
+        problem(label + ": entry " + path + " appears twice");
+        if (m_o.stop_at_first) return;
+        continue;
+      }
+      auto it = expected.find(path);
+      if (it == expected.end()) {
+        problem(label + ": entry " + path + " is not in the signed manifest (appended?)");
+        if (m_o.stop_at_first) return;
+        continue;
+      }
+      const BundleFile& f = *it->second;
+      if (static_cast<std::uint64_t>(archive_entry_size(e)) != f.size) {
+        problem(label + ": entry " + path + ": size " + std::to_string(archive_entry_size(e)) + ", manifest says " +
+                std::to_string(f.size));
+        if (m_o.stop_at_first) return;
+        continue;
+      }
+      if (!entry_data(a, f, label, buf)) {
+        if (m_o.stop_at_first || m_truncated) return;
+        continue;
+      }
+      m_ok.insert(path);
+    }
+    if (rc != ARCHIVE_EOF) problem(label + ": truncated or damaged after " + std::to_string(names.size()) + " entries: " + archive_error_string(a));
+    std::vector<std::string> missing;
+    for (const auto& [path, f] : expected)
+      if (!names.count(path)) missing.push_back(path);
+    if (!missing.empty())
+      problem(label + ": truncated: " + std::to_string(missing.size()) + " entr" + (missing.size() == 1 ? "y" : "ies") +
+              " of the manifest missing, first " + missing.front());
+  }
+
+  bool entry_data(archive* a, const BundleFile& f, const std::string& label, std::vector<char>& buf) {
+    if (m_o.consumer)
+      if (auto r = m_o.consumer->begin(f); !r) {
+        problem(label + ": entry " + f.path + ": " + r.error().message);
+        return false;
+      }
+    Sha256 stored;
+    Sha256 content;  // of the decoded blob, for zstd entries
+    std::unique_ptr<ZSTD_DCtx, DCtxFree> dctx;
+    if (f.encoding == "zstd") dctx.reset(ZSTD_createDCtx());
+    std::string kept;
+    bool keep = !f.blob.empty() && f.parts == 0 && f.size <= k_keep_json;
+    std::vector<char> out(dctx ? ZSTD_DStreamOutSize() : 0);
+    std::string error;
+    la_ssize_t n;
+    std::uint64_t total = 0;
+    while ((n = archive_read_data(a, buf.data(), buf.size())) > 0) {
+      std::string_view chunk(buf.data(), static_cast<size_t>(n));
+      total += chunk.size();
+      stored.update(chunk);
+      if (m_o.consumer && error.empty())
+        if (auto r = m_o.consumer->data(chunk); !r) error = r.error().message;
+      if (dctx) {
+        ZSTD_inBuffer in{chunk.data(), chunk.size(), 0};
+        while (in.pos < in.size && error.empty()) {
+          ZSTD_outBuffer o{out.data(), out.size(), 0};
+          size_t z = ZSTD_decompressStream(dctx.get(), &o, &in);
+          if (ZSTD_isError(z)) error = std::string("zstd: ") + ZSTD_getErrorName(z);
+          content.update(out.data(), o.pos);
+          if (keep && kept.size() < k_keep_json) kept.append(out.data(), o.pos);
+        }
+      } else if (keep) {
+        kept.append(chunk);
+      }
+    }
+    m_report.bytes += total;
+    ++m_report.entries;
+    auto fail = [&](const std::string& why) {
+      if (m_o.consumer) m_o.consumer->abort();
+      problem(label + ": entry " + f.path + ": " + why);
+      return false;
+    };
+    if (n < 0) {
+      m_truncated = true;
+      return fail(std::string("truncated or damaged: ") + archive_error_string(a));
+    }
+    if (!error.empty()) return fail(error);
+    std::string got = stored.hex();
+    if (got != f.sha256) return fail("sha256 " + got + ", manifest says " + f.sha256);
+    if (!f.blob.empty() && f.parts == 0) {
+      std::string blob_hex = dctx ? content.hex() : got;
+      if (blob_hex != hex_of(f.blob)) return fail("content sha256 " + blob_hex + " does not match blob " + f.blob);
+      if (keep && !kept.empty() && kept.front() == '{') m_json[f.blob] = std::move(kept);
+    }
+    if (m_o.consumer)
+      if (auto r = m_o.consumer->end(); !r) return fail(r.error().message);
+    return true;
+  }
+
+  void finish(std::size_t given) {
+    if (m_report.bundle_id.empty()) return;
+    const VolumeManifest& m = m_report.manifest;
+    if (static_cast<int>(m_report.volumes_seen.size()) < m.volumes) {
+      if (given >= static_cast<std::size_t>(m.volumes) || m_report.problems.empty()) {
+        std::vector<std::string> absent;
+        for (int v = 1; v <= m.volumes; ++v)
+          if (!m_report.volumes_seen.count(v)) absent.push_back(std::to_string(v));
+        m_report.problems.push_back("bundle " + m.bundle_id + ": volume(s) " + join(absent, ", ") + " of " +
+                                    std::to_string(m.volumes) + " not given; completeness and the image closure are unchecked");
+      }
+      return;
+    }
+    // Every file of every volume arrived intact?
+    std::set<std::string> present;
+    std::map<std::string, std::pair<int, int>> part_count;
+    for (const auto& f : m.files) {
+      if (!m_ok.count(f.path)) continue;
+      if (f.blob.empty()) continue;
+      if (f.parts == 0) present.insert(f.blob);
+      else if (++part_count[f.blob].first == f.parts) present.insert(f.blob);
+    }
+    std::set<std::string> omitted(m.omitted.begin(), m.omitted.end());
+    for (const auto& img : m.images) closure(img, img.digest, img.media_type, present, omitted);
+  }
+
+  void closure(const BundleImage& img, const std::string& digest, const std::string& media_type,
+               const std::set<std::string>& present, const std::set<std::string>& omitted) {
+    if (!present.count(digest)) {
+      problem("image " + img.ref + ": manifest " + digest + " is missing from the bundle");
+      return;
+    }
+    auto json = m_json.find(digest);
+    if (json == m_json.end()) {
+      problem("image " + img.ref + ": manifest " + digest + " could not be read");
+      return;
+    }
+    auto parsed = oci::parse_manifest(json->second, media_type);
+    if (!parsed) {
+      problem("image " + img.ref + ": " + parsed.error().message);
+      return;
+    }
+    if (parsed->index()) {
+      bool any = false;
+      for (const auto& child : parsed->manifests) {
+        bool listed = std::find(img.blobs.begin(), img.blobs.end(), child.digest) != img.blobs.end();
+        if (!listed) continue;  // a platform this bundle does not carry
+        any = true;
+        closure(img, child.digest, child.media_type, present, omitted);
+      }
+      if (!any) problem("image " + img.ref + ": index " + digest + " has none of its platforms in the bundle");
+      return;
+    }
+    std::vector<oci::Descriptor> refs = parsed->layers;
+    refs.insert(refs.begin(), parsed->config);
+    for (const auto& d : refs)
+      if (!present.count(d.digest) && !omitted.count(d.digest))
+        problem("image " + img.ref + ": blob " + d.digest + " is missing from the bundle");
+  }
+
+  const VerifyOptions& m_o;
+  VerifyReport m_report;
+  std::set<std::string> m_ok;                    // entries that arrived intact
+  std::map<std::string, std::string> m_json;     // small JSON blobs, for the closure
+  bool m_truncated = false;
+};
+
+}  // namespace
+
+VerifyReport verify_bundle(const std::vector<std::filesystem::path>& volumes, const VerifyOptions& options) {
+  return Verifier(options).run(volumes);
+}
+
+Result<VolumeManifest> read_volume_manifest(const std::filesystem::path& volume, std::string* signer) {
+  detail::ArchiveReader a(archive_read_new());
+  archive_read_support_format_tar(a.get());
+  std::string label = volume.filename().string();
+  if (archive_read_open_filename(a.get(), volume.c_str(), k_block) != ARCHIVE_OK)
+    return input_error(volume.string() + ": cannot open: " + archive_error_string(a.get()));
+  archive_entry* e = nullptr;
+  std::string texts[2];
+  for (int i = 0; i < 2; ++i) {
+    std::string want(i == 0 ? k_volume_manifest : k_volume_signature);
+    if (archive_read_next_header(a.get(), &e) != ARCHIVE_OK || archive_entry_pathname(e) != want ||
+        archive_entry_size(e) > (i == 0 ? k_max_manifest : k_max_signature))
+      return op_error(label + ": not a gpubundle volume (no " + want + " at its start)");
+    la_ssize_t n;
+    char buf[65536];
+    while ((n = archive_read_data(a.get(), buf, sizeof buf)) > 0) texts[i].append(buf, static_cast<size_t>(n));
+    if (n < 0) return op_error(label + ": truncated in " + want);
+  }
+  if (signer) {
+    auto sig = parse_signature(texts[1]);
+    *signer = sig ? sig->key_id : "";
+  }
+  return parse_volume_manifest(texts[0], label);
+}
+
+}  // namespace gb

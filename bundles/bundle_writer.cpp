@@ -1,0 +1,424 @@
+#include <algorithm>
+#include <array>
+#include <fcntl.h>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "bundles/archive_raii.hpp"
+#include "bundles/bundle.hpp"
+#include "bundles/closure.hpp"
+#include "common/files.hpp"
+#include "common/progress.hpp"
+#include "common/strings.hpp"
+#include "mirror/oci.hpp"
+#include "mirror/store.hpp"
+#include "signing/digest.hpp"
+#include "signing/keys.hpp"
+#include "signing/signature.hpp"
+
+namespace gb {
+
+namespace {
+
+constexpr std::size_t k_io_chunk = 4 << 20;
+constexpr std::uint64_t k_zstd_max_blob = 16 << 20;   // bigger blobs are stored as they are
+constexpr std::uint64_t k_zstd_budget = 64 << 20;     // compressed bytes held in memory at most
+constexpr std::uint64_t k_zstd_min_blob = 4096;       // below this a tar block eats the gain
+constexpr int k_zstd_level = 3;
+constexpr std::uint64_t k_min_volume_data = 64 << 10;  // least payload room a volume must have
+
+std::uint64_t round512(std::uint64_t n) { return (n + 511) / 512 * 512; }
+// Tar bytes an entry takes: header, data padded to blocks, room for a pax header.
+std::uint64_t tar_cost(std::uint64_t size) { return 512 + round512(size) + 1024; }
+
+std::string hex_of(const std::string& digest) { return digest.substr(digest.find(':') + 1); }
+
+bool compressible(const std::string& media_type) {
+  return media_type.find("json") != std::string::npos || ends_with(media_type, ".tar") ||
+         ends_with(media_type, "rootfs.diff.tar");
+}
+
+struct Entry {
+  BundleFile file;        // file.size/sha256: the stored bytes of this entry (or part)
+  std::string memory;     // stored bytes held in memory (generated or compressed)
+  std::filesystem::path disk;  // or read from this file
+  std::uint64_t offset = 0;    // slice of the source, for parts
+  bool from_memory = false;
+};
+
+class Writer {
+public:
+  Writer(const Store& store, const Lock& lock, const PrivateKey& key, const CreateOptions& o, Progress& p)
+      : m_store(store), m_lock(lock), m_key(key), m_o(o), m_progress(p) {}
+
+  Result<CreateReport> run() {
+    if (auto r = collect(); !r) return r.error();
+    if (auto r = plan_entries(); !r) return r.error();
+    if (auto r = assign_volumes(); !r) return r.error();
+    return write_all();
+  }
+
+private:
+  Result<void> collect() {
+    for (const auto& li : m_lock.images) {
+      if (li.digest.empty())
+        return op_error("lock image " + li.source + " has no digest: run `gpubundle mirror` first");
+      auto stored = m_store.find_image(li.source);
+      if (!stored) return op_error("image " + li.source + " is not in the store " + m_store.root().string() + ": run `gpubundle mirror`");
+      if (stored->digest != li.digest)
+        return op_error("image " + li.source + ": the store has " + stored->digest + " but the lock says " + li.digest +
+                        ": run `gpubundle mirror` with this lock");
+      auto blobs = image_closure(m_store, li.source, stored->digest, stored->media_type, m_blobs);
+      if (!blobs) return blobs.error();
+      BundleImage image{li.source, stored->media_type, stored->digest, li.platforms, std::move(blobs.value())};
+      std::sort(image.blobs.begin(), image.blobs.end());
+      m_images.push_back(std::move(image));
+    }
+    std::sort(m_images.begin(), m_images.end(), [](const auto& a, const auto& b) { return a.ref < b.ref; });
+    return {};
+  }
+
+  void add_memory(const std::string& path, std::string bytes) {
+    Entry e;
+    e.file.path = path;
+    e.file.size = bytes.size();
+    e.file.sha256 = sha256_hex(bytes);
+    e.memory = std::move(bytes);
+    e.from_memory = true;
+    m_entries.push_back(std::move(e));
+  }
+
+  Result<void> add_disk(const std::string& path, const std::filesystem::path& file) {
+    std::error_code ec;
+    auto size = std::filesystem::file_size(file, ec);
+    if (ec) return input_error(file.string() + ": cannot read: " + ec.message());
+    auto hex = sha256_file_hex(file);
+    if (!hex) return hex.error();
+    Entry e;
+    e.file.path = path;
+    e.file.size = size;
+    e.file.sha256 = hex.value();
+    e.disk = file;
+    m_entries.push_back(std::move(e));
+    return {};
+  }
+
+  Result<void> plan_entries() {
+    // The lock, the chart, extra files, and the bundle's own OCI layout.
+    add_memory("lock.json", lock_to_json(m_lock));
+    auto chart = m_store.chart_path(m_lock.chart.name, m_lock.chart.version);
+    if (!std::filesystem::exists(chart))
+      return op_error("chart " + m_lock.chart.name + " " + m_lock.chart.version + " is not in the store (" + chart.string() +
+                      "): run `gpubundle mirror`");
+    if (auto r = add_disk("charts/" + chart.filename().string(), chart); !r) return r;
+    for (const auto& [path, file] : m_o.extra)
+      if (auto r = add_disk(path, file); !r) return r;
+    add_memory("oci/oci-layout", "{\"imageLayoutVersion\":\"1.0.0\"}");
+    nlohmann::json index = {{"schemaVersion", 2}, {"mediaType", std::string(oci::k_oci_index)}, {"manifests", nlohmann::json::array()}};
+    for (const auto& img : m_images) {
+      index["manifests"].push_back({{"mediaType", img.media_type},
+                                    {"digest", img.digest},
+                                    {"size", m_blobs.at(img.digest).size},
+                                    {"annotations", {{std::string(k_ref_name_annotation), img.ref}}}});
+    }
+    add_memory("oci/index.json", index.dump() + "\n");
+
+    std::uint64_t zstd_held = 0;
+    for (const auto& [digest, info] : m_blobs) {
+      bool manifest = info.manifest;
+      if (!manifest && m_o.have_blobs.count(digest)) {  // delta: the site has it
+        m_omitted.push_back(digest);
+        continue;
+      }
+      Entry e;
+      e.file.path = "oci/blobs/sha256/" + hex_of(digest);
+      e.file.blob = digest;
+      e.file.size = info.size;
+      e.file.sha256 = hex_of(digest);
+      e.disk = m_store.blob_path(digest);
+      m_report.blob_bytes += info.size;
+      ++m_report.blobs;
+      if (m_o.compress && compressible(info.media_type) && info.size >= k_zstd_min_blob && info.size <= k_zstd_max_blob &&
+          zstd_held + info.size <= k_zstd_budget) {
+        auto raw = m_store.read_blob(digest);
+        if (!raw) return raw.error();
+        if (sha256_digest(raw.value()) != digest) return op_error("store blob " + digest + " is corrupt: run `gpubundle store fsck`");
+        std::string out(ZSTD_compressBound(raw->size()), '\0');
+        size_t n = ZSTD_compress(out.data(), out.size(), raw->data(), raw->size(), k_zstd_level);
+        // Keep it only when it saves at least a tar block and a tenth.
+        if (!ZSTD_isError(n) && n + 512 < raw->size() && n * 10 < raw->size() * 9) {
+          out.resize(n);
+          m_report.bytes_saved_by_zstd += raw->size() - n;
+          zstd_held += n;
+          e.file.path += ".zst";
+          e.file.encoding = "zstd";
+          e.file.size = n;
+          e.file.sha256 = sha256_hex(out);
+          e.memory = std::move(out);
+          e.from_memory = true;
+          e.disk.clear();
+        }
+      }
+      m_entries.push_back(std::move(e));
+    }
+    m_report.blobs_omitted = m_omitted.size();
+    std::sort(m_entries.begin(), m_entries.end(), [](const Entry& a, const Entry& b) { return a.file.path < b.file.path; });
+
+    // The id names the content, whatever the split or the compression.
+    Sha256 id;
+    for (const auto& e : m_entries) id.update((e.file.blob.empty() ? e.file.path + " " + e.file.sha256 : e.file.blob) + "\n");
+    for (const auto& d : m_omitted) id.update("omitted " + d + "\n");
+    m_report.bundle_id = id.hex().substr(0, 16);
+    return {};
+  }
+
+  VolumeManifest manifest_for(int volume) const {
+    VolumeManifest m;
+    m.tool = std::string("gpubundle ") + GPUBUNDLE_VERSION;
+    m.bundle_id = m_report.bundle_id;
+    m.created = m_o.created;
+    m.volume = volume;
+    m.volumes = m_volumes;
+    m.delta = !m_o.have_blobs.empty();
+    m.delta_base = m_o.delta_base;
+    m.omitted = m_omitted;
+    m.lock_json = lock_to_json(m_lock);
+    m.images = m_images;
+    for (const auto& e : m_entries) m.files.push_back(e.file);
+    return m;
+  }
+
+  // Cuts entries into volumes at entry boundaries; an entry larger than a
+  // volume is cut into parts.
+  Result<void> assign_volumes() {
+    if (m_o.split_bytes == 0) return {};
+    const std::uint64_t S = m_o.split_bytes;
+    std::vector<Entry> whole = std::move(m_entries);
+    std::uint64_t reserve = 64 << 10;
+    for (int attempt = 0; attempt < 4; ++attempt) {
+      if (S < reserve + k_min_volume_data)
+        return input_error("--split " + std::to_string(S) + " bytes is too small: each volume needs " + human_bytes(reserve + k_min_volume_data) +
+                           " at least for its signed manifest and data");
+      m_entries.clear();
+      int vol = 1;
+      std::uint64_t used = reserve;
+      for (const auto& w : whole) {
+        std::uint64_t c = tar_cost(w.file.size);
+        if (used + c <= S) {
+          m_entries.push_back(w);
+          m_entries.back().file.volume = vol;
+          used += c;
+          continue;
+        }
+        if (c <= S - reserve) {
+          ++vol;
+          used = reserve + c;
+          m_entries.push_back(w);
+          m_entries.back().file.volume = vol;
+          continue;
+        }
+        // Parts: fill this volume, then whole volumes.
+        std::vector<std::pair<int, std::uint64_t>> parts;
+        std::uint64_t left = w.file.size;
+        std::uint64_t avail = used + 1536 + k_min_volume_data <= S ? (S - used - 1536) / 512 * 512 : 0;
+        if (avail == 0) {
+          ++vol;
+          used = reserve;
+          avail = (S - reserve - 1536) / 512 * 512;
+        }
+        while (left > 0) {
+          std::uint64_t n = std::min(left, avail);
+          parts.push_back({vol, n});
+          left -= n;
+          used += tar_cost(n);
+          if (left > 0) {
+            ++vol;
+            used = reserve;
+            avail = (S - reserve - 1536) / 512 * 512;
+          }
+        }
+        std::uint64_t offset = 0;
+        for (size_t i = 0; i < parts.size(); ++i) {
+          Entry p = w;
+          char suffix[16];
+          std::snprintf(suffix, sizeof suffix, ".part%04zu", i + 1);
+          p.file.path += suffix;
+          p.file.volume = parts[i].first;
+          p.file.size = parts[i].second;
+          p.file.part = static_cast<int>(i + 1);
+          p.file.parts = static_cast<int>(parts.size());
+          p.offset = w.offset + offset;
+          offset += parts[i].second;
+          m_entries.push_back(std::move(p));
+        }
+      }
+      m_volumes = vol;
+      // Is the reserve enough for the largest manifest and its signature?
+      std::uint64_t need = 3 * 512 + round512(manifest_to_json(manifest_for(m_volumes)).size()) + 2048 + 1024 + 4096;
+      if (need <= reserve) return hash_parts();
+      reserve = need + (16 << 10);
+    }
+    return op_error("cannot plan volumes: the manifest keeps growing");
+  }
+
+  // Parts need their own digests before the manifest is written; this pass
+  // also re-checks the whole blob against its digest.
+  Result<void> hash_parts() {
+    for (size_t i = 0; i < m_entries.size();) {
+      Entry& first = m_entries[i];
+      if (first.file.parts == 0) {
+        ++i;
+        continue;
+      }
+      size_t count = static_cast<size_t>(first.file.parts);
+      Sha256 whole;
+      for (size_t k = i; k < i + count; ++k) {
+        Entry& p = m_entries[k];
+        Sha256 h;
+        auto r = read_slice(p, [&](std::string_view chunk) {
+          h.update(chunk);
+          whole.update(chunk);
+          return Result<void>();
+        });
+        if (!r) return r;
+        p.file.sha256 = h.hex();
+      }
+      std::string expect = first.file.encoding.empty() && !first.file.blob.empty() ? hex_of(first.file.blob) : "";
+      if (!expect.empty() && whole.hex() != expect)
+        return op_error("store blob " + first.file.blob + " is corrupt: run `gpubundle store fsck`");
+      i += count;
+    }
+    return {};
+  }
+
+  template <typename F>
+  Result<void> read_slice(const Entry& e, F&& sink) {
+    if (e.from_memory) return sink(std::string_view(e.memory).substr(e.offset, e.file.size));
+    int fd = ::open(e.disk.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return op_error(e.disk.string() + ": cannot open");
+    std::uint64_t left = e.file.size;
+    std::uint64_t pos = e.offset;
+    Result<void> result;
+    while (left > 0 && result.ok()) {
+      ssize_t n = ::pread(fd, m_buf.data(), std::min<std::uint64_t>(left, m_buf.size()), static_cast<off_t>(pos));
+      if (n <= 0) {
+        result = op_error(e.disk.string() + ": short read (the store changed under us?)");
+        break;
+      }
+      left -= static_cast<std::uint64_t>(n);
+      pos += static_cast<std::uint64_t>(n);
+      result = sink(std::string_view(m_buf.data(), static_cast<size_t>(n)));
+    }
+    ::close(fd);
+    return result;
+  }
+
+  static la_ssize_t write_cb(archive*, void* self, const void* buf, size_t len) {
+    auto* file = static_cast<AtomicFile*>(self);
+    if (!file->write(std::string_view(static_cast<const char*>(buf), len))) return -1;
+    return static_cast<la_ssize_t>(len);
+  }
+
+  Result<void> add_entry(archive* a, const std::string& path, std::uint64_t size) {
+    detail::ArchiveEntry e(archive_entry_new());
+    archive_entry_set_pathname(e.get(), path.c_str());
+    archive_entry_set_filetype(e.get(), AE_IFREG);
+    archive_entry_set_perm(e.get(), 0644);
+    archive_entry_set_size(e.get(), static_cast<la_int64_t>(size));
+    archive_entry_set_mtime(e.get(), m_mtime, 0);
+    archive_entry_set_uid(e.get(), 0);
+    archive_entry_set_gid(e.get(), 0);
+    if (archive_write_header(a, e.get()) != ARCHIVE_OK) return op_error("tar: " + std::string(archive_error_string(a)));
+    return {};
+  }
+
+  Result<void> write_data(archive* a, std::string_view data) {
+    if (archive_write_data(a, data.data(), data.size()) != static_cast<la_ssize_t>(data.size()))
+      return op_error("tar: " + std::string(archive_error_string(a) ? archive_error_string(a) : "write failed"));
+    m_report.bytes_written += data.size();
+    m_progress.advance(data.size());
+    return {};
+  }
+
+  Result<void> write_volume(int v, AtomicFile& out) {
+    detail::ArchiveWriter a(archive_write_new());
+    archive_write_set_format_pax_restricted(a.get());
+    archive_write_set_bytes_per_block(a.get(), 1 << 20);
+    archive_write_set_bytes_in_last_block(a.get(), 1);
+    if (archive_write_open(a.get(), &out, nullptr, write_cb, nullptr) != ARCHIVE_OK)
+      return op_error("tar: " + std::string(archive_error_string(a.get())));
+    std::string manifest = manifest_to_json(manifest_for(v));
+    auto sig = sign_detached(m_key, manifest);
+    if (!sig) return sig.error();
+    for (auto [path, bytes] : {std::pair{std::string(k_volume_manifest), &manifest}, std::pair{std::string(k_volume_signature), &sig.value()}}) {
+      if (auto r = add_entry(a.get(), path, bytes->size()); !r) return r;
+      if (auto r = write_data(a.get(), *bytes); !r) return r;
+    }
+    for (const auto& e : m_entries) {
+      if (e.file.volume != v) continue;
+      if (auto r = add_entry(a.get(), e.file.path, e.file.size); !r) return r;
+      Sha256 h;
+      bool check = !e.from_memory;
+      auto r = read_slice(e, [&](std::string_view chunk) {
+        if (check) h.update(chunk);
+        return write_data(a.get(), chunk);
+      });
+      if (!r) return r;
+      if (check && h.hex() != e.file.sha256)
+        return op_error("store blob " + (e.file.blob.empty() ? e.disk.string() : e.file.blob) +
+                        " does not match its digest: run `gpubundle store fsck`");
+    }
+    if (archive_write_close(a.get()) != ARCHIVE_OK) return op_error("tar: " + std::string(archive_error_string(a.get())));
+    return {};
+  }
+
+  Result<CreateReport> write_all() {
+    m_mtime = m_o.mtime;
+    std::uint64_t total = 0;
+    for (const auto& e : m_entries) total += e.file.size;
+    m_progress.begin("bundle", total);
+    std::vector<AtomicFile> files;
+    for (int v = 1; v <= m_volumes; ++v) {
+      auto path = volume_path(m_o.output, v, m_volumes);
+      auto file = AtomicFile::create(path, 0644);
+      if (!file) return file.error();
+      files.push_back(std::move(file.value()));
+      if (auto r = write_volume(v, files.back()); !r) return r.error();
+      m_report.volumes.push_back(path);
+    }
+    // Publish only when every volume is complete.
+    for (auto& f : files)
+      if (auto r = f.commit(); !r) return r.error();
+    for (int v = m_volumes + 1;; ++v) {  // volumes left over from a larger bundle at this name
+      auto stale = volume_path(m_o.output, v, v);
+      if (!std::filesystem::exists(stale)) break;
+      std::filesystem::remove(stale);
+    }
+    m_progress.end(std::to_string(m_volumes) + " volume(s), " + human_bytes(m_report.bytes_written));
+    return m_report;
+  }
+
+  const Store& m_store;
+  const Lock& m_lock;
+  const PrivateKey& m_key;
+  const CreateOptions& m_o;
+  Progress& m_progress;
+  std::vector<BundleImage> m_images;
+  std::map<std::string, ClosureBlob> m_blobs;
+  std::vector<std::string> m_omitted;
+  std::vector<Entry> m_entries;
+  int m_volumes = 1;
+  std::int64_t m_mtime = 0;
+  CreateReport m_report;
+  std::vector<char> m_buf = std::vector<char>(k_io_chunk);
+};
+
+}  // namespace
+
+Result<CreateReport> create_bundle(const Store& store, const Lock& lock, const PrivateKey& key, const CreateOptions& options,
+                                   Progress& progress) {
+  return Writer(store, lock, key, options, progress).run();
+}
+
+}  // namespace gb

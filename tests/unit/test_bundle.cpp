@@ -1,0 +1,386 @@
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <archive.h>
+#include <archive_entry.h>
+#include <random>
+
+#include "bundles/bundle.hpp"
+#include "common/progress.hpp"
+#include "fixtures.hpp"
+#include "mirror/oci.hpp"
+#include "mirror/store.hpp"
+#include "signing/digest.hpp"
+#include "signing/keys.hpp"
+
+using namespace gb;
+using gbtest::TempDir;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string pseudo_random(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::string s(n, '\0');
+  for (auto& c : s) c = static_cast<char>(rng());
+  return s;
+}
+
+std::string descriptor(std::string_view media, const std::string& blob) {
+  return "{\"mediaType\":\"" + std::string(media) + "\",\"digest\":\"" + sha256_digest(blob) + "\",\"size\":" +
+         std::to_string(blob.size()) + "}";
+}
+
+// A store with three images: an OCI index (amd64 kept, arm64 not mirrored),
+// a Docker schema2 image sharing the base layer, and an image with an
+// uncompressed (zstd-worthy) layer. Plus the chart.
+struct Fixture {
+  TempDir dir;
+  fs::path store_dir = dir / "store";
+  Lock lock;
+  std::string base, big, tarlayer;
+  PrivateKey key = PrivateKey::generate(KeyType::Ed25519).value_or_throw();
+  Keyring trusted = Keyring::of(key.public_key());
+
+  Fixture() {
+    Store store = Store::open(store_dir, StoreAccess::Exclusive).value_or_throw();
+    base = pseudo_random(300 << 10, 1);
+    big = pseudo_random(700 << 10, 2);
+    tarlayer = std::string(200 << 10, 'a') + pseudo_random(1024, 3);
+    std::string cfg_a = R"({"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[]}})";
+    std::string cfg_b = R"({"architecture":"amd64","os":"linux","config":{"Env":["B=1"]}})";
+    std::string cfg_c = R"({"architecture":"amd64","os":"linux","config":{"Env":["C=1"]}})";
+    for (const auto* b : {&base, &big, &tarlayer, &cfg_a, &cfg_b, &cfg_c}) store.put_blob(sha256_digest(*b), *b).value_or_throw();
+
+    std::string man_a = std::string("{\"schemaVersion\":2,\"mediaType\":\"") + std::string(oci::k_oci_manifest) +
+                        "\",\"config\":" + descriptor("application/vnd.oci.image.config.v1+json", cfg_a) + ",\"layers\":[" +
+                        descriptor("application/vnd.oci.image.layer.v1.tar+gzip", base) + "," +
+                        descriptor("application/vnd.oci.image.layer.v1.tar+gzip", big) + "]}";
+    std::string arm_missing = "sha256:" + std::string(64, 'e');
+    std::string index_a = std::string("{\"schemaVersion\":2,\"mediaType\":\"") + std::string(oci::k_oci_index) +
+                          "\",\"manifests\":[{\"mediaType\":\"" + std::string(oci::k_oci_manifest) + "\",\"digest\":\"" +
+                          sha256_digest(man_a) + "\",\"size\":" + std::to_string(man_a.size()) +
+                          ",\"platform\":{\"architecture\":\"amd64\",\"os\":\"linux\"}},{\"mediaType\":\"" +
+                          std::string(oci::k_oci_manifest) + "\",\"digest\":\"" + arm_missing +
+                          "\",\"size\":500,\"platform\":{\"architecture\":\"arm64\",\"os\":\"linux\"}}]}";
+    std::string man_b = std::string("{\"schemaVersion\":2,\"mediaType\":\"") + std::string(oci::k_docker_manifest) +
+                        "\",\"config\":" + descriptor("application/vnd.docker.container.image.v1+json", cfg_b) + ",\"layers\":[" +
+                        descriptor("application/vnd.docker.image.rootfs.diff.tar.gzip", base) + "]}";
+    std::string man_c = std::string("{\"schemaVersion\":2,\"mediaType\":\"") + std::string(oci::k_oci_manifest) +
+                        "\",\"config\":" + descriptor("application/vnd.oci.image.config.v1+json", cfg_c) + ",\"layers\":[" +
+                        descriptor("application/vnd.oci.image.layer.v1.tar", tarlayer) + "]}";
+    for (const auto* m : {&man_a, &index_a, &man_b, &man_c}) store.put_blob(sha256_digest(*m), *m).value_or_throw();
+    struct Img {
+      std::string ref;
+      std::string_view media;
+      const std::string* bytes;
+    };
+    std::vector<Img> imgs = {{"nvcr.io/nvidia/driver:580.105.08-ubuntu22.04", oci::k_oci_index, &index_a},
+                             {"nvcr.io/nvidia/k8s-device-plugin:v0.17.0", oci::k_docker_manifest, &man_b},
+                             {"registry.k8s.io/nfd/node-feature-discovery:v0.16.6", oci::k_oci_manifest, &man_c}};
+    std::vector<StoredImage> stored;
+    for (const auto& i : imgs) {
+      stored.push_back({i.ref, std::string(i.media), sha256_digest(*i.bytes), i.bytes->size(), {"linux/amd64"}});
+      LockImage li;
+      li.components = {"x"};
+      li.source = i.ref;
+      li.platforms = {"linux/amd64"};
+      li.digest = sha256_digest(*i.bytes);
+      lock.images.push_back(li);
+    }
+    store.add_images(stored).value_or_throw();
+    store.put_chart("gpu-operator", "v24.9.2", "chart bytes", "test").value_or_throw();
+    lock.generator = "test";
+    lock.recipe_name = "t";
+    lock.operator_version = "v24.9.2";
+    lock.chart = {"gpu-operator", "v24.9.2", "v24.9.2", "test", ""};
+    lock.driver.mode = "conventional";
+  }
+
+  CreateReport create(const fs::path& out, CreateOptions o = {}) {
+    Store store = Store::open(store_dir, StoreAccess::Shared).value_or_throw();
+    o.output = out;
+    auto progress = make_progress(ProgressStyle::None);
+    return create_bundle(store, lock, key, o, *progress).value_or_throw();
+  }
+
+  VerifyReport verify(const std::vector<fs::path>& files, const Keyring* keys = nullptr) const {
+    VerifyOptions o;
+    o.trusted = keys ? keys : &trusted;
+    return verify_bundle(files, o);
+  }
+};
+
+bool mentions(const VerifyReport& r, const std::string& text) {
+  for (const auto& p : r.problems)
+    if (p.find(text) != std::string::npos) return true;
+  return false;
+}
+
+std::string problems(const VerifyReport& r) {
+  std::string s;
+  for (const auto& p : r.problems) s += p + "\n";
+  return s;
+}
+
+// Copies a tar entry by entry, letting `edit` drop, change or add entries.
+struct TarEntry {
+  std::string path;
+  std::string data;
+  int type = AE_IFREG;
+  std::string link;
+};
+std::vector<TarEntry> read_tar(const fs::path& p) {
+  std::vector<TarEntry> out;
+  archive* a = archive_read_new();
+  archive_read_support_format_tar(a);
+  REQUIRE(archive_read_open_filename(a, p.c_str(), 65536) == ARCHIVE_OK);
+  archive_entry* e;
+  while (archive_read_next_header(a, &e) == ARCHIVE_OK) {
+    TarEntry t{archive_entry_pathname(e), "", static_cast<int>(archive_entry_filetype(e)), ""};
+    char buf[65536];
+    la_ssize_t n;
+    while ((n = archive_read_data(a, buf, sizeof buf)) > 0) t.data.append(buf, static_cast<size_t>(n));
+    out.push_back(std::move(t));
+  }
+  archive_read_free(a);
+  return out;
+}
+void write_tar(const fs::path& p, const std::vector<TarEntry>& entries) {
+  archive* a = archive_write_new();
+  archive_write_set_format_pax_restricted(a);
+  REQUIRE(archive_write_open_filename(a, p.c_str()) == ARCHIVE_OK);
+  for (const auto& t : entries) {
+    archive_entry* e = archive_entry_new();
+    archive_entry_set_pathname(e, t.path.c_str());
+    archive_entry_set_filetype(e, static_cast<unsigned>(t.type));
+    archive_entry_set_perm(e, 0644);
+    if (t.type == AE_IFLNK) archive_entry_set_symlink(e, t.link.c_str());
+    archive_entry_set_size(e, t.type == AE_IFREG ? static_cast<la_int64_t>(t.data.size()) : 0);
+    archive_write_header(a, e);
+    if (t.type == AE_IFREG) archive_write_data(a, t.data.data(), t.data.size());
+    archive_entry_free(e);
+  }
+  archive_write_close(a);
+  archive_write_free(a);
+}
+
+}  // namespace
+
+TEST_CASE("a bundle round-trips and verifies", "[bundle]") {
+  Fixture f;
+  auto report = f.create(f.dir / "b.bundle");
+  REQUIRE(report.volumes.size() == 1);
+  CHECK(report.blobs == 10);  // 3 top manifests + 1 child + 3 configs + 3 layers
+  CHECK(report.bytes_saved_by_zstd > 100000);  // the uncompressed tar layer
+  auto r = f.verify({f.dir / "b.bundle"});
+  INFO(problems(r));
+  CHECK(r.problems.empty());
+  CHECK(r.signer == f.key.id());
+  CHECK(r.bundle_id == report.bundle_id);
+
+  auto m = read_volume_manifest(f.dir / "b.bundle").value_or_throw();
+  REQUIRE(m.images.size() == 3);
+  CHECK(m.images[0].ref == "nvcr.io/nvidia/driver:580.105.08-ubuntu22.04");
+  // Sparse: the arm64 child is not in the store, so not in the bundle.
+  CHECK(std::find(m.images[0].blobs.begin(), m.images[0].blobs.end(), "sha256:" + std::string(64, 'e')) == m.images[0].blobs.end());
+  auto entries = read_tar(f.dir / "b.bundle");
+  REQUIRE(entries.size() >= 3);
+  CHECK(entries[0].path == "gpubundle.json");
+  CHECK(entries[1].path == "gpubundle.json.sig");
+  for (size_t i = 3; i < entries.size(); ++i) CHECK(entries[i - 1].path < entries[i].path);
+  bool zst = false;
+  for (const auto& e : entries) zst = zst || e.path == "oci/blobs/sha256/" + sha256_hex(f.tarlayer) + ".zst";
+  CHECK(zst);
+  // Layers that are already compressed are stored as they are.
+  bool raw = false;
+  for (const auto& e : entries) raw = raw || (e.path == "oci/blobs/sha256/" + sha256_hex(f.big) && e.data == f.big);
+  CHECK(raw);
+}
+
+TEST_CASE("the same store, lock and key give a byte-identical bundle", "[bundle]") {
+  Fixture f;
+  f.create(f.dir / "one.bundle");
+  f.create(f.dir / "two.bundle");
+  CHECK(gbtest::slurp(f.dir / "one.bundle") == gbtest::slurp(f.dir / "two.bundle"));
+  CreateOptions o;
+  o.mtime = 1700000000;
+  o.created = "2023-11-14T22:13:20Z";
+  f.create(f.dir / "three.bundle", o);
+  auto m = read_volume_manifest(f.dir / "three.bundle").value_or_throw();
+  CHECK(m.created == "2023-11-14T22:13:20Z");
+}
+
+TEST_CASE("every tamper class is refused with its own message", "[bundle][tamper]") {
+  Fixture f;
+  fs::path good = f.dir / "good.bundle";
+  f.create(good);
+  const auto entries = read_tar(good);
+  auto variant = [&](const std::string& name, const std::function<void(std::vector<TarEntry>&)>& edit) {
+    auto copy = entries;
+    edit(copy);
+    fs::path p = f.dir / name;
+    write_tar(p, copy);
+    return f.verify({p});
+  };
+  auto find = [](std::vector<TarEntry>& es, const std::string& prefix) -> TarEntry& {
+    for (auto& e : es)
+      if (e.path.rfind(prefix, 0) == 0) return e;
+    FAIL("no entry " << prefix);
+    return es.front();
+  };
+
+  // Re-writing the tar with libarchive alone must not break anything.
+  CHECK(variant("same.bundle", [](auto&) {}).problems.empty());
+
+  auto blob = variant("blob.bundle", [&](auto& es) { find(es, "oci/blobs/sha256/" + sha256_hex(f.big)).data[1000] ^= 1; });
+  CHECK(mentions(blob, "oci/blobs/sha256/" + sha256_hex(f.big) + ": sha256"));
+
+  auto manifest = variant("manifest.bundle", [&](auto& es) {
+    auto& m = find(es, "gpubundle.json");
+    m.data.replace(m.data.find("gpubundle 0"), 11, "gpubundle 9");
+  });
+  CHECK(mentions(manifest, "signature:"));
+  CHECK(manifest.problems.size() == 1);
+
+  auto sig = variant("sig.bundle", [&](auto& es) {
+    auto& s = find(es, "gpubundle.json.sig");
+    auto pos = s.data.find("\"signature\":\"") + 14;
+    s.data[pos] = s.data[pos] == 'A' ? 'B' : 'A';
+  });
+  CHECK(mentions(sig, "signature:"));
+
+  auto other = PrivateKey::generate(KeyType::Ed25519).value_or_throw();
+  Keyring others = Keyring::of(other.public_key());
+  auto wrong_key = f.verify({good}, &others);
+  CHECK(mentions(wrong_key, "signature:"));
+  CHECK(mentions(wrong_key, f.key.id().substr(0, 16)));
+
+  auto appended = variant("appended.bundle", [](auto& es) { es.push_back({"oci/blobs/sha256/extra", "evil", AE_IFREG, ""}); });
+  CHECK(mentions(appended, "entry oci/blobs/sha256/extra is not in the signed manifest"));
+
+  auto dotdot = variant("dotdot.bundle", [](auto& es) { es.push_back({"oci/../../etc/cron.d/x", "evil", AE_IFREG, ""}); });
+  CHECK(mentions(dotdot, "has a '..' component"));
+
+  auto absolute = variant("abs.bundle", [](auto& es) { es.push_back({"/etc/passwd", "evil", AE_IFREG, ""}); });
+  CHECK(mentions(absolute, "has an absolute path"));
+
+  auto symlink = variant("symlink.bundle", [](auto& es) { es.push_back({"oci/link", "", AE_IFLNK, "/etc/shadow"}); });
+  CHECK(mentions(symlink, "entry oci/link is a symbolic link"));
+
+  auto duplicate = variant("dup.bundle", [&](auto& es) { es.push_back(find(es, "lock.json")); });
+  CHECK(mentions(duplicate, "entry lock.json appears twice"));
+
+  auto dropped = variant("dropped.bundle", [&](auto& es) {
+    es.erase(std::remove_if(es.begin(), es.end(), [](const TarEntry& e) { return e.path == "oci/index.json"; }), es.end());
+  });
+  CHECK(mentions(dropped, "truncated: 1 entry of the manifest missing, first oci/index.json"));
+
+  // Cut the file in the middle of a blob.
+  std::string bytes = gbtest::slurp(good);
+  gbtest::spit(f.dir / "cut.bundle", bytes.substr(0, bytes.size() / 2));
+  auto cut = f.verify({f.dir / "cut.bundle"});
+  CHECK(mentions(cut, "truncated"));
+  CHECK_FALSE(cut.problems.empty());
+}
+
+TEST_CASE("split volumes are cut while writing and verify in any order", "[bundle][split]") {
+  Fixture f;
+  CreateOptions o;
+  o.split_bytes = 400 << 10;  // the 700 KiB layer must be cut into parts
+  auto report = f.create(f.dir / "s.bundle", o);
+  REQUIRE(report.volumes.size() >= 3);
+  for (const auto& v : report.volumes) CHECK(fs::file_size(v) <= o.split_bytes);
+  CHECK_FALSE(fs::exists(f.dir / "s.bundle"));
+  auto m = read_volume_manifest(report.volumes.back()).value_or_throw();
+  int parts = 0;
+  for (const auto& file : m.files) parts += file.parts > 0;
+  CHECK(parts >= 2);
+
+  std::vector<fs::path> shuffled = report.volumes;
+  std::reverse(shuffled.begin(), shuffled.end());
+  std::rotate(shuffled.begin(), shuffled.begin() + 1, shuffled.end());
+  auto r = f.verify(shuffled);
+  INFO(problems(r));
+  CHECK(r.problems.empty());
+  CHECK(static_cast<int>(r.volumes_seen.size()) == m.volumes);
+
+  // Each volume alone checks out, and says what it cannot check.
+  auto one = f.verify({report.volumes[1]});
+  REQUIRE(one.problems.size() == 1);
+  CHECK(one.problems[0].find("not given; completeness and the image closure are unchecked") != std::string::npos);
+  // A volume given twice, and a volume of another bundle, are refused.
+  CHECK(mentions(f.verify({report.volumes[0], report.volumes[0]}), "given twice"));
+  f.create(f.dir / "plain.bundle");
+  CHECK(mentions(f.verify({report.volumes[0], f.dir / "plain.bundle"}), "volumes of two writes of bundle"));
+  CreateOptions delta;
+  delta.have_blobs = {sha256_digest(f.base)};
+  f.create(f.dir / "other.bundle", delta);
+  CHECK(mentions(f.verify({report.volumes[0], f.dir / "other.bundle"}), "belongs to bundle"));
+  // The same content gives the same bundle id, split or not.
+  CHECK(read_volume_manifest(f.dir / "plain.bundle")->bundle_id == report.bundle_id);
+
+  // Writing unsplit again at the same name removes nothing it should not, and
+  // a smaller split removes the now-stale higher volumes.
+  CreateOptions bigger;
+  bigger.split_bytes = 4 << 20;
+  auto fewer = f.create(f.dir / "s.bundle", bigger);
+  CHECK(fewer.volumes.size() == 1);
+  CHECK_FALSE(fs::exists(report.volumes.back()));
+
+  CreateOptions tiny;
+  tiny.split_bytes = 100 << 10;
+  Store store = Store::open(f.store_dir, StoreAccess::Shared).value_or_throw();
+  tiny.output = f.dir / "tiny.bundle";
+  auto progress = make_progress(ProgressStyle::None);
+  auto refused = create_bundle(store, f.lock, f.key, tiny, *progress);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().message.find("is too small") != std::string::npos);
+}
+
+TEST_CASE("a delta ships only what the site lacks, plus every manifest", "[bundle][delta]") {
+  Fixture f;
+  CreateOptions o;
+  o.have_blobs = {sha256_digest(f.base), sha256_digest(f.big)};
+  o.delta_base = "site.inventory.json";
+  auto report = f.create(f.dir / "d.bundle", o);
+  CHECK(report.blobs_omitted == 2);
+  auto full = f.create(f.dir / "full.bundle");
+  CHECK(fs::file_size(f.dir / "d.bundle") + 900000 < fs::file_size(f.dir / "full.bundle"));
+  auto r = f.verify({f.dir / "d.bundle"});
+  INFO(problems(r));
+  CHECK(r.problems.empty());
+  auto m = read_volume_manifest(f.dir / "d.bundle").value_or_throw();
+  CHECK(m.delta);
+  CHECK(m.omitted.size() == 2);
+  CHECK(m.bundle_id != full.bundle_id);
+}
+
+TEST_CASE("bundle create refuses an unmirrored lock", "[bundle]") {
+  Fixture f;
+  f.lock.images[1].digest.clear();
+  Store store = Store::open(f.store_dir, StoreAccess::Shared).value_or_throw();
+  CreateOptions o;
+  o.output = f.dir / "x.bundle";
+  auto progress = make_progress(ProgressStyle::None);
+  auto r = create_bundle(store, f.lock, f.key, o, *progress);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message == "lock image nvcr.io/nvidia/k8s-device-plugin:v0.17.0 has no digest: run `gpubundle mirror` first");
+  CHECK_FALSE(fs::exists(f.dir / "x.bundle"));
+  f.lock.images[1].digest = "sha256:" + std::string(64, '1');
+  r = create_bundle(store, f.lock, f.key, o, *progress);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message.find("the store has sha256:") != std::string::npos);
+}
+
+TEST_CASE("sizes parse like a platform engineer writes them", "[bundle]") {
+  CHECK(parse_size("4G").value() == 4ull << 30);
+  CHECK(parse_size("700M").value() == 700ull << 20);
+  CHECK(parse_size("4Gi").value() == 4ull << 30);
+  CHECK(parse_size("1048576").value() == 1048576);
+  CHECK(parse_size("700MB").value() == 700ull << 20);
+  CHECK_FALSE(parse_size("4X").ok());
+  CHECK_FALSE(parse_size("").ok());
+  CHECK_FALSE(parse_size("0").ok());
+  CHECK(volume_path("a.bundle", 2, 3).string() == "a.bundle.002");
+  CHECK(volume_path("a.bundle", 1, 1).string() == "a.bundle");
+}
