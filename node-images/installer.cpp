@@ -192,8 +192,8 @@ Result<void> extract_makeself(const fs::path& run, const MakeselfHeader& header,
   archive_read_support_filter_all(a.get());
   archive_read_support_format_tar(a.get());
   if (archive_read_open(a.get(), src.get(), nullptr, payload_read, nullptr) != ARCHIVE_OK)
-    return input_error(run.string() + ": payload at byte " + std::to_string(header.payload_offset) +
-                       " is not a readable archive: " + archive_error_string(a.get()));
+    return input_error(run.string() + ": truncated or damaged payload at byte " + std::to_string(header.payload_offset) +
+                       ": " + archive_error_string(a.get()));
   std::unique_ptr<archive, ArchiveWriteDeleter> w(archive_write_disk_new());
   archive_write_disk_set_options(w.get(), ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_SECURE_NODOTDOT |
                                               ARCHIVE_EXTRACT_SECURE_SYMLINKS);  // entry paths are checked above, then made absolute under dest

@@ -24,10 +24,19 @@ Result<KernelTree> open_kernel_tree(const fs::path& dir) {
   KernelTree t;
   t.dir = fs::canonical(dir, ec);
   if (ec) return input_error(dir.string() + ": " + ec.message());
-  auto rel = read_file(t.dir / "include/config/kernel.release");
-  if (!rel) return input_error(dir.string() + ": not a kernel build tree (no include/config/kernel.release)");
-  t.release = std::string(trim(*rel));
-  if (t.release.empty()) return input_error(dir.string() + ": include/config/kernel.release is empty");
+  // UTS_RELEASE is what vermagic carries; Debian's kernel.release holds the
+  // upstream version (6.1.192) instead of the package's (6.1.0-57-amd64).
+  if (auto uts = read_file(t.dir / "include/generated/utsrelease.h")) {
+    auto q = uts->find('"');
+    auto e = q == std::string::npos ? q : uts->find('"', q + 1);
+    if (e != std::string::npos) t.release = uts->substr(q + 1, e - q - 1);
+  }
+  if (t.release.empty()) {
+    auto rel = read_file(t.dir / "include/config/kernel.release");
+    if (!rel) return input_error(dir.string() + ": not a kernel build tree (no include/generated/utsrelease.h or include/config/kernel.release)");
+    t.release = std::string(trim(*rel));
+  }
+  if (t.release.empty()) return input_error(dir.string() + ": the kernel release is empty");
   if (!fs::exists(t.dir / "Makefile", ec)) return input_error(dir.string() + ": not a kernel build tree (no Makefile)");
   return t;
 }
@@ -91,7 +100,7 @@ Result<std::vector<KernelTree>> unpack_kernel_headers(const std::vector<fs::path
   fs::path src = sandbox / "usr/src";
   if (fs::is_directory(src, ec))
     for (const auto& d : fs::directory_iterator(src)) {
-      if (!fs::exists(d.path() / "include/config/kernel.release", ec)) continue;
+      if (!fs::exists(d.path() / "include/generated/utsrelease.h", ec) && !fs::exists(d.path() / "include/config/kernel.release", ec)) continue;
       auto t = open_kernel_tree(d.path());
       if (!t) return t.error();
       trees.push_back(*t);

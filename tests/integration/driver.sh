@@ -10,14 +10,14 @@ set -euo pipefail
 gb=$(readlink -f "${1:?usage: driver.sh gpubundle}")
 src=${GB_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 kbuild=$(ls -d /lib/modules/*/build 2>/dev/null | head -n1 || true)
-if [ -z "$kbuild" ] || [ ! -f "$kbuild/include/config/kernel.release" ]; then
+if [ -z "$kbuild" ] || [ ! -f "$kbuild/include/generated/utsrelease.h" ]; then
   echo "SKIP: no kernel build tree under /lib/modules/*/build (install linux-headers-amd64)"
   exit 77
 fi
 for t in makeself skopeo umoci modinfo openssl strip; do
   command -v "$t" >/dev/null || { echo "SKIP: $t is not installed"; exit 77; }
 done
-kver=$(cat "$kbuild/include/config/kernel.release")
+kver=$(sed -n 's/^#define UTS_RELEASE "\(.*\)"$/\1/p' "$kbuild/include/generated/utsrelease.h")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
