@@ -1,0 +1,156 @@
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "common/files.hpp"
+#include "mirror/store.hpp"
+#include "tests/unit/test_store_util.hpp"
+
+using namespace gb;
+using storetest::Scratch;
+
+namespace {
+
+std::size_t count_files(const fs::path& dir) {
+  std::size_t n = 0;
+  for (const auto& e : fs::directory_iterator(dir)) n += e.is_regular_file();
+  return n;
+}
+
+// A stored OCI image: config + one layer + manifest, with an index.json entry.
+StoredImage put_image(Store& s, const std::string& ref, const std::string& layer_text) {
+  auto layer = storetest::blob(layer_text);
+  auto cfg = storetest::blob("{\"architecture\":\"amd64\",\"os\":\"linux\"}");
+  nlohmann::json m = {{"schemaVersion", 2},
+                      {"mediaType", "application/vnd.oci.image.manifest.v1+json"},
+                      {"config", {{"mediaType", "application/vnd.oci.image.config.v1+json"}, {"digest", cfg.digest}, {"size", cfg.bytes.size()}}},
+                      {"layers", {{{"mediaType", "application/vnd.oci.image.layer.v1.tar+gzip"}, {"digest", layer.digest}, {"size", layer.bytes.size()}}}}};
+  auto mb = storetest::blob(m.dump());
+  REQUIRE(s.put_blob(layer.digest, layer.bytes));
+  REQUIRE(s.put_blob(cfg.digest, cfg.bytes));
+  REQUIRE(s.put_blob(mb.digest, mb.bytes));
+  StoredImage img{ref, "application/vnd.oci.image.manifest.v1+json", mb.digest, mb.bytes.size(), {}};
+  REQUIRE(s.add_images({img}));
+  return img;
+}
+
+}  // namespace
+
+TEST_CASE("store creates an OCI layout and publishes blobs atomically", "[store]") {
+  Scratch t;
+  auto s = Store::open(t / "store", StoreAccess::Exclusive).value_or_throw();
+  CHECK(fs::exists(t / "store" / "oci-layout"));
+  auto idx = nlohmann::json::parse(read_file(t / "store" / "index.json").value_or_throw());
+  CHECK(idx["schemaVersion"] == 2);
+  CHECK(idx["manifests"].empty());
+
+  auto b = storetest::blob("hello layer");
+  REQUIRE(s.put_blob(b.digest, b.bytes));
+  CHECK(s.has_blob(b.digest, b.bytes.size()));
+  CHECK(read_file(s.blob_path(b.digest)).value_or_throw() == "hello layer");
+
+  SECTION("a blob whose bytes do not hash to its digest is never published") {
+    auto other = storetest::blob("something else");
+    auto w = s.open_blob(other.digest, 11).value_or_throw();
+    REQUIRE(w->write("hello world"));
+    auto r = w->publish();
+    REQUIRE_FALSE(r);
+    CHECK(r.error().message.find("hashes to") != std::string::npos);
+    w.reset();
+    CHECK_FALSE(s.has_blob(other.digest));
+    CHECK(count_files(t / "store" / "blobs" / "sha256") == 1);  // no temp left behind
+  }
+  SECTION("a short blob is refused") {
+    auto w = s.open_blob(b.digest, b.bytes.size() + 5).value_or_throw();
+    REQUIRE(w->write(b.bytes));
+    CHECK_FALSE(w->publish());
+  }
+  SECTION("truncate restarts the hash") {
+    auto c = storetest::blob("third");
+    auto w = s.open_blob(c.digest, 5).value_or_throw();
+    REQUIRE(w->write("junk!"));
+    REQUIRE(w->truncate());
+    REQUIRE(w->write("third"));
+    REQUIRE(w->publish());
+    CHECK(s.has_blob(c.digest, 5));
+  }
+}
+
+TEST_CASE("index.json keeps one entry per ref with the ref name annotation", "[store]") {
+  Scratch t;
+  auto s = Store::open(t / "store", StoreAccess::Exclusive).value_or_throw();
+  put_image(s, "registry.example/a/b:1", "layer-1");
+  auto second = put_image(s, "registry.example/a/c:2", "layer-2");
+  auto replaced = put_image(s, "registry.example/a/b:1", "layer-1b");
+  auto all = s.images().value_or_throw();
+  REQUIRE(all.size() == 2);
+  CHECK(all[0].ref == "registry.example/a/b:1");
+  CHECK(all[0].digest == replaced.digest);
+  CHECK(all[1].digest == second.digest);
+  auto idx = nlohmann::json::parse(read_file(t / "store" / "index.json").value_or_throw());
+  CHECK(idx["manifests"][1]["annotations"]["org.opencontainers.image.ref.name"] == "registry.example/a/c:2");
+
+  SECTION("an entry whose manifest is absent is refused") {
+    StoredImage ghost{"x/y:z", "application/vnd.oci.image.manifest.v1+json", storetest::blob("nope").digest, 4, {}};
+    CHECK_FALSE(s.add_images({ghost}));
+    CHECK(s.images().value_or_throw().size() == 2);
+  }
+}
+
+TEST_CASE("fsck finds a flipped byte and a missing layer", "[store]") {
+  Scratch t;
+  auto s = Store::open(t / "store", StoreAccess::Exclusive).value_or_throw();
+  put_image(s, "registry.example/a/b:1", "layer-one-content");
+  auto clean = s.fsck().value_or_throw();
+  CHECK(clean.problems.empty());
+  CHECK(clean.blobs == 3);
+  CHECK(clean.images == 1);
+
+  auto layer = storetest::blob("layer-one-content");
+  SECTION("flipped byte") {
+    {
+      std::fstream f(s.blob_path(layer.digest), std::ios::in | std::ios::out | std::ios::binary);
+      f.seekp(3);
+      f.put('X');
+    }
+    auto rep = s.fsck().value_or_throw();
+    REQUIRE(rep.problems.size() == 1);
+    CHECK(rep.problems[0].find(layer.digest.substr(7)) != std::string::npos);
+    CHECK(rep.problems[0].find("corrupt") != std::string::npos);
+  }
+  SECTION("missing layer") {
+    fs::remove(s.blob_path(layer.digest));
+    auto rep = s.fsck().value_or_throw();
+    REQUIRE(rep.problems.size() == 1);
+    CHECK(rep.problems[0].find("registry.example/a/b:1") != std::string::npos);
+    CHECK(rep.problems[0].find("missing") != std::string::npos);
+  }
+}
+
+TEST_CASE("gc drops unreferenced blobs and temp files, keeps the rest", "[store]") {
+  Scratch t;
+  auto s = Store::open(t / "store", StoreAccess::Exclusive).value_or_throw();
+  put_image(s, "registry.example/a/b:1", "kept-layer");
+  auto orphan = storetest::blob("orphan blob, 25 bytes....");
+  REQUIRE(s.put_blob(orphan.digest, orphan.bytes));
+  { std::ofstream(t / "store" / "blobs" / "sha256" / "abc.tmp.Q1w2E3") << "partial"; }
+  auto rep = s.gc().value_or_throw();
+  CHECK(rep.blobs_removed == 1);
+  CHECK(rep.temps_removed == 1);
+  CHECK(rep.bytes_freed == orphan.bytes.size() + 7);
+  CHECK_FALSE(s.has_blob(orphan.digest));
+  CHECK(s.has_blob(storetest::blob("kept-layer").digest));
+  CHECK(s.fsck().value_or_throw().problems.empty());
+  CHECK(s.gc().value_or_throw().blobs_removed == 0);
+}
+
+TEST_CASE("a second writer on the same store fails with a clear message", "[store]") {
+  Scratch t;
+  auto first = Store::open(t / "store", StoreAccess::Exclusive).value_or_throw();
+  auto second = Store::open(t / "store", StoreAccess::Exclusive, 0);
+  REQUIRE_FALSE(second);
+  CHECK(second.error().message.find("in use by another gpubundle process") != std::string::npos);
+  CHECK_FALSE(Store::open(t / "store", StoreAccess::Shared, 0));
+  CHECK(Store::open(t / "store", StoreAccess::Read));  // ls needs no lock
+  CHECK_FALSE(Store::open(t / "nothing", StoreAccess::Read));
+}
