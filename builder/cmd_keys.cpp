@@ -125,7 +125,9 @@ CommandSpec keys_command() {
             Passphrase pass = gen->pass.get();
             PrivateKey key = PrivateKey::generate(*type).value_or_throw();
             std::string pem = key.to_pem(pass).value_or_throw();
-            write_atomic(key_path, pem, 0600).value_or_throw();
+            auto written = write_atomic(key_path, pem, 0600);
+            wipe_secret(pem);
+            written.value_or_throw();
             write_atomic(pub_path, key.public_key().to_pem(), 0644).value_or_throw();
             std::string id = key.id();
             log::info("wrote " + key_path.string() + " (" + std::string(key_type_name(*type)) +

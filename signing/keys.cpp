@@ -133,6 +133,11 @@ std::optional<KeyType> parse_key_type(std::string_view name) {
   return std::nullopt;
 }
 
+void wipe_secret(std::string& secret) {
+  OPENSSL_cleanse(secret.data(), secret.size());
+  secret.clear();
+}
+
 Passphrase::~Passphrase() { OPENSSL_cleanse(m_text.data(), m_text.size()); }
 
 Result<Passphrase> Passphrase::from_env(const std::string& var) {
@@ -174,6 +179,8 @@ Result<PrivateKey> PrivateKey::parse(std::string_view pem, const std::string& so
     }
   if (!label)
     return input_error(source + " holds " + describe_label(labels.front()) + ", but a private key is needed here");
+  if (*label == "OPENSSH PRIVATE KEY")
+    return input_error(source + " is an OpenSSH key; convert it to PKCS#8 first (ssh-keygen -p -m PKCS8 -f FILE)");
   bool encrypted = *label == "ENCRYPTED PRIVATE KEY" || pem.find("Proc-Type: 4,ENCRYPTED") != std::string_view::npos;
   if (encrypted && !passphrase.set())
     return input_error(source + " is encrypted: give its passphrase (--passphrase-env VAR or --passphrase-file FILE)");

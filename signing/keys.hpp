@@ -40,6 +40,9 @@ std::optional<KeyType> parse_key_type(std::string_view name);
 
 class PublicKey;
 
+// Overwrites a string that held key material or a passphrase, then clears it.
+void wipe_secret(std::string& secret);
+
 // A passphrase held only in memory and wiped when destroyed.
 class Passphrase {
 public:

@@ -113,7 +113,11 @@ cp "$built" unstripped.ko
 "$sign_file" sha256 rsa.key rsa.der unstripped.ko unstripped.sf.ko
 "$gpubundle" keys sign-module "$built" --sign-key rsa.key --sign-cert rsa.der --no-strip -o unstripped.ours.ko
 same unstripped.ours.ko unstripped.sf.ko
-echo "ok: --no-strip with a DER certificate matches sign-file"
+"$sign_file" sha512 rsa.key rsa.der unstripped.ko unstripped.sf512.ko
+"$gpubundle" -q keys sign-module "$built" --sign-key rsa.key --sign-cert rsa.der --no-strip --hash sha512 -o unstripped.512.ko
+same unstripped.512.ko unstripped.sf512.ko
+[[ $(modinfo -F sig_hashalgo unstripped.512.ko) == sha512 ]] || fail "sha512 not recorded"
+echo "ok: --no-strip with a DER certificate matches sign-file (sha256 and sha512)"
 
 # --- 2. re-signing gives one signature, and for RSA the same bytes ----------
 cp ours.ko resign.ko

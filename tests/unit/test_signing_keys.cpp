@@ -105,6 +105,10 @@ TEST_CASE("malformed PEM and the wrong kind of key are refused clearly", "[signi
   REQUIRE_FALSE(truncated.ok());
   CHECK(truncated.error().message.find("c.key: malformed private key PEM") == 0);
 
+  auto ssh = PrivateKey::parse("-----BEGIN OPENSSH PRIVATE KEY-----\nb3Blbg==\n-----END OPENSSH PRIVATE KEY-----\n", "id_ed25519");
+  REQUIRE_FALSE(ssh.ok());
+  CHECK(ssh.error().message.find("id_ed25519 is an OpenSSH key") == 0);
+
   std::string pub = PrivateKey::generate(KeyType::EcdsaP256).value().public_key().to_pem();
   auto swapped = PrivateKey::parse(pub, "site.pub");
   REQUIRE_FALSE(swapped.ok());
