@@ -716,7 +716,6 @@ struct RegistryClient::Impl::BlobFetch {
     };
     if (sink.size() != 0 && !restart()) return Outcome::Failed;
     int failures = 0;
-    int corrupt = 0;
     std::string sink_error;
     while (true) {
       Request req;
@@ -790,11 +789,13 @@ struct RegistryClient::Impl::BlobFetch {
       }
       std::string hex = hasher.hex();
       if ("sha256:" + hex == digest) return Outcome::Done;
-      // Corrupt bytes (a bad proxy, a bad disk on the server): one fresh try.
-      if (++corrupt > 1) {
+      // Corrupt bytes (a bad proxy, a bad disk on the server): start over,
+      // within the same retry budget as broken transfers.
+      if (failures >= im.options.retries) {
         problem = what + ": the bytes served hash to sha256:" + hex + " (corrupt download)";
         return Outcome::Failed;
       }
+      ++failures;
       ++im.n_retries;
       log::warn(what + ": digest mismatch, downloading it again");
       if (!restart()) return Outcome::Failed;
