@@ -96,6 +96,21 @@ Result<std::vector<KernelTree>> unpack_kernel_headers(const std::vector<fs::path
     if (!rc) return rc.error();
     if (*rc != 0) return input_error(deb.string() + ": dpkg-deb -x failed:" + tail_lines(log, 5));
   }
+  // Debian's build tree links to the -common tree and linux-kbuild by absolute
+  // path (/usr/src/..., /usr/lib/linux-kbuild-6.1/...): point such links into
+  // the sandbox when their target was unpacked there.
+  std::vector<fs::path> links;
+  for (const auto& e : fs::recursive_directory_iterator(sandbox, fs::directory_options::skip_permission_denied))
+    if (e.is_symlink(ec)) links.push_back(e.path());
+  for (const auto& l : links) {
+    fs::path target = fs::read_symlink(l, ec);
+    if (ec || !target.is_absolute()) continue;
+    fs::path inside = sandbox / target.relative_path();
+    if (!fs::exists(fs::symlink_status(inside, ec))) continue;
+    fs::remove(l, ec);
+    fs::create_symlink(inside, l, ec);
+    if (ec) return op_error(l.string() + ": " + ec.message());
+  }
   std::vector<KernelTree> trees;
   fs::path src = sandbox / "usr/src";
   if (fs::is_directory(src, ec))
@@ -108,16 +123,20 @@ Result<std::vector<KernelTree>> unpack_kernel_headers(const std::vector<fs::path
   if (trees.empty())
     return input_error("the header packages hold no kernel build tree (usr/src/*/include/config/kernel.release); "
                        "pass linux-headers-<kver> with its -common package");
-  // Debian's build tree links to the -common tree by absolute path (/usr/src/...): point it into the sandbox.
-  for (auto& t : trees)
-    for (const auto& e : fs::recursive_directory_iterator(t.dir, fs::directory_options::skip_permission_denied)) {
-      if (!e.is_symlink(ec)) continue;
-      fs::path target = fs::read_symlink(e.path(), ec);
-      if (ec || !target.is_absolute() || !starts_with(target.string(), "/usr/src/")) continue;
-      fs::path inside = sandbox / target.relative_path();
-      fs::remove(e.path(), ec);
-      fs::create_symlink(inside, e.path(), ec);
+  // Its top Makefile includes the -common tree by absolute path as well.
+  for (const auto& t : trees) {
+    auto mk = read_file(t.dir / "Makefile");
+    if (!mk) return mk.error();
+    std::string text = *mk, prefix = "include /usr/src/";
+    for (auto p = text.find(prefix); p != std::string::npos; p = text.find(prefix, p + 1)) {
+      auto end = text.find('\n', p);
+      std::string target = text.substr(p + 8, end == std::string::npos ? std::string::npos : end - p - 8);
+      if (fs::exists(sandbox / fs::path(target).relative_path(), ec))
+        text.replace(p + 8, 0, fs::absolute(sandbox).string());
     }
+    if (text != *mk)
+      if (auto r = write_atomic(t.dir / "Makefile", text); !r) return r.error();
+  }
   std::sort(trees.begin(), trees.end(), [](const auto& a, const auto& b) { return a.release < b.release; });
   return trees;
 }

@@ -62,16 +62,38 @@ umoci raw add-layer --image "$work/base:latest" "$work/base.tar"
 
 store=$work/store
 ref=nvcr.io/nvidia/driver:580-$kver-ubuntu22.04
+# The lock from `gpubundle resolve` (needs the shared chart); driver build marks the image built.
+chart=$src/../shared/upstream/gpu-operator/v26.7.0
+lockargs=()
+if [ -f "$chart/Chart.yaml" ]; then
+  "$gb" resolve "$work/site.yaml" --chart "$chart" -o "$work/lock.json" > /dev/null 2>&1 || fail "resolve"
+  grep -q "\"source\": \"$ref\"" "$work/lock.json" || fail "the lock does not expect $ref"
+  lockargs=(--lock "$work/lock.json")
+else
+  echo "note: $chart absent: the lock update is not checked"
+fi
 start=$(date +%s.%N)
 GPUBUNDLE_STORE=$store "$gb" driver build "$work/site.yaml" --installer "$nvrun" --kernel-build "$kbuild" \
   --sign-key "$work/key.pem" --sign-cert "$work/cert.pem" --base "oci:$work/base:latest" --keep-sandbox -j 2 \
-  > "$work/out" 2> "$work/err" || { cat "$work/err" >&2; fail "driver build"; }
+  "${lockargs[@]}" > "$work/out" 2> "$work/err" || { cat "$work/err" >&2; fail "driver build"; }
 echo "driver build: $(echo "$(date +%s.%N) - $start" | bc 2>/dev/null || true) s"
 grep -q "^$ref@sha256:" "$work/out" || fail "output lacks $ref@digest: $(cat "$work/out")"
 grep -q "nvidia-makeself, gzip" "$work/err" || fail "NVIDIA-fork header not reported: $(cat "$work/err")"
 grep -q "key.pem\|PRIVATE" "$work/err" && fail "the log mentions the key"
 digest=$(sed -n "s|^$ref@||p" "$work/out")
 ok "driver build stored $ref@$digest"
+"$gb" --store "$store" store fsck > /dev/null 2>&1 || fail "store fsck after driver build"
+ok "store fsck passes"
+if [ ${#lockargs[@]} -gt 0 ]; then
+  python3 - "$work/lock.json" "$ref" "$digest" <<'PY' || fail "lock not updated"
+import json, sys
+lock, ref, digest = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3]
+img = [i for i in lock["images"] if i["source"] == ref]
+assert len(img) == 1 and img[0]["origin"] == "built" and img[0]["digest"] == digest, img
+assert all(i["origin"] == "upstream" for i in lock["images"] if i["source"] != ref)
+PY
+  ok "lock: $ref origin built, digest recorded"
+fi
 
 skopeo inspect --config "oci:$store:$ref" > "$work/config.json" || fail "skopeo inspect --config"
 python3 - "$work/config.json" "$VER" "$kver" "$(openssl x509 -in "$work/cert.pem" -outform DER | sha256sum | cut -d' ' -f1)" \
@@ -136,6 +158,21 @@ PY
 openssl cms -verify -binary -inform DER -in "$work/sig.der" -content "$work/content.ko" -certfile "$work/cert.pem" \
   -CAfile "$work/cert.pem" -purpose any -out /dev/null 2>"$work/cms.err" || { cat "$work/cms.err"; fail "openssl cms -verify"; }
 ok "openssl cms -verify accepts the module signature"
+
+# --kernel-headers: Debian's header packages unpacked into the sandbox; unsigned.
+debs=(/var/cache/apt/archives/linux-headers-"$kver"_*.deb /var/cache/apt/archives/linux-headers-"${kver%-*}"-common_*.deb
+  /var/cache/apt/archives/linux-kbuild-*.deb)
+if ls "${debs[@]}" > /dev/null 2>&1; then
+  GPUBUNDLE_STORE=$store "$gb" driver build "$work/site.yaml" --installer "$uprun" --kernel-headers "${debs[@]}" \
+    --base "oci:$work/base:latest" --os-tag headers-test -j 2 > "$work/out" 2> "$work/err" || { cat "$work/err" >&2; fail "--kernel-headers build"; }
+  href=nvcr.io/nvidia/driver:580-$kver-headers-test
+  grep -q "^$href@" "$work/out" || fail "--kernel-headers: no $href"
+  [ "$(skopeo inspect --config "oci:$store:$href" | python3 -c 'import json,sys; print(json.load(sys.stdin)["config"]["Labels"]["io.gpubundle.driver.signer"])')" = unsigned ] ||
+    fail "unsigned image not labelled unsigned"
+  ok "--kernel-headers (dpkg-deb -x into the sandbox), upstream makeself header, unsigned: $href"
+else
+  echo "note: linux-headers/kbuild .deb files not in /var/cache/apt/archives: --kernel-headers not checked"
+fi
 
 # Bad inputs: a clear error, exit status, and the store exactly as before.
 snapshot() { (cd "$store" && find . -type f ! -name catalog.db\* -print0 | sort -z | xargs -0 sha256sum) | sha256sum; }
