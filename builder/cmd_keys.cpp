@@ -113,7 +113,21 @@ CommandSpec keys_command() {
         sm_cmd->add_option("--strip-program", sm->strip, "The binutils strip to run (default: strip from PATH)");
         sm->pass.declare(*sm_cmd);
 
-        return [&g, gen, gen_cmd, id_path, id_cmd, sign, sign_cmd, verify, verify_cmd, sm, sm_cmd]() -> int {
+        // keys verify-module
+        auto vm = std::make_shared<std::pair<std::string, std::string>>();
+        CLI::App* vm_cmd =
+            app.add_subcommand("verify-module", "Utility: check a signed module's signature against a certificate");
+        vm_cmd->add_option("module", vm->first, "Signed kernel module")->required();
+        vm_cmd->add_option("--cert", vm->second, "The signer's X.509 certificate, PEM or DER")->required();
+
+        return [&g, gen, gen_cmd, id_path, id_cmd, sign, sign_cmd, verify, verify_cmd, sm, sm_cmd, vm,
+                vm_cmd]() -> int {
+          if (vm_cmd->parsed()) {
+            std::string data = read_file(vm->first).value_or_throw();
+            verify_module_signature(data, vm->first, vm->second).value_or_throw();
+            log::info(vm->first + ": good signature by the key of " + vm->second);
+            return 0;
+          }
           if (gen_cmd->parsed()) {
             auto type = parse_key_type(gen->type);
             if (!type || (*type != KeyType::Ed25519 && *type != KeyType::EcdsaP256))

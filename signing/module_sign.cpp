@@ -252,6 +252,36 @@ Result<std::string> sign_module(const ModuleSigner& signer, std::string_view mod
   return signed_module;
 }
 
+Result<void> verify_module_signature(std::string_view module, const std::string& source,
+                                     const std::filesystem::path& cert_path) {
+  auto cert = load_certificate(cert_path);
+  if (!cert) return cert.error();
+  auto sig = find_module_signature(module, source);
+  if (!sig) return op_error(sig.error().message);
+  if (!sig.value()) return op_error(source + ": not signed (no \"~Module signature appended~\" trailer)");
+  if (sig.value()->id_type != kPkeyIdPkcs7)
+    return op_error(source + ": signature id_type " + std::to_string(sig.value()->id_type) + " is not PKCS#7");
+  if (sig.value()->module_size > static_cast<size_t>(INT_MAX)) return op_error(source + ": module too large");
+  ERR_clear_error();
+  auto blob = ossl::mem_reader(module.substr(sig.value()->module_size, sig.value()->cms_size));
+  std::unique_ptr<CMS_ContentInfo, FreeCms> cms(d2i_CMS_bio(blob.get(), nullptr));
+  if (!cms) return op_error(source + ": the appended signature is not valid CMS (" + ossl::last_error() + ")");
+  auto content = ossl::mem_reader(module.substr(0, sig.value()->module_size));
+  STACK_OF(X509)* certs = sk_X509_new_null();
+  if (!certs || !sk_X509_push(certs, cert->get())) {
+    sk_X509_free(certs);
+    return op_error("OpenSSL: out of memory");
+  }
+  int ok = CMS_verify(cms.get(), certs, nullptr, content.get(), nullptr, CMS_BINARY | CMS_NO_SIGNER_CERT_VERIFY);
+  sk_X509_free(certs);  // the certificate itself stays owned by `cert`
+  if (ok != 1) {
+    std::string why = ossl::last_error();
+    return op_error(source + ": signature does not verify with certificate " + cert_path.string() +
+                    (why.empty() ? "" : " (" + why + ")"));
+  }
+  return {};
+}
+
 Result<std::string> strip_module_debug(std::string_view module, const std::string& source,
                                        const std::string& strip_program) {
   std::error_code ec;

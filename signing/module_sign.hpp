@@ -100,6 +100,13 @@ Result<std::string> sign_module(const ModuleSigner& signer, std::string_view mod
 Result<std::string> strip_module_debug(std::string_view module, const std::string& source,
                                        const std::string& strip_program = "strip");
 
+// Checks the outermost appended signature of `module` against the certificate
+// `cert_path` (PEM or DER): the CMS must name that certificate (issuer and
+// serial) and its signature must cover the module bytes before it. This is
+// the kernel's check minus the keyring trust decision. Failures are op_errors.
+Result<void> verify_module_signature(std::string_view module, const std::string& source,
+                                     const std::filesystem::path& cert_path);
+
 struct ModuleSignReport {
   bool had_signature = false;
   std::size_t unsigned_size = 0;  // after stripping

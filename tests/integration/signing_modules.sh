@@ -119,6 +119,16 @@ same unstripped.512.ko unstripped.sf512.ko
 [[ $(modinfo -F sig_hashalgo unstripped.512.ko) == sha512 ]] || fail "sha512 not recorded"
 echo "ok: --no-strip with a DER certificate matches sign-file (sha256 and sha512)"
 
+# Our own in-process check agrees: sign-file's output verifies; another
+# certificate or a changed byte does not.
+"$gpubundle" -q keys verify-module for-sign-file.signed.ko --cert rsa.der
+if "$gpubundle" -q keys verify-module ours.ko --cert ec.crt 2>/dev/null; then fail "verify-module accepted another certificate"; fi
+cp ours.ko tampered.ko
+python3 -c 'import sys; b = bytearray(open(sys.argv[1], "rb").read()); b[4096] ^= 1; open(sys.argv[1], "wb").write(b)' tampered.ko
+if "$gpubundle" -q keys verify-module tampered.ko --cert rsa.crt 2>err.txt; then fail "verify-module accepted a changed module"; fi
+grep -q 'signature does not verify with certificate rsa.crt' err.txt || { cat err.txt; fail "verify-module message"; }
+echo "ok: keys verify-module agrees"
+
 # --- 2. re-signing gives one signature, and for RSA the same bytes ----------
 cp ours.ko resign.ko
 "$gpubundle" keys sign-module resign.ko --sign-key rsa.key --sign-cert rsa.crt
@@ -142,6 +152,7 @@ fp=$(openssl x509 -in ec.crt -outform DER | sha256sum | cut -d' ' -f1)
 grep -q "\"fingerprint\": \"sha256:$fp\"" ec.json || { cat ec.json; fail "fingerprint in --json output"; }
 "$gpubundle" keys sign-module ec.ko --sign-key ec.key --sign-cert ec.crt
 [[ $(count_signatures ec.ko) == 1 ]] || fail "ECDSA re-signing left $(count_signatures ec.ko) signatures"
+"$gpubundle" -q keys verify-module ec.ko --cert ec.crt
 echo "ok: ECDSA P-256 signature read by modinfo and openssl cms; fingerprint reported"
 
 # --- 4. bad inputs: clear errors, nothing written ----------------------------------
