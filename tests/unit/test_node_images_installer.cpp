@@ -155,8 +155,16 @@ TEST_CASE("makeself payload extraction, both flavours; damaged and unsafe payloa
     CHECK(inst->manifest.version == "580.95.05");
     CHECK(inst->sha256.size() == 64);
   }
-  // Payload cut in the middle of the gzip stream (the fork has no filesizes).
-  std::string cut = fork_header() + payload.substr(0, payload.size() / 2);
+  // Payload cut in the middle of a file's compressed data (the fork has no
+  // filesizes to check against, so the gzip stream must catch it).
+  std::string noise;
+  std::uint32_t x = 2463534242u;
+  for (int i = 0; i < 200000; ++i) {
+    x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+    noise.push_back(static_cast<char>(x));
+  }
+  std::string big = tar_gz({{"./.manifest", k_manifest}, {"./libnvidia-ml.so.580.95.05", noise}});
+  std::string cut = fork_header() + big.substr(0, big.size() / 2);
   write_atomic(tmp / "cut.run", cut).value_or_throw();
   auto h = read_makeself_header(tmp / "cut.run");
   REQUIRE(h.ok());
