@@ -1,0 +1,447 @@
+#include "bundles/kit.hpp"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+
+#include "bundles/kit_detail.hpp"
+#include "common/files.hpp"
+#include "common/strings.hpp"
+#include "recipes/resolver.hpp"
+
+namespace gb::kit {
+
+using json = nlohmann::json;
+
+// --- site registry and naming -------------------------------------------
+
+Result<SiteRegistry> SiteRegistry::parse(std::string_view text) {
+  const std::string given(text);
+  SiteRegistry out;
+  std::string_view rest = text;
+  if (starts_with(rest, "http://")) {
+    out.plain_http = true;
+    rest.remove_prefix(7);
+  } else if (starts_with(rest, "https://")) {
+    rest.remove_prefix(8);
+  }
+  while (!rest.empty() && rest.back() == '/') rest.remove_suffix(1);
+  size_t slash = rest.find('/');
+  out.host = to_lower(rest.substr(0, slash));
+  if (slash != std::string_view::npos) out.prefix = std::string(rest.substr(slash + 1));
+  static const std::regex host_re(R"(^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]{1,5})?$)");
+  if (out.host.empty() || !std::regex_match(out.host, host_re))
+    return input_error("--registry " + given + ": expected HOST[:PORT][/PREFIX], e.g. registry.site:5000/gpu");
+  static const std::regex component_re(R"(^[a-z0-9]+(([._]|__|-+)[a-z0-9]+)*$)");
+  if (!out.prefix.empty()) {
+    for (const auto& part : split(out.prefix, '/')) {
+      if (!std::regex_match(part, component_re))
+        return input_error("--registry " + given + ": prefix component '" + part +
+                           "' is not a valid repository path component (lower case letters, digits, . _ -)");
+    }
+  }
+  return out;
+}
+
+std::string SiteRegistry::str() const { return prefix.empty() ? host : host + "/" + prefix; }
+std::string SiteRegistry::url() const { return (plain_http ? "http://" : "https://") + host; }
+
+Result<Layout> parse_layout(std::string_view text) {
+  if (text.empty() || text == "strip-host") return Layout::StripHost;
+  if (text == "keep-host") return Layout::KeepHost;
+  return input_error("--layout " + std::string(text) + ": expected strip-host or keep-host");
+}
+
+std::string to_string(Layout layout) { return layout == Layout::KeepHost ? "keep-host" : "strip-host"; }
+
+std::string kept_host_segment(std::string_view registry_host) {
+  std::string out = to_lower(registry_host);
+  std::replace(out.begin(), out.end(), ':', '_');
+  return out;
+}
+
+namespace {
+
+// Path under the site host where a source registry's repositories land.
+std::string site_path_prefix(const std::string& source_host, const SiteRegistry& site, Layout layout) {
+  std::string p = site.prefix;
+  if (layout == Layout::KeepHost) p += (p.empty() ? "" : "/") + kept_host_segment(source_host);
+  return p;
+}
+
+}  // namespace
+
+Reference site_reference(const Reference& source, const SiteRegistry& site, Layout layout) {
+  Reference out = source;
+  out.registry = site.host;
+  std::string p = site_path_prefix(source.registry, site, layout);
+  out.repository = p.empty() ? source.repository : p + "/" + source.repository;
+  return out;
+}
+
+Result<std::vector<Placement>> place_images(const Lock& lock, const SiteRegistry& site, Layout layout) {
+  std::vector<Placement> out;
+  std::map<std::string, std::string> owner;  // destination name -> source name
+  std::vector<std::string> problems;
+  for (const auto& image : lock.images) {
+    auto src = Reference::parse(image.source);
+    if (!src) {
+      problems.push_back("lock image " + image.source + ": " + src.error().message);
+      continue;
+    }
+    Placement p;
+    p.image = &image;
+    p.source = *src;
+    p.destination = site_reference(*src, site, layout);
+    if (!image.digest.empty()) p.destination.digest = image.digest;
+    auto [it, fresh] = owner.emplace(p.destination.name(), src->name());
+    if (!fresh && it->second != src->name()) {
+      problems.push_back("images " + it->second + " and " + src->name() + " would both land on " + p.destination.name() +
+                         (layout == Layout::StripHost ? " (use --layout keep-host, or drop one of them)" : ""));
+      continue;
+    }
+    out.push_back(std::move(p));
+  }
+  if (!problems.empty()) return input_error(join(problems, "\n"));
+  return out;
+}
+
+// --- recipe settings ------------------------------------------------------
+
+Result<KitRecipe> kit_recipe(const Lock& lock) {
+  KitRecipe r;
+  if (lock.recipe_spec.empty()) return r;
+  json spec = json::parse(lock.recipe_spec, nullptr, false);
+  if (spec.is_discarded() || !spec.is_object()) return input_error("lock recipe.spec: not a JSON object");
+  try {
+    if (spec.contains("toolkit") && spec["toolkit"].contains("mode")) r.toolkit_mode = spec["toolkit"]["mode"].get<std::string>();
+    if (spec.contains("components")) {
+      for (const auto& [key, value] : spec["components"].items()) {
+        KitRecipe::Component c;
+        if (value.contains("enabled") && value["enabled"].is_boolean()) {
+          c.has_enabled = true;
+          c.enabled = value["enabled"].get<bool>();
+        }
+        if (value.contains("serviceMonitor") && value["serviceMonitor"].is_boolean()) {
+          c.has_service_monitor = true;
+          c.service_monitor = value["serviceMonitor"].get<bool>();
+        }
+        r.components[key] = c;
+      }
+    }
+    if (spec.contains("mig")) {
+      r.mig_strategy = spec["mig"].value("strategy", "");
+      r.mig_config = spec["mig"].value("config", "");
+    }
+    if (spec.contains("sharing") && spec["sharing"].contains("timeSlicing")) {
+      const auto& ts = spec["sharing"]["timeSlicing"];
+      r.time_slicing_replicas = ts.value("replicas", 0);
+      r.time_slicing_rename = ts.value("renameByDefault", false);
+    }
+    if (spec.contains("extraImages")) r.extra_images = spec["extraImages"].get<std::vector<std::string>>();
+    r.pull_secret = spec.value("pullSecret", "");
+  } catch (const json::exception& e) {
+    return input_error(std::string("lock recipe.spec: ") + e.what());
+  }
+  if (r.time_slicing_replicas < 0) return input_error("lock recipe.spec.sharing.timeSlicing.replicas must be > 0");
+  return r;
+}
+
+std::string kit_chart_file(const Lock& lock) {
+  return chart_file_name(lock.chart.name.empty() ? "gpu-operator" : lock.chart.name, lock.chart.version);
+}
+
+const KitFile* Kit::find(std::string_view path) const {
+  for (const auto& f : files)
+    if (f.path == path) return &f;
+  return nullptr;
+}
+
+namespace detail {
+
+std::string effective_mig_strategy(const Chart& chart, const KitRecipe& recipe) {
+  if (!recipe.mig_strategy.empty()) return recipe.mig_strategy;
+  const YAML::Node& values = chart.values;
+  if (values.IsMap() && values["mig"] && values["mig"]["strategy"] && values["mig"]["strategy"].IsScalar())
+    return values["mig"]["strategy"].as<std::string>();
+  return "single";
+}
+
+std::string yaml_header(const Lock& lock, const KitOptions& options, std::string_view what) {
+  std::string s = "# " + std::string(what) + "\n";
+  s += "# Generated by gpubundle " GPUBUNDLE_VERSION " from the lock of recipe " + lock.recipe_name + " (GPU Operator " +
+       lock.operator_version + ", chart " + lock.chart.name + " " + lock.chart.version + ") for registry " +
+       options.registry.str() + ". Regenerate rather than edit.\n";
+  return s;
+}
+
+}  // namespace detail
+
+namespace {
+
+// --- time-slicing.yaml -----------------------------------------------------
+
+std::string time_slicing_yaml(const Lock& lock, const Chart& chart, const KitRecipe& recipe, const KitOptions& options) {
+  YAML::Emitter cfg;
+  cfg << YAML::BeginMap;
+  cfg << YAML::Key << "version" << YAML::Value << "v1";
+  cfg << YAML::Key << "flags" << YAML::Value << YAML::BeginMap;
+  cfg << YAML::Key << "migStrategy" << YAML::Value << detail::effective_mig_strategy(chart, recipe) << YAML::EndMap;
+  cfg << YAML::Key << "sharing" << YAML::Value << YAML::BeginMap;
+  cfg << YAML::Key << "timeSlicing" << YAML::Value << YAML::BeginMap;
+  cfg << YAML::Key << "renameByDefault" << YAML::Value << recipe.time_slicing_rename;
+  cfg << YAML::Key << "resources" << YAML::Value << YAML::BeginSeq << YAML::BeginMap;
+  cfg << YAML::Key << "name" << YAML::Value << "nvidia.com/gpu";
+  cfg << YAML::Key << "replicas" << YAML::Value << recipe.time_slicing_replicas;
+  cfg << YAML::EndMap << YAML::EndSeq << YAML::EndMap << YAML::EndMap << YAML::EndMap;
+
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  out << YAML::Key << "apiVersion" << YAML::Value << "v1";
+  out << YAML::Key << "kind" << YAML::Value << "ConfigMap";
+  out << YAML::Key << "metadata" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "name" << YAML::Value << k_time_slicing_configmap;
+  out << YAML::Key << "labels" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "app.kubernetes.io/managed-by" << YAML::Value << "gpubundle" << YAML::EndMap;
+  out << YAML::EndMap;
+  out << YAML::Key << "data" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << k_time_slicing_key << YAML::Value << YAML::Literal << (std::string(cfg.c_str()) + "\n");
+  out << YAML::EndMap << YAML::EndMap;
+  return detail::yaml_header(lock, options,
+                             "Device plugin time-slicing config; install.sh applies it to namespace " + options.namespace_name +
+                                 " before the chart (values.yaml devicePlugin.config points at it).") +
+         out.c_str() + "\n";
+}
+
+// --- alerts.yaml -----------------------------------------------------------
+
+struct AlertRule {
+  const char* name;
+  const char* expr;
+  const char* for_;
+  const char* severity;
+  const char* summary;
+  const char* description;
+};
+
+std::string alerts_yaml(const Lock& lock, const KitOptions& options) {
+  static const AlertRule rules[] = {
+      {"GPUXidError", "DCGM_FI_DEV_XID_ERRORS != 0", "", "critical", "GPU reported an XID error",
+       "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported XID {{ $value }}."},
+      {"GPUTemperatureHigh", "DCGM_FI_DEV_GPU_TEMP > 85", "5m", "warning", "GPU temperature above 85 C",
+       "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} has been at {{ $value }} C for 5 minutes."},
+      {"GPUIdle", "DCGM_FI_DEV_GPU_UTIL == 0", "1h", "info", "GPU idle for an hour",
+       "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} has had 0% utilisation for 1 hour."},
+      {"GPUMemoryNearlyFull", "DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE) > 0.95", "5m", "warning",
+       "GPU framebuffer memory above 95%",
+       "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} has used {{ $value | humanizePercentage }} of its memory for 5 minutes."},
+  };
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  out << YAML::Key << "apiVersion" << YAML::Value << "monitoring.coreos.com/v1";
+  out << YAML::Key << "kind" << YAML::Value << "PrometheusRule";
+  out << YAML::Key << "metadata" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "name" << YAML::Value << "gpubundle-gpu-alerts";
+  out << YAML::Key << "labels" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "app.kubernetes.io/managed-by" << YAML::Value << "gpubundle" << YAML::EndMap;
+  out << YAML::EndMap;
+  out << YAML::Key << "spec" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "groups" << YAML::Value << YAML::BeginSeq << YAML::BeginMap;
+  out << YAML::Key << "name" << YAML::Value << "gpubundle.dcgm";
+  out << YAML::Key << "rules" << YAML::Value << YAML::BeginSeq;
+  for (const auto& r : rules) {
+    out << YAML::BeginMap;
+    out << YAML::Key << "alert" << YAML::Value << r.name;
+    out << YAML::Key << "expr" << YAML::Value << YAML::DoubleQuoted << r.expr;
+    if (*r.for_) out << YAML::Key << "for" << YAML::Value << r.for_;
+    out << YAML::Key << "labels" << YAML::Value << YAML::BeginMap;
+    out << YAML::Key << "severity" << YAML::Value << r.severity << YAML::EndMap;
+    out << YAML::Key << "annotations" << YAML::Value << YAML::BeginMap;
+    out << YAML::Key << "summary" << YAML::Value << YAML::DoubleQuoted << r.summary;
+    out << YAML::Key << "description" << YAML::Value << YAML::DoubleQuoted << r.description;
+    out << YAML::EndMap << YAML::EndMap;
+  }
+  out << YAML::EndSeq << YAML::EndMap << YAML::EndSeq << YAML::EndMap << YAML::EndMap;
+  return detail::yaml_header(lock, options,
+                             "Default GPU alerts on DCGM exporter metrics (needs the Prometheus Operator CRDs; install.sh "
+                             "applies it when they exist).") +
+         out.c_str() + "\n";
+}
+
+// --- node runtime config ---------------------------------------------------
+
+std::string upstream_server(const std::string& host) {
+  if (host == "docker.io") return "https://registry-1.docker.io";
+  return "https://" + host;
+}
+
+std::string toml_string(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string containerd_hosts_toml(const std::string& source_host, const SiteRegistry& site, Layout layout) {
+  std::string path = site_path_prefix(source_host, site, layout);
+  std::string mirror = site.url() + (path.empty() ? "" : "/v2/" + path);
+  std::string s;
+  s += "# containerd registry config: pulls of " + source_host + "/... are served by the site registry " + site.str() + ".\n";
+  s += "# Install as /etc/containerd/certs.d/" + source_host + "/hosts.toml on every node, with\n";
+  s += "# config_path = \"/etc/containerd/certs.d\" set for the CRI registry in /etc/containerd/config.toml\n";
+  s += "# (containerd reads hosts.toml at pull time; no restart needed once config_path is set).\n";
+  s += "# CA: when the site registry's certificate is not signed by a CA the node trusts, copy the CA certificate to\n";
+  s += "# /etc/containerd/certs.d/" + site.host + "/ca.crt and uncomment the ca line below.\n";
+  s += "# Generated by gpubundle " GPUBUNDLE_VERSION ".\n\n";
+  s += "server = " + toml_string(upstream_server(source_host)) + "\n\n";
+  s += "[host." + toml_string(mirror) + "]\n";
+  s += "  capabilities = [\"pull\", \"resolve\"]\n";
+  if (!path.empty()) s += "  override_path = true\n";
+  if (!site.plain_http) s += "  # ca = " + toml_string("/etc/containerd/certs.d/" + site.host + "/ca.crt") + "\n";
+  return s;
+}
+
+std::string containerd_site_toml(const SiteRegistry& site) {
+  std::string s;
+  s += "# containerd registry config for the site registry " + site.host + " itself (values.yaml points here).\n";
+  s += "# Install as /etc/containerd/certs.d/" + site.host + "/hosts.toml on every node.\n";
+  s += "# CA: copy the registry's CA certificate next to this file as ca.crt and uncomment the ca line.\n";
+  s += "# Generated by gpubundle " GPUBUNDLE_VERSION ".\n\n";
+  s += "server = " + toml_string(site.url()) + "\n\n";
+  s += "[host." + toml_string(site.url()) + "]\n";
+  s += "  capabilities = [\"pull\", \"resolve\"]\n";
+  if (!site.plain_http) s += "  # ca = " + toml_string("/etc/containerd/certs.d/" + site.host + "/ca.crt") + "\n";
+  return s;
+}
+
+std::string crio_conf(const std::vector<std::string>& source_hosts, const SiteRegistry& site, Layout layout) {
+  std::string s;
+  s += "# CRI-O / containers-registries.conf(5) drop-in: pulls from each source registry below are served by the\n";
+  s += "# site registry " + site.str() + ".\n";
+  s += "# Install as /etc/containers/registries.conf.d/99-gpubundle.conf on every node and restart CRI-O\n";
+  s += "# (systemctl restart crio).\n";
+  s += "# CA: when the site registry's certificate is not signed by a CA the node trusts, copy the CA certificate to\n";
+  s += "# /etc/containers/certs.d/" + site.host + "/ca.crt (no restart needed for that).\n";
+  s += "# Generated by gpubundle " GPUBUNDLE_VERSION ".\n";
+  for (const auto& host : source_hosts) {
+    std::string path = site_path_prefix(host, site, layout);
+    s += "\n[[registry]]\n";
+    s += "prefix = " + toml_string(host) + "\n";
+    s += "location = " + toml_string(host) + "\n\n";
+    s += "[[registry.mirror]]\n";
+    s += "location = " + toml_string(site.host + (path.empty() ? "" : "/" + path)) + "\n";
+    s += std::string("insecure = ") + (site.plain_http ? "true" : "false") + "\n";
+  }
+  return s;
+}
+
+// --- manifest.json ---------------------------------------------------------
+
+std::string manifest_json(const Lock& lock, const std::vector<Placement>& placements, const KitOptions& options,
+                          const std::vector<std::string>& files) {
+  json j;
+  j["schemaVersion"] = 1;
+  j["generator"] = "gpubundle " GPUBUNDLE_VERSION;
+  j["bundleId"] = options.bundle_id;
+  j["registry"] = {{"host", options.registry.host},
+                   {"prefix", options.registry.prefix},
+                   {"layout", to_string(options.layout)},
+                   {"plainHttp", options.registry.plain_http}};
+  j["chart"] = {{"name", lock.chart.name},
+                {"version", lock.chart.version},
+                {"appVersion", lock.chart.app_version},
+                {"sha256", lock.chart.sha256},
+                {"file", kit_chart_file(lock)}};
+  j["operator"] = {{"version", lock.operator_version}};
+  j["recipe"] = {{"name", lock.recipe_name}, {"sha256", lock.recipe_sha256}};
+  j["target"] = {{"gpus", lock.gpus},
+                 {"os", lock.os},
+                 {"osTag", lock.os_tag},
+                 {"kernels", lock.kernels},
+                 {"platforms", lock.platforms}};
+  j["driver"] = {{"mode", lock.driver.mode},
+                 {"version", lock.driver.version},
+                 {"branch", lock.driver.branch},
+                 {"kernelModuleType", lock.driver.kernel_module_type},
+                 {"usePrecompiled", lock.driver.use_precompiled}};
+  json images = json::array();
+  for (const auto& p : placements) {
+    Reference tagged = p.destination;
+    if (!tagged.tag.empty()) tagged.digest.clear();
+    json i = {{"source", p.image->source},
+              {"destination", tagged.str()},
+              {"digest", p.image->digest},
+              {"platforms", p.image->platforms},
+              {"components", p.image->components},
+              {"origin", p.image->origin}};
+    if (auto it = options.image_sizes.find(p.image->source); it != options.image_sizes.end()) i["size"] = it->second;
+    images.push_back(std::move(i));
+  }
+  j["images"] = std::move(images);
+  j["files"] = files;
+  return j.dump(2) + "\n";
+}
+
+}  // namespace
+
+// --- the kit ---------------------------------------------------------------
+
+Result<Kit> make_kit(const Lock& lock, const Chart& chart, const KitOptions& options) {
+  auto placements = place_images(lock, options.registry, options.layout);
+  if (!placements) return placements.error();
+  auto recipe = kit_recipe(lock);
+  if (!recipe) return recipe.error();
+  // These land inside the scripts as plain words.
+  static const std::regex safe_word(R"(^[A-Za-z0-9][A-Za-z0-9._+-]*$)");
+  if (!std::regex_match(kit_chart_file(lock), safe_word))
+    return input_error("lock chart " + lock.chart.name + " " + lock.chart.version + ": name or version holds characters a file name cannot");
+  if (!std::regex_match(options.namespace_name, safe_word)) return input_error("namespace " + options.namespace_name + " is not a valid name");
+  auto values = make_values_yaml(lock, chart, options);
+  if (!values) return values.error();
+
+  Kit kit;
+  kit.files.push_back({"values.yaml", *values, 0644});
+  kit.files.push_back({"install.sh", detail::install_sh(lock, *recipe, options), 0755});
+  kit.files.push_back({"verify.sh", detail::verify_sh(lock, *placements, *recipe, options), 0755});
+  if (!recipe->mig_config.empty()) kit.files.push_back({"mig.sh", detail::mig_sh(lock, *recipe, options), 0755});
+  if (recipe->time_slicing_replicas > 0)
+    kit.files.push_back({"time-slicing.yaml", time_slicing_yaml(lock, chart, *recipe, options), 0644});
+  kit.files.push_back({"alerts.yaml", alerts_yaml(lock, options), 0644});
+
+  std::set<std::string> hosts;
+  for (const auto& p : *placements) hosts.insert(p.source.registry);
+  std::vector<std::string> host_list(hosts.begin(), hosts.end());
+  for (const auto& h : host_list) {
+    if (h == options.registry.host) continue;  // already the site registry
+    kit.files.push_back({"containerd/certs.d/" + h + "/hosts.toml", containerd_hosts_toml(h, options.registry, options.layout), 0644});
+  }
+  kit.files.push_back({"containerd/certs.d/" + options.registry.host + "/hosts.toml", containerd_site_toml(options.registry), 0644});
+  host_list.erase(std::remove(host_list.begin(), host_list.end(), options.registry.host), host_list.end());
+  kit.files.push_back({"crio/registries.conf.d/99-gpubundle.conf", crio_conf(host_list, options.registry, options.layout), 0644});
+
+  std::vector<std::string> names;
+  for (const auto& f : kit.files) names.push_back(f.path);
+  names.push_back("manifest.json");
+  std::sort(names.begin(), names.end());
+  kit.files.push_back({"manifest.json", manifest_json(lock, *placements, options, names), 0644});
+  std::sort(kit.files.begin(), kit.files.end(), [](const KitFile& a, const KitFile& b) { return a.path < b.path; });
+  return kit;
+}
+
+Result<void> write_kit(const Kit& kit, const std::filesystem::path& dir) {
+  for (const auto& f : kit.files) {
+    if (f.path.empty() || f.path.front() == '/' || f.path.find("..") != std::string::npos)
+      return op_error("kit file name " + f.path + " is not a relative path");
+    fs::path target = dir / f.path;
+    std::error_code ec;
+    fs::create_directories(target.parent_path(), ec);
+    if (ec) return op_error("cannot create " + target.parent_path().string() + ": " + ec.message());
+    if (auto r = write_atomic(target, f.content, f.mode); !r) return r;
+  }
+  return {};
+}
+
+}  // namespace gb::kit

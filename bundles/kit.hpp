@@ -1,0 +1,155 @@
+#pragma once
+// The install kit: everything a site needs to install the GPU Operator from
+// its own registry, made from a lock plus the chart it was resolved against.
+// No registry is contacted. `gpubundle overrides`, `import` and `bundle create`
+// all call make_kit(); docs/install-kit.md describes every file.
+//
+//   values.yaml                       Helm values for that exact chart version
+//   install.sh                        helm upgrade --install (+ --dry-run)
+//   verify.sh                         acceptance checks, PASS/FAIL lines
+//   mig.sh                            node labels for the recipe's MIG config (when set)
+//   time-slicing.yaml                 device-plugin ConfigMap (when sharing is set)
+//   alerts.yaml                       PrometheusRule on DCGM metrics
+//   containerd/certs.d/<host>/hosts.toml   one per source registry host, plus the site
+//   crio/registries.conf.d/99-gpubundle.conf
+//   manifest.json                     machine-readable install manifest (format below)
+//   <chart>.tgz                       copied in by the caller when it has the archive
+//
+// manifest.json (sorted keys, two-space indent, schemaVersion 1):
+//   { "schemaVersion": 1, "generator": "gpubundle X", "bundleId": "" | id,
+//     "registry": {host, prefix, layout: "strip-host"|"keep-host", plainHttp},
+//     "chart": {name, version, appVersion, sha256, file},
+//     "operator": {version},
+//     "recipe": {name, sha256},
+//     "target": {gpus[], os, osTag, kernels[], platforms[]},
+//     "driver": {mode, version, branch, kernelModuleType, usePrecompiled},
+//     "images": [{source, destination, digest, platforms[], components[], origin, size?}],
+//     "files": [kit file paths] }
+// images are in lock order (sorted by source); destination is the tag reference
+// (or digest reference when the source has no tag); size appears only when the
+// caller knows it (a bundle), never guessed.
+
+#include <filesystem>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+#include <yaml-cpp/yaml.h>
+
+#include "common/error.hpp"
+#include "recipes/chart.hpp"
+#include "recipes/lock.hpp"
+#include "recipes/reference.hpp"
+
+namespace gb::kit {
+
+// --registry HOST[:PORT][/PREFIX], or http://HOST[:PORT][/PREFIX] for a
+// plain-HTTP registry (https:// is accepted and is the default).
+struct SiteRegistry {
+  std::string host;    // "registry.site:5000"
+  std::string prefix;  // "gpu" or "team/gpu", no slashes at either end
+  bool plain_http = false;
+
+  static Result<SiteRegistry> parse(std::string_view text);
+  std::string str() const;  // host[/prefix]
+  std::string url() const;  // https://host or http://host
+};
+
+enum class Layout { StripHost, KeepHost };
+Result<Layout> parse_layout(std::string_view text);  // "strip-host" (default) | "keep-host"
+std::string to_string(Layout layout);
+
+// Where one source repository lands: <host>/<prefix>/<path without its host>,
+// or with KeepHost <host>/<prefix>/<source host>/<path>. A port colon in the
+// kept source host becomes "_" ("localhost:5000" -> "localhost_5000"), since a
+// repository path cannot hold a colon.
+Reference site_reference(const Reference& source, const SiteRegistry& site, Layout layout);
+std::string kept_host_segment(std::string_view registry_host);
+
+// One lock image placed on the site registry.
+struct Placement {
+  const LockImage* image = nullptr;
+  Reference source;
+  Reference destination;  // tag kept; digest added when the lock has one
+};
+
+// Fails when a source does not parse, or when two different source
+// repositories would land on one destination repository (naming both).
+Result<std::vector<Placement>> place_images(const Lock& lock, const SiteRegistry& site, Layout layout);
+
+// The recipe settings the kit needs, read from the lock's recipe.spec.
+struct KitRecipe {
+  std::string toolkit_mode = "container";  // container | host
+  struct Component {
+    bool has_enabled = false;
+    bool enabled = true;
+    bool has_service_monitor = false;
+    bool service_monitor = false;
+  };
+  std::map<std::string, Component> components;
+  std::string mig_strategy;
+  std::string mig_config;
+  int time_slicing_replicas = 0;
+  bool time_slicing_rename = false;
+  std::vector<std::string> extra_images;
+  std::string pull_secret;
+};
+Result<KitRecipe> kit_recipe(const Lock& lock);
+
+struct KitOptions {
+  SiteRegistry registry;
+  Layout layout = Layout::StripHost;
+  std::string bundle_id;                       // "" outside a bundle
+  std::map<std::string, uint64_t> image_sizes;  // source -> bytes, when known
+  std::string namespace_name = "gpu-operator";
+};
+
+struct KitFile {
+  std::string path;  // relative to the kit folder
+  std::string content;
+  int mode = 0644;
+};
+
+struct Kit {
+  std::vector<KitFile> files;  // sorted by path
+  const KitFile* find(std::string_view path) const;
+};
+
+// Names used inside the kit and the cluster.
+constexpr const char* k_time_slicing_configmap = "time-slicing-config";
+constexpr const char* k_time_slicing_key = "any";
+constexpr const char* k_release_name = "gpu-operator";
+
+// The chart archive name install.sh expects next to it ("gpu-operator-v26.7.0.tgz").
+std::string kit_chart_file(const Lock& lock);
+
+Result<Kit> make_kit(const Lock& lock, const Chart& chart, const KitOptions& options);
+
+// Writes every file into dir (created when missing), each atomically.
+Result<void> write_kit(const Kit& kit, const std::filesystem::path& dir);
+
+// --- values.yaml ---------------------------------------------------------
+
+// values.yaml text. Fails, naming each key, when a key it would write is
+// missing from the chart's values (and is no documented exception), or when
+// the lock names a component the chart does not have.
+Result<std::string> make_values_yaml(const Lock& lock, const Chart& chart, const KitOptions& options);
+
+// Keys the kit writes although the chart's values.yaml does not carry them,
+// each with the reason the chart still reads it.
+struct KeyException {
+  const char* path;
+  const char* reason;
+};
+const std::vector<KeyException>& values_key_exceptions();
+
+// Dotted leaf paths of a values tree ("driver.manager.repository"); lists are leaves.
+std::vector<std::string> leaf_paths(const YAML::Node& values);
+// True when the path exists in the chart's values (node-feature-discovery.*
+// is looked up in that subchart's values).
+bool chart_has_key(const Chart& chart, std::string_view path);
+// Every leaf path of `values` that is neither in the chart nor an exception.
+std::vector<std::string> unknown_keys(const YAML::Node& values, const Chart& chart);
+
+}  // namespace gb::kit

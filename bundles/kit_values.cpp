@@ -1,0 +1,307 @@
+// values.yaml: the Helm overrides that point every image of the lock at the
+// site registry, plus the driver/toolkit/MIG/sharing settings of the recipe.
+// The rules (which keys take digests, which take tags) are in
+// docs/install-kit.md; the chart facts behind them in gpu-operator-facts.md
+// §1.3, §1.4 and §3.
+
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "bundles/kit.hpp"
+#include "bundles/kit_detail.hpp"
+#include "common/strings.hpp"
+
+namespace gb::kit {
+
+using json = nlohmann::json;
+
+const std::vector<KeyException>& values_key_exceptions() {
+  static const std::vector<KeyException> all = {
+      {"operator.version",
+       "commented out in values.yaml; templates/_helpers.tpl reads .Values.operator.version | default .Chart.AppVersion, "
+       "and Chart.yaml at the git tags carries a placeholder appVersion"},
+      {"validator.version", "commented out in values.yaml; clusterpolicy.yaml reads .Values.validator.version | default .Chart.AppVersion"},
+      {"nodeStatusExporter.version",
+       "commented out in values.yaml; clusterpolicy.yaml reads .Values.nodeStatusExporter.version | default .Chart.AppVersion"},
+      {"node-feature-discovery.image.tag",
+       "commented out in the NFD subchart values before v0.19; its templates read .Values.image.tag | default .Chart.AppVersion"},
+      {"dcgm.imagePullSecrets", "absent from values.yaml, rendered by clusterpolicy.yaml when set"},
+      {"dcgmExporter.imagePullSecrets", "absent from values.yaml, rendered by clusterpolicy.yaml when set"},
+  };
+  return all;
+}
+
+namespace {
+
+constexpr const char* k_nfd = "node-feature-discovery";
+
+bool is_exception(std::string_view path) {
+  for (const auto& e : values_key_exceptions())
+    if (path == e.path) return true;
+  return false;
+}
+
+void collect_leaves(const YAML::Node& node, const std::string& prefix, std::vector<std::string>& out) {
+  if (node.IsMap()) {
+    for (const auto& kv : node) {
+      std::string key = kv.first.as<std::string>();
+      collect_leaves(kv.second, prefix.empty() ? key : prefix + "." + key, out);
+    }
+    if (node.size() == 0 && !prefix.empty()) out.push_back(prefix);
+    return;
+  }
+  if (!prefix.empty()) out.push_back(prefix);
+}
+
+// Walks a dotted path through a values tree; every step must be a map key.
+bool has_path(const YAML::Node& root, const std::vector<std::string>& parts, size_t from) {
+  YAML::Node cur;
+  cur.reset(root);  // rebinds the handle; const lookups below never insert
+  for (size_t i = from; i < parts.size(); ++i) {
+    const YAML::Node& view = cur;
+    if (!view.IsMap()) return false;
+    const YAML::Node next = view[parts[i]];
+    if (!next.IsDefined()) return false;
+    cur.reset(next);
+  }
+  return true;
+}
+
+// The tree of overrides, kept in a JSON object (sorted keys, typed leaves).
+class Overrides {
+public:
+  Overrides(const Chart& chart, std::vector<std::string>& problems) : m_chart(chart), m_problems(problems) {}
+
+  // Sets a key that must exist in the chart (or be a documented exception).
+  void set(const std::string& path, json value) {
+    if (!chart_has_key(m_chart, path) && !is_exception(path)) {
+      m_problems.push_back("values key " + path + " does not exist in chart " + chart_label());
+      return;
+    }
+    json* node = &m_root;
+    auto parts = split(path, '.');
+    for (size_t i = 0; i + 1 < parts.size(); ++i) node = &(*node)[parts[i]];
+    json& leaf = (*node)[parts.back()];
+    if (!leaf.is_null() && leaf != value) {
+      m_problems.push_back("values key " + path + " would be set to both " + leaf.dump() + " and " + value.dump());
+      return;
+    }
+    leaf = std::move(value);
+  }
+  // Sets a key only when this chart version has it.
+  bool set_if_present(const std::string& path, json value) {
+    if (!chart_has_key(m_chart, path) && !is_exception(path)) return false;
+    set(path, std::move(value));
+    return true;
+  }
+  bool has(const std::string& path) const {
+    const json* node = &m_root;
+    for (const auto& p : split(path, '.')) {
+      if (!node->is_object() || !node->contains(p)) return false;
+      node = &(*node)[p];
+    }
+    return true;
+  }
+  const json& root() const { return m_root; }
+  std::string chart_label() const {
+    return m_chart.name + " " + m_chart.version + (m_chart.path.empty() ? "" : " (" + m_chart.path.string() + ")");
+  }
+
+private:
+  const Chart& m_chart;
+  std::vector<std::string>& m_problems;
+  json m_root = json::object();
+};
+
+std::string parent_path(const std::string& repository) {
+  size_t slash = repository.rfind('/');
+  return slash == std::string::npos ? "" : repository.substr(0, slash);
+}
+
+std::string base_name(const std::string& repository) {
+  size_t slash = repository.rfind('/');
+  return slash == std::string::npos ? repository : repository.substr(slash + 1);
+}
+
+// Components whose tag the operator extends with -<osTag> unless it is a digest.
+bool takes_os_suffix(const std::string& component) {
+  return component == "gds" || component == "gdrcopy" || component == "vgpuManager";
+}
+
+// Images Helm renders as repository/image:version (no digest support).
+bool helm_rendered(const std::string& component) {
+  // driver.manager is also rendered into the operator Deployment's
+  // DRIVER_MANAGER_IMAGE env as repo/image:version.
+  return component == "operator" || component == "driver.manager";
+}
+
+void emit_node(YAML::Emitter& out, const json& j) {
+  if (j.is_object()) {
+    out << YAML::BeginMap;
+    for (const auto& [k, v] : j.items()) {
+      out << YAML::Key << k << YAML::Value;
+      emit_node(out, v);
+    }
+    out << YAML::EndMap;
+  } else if (j.is_array()) {
+    if (j.empty()) out << YAML::Flow;
+    out << YAML::BeginSeq;
+    for (const auto& v : j) emit_node(out, v);
+    out << YAML::EndSeq;
+  } else if (j.is_boolean()) {
+    out << j.get<bool>();
+  } else if (j.is_number_integer()) {
+    out << j.get<long long>();
+  } else if (j.is_string()) {
+    out << YAML::DoubleQuoted << j.get<std::string>();
+  } else {
+    out << YAML::Null;
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> leaf_paths(const YAML::Node& values) {
+  std::vector<std::string> out;
+  collect_leaves(values, "", out);
+  return out;
+}
+
+bool chart_has_key(const Chart& chart, std::string_view path) {
+  auto parts = split(path, '.');
+  if (parts.empty()) return false;
+  if (parts[0] == k_nfd) {
+    if (const Chart* sub = chart.subchart(k_nfd); sub && has_path(sub->values, parts, 1)) return true;
+  }
+  return has_path(chart.values, parts, 0);
+}
+
+std::vector<std::string> unknown_keys(const YAML::Node& values, const Chart& chart) {
+  std::vector<std::string> out;
+  for (const auto& p : leaf_paths(values))
+    if (!chart_has_key(chart, p) && !is_exception(p)) out.push_back(p);
+  return out;
+}
+
+Result<std::string> make_values_yaml(const Lock& lock, const Chart& chart, const KitOptions& options) {
+  auto placements = place_images(lock, options.registry, options.layout);
+  if (!placements) return placements.error();
+  auto recipe = kit_recipe(lock);
+  if (!recipe) return recipe.error();
+
+  std::vector<std::string> problems;
+  Overrides v(chart, problems);
+  const bool secret = !recipe->pull_secret.empty();
+
+  for (const auto& p : *placements) {
+    const std::string& tag = p.source.tag;
+    const std::string& digest = p.image->digest;
+    for (const auto& c : p.image->components) {
+      if (c == "extraImages") continue;  // mirrored for workloads (verify.sh); no values key
+      if (c == k_nfd) {
+        // The subchart's repository is the full image path; tag only.
+        v.set(std::string(k_nfd) + ".image.repository", p.destination.name());
+        if (tag.empty()) {
+          problems.push_back("image " + p.image->source + ": the NFD chart needs a tag, not only a digest");
+          continue;
+        }
+        v.set(std::string(k_nfd) + ".image.tag", tag);
+        if (secret) v.set(std::string(k_nfd) + ".imagePullSecrets", json::array({{{"name", recipe->pull_secret}}}));
+        continue;
+      }
+      if (!chart_has_key(chart, c + ".repository")) {
+        problems.push_back("lock component " + c + " (image " + p.image->source + ") has no " + c + ".repository in chart " +
+                           v.chart_label() + "; was the lock resolved against another chart?");
+        continue;
+      }
+      v.set(c + ".repository", p.destination.registry + (parent_path(p.destination.repository).empty() ? "" : "/") +
+                                   parent_path(p.destination.repository));
+      v.set(c + ".image", base_name(p.destination.repository));
+
+      std::string version;
+      if (c == "driver") {
+        // The operator composes the tag (<version>-<osTag>, precompiled
+        // <branch>-<kernel>-<osTag>); a digest is refused with precompiled.
+        version = lock.driver.use_precompiled ? lock.driver.branch : lock.driver.version;
+      } else if (helm_rendered(c)) {
+        version = tag;
+      } else if (!digest.empty()) {
+        version = digest;
+      } else if (takes_os_suffix(c) && !lock.os_tag.empty() && ends_with(tag, "-" + lock.os_tag)) {
+        version = tag.substr(0, tag.size() - lock.os_tag.size() - 1);
+      } else {
+        version = tag;
+      }
+      if (version.empty()) {
+        problems.push_back("image " + p.image->source + ": no tag or digest to put in " + c + ".version");
+        continue;
+      }
+      v.set(c + ".version", version);
+      if (secret) v.set_if_present(c + ".imagePullSecrets", json::array({recipe->pull_secret}));
+    }
+  }
+
+  // The Chart.yaml appVersion trap: the three images that default to it get
+  // the release explicitly when no image above set them.
+  for (const char* key : {"operator", "validator", "nodeStatusExporter"}) {
+    std::string path = std::string(key) + ".version";
+    if (!v.has(path) && !lock.operator_version.empty()) v.set(path, lock.operator_version);
+  }
+
+  // Driver.
+  const bool host_driver = lock.driver.mode == "host";
+  v.set("driver.enabled", !host_driver);
+  if (!host_driver) {
+    v.set("driver.usePrecompiled", lock.driver.use_precompiled);
+    if (!v.has("driver.version")) {
+      std::string version = lock.driver.use_precompiled ? lock.driver.branch : lock.driver.version;
+      if (!version.empty()) v.set("driver.version", version);
+    }
+    const std::string& kmt = lock.driver.kernel_module_type;
+    if (chart_has_key(chart, "driver.kernelModuleType")) {
+      if (!kmt.empty()) v.set("driver.kernelModuleType", kmt);
+    } else if (chart_has_key(chart, "driver.useOpenKernelModules")) {
+      // v24.x and older: a boolean; auto keeps the chart's default (false).
+      v.set("driver.useOpenKernelModules", kmt == "open");
+    }
+  }
+
+  v.set("toolkit.enabled", recipe->toolkit_mode != "host");
+  if (!recipe->mig_strategy.empty()) v.set("mig.strategy", recipe->mig_strategy);
+  if (recipe->time_slicing_replicas > 0) {
+    v.set("devicePlugin.config.name", k_time_slicing_configmap);
+    v.set("devicePlugin.config.default", k_time_slicing_key);
+  }
+
+  for (const auto& [key, comp] : recipe->components) {
+    std::string base = (key == k_nfd || key == "nfd") ? "nfd" : key;
+    if (comp.has_enabled) {
+      if (!chart_has_key(chart, base + ".enabled"))
+        problems.push_back("recipe component " + key + ": chart " + v.chart_label() + " has no " + base + ".enabled");
+      else if (!(base == "driver" || base == "toolkit"))  // set above from the driver/toolkit mode
+        v.set(base + ".enabled", comp.enabled);
+    }
+    if (comp.has_service_monitor) v.set(base + ".serviceMonitor.enabled", comp.service_monitor);
+  }
+
+  if (!problems.empty()) return input_error(join(problems, "\n"));
+
+  YAML::Emitter out;
+  emit_node(out, v.root());
+  std::string text = detail::yaml_header(lock, options,
+                                         "Helm values for chart " + lock.chart.name + " " + lock.chart.version +
+                                             ": every image from the site registry " + options.registry.str() + ".");
+  text += out.c_str();
+  text += "\n";
+
+  // Belt and braces: what was emitted parses and holds only known keys.
+  try {
+    auto unknown = unknown_keys(YAML::Load(text), chart);
+    if (!unknown.empty()) return op_error("values.yaml would carry keys chart " + v.chart_label() + " lacks: " + join(unknown, ", "));
+  } catch (const YAML::Exception& e) {
+    return op_error(std::string("values.yaml does not parse back: ") + e.what());
+  }
+  return text;
+}
+
+}  // namespace gb::kit

@@ -1,0 +1,322 @@
+// The install kit's naming rules and files: registry parsing, strip/keep host
+// layouts, collisions, every YAML file parses, runtime config, manifest,
+// determinism. Lock fixtures are built by hand so these run without shared/.
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
+
+#include "bundles/kit.hpp"
+#include "signing/digest.hpp"
+
+namespace fs = std::filesystem;
+using namespace gb;
+using nlohmann::json;
+
+namespace {
+
+// A tiny chart: just the values keys the fixture lock needs.
+Chart fixture_chart() {
+  Chart c;
+  c.name = "gpu-operator";
+  c.version = "v25.10.1";
+  c.values_text = R"(
+operator: {repository: nvcr.io/nvidia, image: gpu-operator, imagePullSecrets: []}
+validator: {repository: nvcr.io/nvidia, image: gpu-operator, imagePullSecrets: []}
+nodeStatusExporter: {enabled: false, repository: nvcr.io/nvidia, image: gpu-operator, imagePullSecrets: []}
+mig: {strategy: single}
+nfd: {enabled: true}
+driver:
+  enabled: true
+  kernelModuleType: auto
+  usePrecompiled: false
+  repository: nvcr.io/nvidia
+  image: driver
+  version: "580.105.08"
+  imagePullSecrets: []
+  manager: {repository: nvcr.io/nvidia/cloud-native, image: k8s-driver-manager, version: v0.9.1}
+toolkit: {enabled: true, repository: nvcr.io/nvidia/k8s, image: container-toolkit, version: v1.18.1, imagePullSecrets: []}
+devicePlugin:
+  enabled: true
+  repository: nvcr.io/nvidia
+  image: k8s-device-plugin
+  version: v0.18.1
+  imagePullSecrets: []
+  config: {create: false, name: "", default: "", data: {}}
+dcgmExporter: {enabled: true, repository: nvcr.io/nvidia/k8s, image: dcgm-exporter, version: x, serviceMonitor: {enabled: false}}
+node-feature-discovery: {enableNodeFeatureApi: true}
+)";
+  c.values = YAML::Load(c.values_text);
+  Chart nfd;
+  nfd.name = "node-feature-discovery";
+  nfd.values = YAML::Load("image: {repository: registry.k8s.io/nfd/node-feature-discovery, pullPolicy: IfNotPresent}\nimagePullSecrets: []\n");
+  c.subcharts.push_back(nfd);
+  return c;
+}
+
+LockImage image(std::vector<std::string> components, std::string source, bool digest = true) {
+  LockImage i;
+  i.components = std::move(components);
+  i.source = std::move(source);
+  i.platforms = {"linux/amd64"};
+  if (digest) i.digest = sha256_digest(i.source);
+  return i;
+}
+
+Lock fixture_lock() {
+  Lock l;
+  l.generator = "gpubundle test";
+  l.recipe_name = "site-a";
+  l.recipe_sha256 = std::string(64, 'a');
+  l.operator_version = "v25.10.1";
+  l.chart = {"gpu-operator", "v25.10.1", "main-latest", "https://helm.ngc.nvidia.com/nvidia", ""};
+  l.gpus = {"H100-SXM5-80GB"};
+  l.os = "ubuntu22.04";
+  l.os_tag = "ubuntu22.04";
+  l.platforms = {"linux/amd64"};
+  l.workloads = {"container"};
+  l.driver = {"conventional", "580.105.08", "580", "open", false};
+  l.recipe_spec = R"({"components":{"dcgmExporter":{"enabled":true,"serviceMonitor":true}},
+    "extraImages":["nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04"],
+    "mig":{"config":"all-1g.10gb","strategy":"mixed"},"pullSecret":"site-pull",
+    "sharing":{"timeSlicing":{"renameByDefault":true,"replicas":4}},"toolkit":{"mode":"container"}})";
+  l.images = {
+      image({"driver.manager"}, "nvcr.io/nvidia/cloud-native/k8s-driver-manager:v0.9.1"),
+      image({"extraImages"}, "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04"),
+      image({"driver"}, "nvcr.io/nvidia/driver:580.105.08-ubuntu22.04"),
+      image({"validator", "operator"}, "nvcr.io/nvidia/gpu-operator:v25.10.1"),
+      image({"devicePlugin"}, "nvcr.io/nvidia/k8s-device-plugin:v0.18.1"),
+      image({"toolkit"}, "nvcr.io/nvidia/k8s/container-toolkit:v1.18.1"),
+      image({"dcgmExporter"}, "nvcr.io/nvidia/k8s/dcgm-exporter:4.4.2-4.7.0-distroless"),
+      image({"node-feature-discovery"}, "registry.k8s.io/nfd/node-feature-discovery:v0.18.2"),
+  };
+  return l;
+}
+
+kit::KitOptions options(const std::string& registry = "registry.site:5000/gpu", kit::Layout layout = kit::Layout::StripHost) {
+  kit::KitOptions o;
+  o.registry = kit::SiteRegistry::parse(registry).value_or_throw();
+  o.layout = layout;
+  return o;
+}
+
+const std::string& file(const kit::Kit& k, const std::string& path) {
+  const kit::KitFile* f = k.find(path);
+  INFO(path);
+  REQUIRE(f != nullptr);
+  return f->content;
+}
+
+bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("site registry argument", "[kit][naming]") {
+  auto r = kit::SiteRegistry::parse("registry.site:5000/gpu").value();
+  CHECK(r.host == "registry.site:5000");
+  CHECK(r.prefix == "gpu");
+  CHECK_FALSE(r.plain_http);
+  CHECK(r.url() == "https://registry.site:5000");
+  auto h = kit::SiteRegistry::parse("http://127.0.0.1:5000/team/gpu/").value();
+  CHECK(h.plain_http);
+  CHECK(h.prefix == "team/gpu");
+  CHECK(h.str() == "127.0.0.1:5000/team/gpu");
+  CHECK(kit::SiteRegistry::parse("https://Reg.Site").value().host == "reg.site");
+  for (const char* bad : {"", "/gpu", "reg!/x", "reg.site/GPU", "reg.site/a//b", "reg.site:port"}) {
+    INFO(bad);
+    auto p = kit::SiteRegistry::parse(bad);
+    REQUIRE_FALSE(p.ok());
+    CHECK(p.error().kind == ErrorKind::Input);
+  }
+  CHECK(kit::parse_layout("keep-host").value() == kit::Layout::KeepHost);
+  CHECK_FALSE(kit::parse_layout("flat").ok());
+}
+
+TEST_CASE("destination naming: strip-host, keep-host, port colons", "[kit][naming]") {
+  auto src = Reference::parse("nvcr.io/nvidia/driver:580.105.08-ubuntu22.04").value();
+  auto site = kit::SiteRegistry::parse("registry.site:5000/gpu").value();
+  CHECK(kit::site_reference(src, site, kit::Layout::StripHost).str() == "registry.site:5000/gpu/nvidia/driver:580.105.08-ubuntu22.04");
+  CHECK(kit::site_reference(src, site, kit::Layout::KeepHost).str() == "registry.site:5000/gpu/nvcr.io/nvidia/driver:580.105.08-ubuntu22.04");
+  auto local = Reference::parse("localhost:5000/acme/driver:1").value();
+  CHECK(kit::site_reference(local, site, kit::Layout::KeepHost).str() == "registry.site:5000/gpu/localhost_5000/acme/driver:1");
+  auto bare = kit::SiteRegistry::parse("reg.site").value();
+  CHECK(kit::site_reference(src, bare, kit::Layout::StripHost).name() == "reg.site/nvidia/driver");
+}
+
+TEST_CASE("two sources landing on one name are an error naming both", "[kit][naming]") {
+  Lock l = fixture_lock();
+  l.images.push_back(image({"extraImages"}, "docker.io/nvidia/cuda:12.4.1-base-ubuntu22.04"));
+  auto strip = kit::place_images(l, options().registry, kit::Layout::StripHost);
+  REQUIRE_FALSE(strip.ok());
+  CHECK(contains(strip.error().message, "nvcr.io/nvidia/cuda"));
+  CHECK(contains(strip.error().message, "docker.io/nvidia/cuda"));
+  CHECK(contains(strip.error().message, "registry.site:5000/gpu/nvidia/cuda"));
+  CHECK_FALSE(kit::make_kit(l, fixture_chart(), options()).ok());
+  // keep-host separates them; two tags of one source are no collision.
+  auto keep = kit::place_images(l, options().registry, kit::Layout::KeepHost);
+  REQUIRE(keep.ok());
+  Lock tags = fixture_lock();
+  tags.images.push_back(image({"extraImages"}, "nvcr.io/nvidia/cuda:12.6.0-base-ubuntu22.04"));
+  CHECK(kit::place_images(tags, options().registry, kit::Layout::StripHost).ok());
+}
+
+TEST_CASE("the kit's files: YAML parses, scripts carry site values, runtime config maps every source host", "[kit][files]") {
+  Lock l = fixture_lock();
+  auto made = kit::make_kit(l, fixture_chart(), options());
+  INFO((made ? std::string() : made.error().message));
+  REQUIRE(made.ok());
+  const kit::Kit& k = *made;
+
+  std::vector<std::string> names;
+  for (const auto& f : k.files) names.push_back(f.path);
+  CHECK(names == std::vector<std::string>{"alerts.yaml", "containerd/certs.d/nvcr.io/hosts.toml",
+                                          "containerd/certs.d/registry.k8s.io/hosts.toml",
+                                          "containerd/certs.d/registry.site:5000/hosts.toml",
+                                          "crio/registries.conf.d/99-gpubundle.conf", "install.sh", "manifest.json", "mig.sh",
+                                          "time-slicing.yaml", "values.yaml", "verify.sh"});
+  for (const auto& f : k.files) {
+    if (f.path.size() > 5 && f.path.substr(f.path.size() - 5) == ".yaml") {
+      INFO(f.path);
+      CHECK_NOTHROW(YAML::Load(f.content));
+    }
+  }
+
+  // values.yaml on the fixture chart.
+  YAML::Node v = YAML::Load(file(k, "values.yaml"));
+  CHECK(v["driver"]["repository"].as<std::string>() == "registry.site:5000/gpu/nvidia");
+  CHECK(v["driver"]["version"].as<std::string>() == "580.105.08");
+  CHECK(v["operator"]["version"].as<std::string>() == "v25.10.1");
+  CHECK(v["validator"]["version"].as<std::string>() == sha256_digest("nvcr.io/nvidia/gpu-operator:v25.10.1"));
+  CHECK(v["node-feature-discovery"]["image"]["repository"].as<std::string>() == "registry.site:5000/gpu/nfd/node-feature-discovery");
+  CHECK(kit::unknown_keys(v, fixture_chart()).empty());
+
+  // time-slicing ConfigMap and the device-plugin config inside it.
+  YAML::Node ts = YAML::Load(file(k, "time-slicing.yaml"));
+  CHECK(ts["kind"].as<std::string>() == "ConfigMap");
+  CHECK(ts["metadata"]["name"].as<std::string>() == kit::k_time_slicing_configmap);
+  YAML::Node cfg = YAML::Load(ts["data"][kit::k_time_slicing_key].as<std::string>());
+  CHECK(cfg["version"].as<std::string>() == "v1");
+  CHECK(cfg["flags"]["migStrategy"].as<std::string>() == "mixed");
+  CHECK(cfg["sharing"]["timeSlicing"]["renameByDefault"].as<bool>());
+  CHECK(cfg["sharing"]["timeSlicing"]["resources"][0]["name"].as<std::string>() == "nvidia.com/gpu");
+  CHECK(cfg["sharing"]["timeSlicing"]["resources"][0]["replicas"].as<int>() == 4);
+
+  // alerts.
+  YAML::Node alerts = YAML::Load(file(k, "alerts.yaml"));
+  CHECK(alerts["kind"].as<std::string>() == "PrometheusRule");
+  auto rules = alerts["spec"]["groups"][0]["rules"];
+  REQUIRE(rules.size() == 4);
+  std::string exprs;
+  for (const auto& r : rules) exprs += r["expr"].as<std::string>() + "|" + (r["for"] ? r["for"].as<std::string>() : "") + "|" +
+                                       r["labels"]["severity"].as<std::string>() + "\n";
+  CHECK(contains(exprs, "DCGM_FI_DEV_XID_ERRORS != 0||critical"));
+  CHECK(contains(exprs, "DCGM_FI_DEV_GPU_TEMP > 85|5m|warning"));
+  CHECK(contains(exprs, "DCGM_FI_DEV_GPU_UTIL == 0|1h|info"));
+  CHECK(contains(exprs, "DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE) > 0.95"));
+
+  // containerd: override_path with a prefix; the site registry gets its own file.
+  const std::string& nvcr = file(k, "containerd/certs.d/nvcr.io/hosts.toml");
+  CHECK(contains(nvcr, "server = \"https://nvcr.io\""));
+  CHECK(contains(nvcr, "[host.\"https://registry.site:5000/v2/gpu\"]"));
+  CHECK(contains(nvcr, "capabilities = [\"pull\", \"resolve\"]"));
+  CHECK(contains(nvcr, "override_path = true"));
+  CHECK(contains(nvcr, "/etc/containerd/certs.d/registry.site:5000/ca.crt"));
+  CHECK(contains(file(k, "containerd/certs.d/registry.k8s.io/hosts.toml"), "server = \"https://registry.k8s.io\""));
+  // CRI-O.
+  const std::string& crio = file(k, "crio/registries.conf.d/99-gpubundle.conf");
+  CHECK(contains(crio, "[[registry]]\nprefix = \"nvcr.io\"\nlocation = \"nvcr.io\"\n\n[[registry.mirror]]\nlocation = \"registry.site:5000/gpu\"\ninsecure = false"));
+  CHECK(contains(crio, "prefix = \"registry.k8s.io\""));
+  CHECK(contains(crio, "/etc/containers/certs.d/registry.site:5000/ca.crt"));
+
+  // Scripts.
+  CHECK(contains(file(k, "install.sh"), "chart=\"${GPUBUNDLE_CHART:-$here/gpu-operator-v25.10.1.tgz}\""));
+  CHECK(contains(file(k, "install.sh"), "pull_secret='site-pull'"));
+  CHECK(contains(file(k, "mig.sh"), "config='all-1g.10gb'"));
+  CHECK(contains(file(k, "verify.sh"), "cuda_image='registry.site:5000/gpu/nvidia/cuda:12.4.1-base-ubuntu22.04'"));
+  CHECK(k.find("install.sh")->mode == 0755);
+
+  // manifest.json.
+  json m = json::parse(file(k, "manifest.json"));
+  CHECK(m["schemaVersion"] == 1);
+  CHECK(m["bundleId"] == "");
+  CHECK(m["chart"]["file"] == "gpu-operator-v25.10.1.tgz");
+  CHECK(m["driver"]["mode"] == "conventional");
+  CHECK(m["target"]["osTag"] == "ubuntu22.04");
+  CHECK(m["registry"]["layout"] == "strip-host");
+  REQUIRE(m["images"].size() == l.images.size());
+  for (size_t i = 0; i < l.images.size(); ++i) {
+    CHECK(m["images"][i]["source"] == l.images[i].source);
+    CHECK(m["images"][i]["digest"] == l.images[i].digest);
+    CHECK_FALSE(m["images"][i].contains("size"));
+  }
+  CHECK(m["images"][2]["destination"] == "registry.site:5000/gpu/nvidia/driver:580.105.08-ubuntu22.04");
+  CHECK(m["files"].size() == k.files.size());
+}
+
+TEST_CASE("keep-host, no prefix, plain HTTP, bundle id and sizes", "[kit][files]") {
+  Lock l = fixture_lock();
+  auto o = options("http://127.0.0.1:5000", kit::Layout::KeepHost);
+  o.bundle_id = "b-123";
+  o.image_sizes[l.images[0].source] = 4242;
+  auto k = kit::make_kit(l, fixture_chart(), o).value();
+  YAML::Node v = YAML::Load(file(k, "values.yaml"));
+  CHECK(v["driver"]["repository"].as<std::string>() == "127.0.0.1:5000/nvcr.io/nvidia");
+  CHECK(v["node-feature-discovery"]["image"]["repository"].as<std::string>() == "127.0.0.1:5000/registry.k8s.io/nfd/node-feature-discovery");
+  const std::string& nvcr = file(k, "containerd/certs.d/nvcr.io/hosts.toml");
+  CHECK(contains(nvcr, "[host.\"http://127.0.0.1:5000/v2/nvcr.io\"]"));
+  CHECK(contains(nvcr, "override_path = true"));
+  CHECK(contains(file(k, "crio/registries.conf.d/99-gpubundle.conf"), "location = \"127.0.0.1:5000/nvcr.io\"\ninsecure = true"));
+  json m = json::parse(file(k, "manifest.json"));
+  CHECK(m["bundleId"] == "b-123");
+  CHECK(m["images"][0]["size"] == 4242);
+  CHECK(m["registry"]["plainHttp"] == true);
+
+  // Strip-host without a prefix needs no path override.
+  auto flat = kit::make_kit(l, fixture_chart(), options("reg.site")).value();
+  CHECK_FALSE(contains(file(flat, "containerd/certs.d/nvcr.io/hosts.toml"), "override_path"));
+  CHECK(contains(file(flat, "containerd/certs.d/nvcr.io/hosts.toml"), "[host.\"https://reg.site\"]"));
+}
+
+TEST_CASE("optional files follow the recipe; output is deterministic", "[kit][files]") {
+  Lock l = fixture_lock();
+  l.recipe_spec = R"({"components":{},"mig":{"config":"","strategy":""},"sharing":{"timeSlicing":{"replicas":0}}})";
+  l.images.erase(l.images.begin() + 1);  // the CUDA image
+  auto k = kit::make_kit(l, fixture_chart(), options()).value();
+  CHECK(k.find("mig.sh") == nullptr);
+  CHECK(k.find("time-slicing.yaml") == nullptr);
+  YAML::Node v = YAML::Load(file(k, "values.yaml"));
+  CHECK_FALSE(v["devicePlugin"]["config"]);
+  CHECK_FALSE(v["mig"]);
+  CHECK_FALSE(v["toolkit"]["imagePullSecrets"]);
+  CHECK(contains(file(k, "verify.sh"), "cuda_image=''"));
+
+  auto a = kit::make_kit(fixture_lock(), fixture_chart(), options()).value();
+  auto b = kit::make_kit(fixture_lock(), fixture_chart(), options()).value();
+  REQUIRE(a.files.size() == b.files.size());
+  for (size_t i = 0; i < a.files.size(); ++i) {
+    CHECK(a.files[i].path == b.files[i].path);
+    CHECK(a.files[i].content == b.files[i].content);
+  }
+}
+
+TEST_CASE("write_kit writes every file with its mode", "[kit][files]") {
+  fs::path dir = fs::temp_directory_path() / ("gb-kit-test-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  auto k = kit::make_kit(fixture_lock(), fixture_chart(), options()).value();
+  REQUIRE(kit::write_kit(k, dir).ok());
+  for (const auto& f : k.files) {
+    INFO(f.path);
+    REQUIRE(fs::exists(dir / f.path));
+    std::ifstream in(dir / f.path, std::ios::binary);
+    std::string got((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK(got == f.content);
+  }
+  struct stat st {};
+  REQUIRE(::stat((dir / "install.sh").c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0755);
+  fs::remove_all(dir);
+}

@@ -1,0 +1,319 @@
+// values.yaml of the install kit: every key exists in the chart it targets
+// (checked against every shipped upstream chart, independently of the kit's
+// own check), and the digest/tag, pull-secret and driver rules hold.
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <yaml-cpp/yaml.h>
+
+#include "bundles/kit.hpp"
+#include "common/strings.hpp"
+#include "recipes/catalog.hpp"
+#include "recipes/resolver.hpp"
+#include "signing/digest.hpp"
+
+namespace fs = std::filesystem;
+using namespace gb;
+
+namespace {
+
+fs::path upstream() { return fs::path(GB_SHARED_DIR) / "upstream" / "gpu-operator"; }
+
+bool have_upstream() {
+  if (fs::is_directory(upstream())) return true;
+  WARN("skipped: " << upstream().string() << " is absent (shared upstream charts)");
+  SUCCEED();
+  return false;
+}
+
+std::vector<std::string> shipped_versions() {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(upstream()))
+    if (e.is_directory() && fs::exists(e.path() / "values.yaml")) out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+struct Case {
+  std::string version;
+  std::string mode = "conventional";  // conventional | precompiled | host
+  std::string toolkit = "container";
+  bool digests = true;
+  bool pull_secret = true;
+};
+
+std::string recipe_text(const Case& c) {
+  std::string driver = c.mode == "precompiled" ? "{mode: precompiled, branch: \"550\", kernelModuleType: open}"
+                                               : "{mode: " + c.mode + ", version: \"550.127.08\", kernelModuleType: open}";
+  std::string s = "apiVersion: gpubundle/v1\nkind: Recipe\nmetadata: {name: kit-test}\n";
+  s += "operator: {version: " + c.version + "}\n";
+  s += "target: {gpus: [H100-SXM5-80GB], os: ubuntu22.04, kernels: [5.15.0-126-generic], platforms: [linux/amd64]}\n";
+  s += "driver: " + driver + "\n";
+  s += "toolkit: {mode: " + c.toolkit + "}\n";
+  s += "components: {dcgmExporter: {enabled: true, serviceMonitor: true}, gds: {enabled: false}}\n";
+  s += "mig: {strategy: mixed, config: all-1g.10gb}\n";
+  s += "sharing: {timeSlicing: {replicas: 4}}\n";
+  s += "extraImages: [nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04]\n";
+  if (c.pull_secret) s += "pullSecret: site-pull\n";
+  return s;
+}
+
+struct Resolved {
+  Chart chart;
+  Lock lock;
+};
+
+Resolved resolve_case(const Case& c) {
+  Chart chart = load_chart(upstream() / c.version).value_or_throw();
+  Recipe recipe = parse_recipe(recipe_text(c), "kit-test.yaml").value_or_throw();
+  Lock lock = resolve(recipe, chart, Catalog::builtin()).value_or_throw();
+  if (c.digests)
+    for (auto& i : lock.images) i.digest = sha256_digest(i.source);  // fake but well-formed
+  return {std::move(chart), std::move(lock)};
+}
+
+kit::KitOptions site(const std::string& registry = "registry.site:5000/gpu") {
+  kit::KitOptions o;
+  o.registry = kit::SiteRegistry::parse(registry).value_or_throw();
+  return o;
+}
+
+// Independent of the kit's own lookup: walk the values files as plain YAML
+// (parsed once per chart folder).
+bool in_values_file(const fs::path& chart_dir, const std::string& path) {
+  static std::map<std::string, std::pair<YAML::Node, YAML::Node>> cache;
+  auto it = cache.find(chart_dir.string());
+  if (it == cache.end()) {
+    fs::path sub = chart_dir / "charts" / "node-feature-discovery" / "values.yaml";
+    it = cache.emplace(chart_dir.string(), std::make_pair(YAML::LoadFile((chart_dir / "values.yaml").string()),
+                                                          fs::exists(sub) ? YAML::LoadFile(sub.string()) : YAML::Node()))
+             .first;
+  }
+  auto parts = split(path, '.');
+  YAML::Node node;
+  node.reset(it->second.first);  // reset() rebinds; operator= would overwrite the cached tree
+  size_t from = 0;
+  if (parts[0] == "node-feature-discovery" && it->second.second) {
+    node.reset(it->second.second);
+    from = 1;
+  }
+  for (size_t i = from; i < parts.size(); ++i) {
+    const YAML::Node& view = node;
+    if (!view.IsMap() || !view[parts[i]]) return false;
+    node.reset(view[parts[i]]);
+  }
+  return true;
+}
+
+bool is_exception(const std::string& path) {
+  for (const auto& e : kit::values_key_exceptions())
+    if (path == e.path) return true;
+  return false;
+}
+
+YAML::Node values_of(const Resolved& r, const kit::KitOptions& o = site()) {
+  auto text = kit::make_values_yaml(r.lock, r.chart, o);
+  INFO((text ? std::string() : text.error().message));
+  REQUIRE(text.ok());
+  return YAML::Load(*text);
+}
+
+std::string str(const YAML::Node& n) { return n ? n.as<std::string>() : std::string("<absent>"); }
+
+}  // namespace
+
+TEST_CASE("every values key exists in every shipped chart version", "[kit][values]") {
+  if (!have_upstream()) return;
+  auto versions = shipped_versions();
+  REQUIRE(versions.size() >= 6);
+  std::set<std::string> exceptions_used;
+  for (const auto& v : versions) {
+    for (const std::string mode : {"conventional", "precompiled", "host"}) {
+      for (const std::string toolkit : {"container", "host"}) {
+        Case c{v, mode, toolkit};
+        auto r = resolve_case(c);
+        YAML::Node values = values_of(r);
+        auto leaves = kit::leaf_paths(values);
+        REQUIRE(leaves.size() > 20);
+        for (const auto& p : leaves) {
+          INFO(v << " " << mode << " toolkit " << toolkit << ": " << p);
+          bool ok = in_values_file(upstream() / v, p) || is_exception(p);
+          CHECK(ok);
+          if (!in_values_file(upstream() / v, p)) exceptions_used.insert(p);
+        }
+        CHECK(kit::unknown_keys(values, r.chart).empty());
+        CHECK(values["toolkit"]["enabled"].as<bool>() == (toolkit == "container"));
+      }
+    }
+  }
+  // Each documented exception is needed somewhere: a key that exists
+  // everywhere does not belong on the list.
+  for (const auto& e : kit::values_key_exceptions()) {
+    bool absent_somewhere = false;
+    for (const auto& v : versions) absent_somewhere = absent_somewhere || !in_values_file(upstream() / v, e.path);
+    INFO(e.path);
+    CHECK(absent_somewhere);
+    CHECK(std::string(e.reason).size() > 20);
+  }
+  CHECK(exceptions_used.count("operator.version"));
+  CHECK(exceptions_used.count("validator.version"));
+}
+
+TEST_CASE("digest pins for ClusterPolicy operands, tags for Helm-rendered images and the driver", "[kit][values]") {
+  if (!have_upstream()) return;
+  auto r = resolve_case({"v26.7.0"});
+  YAML::Node v = values_of(r);
+  auto digest_of = [&](const std::string& needle) {
+    for (const auto& i : r.lock.images)
+      if (i.source.find(needle) != std::string::npos) return i.digest;
+    FAIL("no image " << needle);
+    return std::string();
+  };
+  // Operator Deployment and NFD are rendered by Helm: tags only.
+  CHECK(str(v["operator"]["repository"]) == "registry.site:5000/gpu/nvidia");
+  CHECK(str(v["operator"]["image"]) == "gpu-operator");
+  CHECK(str(v["operator"]["version"]) == "v26.7.0");
+  CHECK(str(v["node-feature-discovery"]["image"]["repository"]) == "registry.site:5000/gpu/nfd/node-feature-discovery");
+  CHECK(str(v["node-feature-discovery"]["image"]["tag"]) == "v0.19.0");
+  // Driver: bare version, the operator appends -<osTag>.
+  CHECK(str(v["driver"]["repository"]) == "registry.site:5000/gpu/nvidia");
+  CHECK(str(v["driver"]["image"]) == "driver");
+  CHECK(str(v["driver"]["version"]) == "550.127.08");
+  CHECK(v["driver"]["enabled"].as<bool>());
+  CHECK_FALSE(v["driver"]["usePrecompiled"].as<bool>());
+  CHECK(str(v["driver"]["kernelModuleType"]) == "open");
+  CHECK_FALSE(v["driver"]["useOpenKernelModules"]);
+  // driver.manager is also rendered into the operator's DRIVER_MANAGER_IMAGE env: tag.
+  CHECK(str(v["driver"]["manager"]["version"]) == "v0.12.0");
+  CHECK(str(v["driver"]["manager"]["repository"]) == "registry.site:5000/gpu/nvidia/cloud-native");
+  // ClusterPolicy operands: digests.
+  CHECK(str(v["validator"]["version"]) == digest_of("gpu-operator:"));
+  CHECK(str(v["devicePlugin"]["version"]) == digest_of("k8s-device-plugin"));
+  CHECK(str(v["gfd"]["version"]) == digest_of("k8s-device-plugin"));
+  CHECK(str(v["toolkit"]["version"]) == digest_of("container-toolkit"));
+  CHECK(str(v["dcgmExporter"]["version"]) == digest_of("dcgm-exporter"));
+  CHECK(str(v["migManager"]["version"]) == digest_of("k8s-mig-manager"));
+  CHECK(starts_with(str(v["toolkit"]["version"]), "sha256:"));
+  // The appVersion trap: explicit release for the image not in the lock.
+  CHECK(str(v["nodeStatusExporter"]["version"]) == "v26.7.0");
+  // Recipe settings.
+  CHECK(str(v["mig"]["strategy"]) == "mixed");
+  CHECK(v["dcgmExporter"]["serviceMonitor"]["enabled"].as<bool>());
+  CHECK(v["dcgmExporter"]["enabled"].as<bool>());
+  CHECK_FALSE(v["gds"]["enabled"].as<bool>());
+  CHECK(str(v["devicePlugin"]["config"]["name"]) == kit::k_time_slicing_configmap);
+  CHECK(str(v["devicePlugin"]["config"]["default"]) == kit::k_time_slicing_key);
+  CHECK_FALSE(v["operator"]["initContainer"]);  // gone from v26.x
+}
+
+TEST_CASE("unmirrored locks pin tags; precompiled and host drivers", "[kit][values]") {
+  if (!have_upstream()) return;
+  SECTION("no digests yet: tags everywhere") {
+    auto r = resolve_case({"v26.7.0", "conventional", "container", false});
+    YAML::Node v = values_of(r);
+    CHECK(str(v["devicePlugin"]["version"]) == "v0.20.0");
+    CHECK(str(v["validator"]["version"]) == "v26.7.0");
+  }
+  SECTION("precompiled: branch, never a digest") {
+    auto r = resolve_case({"v26.7.0", "precompiled"});
+    YAML::Node v = values_of(r);
+    CHECK(str(v["driver"]["version"]) == "550");
+    CHECK(v["driver"]["usePrecompiled"].as<bool>());
+    CHECK(str(v["driver"]["repository"]) == "registry.site:5000/gpu/nvidia");
+  }
+  SECTION("host driver and host toolkit") {
+    auto r = resolve_case({"v26.7.0", "host", "host"});
+    YAML::Node v = values_of(r);
+    CHECK_FALSE(v["driver"]["enabled"].as<bool>());
+    CHECK_FALSE(v["driver"]["usePrecompiled"]);
+    CHECK_FALSE(v["driver"]["kernelModuleType"]);
+    CHECK_FALSE(v["toolkit"]["enabled"].as<bool>());
+  }
+}
+
+TEST_CASE("v24.x charts get useOpenKernelModules and operator.initContainer", "[kit][values]") {
+  if (!have_upstream()) return;
+  auto r = resolve_case({"v24.9.2"});
+  YAML::Node v = values_of(r);
+  CHECK(v["driver"]["useOpenKernelModules"].as<bool>());
+  CHECK_FALSE(v["driver"]["kernelModuleType"]);
+  CHECK(str(v["operator"]["initContainer"]["repository"]) == "registry.site:5000/gpu/nvidia");
+  CHECK(str(v["operator"]["initContainer"]["image"]) == "cuda");
+  CHECK(str(v["validator"]["repository"]) == "registry.site:5000/gpu/nvidia/cloud-native");
+  CHECK(str(v["node-feature-discovery"]["image"]["tag"]) == "v0.16.6");
+}
+
+TEST_CASE("pull secrets: strings for operator keys, {name:} objects for NFD, none on driver managers", "[kit][values]") {
+  if (!have_upstream()) return;
+  auto r = resolve_case({"v25.10.1"});
+  YAML::Node v = values_of(r);
+  for (const char* key : {"operator", "validator", "driver", "toolkit", "devicePlugin", "gfd", "migManager", "dcgmExporter"}) {
+    INFO(key);
+    REQUIRE(v[key]["imagePullSecrets"].IsSequence());
+    REQUIRE(v[key]["imagePullSecrets"].size() == 1);
+    CHECK(v[key]["imagePullSecrets"][0].IsScalar());
+    CHECK(str(v[key]["imagePullSecrets"][0]) == "site-pull");
+  }
+  auto nfd = v["node-feature-discovery"]["imagePullSecrets"];
+  REQUIRE(nfd.IsSequence());
+  REQUIRE(nfd[0].IsMap());
+  CHECK(str(nfd[0]["name"]) == "site-pull");
+  CHECK_FALSE(v["driver"]["manager"]["imagePullSecrets"]);
+
+  auto plain = resolve_case({"v25.10.1", "conventional", "container", true, false});
+  YAML::Node w = values_of(plain);
+  CHECK_FALSE(w["toolkit"]["imagePullSecrets"]);
+  CHECK_FALSE(w["node-feature-discovery"]["imagePullSecrets"]);
+}
+
+TEST_CASE("OS-suffixed operands drop the suffix from tags, keep digests", "[kit][values]") {
+  if (!have_upstream()) return;
+  auto r = resolve_case({"v25.10.1", "conventional", "container", false});
+  LockImage gds;
+  gds.components = {"gds"};
+  gds.source = "nvcr.io/nvidia/cloud-native/nvidia-fs:2.26.6-ubuntu22.04";
+  gds.platforms = {"linux/amd64"};
+  r.lock.images.push_back(gds);
+  r.lock.recipe_spec = R"({"components":{}})";
+  YAML::Node v = values_of(r);
+  CHECK(str(v["gds"]["version"]) == "2.26.6");
+  CHECK(str(v["gds"]["repository"]) == "registry.site:5000/gpu/nvidia/cloud-native");
+  r.lock.images.back().digest = sha256_digest("gds");
+  YAML::Node w = values_of(r);
+  CHECK(str(w["gds"]["version"]) == sha256_digest("gds"));
+}
+
+TEST_CASE("a lock naming a component the chart lacks is refused", "[kit][values]") {
+  if (!have_upstream()) return;
+  auto r = resolve_case({"v24.9.2"});
+  LockImage dra;
+  dra.components = {"draDriver"};
+  dra.source = "nvcr.io/nvidia/dra-driver-nvidia-gpu:v0.5.0";
+  r.lock.images.push_back(dra);
+  auto text = kit::make_values_yaml(r.lock, r.chart, site());
+  REQUIRE_FALSE(text.ok());
+  CHECK(text.error().message.find("draDriver.repository") != std::string::npos);
+}
+
+TEST_CASE("draDriver and the VM driver managers are rehomed on v26.7", "[kit][values]") {
+  if (!have_upstream()) return;
+  auto r = resolve_case({"v26.7.0"});
+  for (const auto& [comp, src] : std::vector<std::pair<std::string, std::string>>{
+           {"draDriver", "registry.k8s.io/dra-driver-nvidia/dra-driver-nvidia-gpu:v0.5.0"},
+           {"vgpuManager.driverManager", "nvcr.io/nvidia/cloud-native/k8s-driver-manager:v0.12.0"},
+           {"vfioManager.driverManager", "nvcr.io/nvidia/cloud-native/k8s-driver-manager:v0.12.0"}}) {
+    LockImage i;
+    i.components = {comp};
+    i.source = src;
+    i.digest = sha256_digest(src);
+    r.lock.images.push_back(i);
+  }
+  YAML::Node v = values_of(r);
+  CHECK(str(v["draDriver"]["repository"]) == "registry.site:5000/gpu/dra-driver-nvidia");
+  CHECK(str(v["draDriver"]["version"]) == sha256_digest("registry.k8s.io/dra-driver-nvidia/dra-driver-nvidia-gpu:v0.5.0"));
+  CHECK(str(v["vgpuManager"]["driverManager"]["repository"]) == "registry.site:5000/gpu/nvidia/cloud-native");
+  CHECK(str(v["vfioManager"]["driverManager"]["image"]) == "k8s-driver-manager");
+  CHECK(kit::unknown_keys(v, r.chart).empty());
+}
