@@ -181,6 +181,8 @@ StoredImage entry_to_image(const json& m) {
   if (m.contains("annotations") && m["annotations"].is_object()) {
     const auto& a = m["annotations"];
     s.ref = a.value(std::string(k_ref_name_annotation), "");
+    // The served media type, when index.json had to carry the OCI equivalent.
+    s.media_type = a.value(std::string(k_media_type_annotation), s.media_type);
     auto p = a.value(std::string(k_platforms_annotation), "");
     if (!p.empty()) s.platforms = split(p, ',');
   }
@@ -219,7 +221,11 @@ Result<void> Store::add_images(const std::vector<StoredImage>& add) {
     if (!has_blob(i.digest, i.size)) return op_error(i.ref + ": manifest " + i.digest + " is not in the store");
     json a = {{std::string(k_ref_name_annotation), i.ref}};
     if (!i.platforms.empty()) a[std::string(k_platforms_annotation)] = join_platforms(i.platforms);
-    by_ref[i.ref] = json{{"mediaType", i.media_type}, {"digest", i.digest}, {"size", i.size}, {"annotations", a}};
+    std::string layout_type = i.media_type;
+    if (i.media_type == oci::k_docker_list) layout_type = oci::k_oci_index;
+    if (i.media_type == oci::k_docker_manifest) layout_type = oci::k_oci_manifest;
+    if (layout_type != i.media_type) a[std::string(k_media_type_annotation)] = i.media_type;
+    by_ref[i.ref] = json{{"mediaType", layout_type}, {"digest", i.digest}, {"size", i.size}, {"annotations", a}};
   }
   json out = {{"schemaVersion", 2}, {"mediaType", std::string(oci::k_oci_index)}};
   json list = keep;

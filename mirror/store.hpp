@@ -7,10 +7,15 @@
 //                                 {mediaType, digest, size, annotations: {
 //                                   "org.opencontainers.image.ref.name": full source reference
 //                                       (nvcr.io/nvidia/driver:550.127.08-ubuntu22.04),
-//                                   "io.gpubundle.platforms": "linux/amd64,linux/arm64"}}
-//                               mediaType/digest are the upstream ones, never converted: a Docker
-//                               schema2 list stays a Docker list, so digests survive. Entries are
-//                               sorted by ref name; entries without a ref name are kept as found.
+//                                   "io.gpubundle.platforms": "linux/amd64,linux/arm64",
+//                                   "io.gpubundle.mediaType": served type, Docker images only}}
+//                               The blob bytes and digest are the upstream ones, never converted: a
+//                               Docker schema2 list stays a Docker list, so digests survive. Only the
+//                               index.json descriptor of a Docker list/manifest says OCI index/manifest
+//                               (with the served type in io.gpubundle.mediaType), because skopeo and
+//                               containers/image skip index.json entries of any other type when they
+//                               look a name up. Entries are sorted by ref name; entries without a ref
+//                               name are kept as found.
 //   STORE/blobs/sha256/<hex>    every manifest, index, config and layer, once (deduplicated
 //                               across images). Indexes are stored whole but sparse: only the
 //                               children for io.gpubundle.platforms (and their blobs) are present.
@@ -42,6 +47,7 @@ namespace gb {
 
 inline constexpr std::string_view k_ref_name_annotation = "org.opencontainers.image.ref.name";
 inline constexpr std::string_view k_platforms_annotation = "io.gpubundle.platforms";
+inline constexpr std::string_view k_media_type_annotation = "io.gpubundle.mediaType";
 
 // One index.json entry.
 struct StoredImage {

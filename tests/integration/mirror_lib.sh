@@ -1,0 +1,51 @@
+# Shared helpers for tests/integration/mirror*.sh (sourced).
+# Usage: source mirror_lib.sh; needs $GB (gpubundle binary).
+set -euo pipefail
+PY=/usr/bin/python3
+TOOLS=$(cd "$(dirname "${BASH_SOURCE[0]}")/../tools" && pwd)
+W=$(mktemp -d /tmp/gb-mirror-test.XXXXXX)
+export GPUBUNDLE_LOCK_WAIT_S=2
+cleanup() {
+  "$PY" "$TOOLS/faultproxy.py" stop --dir "$W/reg" >/dev/null 2>&1 || true
+  "$PY" "$TOOLS/registry.py" stop --dir "$W/reg" >/dev/null 2>&1 || true
+  rm -rf "$W"
+}
+trap cleanup EXIT
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+pass() { echo "ok: $*"; }
+jget() { "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2], {"d": d}))' "$@"; }
+
+for tool in docker-registry skopeo; do
+  command -v "$tool" >/dev/null || { echo "SKIP: $tool not installed"; exit 77; }
+done
+
+# start_registry NAME -> prints host:port
+start_registry() {
+  "$PY" "$TOOLS/registry.py" start --dir "$W/reg" --name "$1" > "$W/$1.json"
+  jget "$W/$1.json" 'd["host"]'
+}
+
+# registry_config FILE HOST URL: HOST reached at URL (plain http), no fallback.
+registry_config() {
+  printf 'hosts:\n  "%s":\n    mirrors: ["%s"]\n    fallback: false\n' "$2" "$3" > "$1"
+}
+
+# make_lock OUT SEED_JSON PLATFORMS [EXTRA_REF...]: a lock listing the seeded images.
+make_lock() {
+  "$PY" - "$@" <<'PYEOF'
+import json, sys
+out, seed, plats, extra = sys.argv[1], sys.argv[2], sys.argv[3].split(","), sys.argv[4:]
+refs = [i["ref"] for i in json.load(open(seed))["images"]] + extra
+lock = {"schemaVersion": 1, "generator": "test", "recipe": {"name": "t", "file": "t.yaml", "sha256": "", "spec": {}},
+        "operator": {"version": "v24.9.2"},
+        "chart": {"name": "gpu-operator", "version": "v24.9.2", "appVersion": "v24.9.2", "source": "", "sha256": ""},
+        "target": {"gpus": [], "os": "ubuntu22.04", "osTag": "ubuntu22.04", "kernels": [], "platforms": plats, "workloads": []},
+        "driver": {"mode": "conventional", "version": "", "branch": "", "kernelModuleType": "auto", "usePrecompiled": False},
+        "destination": None,
+        "images": [{"components": ["c%d" % n], "source": r, "platforms": plats, "destination": "", "digest": "", "origin": "upstream"}
+                   for n, r in enumerate(sorted(refs))],
+        "warnings": []}
+json.dump(lock, open(out, "w"), indent=2)
+PYEOF
+}
