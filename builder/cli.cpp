@@ -13,6 +13,8 @@ const std::vector<CommandSpec>& commands() {
   static const std::vector<CommandSpec> all = {
       resolve_command(),
       bundle_command(),
+      import_command(),
+      inventory_command(),
       mirror_command(),
       store_command(),
       keys_command(),

@@ -36,6 +36,8 @@ const std::vector<CommandSpec>& commands();
 // Defined in each cmd_*.cpp.
 CommandSpec resolve_command();
 CommandSpec bundle_command();
+CommandSpec import_command();
+CommandSpec inventory_command();
 CommandSpec mirror_command();
 CommandSpec store_command();
 CommandSpec keys_command();

@@ -151,6 +151,12 @@ public:
   virtual void abort() {}
 };
 
+// Where an entry's bytes are: a volume file and the offset of its data.
+struct EntryLocation {
+  std::filesystem::path volume;
+  std::uint64_t offset = 0;
+};
+
 struct VerifyReport {
   std::vector<std::string> problems;  // one line each; empty: all good
   std::string bundle_id;
@@ -159,6 +165,7 @@ struct VerifyReport {
   std::set<int> volumes_seen;
   std::uint64_t bytes = 0;
   std::size_t entries = 0;
+  std::map<std::string, EntryLocation> locations;  // path -> data, with VerifyOptions::locate
 };
 
 struct VerifyOptions {
@@ -166,6 +173,9 @@ struct VerifyOptions {
   EntryConsumer* consumer = nullptr;
   // Stop reading a volume at its first problem (import does; verify reports all).
   bool stop_at_first = false;
+  // Record each intact entry's data offset, so the caller can read it again
+  // at random (import pushes from the verified tar, never from a temp copy).
+  bool locate = false;
 };
 
 // Reads the signed manifest of one volume without checking its payload

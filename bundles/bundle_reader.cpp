@@ -1,4 +1,7 @@
 #include <algorithm>
+#include <fcntl.h>
+#include <optional>
+#include <unistd.h>
 #include <zstd.h>
 
 #include "bundles/archive_raii.hpp"
@@ -51,6 +54,33 @@ std::string unsafe_reason(archive_entry* e) {
 }
 
 std::string hex_of(const std::string& digest) { return digest.substr(digest.find(':') + 1); }
+
+std::uint64_t tar_number(const unsigned char* field, size_t len) {
+  if (field[0] & 0x80) {  // base-256, for sizes past 8 GiB
+    std::uint64_t v = field[0] & 0x7f;
+    for (size_t i = 1; i < len; ++i) v = (v << 8) | field[i];
+    return v;
+  }
+  std::uint64_t v = 0;
+  for (size_t i = 0; i < len && field[i] >= '0' && field[i] <= '7'; ++i) v = v * 8 + static_cast<std::uint64_t>(field[i] - '0');
+  return v;
+}
+
+// The data of the entry whose headers start at `pos` begins after its ustar
+// header, past any pax or GNU extension headers in front of it.
+std::optional<std::uint64_t> tar_data_offset(int fd, std::uint64_t pos) {
+  for (int i = 0; i < 4; ++i) {
+    unsigned char h[512];
+    if (::pread(fd, h, sizeof h, static_cast<off_t>(pos)) != static_cast<ssize_t>(sizeof h)) return std::nullopt;
+    char type = static_cast<char>(h[156]);
+    if (type == 'x' || type == 'g' || type == 'L' || type == 'K') {
+      pos += 512 + (tar_number(h + 124, 12) + 511) / 512 * 512;
+      continue;
+    }
+    return pos + 512;
+  }
+  return std::nullopt;
+}
 
 struct Seen {
   bool ok = false;
@@ -142,10 +172,12 @@ private:
       problem(label + ": volume " + std::to_string(m.volume) + " given twice");
       return;
     }
-    entries(a.get(), m, label);
+    int fd = m_o.locate ? ::open(path.c_str(), O_RDONLY | O_CLOEXEC) : -1;
+    entries(a.get(), m, label, path, fd);
+    if (fd >= 0) ::close(fd);
   }
 
-  void entries(archive* a, const VolumeManifest& m, const std::string& label) {
+  void entries(archive* a, const VolumeManifest& m, const std::string& label, const std::filesystem::path& volume, int fd) {
     std::map<std::string, const BundleFile*> expected;
     for (const auto& f : m.files)
       if (f.volume == m.volume) expected[f.path] = &f;
@@ -184,6 +216,11 @@ private:
         continue;
       }
       m_ok.insert(path);
+      if (fd >= 0) {
+        auto offset = tar_data_offset(fd, static_cast<std::uint64_t>(archive_read_header_position(a)));
+        if (!offset) problem(label + ": entry " + path + ": cannot locate its data");
+        else m_report.locations[path] = {volume, *offset};
+      }
     }
     if (rc != ARCHIVE_EOF) problem(label + ": truncated or damaged after " + std::to_string(names.size()) + " entries: " + archive_error_string(a));
     std::vector<std::string> missing;

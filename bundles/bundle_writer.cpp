@@ -241,7 +241,7 @@ private:
         std::uint64_t offset = 0;
         for (size_t i = 0; i < parts.size(); ++i) {
           Entry p = w;
-          char suffix[16];
+          char suffix[32];
           std::snprintf(suffix, sizeof suffix, ".part%04zu", i + 1);
           p.file.path += suffix;
           p.file.volume = parts[i].first;

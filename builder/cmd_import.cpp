@@ -1,0 +1,102 @@
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "builder/cli.hpp"
+#include "bundles/import.hpp"
+#include "common/log.hpp"
+#include "common/progress.hpp"
+#include "signing/keys.hpp"
+
+namespace gb::cli {
+
+namespace {
+
+// "site-a.bundle.002" -> "site-a-install-kit" beside it.
+std::filesystem::path default_kit_dir(const std::filesystem::path& bundle) {
+  std::string name = bundle.filename().string();
+  name = std::regex_replace(name, std::regex("\\.[0-9]{3}$"), "");
+  name = std::regex_replace(name, std::regex("\\.(bundle|tar)$"), "");
+  return bundle.parent_path() / (name + "-install-kit");
+}
+
+struct Args {
+  std::vector<std::string> bundles, pubkeys;
+  std::string registry, keyring, registry_config, layout = "strip-host", out;
+  int jobs = 8;
+  bool skip_signature = false;
+  bool no_kit = false;
+};
+
+int run_import(Globals& g, const Args& a) {
+  ImportOptions o;
+  o.site = kit::SiteRegistry::parse(a.registry).value_or_throw();
+  o.layout = kit::parse_layout(a.layout).value_or_throw();
+  o.jobs = std::max(1, a.jobs);
+  if (!a.registry_config.empty()) o.config = RegistryConfig::load(a.registry_config).value_or_throw();
+  Keyring keys;
+  if (a.skip_signature) {
+    log::warn("--insecure-skip-signature: importing a bundle whose signature is NOT checked; anyone could have written it");
+  } else {
+    if (a.pubkeys.empty() && a.keyring.empty())
+      throw Error(ErrorKind::Input, "import needs --pubkey or --keyring (the keys you trust), or --insecure-skip-signature");
+    if (!a.keyring.empty()) keys = Keyring::load_dir(a.keyring).value_or_throw();
+    for (const auto& p : a.pubkeys) keys.add(PublicKey::load(p).value_or_throw());
+    o.trusted = &keys;
+  }
+  std::vector<std::filesystem::path> volumes(a.bundles.begin(), a.bundles.end());
+  if (!a.no_kit) o.kit_dir = a.out.empty() ? default_kit_dir(volumes.front()) : std::filesystem::path(a.out);
+  auto progress = make_progress(g.json ? ProgressStyle::Json : g.quiet ? ProgressStyle::None : ProgressStyle::Auto);
+  ImportReport r = import_bundle(volumes, o, *progress).value_or_throw();
+  if (g.json) {
+    nlohmann::json j = {{"bundleId", r.bundle_id},           {"images", r.destinations},
+                        {"blobsPushed", r.blobs_pushed},     {"blobsMounted", r.blobs_mounted},
+                        {"blobsPresent", r.blobs_present},   {"manifestsPushed", r.manifests_pushed},
+                        {"manifestsPresent", r.manifests_present}, {"bytesPushed", r.bytes_pushed},
+                        {"kit", o.kit_dir.string()}};
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  log::info("imported bundle " + r.bundle_id + " into " + o.site.str() + ": " + std::to_string(r.images) + " images, " +
+            std::to_string(r.blobs_pushed) + " blobs pushed (" + human_bytes(r.bytes_pushed) + "), " +
+            std::to_string(r.blobs_mounted) + " mounted, " + std::to_string(r.blobs_present) + " already there, " +
+            std::to_string(r.manifests_pushed) + " manifests pushed");
+  if (!o.kit_dir.empty()) {
+    log::info("install kit: " + o.kit_dir.string());
+    log::info("next: review " + (o.kit_dir / "values.yaml").string() + ", copy the containerd or CRI-O mirror config to the nodes, then run " +
+              (o.kit_dir / "install.sh").string() + " --dry-run and " + (o.kit_dir / "install.sh").string());
+  }
+  return 0;
+}
+
+}  // namespace
+
+CommandSpec import_command() {
+  return {
+      "import",
+      "Verify a bundle and push it into the site registry, and write the install kit",
+      "Verifies the bundle offline against the keys you trust (nothing is pushed if any check fails), then pushes every "
+      "blob the registry lacks straight from the bundle file, mounts blobs across repositories, and pushes manifests with "
+      "their exact digests and tags. Images land at <registry>/<prefix>/<source path without its host> (--layout "
+      "keep-host keeps the host). Importing the same bundle again pushes nothing. Then writes the install kit for that "
+      "registry next to the bundle (or to -o DIR).",
+      "gpubundle import site-a.bundle --registry registry.site.internal:5000/gpu --pubkey release.pub",
+      [](CLI::App& app, Globals& g) -> std::function<int()> {
+        auto a = std::make_shared<Args>();
+        app.add_option("bundles", a->bundles, "Bundle file or all its volumes")->required();
+        app.add_option("--registry", a->registry, "Site registry HOST[:PORT][/PREFIX]; http://HOST... for plain HTTP")->required();
+        app.add_option("--pubkey", a->pubkeys, "Trusted public key (repeatable)");
+        app.add_option("--keyring", a->keyring, "Folder of trusted *.pub keys");
+        app.add_option("--registry-config", a->registry_config, "Per-host TLS and credentials (docs/registries.md)");
+        app.add_option("--layout", a->layout, "strip-host (default) or keep-host");
+        app.add_option("-j,--jobs", a->jobs, "Parallel blob uploads (default 8)");
+        app.add_option("-o,--output", a->out, "Install kit folder (default: beside the bundle)");
+        app.add_flag("--no-kit", a->no_kit, "Do not write the install kit");
+        app.add_flag("--insecure-skip-signature", a->skip_signature, "Import without checking the signature (loudly warned)");
+        return [&g, a] { return run_import(g, *a); };
+      },
+  };
+}
+
+}  // namespace gb::cli

@@ -1,0 +1,404 @@
+#include "bundles/import.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <fcntl.h>
+#include <mutex>
+#include <thread>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "bundles/bundle.hpp"
+#include "common/files.hpp"
+#include "common/log.hpp"
+#include "common/progress.hpp"
+#include "common/strings.hpp"
+#include "mirror/oci.hpp"
+#include "mirror/registry.hpp"
+#include "signing/digest.hpp"
+#include "signing/keys.hpp"
+
+namespace gb {
+
+namespace {
+
+// One piece of a blob's stored bytes inside a volume.
+struct Segment {
+  std::filesystem::path volume;
+  std::uint64_t offset = 0;
+  std::uint64_t size = 0;
+};
+
+struct StoredBlob {
+  std::string encoding;
+  std::vector<Segment> segments;  // in part order
+  std::uint64_t stored_size() const {
+    std::uint64_t n = 0;
+    for (const auto& s : segments) n += s.size;
+    return n;
+  }
+};
+
+class Fd {
+public:
+  explicit Fd(const std::filesystem::path& p) : m_fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC)) {}
+  ~Fd() {
+    if (m_fd >= 0) ::close(m_fd);
+  }
+  Fd(const Fd&) = delete;
+  int get() const { return m_fd; }
+
+private:
+  int m_fd;
+};
+
+Result<std::string> read_stored(const StoredBlob& b) {
+  std::string out;
+  out.resize(b.stored_size());
+  std::uint64_t at = 0;
+  for (const auto& s : b.segments) {
+    Fd fd(s.volume);
+    if (fd.get() < 0) return op_error(s.volume.string() + ": cannot open");
+    if (::pread(fd.get(), out.data() + at, s.size, static_cast<off_t>(s.offset)) != static_cast<ssize_t>(s.size))
+      return op_error(s.volume.string() + ": short read");
+    at += s.size;
+  }
+  return out;
+}
+
+// The blob's content: stored bytes, decoded when zstd.
+Result<std::string> read_content(const StoredBlob& b) {
+  auto stored = read_stored(b);
+  if (!stored || b.encoding.empty()) return stored;
+  unsigned long long n = ZSTD_getFrameContentSize(stored->data(), stored->size());
+  if (n == ZSTD_CONTENTSIZE_ERROR || n == ZSTD_CONTENTSIZE_UNKNOWN || n > (1ull << 31)) return op_error("zstd entry without a usable size");
+  std::string out(static_cast<size_t>(n), '\0');
+  size_t got = ZSTD_decompress(out.data(), out.size(), stored->data(), stored->size());
+  if (ZSTD_isError(got) || got != n) return op_error("zstd entry does not decode");
+  return out;
+}
+
+// Reads a plain blob straight from the verified volumes.
+class SegmentSource final : public BlobSource {
+public:
+  SegmentSource(const StoredBlob& b, std::function<void(std::uint64_t)> on_new_bytes)
+      : m_blob(b), m_on(std::move(on_new_bytes)) {}
+  std::uint64_t size() const override { return m_blob.stored_size(); }
+  Result<std::size_t> read(std::uint64_t offset, char* buf, std::size_t len) override {
+    std::uint64_t base = 0;
+    for (const auto& s : m_blob.segments) {
+      if (offset < base + s.size) {
+        std::uint64_t within = offset - base;
+        std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(len, s.size - within));
+        int fd = open_fd(s.volume);
+        if (fd < 0) return op_error(s.volume.string() + ": cannot open");
+        ssize_t got = ::pread(fd, buf, n, static_cast<off_t>(s.offset + within));
+        if (got <= 0) return op_error(s.volume.string() + ": short read");
+        if (offset + static_cast<std::uint64_t>(got) > m_high) {  // retries re-read; count new bytes once
+          m_on(offset + static_cast<std::uint64_t>(got) - std::max(offset, m_high));
+          m_high = offset + static_cast<std::uint64_t>(got);
+        }
+        return static_cast<std::size_t>(got);
+      }
+      base += s.size;
+    }
+    return std::size_t{0};
+  }
+  ~SegmentSource() override {
+    for (auto& [p, fd] : m_fds) ::close(fd);
+  }
+
+private:
+  int open_fd(const std::filesystem::path& p) {
+    auto it = m_fds.find(p.string());
+    if (it != m_fds.end()) return it->second;
+    int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) m_fds[p.string()] = fd;
+    return fd;
+  }
+  const StoredBlob& m_blob;
+  std::function<void(std::uint64_t)> m_on;
+  std::uint64_t m_high = 0;
+  std::map<std::string, int> m_fds;
+};
+
+class MemorySource final : public BlobSource {
+public:
+  explicit MemorySource(std::string data) : m_data(std::move(data)) {}
+  std::uint64_t size() const override { return m_data.size(); }
+  Result<std::size_t> read(std::uint64_t offset, char* buf, std::size_t len) override {
+    if (offset >= m_data.size()) return std::size_t{0};
+    std::size_t n = std::min<std::size_t>(len, m_data.size() - static_cast<std::size_t>(offset));
+    std::memcpy(buf, m_data.data() + offset, n);
+    return n;
+  }
+
+private:
+  std::string m_data;
+};
+
+// Runs tasks on `jobs` threads; returns every failure, one per line.
+Result<void> run_parallel(std::size_t count, int jobs, const std::function<Result<void>(std::size_t)>& task) {
+  std::atomic<std::size_t> next{0};
+  std::mutex mu;
+  std::vector<std::string> failures;
+  auto worker = [&] {
+    for (std::size_t i; (i = next++) < count;) {
+      auto r = task(i);
+      if (!r) {
+        std::lock_guard l(mu);
+        failures.push_back(r.error().message);
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < std::max(1, std::min<int>(jobs, static_cast<int>(count))); ++t) threads.emplace_back(worker);
+  for (auto& t : threads) t.join();
+  if (!failures.empty()) {
+    std::sort(failures.begin(), failures.end());
+    return op_error(join(failures, "\n"));
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& volumes, const ImportOptions& o, Progress& progress) {
+  // 1. Verify everything before the first byte leaves.
+  VerifyOptions vo;
+  vo.trusted = o.trusted;
+  vo.locate = true;
+  VerifyReport verified = verify_bundle(volumes, vo);
+  if (!verified.problems.empty())
+    return op_error(join(verified.problems, "\n") + "\nimport refused: nothing was pushed");
+  const VolumeManifest& m = verified.manifest;
+  Lock lock = parse_lock(m.lock_json, "bundle lock").value_or_throw();
+
+  std::map<std::string, StoredBlob> blobs;
+  for (const auto& f : m.files) {
+    if (f.blob.empty()) continue;
+    auto loc = verified.locations.find(f.path);
+    if (loc == verified.locations.end()) return op_error("bundle entry " + f.path + " was verified but not located");
+    auto& b = blobs[f.blob];
+    b.encoding = f.encoding;
+    if (f.parts && b.segments.size() < static_cast<size_t>(f.parts)) b.segments.resize(static_cast<size_t>(f.parts));
+    Segment seg{loc->second.volume, loc->second.offset, f.size};
+    if (f.parts) b.segments[static_cast<size_t>(f.part - 1)] = seg;
+    else b.segments = {seg};
+  }
+
+  auto placements = kit::place_images(lock, o.site, o.layout);
+  if (!placements) return placements.error();
+  std::map<std::string, Reference> dest_of;
+  for (const auto& p : placements.value()) dest_of[p.source.str()] = p.destination;
+
+  RegistryConfig config = o.config;
+  if (o.site.plain_http) {
+    config.hosts[o.site.host].plain_http = true;
+  }
+  ClientOptions co;
+  co.max_parallel = o.jobs;
+  RegistryClient client(config, co);
+
+  // 2. Per image: its repository, its manifests (to push last) and its other blobs.
+  struct Plan {
+    const BundleImage* image;
+    Reference repo;  // destination, no tag
+    Reference tagged;
+    std::vector<std::string> manifests;  // children first, top last
+    std::vector<std::string> others;
+  };
+  std::vector<Plan> plans;
+  std::map<std::string, std::string> manifest_media;  // digest -> media type
+  std::map<std::string, std::string> manifest_bytes;
+  for (const auto& img : m.images) {
+    auto d = dest_of.find(img.ref);
+    if (d == dest_of.end()) return op_error("bundle image " + img.ref + " is not in its lock");
+    Plan p{&img, d->second, d->second, {}, {}};
+    p.repo.tag.clear();
+    p.repo.digest.clear();
+    p.tagged.digest.clear();
+    std::function<Result<void>(const std::string&, const std::string&)> walk = [&](const std::string& digest,
+                                                                                   const std::string& media) -> Result<void> {
+      auto b = blobs.find(digest);
+      if (b == blobs.end()) return op_error("image " + img.ref + ": manifest " + digest + " is not in the bundle");
+      auto bytes = read_content(b->second);
+      if (!bytes) return bytes.error();
+      auto parsed = oci::parse_manifest(bytes.value(), media);
+      if (!parsed) return op_error("image " + img.ref + ": " + parsed.error().message);
+      if (parsed->index()) {
+        for (const auto& c : parsed->manifests)
+          if (std::find(img.blobs.begin(), img.blobs.end(), c.digest) != img.blobs.end())
+            if (auto r = walk(c.digest, c.media_type); !r) return r;
+      } else {
+        p.others.push_back(parsed->config.digest);
+        for (const auto& l : parsed->layers) p.others.push_back(l.digest);
+      }
+      p.manifests.push_back(digest);
+      manifest_media[digest] = parsed->media_type;
+      manifest_bytes[digest] = std::move(bytes.value());
+      return {};
+    };
+    if (auto r = walk(img.digest, img.media_type); !r) return r.error();
+    std::sort(p.others.begin(), p.others.end());
+    p.others.erase(std::unique(p.others.begin(), p.others.end()), p.others.end());
+    plans.push_back(std::move(p));
+  }
+
+  // 3. Blob jobs: the first repository needing a digest uploads it, the rest mount.
+  struct BlobJob {
+    Reference repo;
+    std::string digest;
+    std::optional<Reference> mount_from;
+  };
+  std::vector<BlobJob> uploads, mounts;
+  std::map<std::string, Reference> first_repo;
+  std::set<std::string> omitted(m.omitted.begin(), m.omitted.end());
+  for (const auto& p : plans)
+    for (const auto& d : p.others) {
+      auto [it, fresh] = first_repo.emplace(d, p.repo);
+      if (fresh) uploads.push_back({p.repo, d, std::nullopt});
+      else if (!(it->second == p.repo)) mounts.push_back({p.repo, d, it->second});
+    }
+
+  // A delta needs the site to have what it left out: check before pushing.
+  if (m.delta) {
+    std::vector<std::string> missing;
+    std::mutex mu;
+    std::vector<BlobJob> checks;
+    for (const auto& j : uploads)
+      if (omitted.count(j.digest)) checks.push_back(j);
+    auto r = run_parallel(checks.size(), o.jobs, [&](std::size_t i) -> Result<void> {
+      auto has = client.blob_exists(checks[i].repo, checks[i].digest);
+      if (!has) return has.error();
+      if (!has.value()) {
+        // It may sit in another repository of this bundle: mount it from there.
+        for (const auto& p : plans) {
+          if (p.repo == checks[i].repo) continue;
+          auto there = client.blob_exists(p.repo, checks[i].digest);
+          if (there && there.value()) {
+            MemorySource none("");
+            if (client.push_blob(checks[i].repo, checks[i].digest, none, p.repo)) return {};
+          }
+        }
+        std::lock_guard l(mu);
+        missing.push_back(checks[i].digest + " (for " + checks[i].repo.str() + ")");
+      }
+      return {};
+    });
+    if (!r) return r.error();
+    if (!missing.empty()) {
+      std::sort(missing.begin(), missing.end());
+      return op_error("this delta bundle leaves out " + std::to_string(missing.size()) +
+                      " blob(s) the site registry does not have: " + join(missing, ", ") +
+                      "; import the bundle it was made against first, or make a full bundle");
+    }
+  }
+
+  ImportReport report;
+  report.bundle_id = m.bundle_id;
+  report.images = plans.size();
+  std::uint64_t total = 0;
+  for (const auto& j : uploads)
+    if (!omitted.count(j.digest)) total += blobs.at(j.digest).stored_size();
+  progress.begin("import", total);
+  std::mutex report_mu;
+  auto push = [&](const BlobJob& j) -> Result<void> {
+    if (omitted.count(j.digest) && !j.mount_from) return {};
+    auto has = client.blob_exists(j.repo, j.digest);
+    if (!has) return has.error();
+    if (has.value()) {
+      std::lock_guard l(report_mu);
+      ++report.blobs_present;
+      return {};
+    }
+    const StoredBlob* b = blobs.count(j.digest) ? &blobs.at(j.digest) : nullptr;
+    Result<void> r;
+    if (j.mount_from || !b) {
+      MemorySource none("");
+      r = client.push_blob(j.repo, j.digest, none, j.mount_from);
+      if (!r && b) {  // mount refused and no upload fallback with an empty source: upload for real
+        SegmentSource src(*b, [&](std::uint64_t n) { progress.advance(n); });
+        r = client.push_blob(j.repo, j.digest, src);
+      }
+    } else if (!b->encoding.empty()) {
+      auto content = read_content(*b);
+      if (!content) return content.error();
+      MemorySource src(std::move(content.value()));
+      r = client.push_blob(j.repo, j.digest, src);
+      progress.advance(b->stored_size());
+    } else {
+      SegmentSource src(*b, [&](std::uint64_t n) { progress.advance(n); });
+      r = client.push_blob(j.repo, j.digest, src);
+    }
+    if (!r) return op_error(j.repo.str() + "@" + j.digest + ": " + r.error().message);
+    std::lock_guard l(report_mu);
+    if (j.mount_from) ++report.blobs_mounted;
+    else {
+      ++report.blobs_pushed;
+      report.bytes_pushed += b ? b->stored_size() : 0;
+    }
+    return {};
+  };
+  if (auto r = run_parallel(uploads.size(), o.jobs, [&](std::size_t i) { return push(uploads[i]); }); !r) return r.error();
+  if (auto r = run_parallel(mounts.size(), o.jobs, [&](std::size_t i) { return push(mounts[i]); }); !r) return r.error();
+
+  // 4. Manifests: children by digest, then the top one by tag (or digest).
+  auto r = run_parallel(plans.size(), o.jobs, [&](std::size_t i) -> Result<void> {
+    const Plan& p = plans[i];
+    for (const auto& d : p.manifests) {
+      bool top = d == p.manifests.back();
+      Reference ref = top && !p.tagged.tag.empty() ? p.tagged : p.repo;
+      if (!top || p.tagged.tag.empty()) ref.digest = d;
+      auto current = client.head_manifest(ref);
+      if (!current) return op_error(ref.str() + ": " + current.error().message);
+      if (current.value() && *current.value() == d) {
+        std::lock_guard l(report_mu);
+        ++report.manifests_present;
+        continue;
+      }
+      if (auto put = client.put_manifest(ref, manifest_media.at(d), manifest_bytes.at(d)); !put)
+        return op_error(ref.str() + ": " + put.error().message);
+      std::lock_guard l(report_mu);
+      ++report.manifests_pushed;
+    }
+    std::lock_guard l(report_mu);
+    report.destinations.push_back(p.tagged.str());
+    return {};
+  });
+  if (!r) return r.error();
+  std::sort(report.destinations.begin(), report.destinations.end());
+  progress.end(std::to_string(report.blobs_pushed) + " blobs pushed (" + human_bytes(report.bytes_pushed) + "), " +
+               std::to_string(report.blobs_mounted) + " mounted, " + std::to_string(report.blobs_present) + " already there");
+
+  // 5. The install kit for this registry, with the chart from the bundle.
+  if (!o.kit_dir.empty()) {
+    const BundleFile* chart_file = nullptr;
+    for (const auto& f : m.files)
+      if (starts_with(f.path, "charts/") && f.parts == 0) chart_file = &f;
+    if (!chart_file) return op_error("bundle " + m.bundle_id + " carries no chart: cannot write the install kit");
+    const auto& loc = verified.locations.at(chart_file->path);
+    auto chart_bytes = read_stored(StoredBlob{"", {{loc.volume, loc.offset, chart_file->size}}});
+    if (!chart_bytes) return chart_bytes.error();
+    auto chart = load_chart_archive(chart_bytes.value(), chart_file->path);
+    if (!chart) return chart.error();
+    kit::KitOptions ko;
+    ko.registry = o.site;
+    ko.layout = o.layout;
+    ko.bundle_id = m.bundle_id;
+    for (const auto& img : m.images) {
+      std::uint64_t size = 0;
+      for (const auto& d : img.blobs)
+        if (blobs.count(d)) size += blobs.at(d).stored_size();
+      ko.image_sizes[img.ref] = size;
+    }
+    auto kit = kit::make_kit(lock, chart.value(), ko);
+    if (!kit) return kit.error();
+    if (auto w = kit::write_kit(kit.value(), o.kit_dir); !w) return w.error();
+    if (auto w = write_atomic(o.kit_dir / kit::kit_chart_file(lock), chart_bytes.value()); !w) return w.error();
+  }
+  return report;
+}
+
+}  // namespace gb

@@ -1,0 +1,48 @@
+#pragma once
+// Import: a verified bundle into the site registry. Two passes over local
+// disk and none over the network twice: the bundle is verified whole first
+// (signature, every entry, closure) so that a tampered bundle pushes nothing;
+// then each blob the registry lacks is pushed straight from its place in the
+// tar (no unpacked copy), mounted across repositories where it already is,
+// and the manifests follow, children before their index, bytes verbatim so
+// digests stay exact.
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "bundles/kit.hpp"
+#include "common/error.hpp"
+#include "mirror/registry_config.hpp"
+
+namespace gb {
+
+class Keyring;
+class Progress;
+
+struct ImportOptions {
+  kit::SiteRegistry site;
+  kit::Layout layout = kit::Layout::StripHost;
+  const Keyring* trusted = nullptr;  // nullptr: --insecure-skip-signature
+  RegistryConfig config;             // TLS and credentials; the site host is added when plain HTTP
+  int jobs = 8;
+  std::filesystem::path kit_dir;     // "" writes no kit
+};
+
+struct ImportReport {
+  std::string bundle_id;
+  std::size_t images = 0;
+  std::size_t blobs_pushed = 0;
+  std::size_t blobs_mounted = 0;
+  std::size_t blobs_present = 0;
+  std::size_t manifests_pushed = 0;
+  std::size_t manifests_present = 0;
+  std::uint64_t bytes_pushed = 0;
+  std::vector<std::string> destinations;  // image references now at the site
+};
+
+Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& volumes, const ImportOptions& options,
+                                   Progress& progress);
+
+}  // namespace gb
