@@ -17,6 +17,7 @@ const std::vector<CommandSpec>& commands() {
       inventory_command(),
       mirror_command(),
       store_command(),
+      overrides_command(),
       keys_command(),
   };
   return all;

@@ -40,6 +40,7 @@ CommandSpec import_command();
 CommandSpec inventory_command();
 CommandSpec mirror_command();
 CommandSpec store_command();
+CommandSpec overrides_command();
 CommandSpec keys_command();
 
 int run(int argc, char** argv);

@@ -213,6 +213,7 @@ else
 fi
 
 # 2. GPU resources allocatable on every GPU node.
+# shellcheck disable=SC2016 # a kubectl go-template, not shell expansion
 resource_template='{{range .items}}{{.metadata.name}}{{range $k, $v := .status.allocatable}} {{$k}}={{$v}}{{end}}{{"\n"}}{{end}}'
 gpu_nodes="$(kubectl get nodes -l nvidia.com/gpu.present=true -o go-template="$resource_template")"
 smoke_resource=""

@@ -1,0 +1,206 @@
+#!/usr/bin/env bash
+# Install kit end to end, no cluster: resolve a recipe against a shipped chart,
+# fill fake digests, run `gpubundle overrides`, then
+#   - shellcheck install.sh, mig.sh, verify.sh;
+#   - manifest.json matches the lock (YAML parsing is covered by the unit
+#     tests with yaml-cpp);
+#   - install.sh --dry-run with stub helm and kubectl on PATH that record their
+#     arguments, and assert on those arguments;
+#   - install.sh names a missing prerequisite;
+#   - mig.sh labels nodes through the stub kubectl;
+#   - the same lock gives the same bytes.
+# Usage: kit.sh GPUBUNDLE SOURCE_DIR SHARED_DIR
+set -euo pipefail
+
+gpubundle="$1"
+src="$2"
+shared="$3"
+chart_dir="$shared/upstream/gpu-operator/v26.7.0"
+if [ ! -d "$chart_dir" ]; then
+  echo "SKIP: $chart_dir is absent (shared upstream charts)"
+  exit 77
+fi
+command -v shellcheck >/dev/null || { echo "SKIP: shellcheck is not installed"; exit 77; }
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# A chart archive shaped like the NGC one (gpu-operator/ at the top).
+mkdir -p "$work/pack/gpu-operator"
+cp -r "$chart_dir"/. "$work/pack/gpu-operator/"
+tar -C "$work/pack" -czf "$work/gpu-operator-v26.7.0.tgz" gpu-operator
+
+"$gpubundle" -q resolve "$src/examples/conventional.yaml" --chart "$work/gpu-operator-v26.7.0.tgz" -o "$work/lock.json"
+python3 - "$work/lock.json" <<'EOF'
+import hashlib, json, sys
+path = sys.argv[1]
+lock = json.load(open(path))
+for image in lock["images"]:
+    image["digest"] = "sha256:" + hashlib.sha256(image["source"].encode()).hexdigest()
+json.dump(lock, open(path, "w"), indent=2, sort_keys=True)
+EOF
+
+kit="$work/kit"
+"$gpubundle" -q overrides "$work/lock.json" --registry registry.site:5000/gpu --chart "$work/gpu-operator-v26.7.0.tgz" -o "$kit"
+for f in values.yaml install.sh verify.sh mig.sh alerts.yaml manifest.json gpu-operator-v26.7.0.tgz \
+         containerd/certs.d/nvcr.io/hosts.toml containerd/certs.d/registry.k8s.io/hosts.toml \
+         crio/registries.conf.d/99-gpubundle.conf; do
+  [ -f "$kit/$f" ] || fail "kit lacks $f"
+done
+[ -x "$kit/install.sh" ] || fail "install.sh is not executable"
+[ ! -e "$kit/time-slicing.yaml" ] || fail "time-slicing.yaml written although the recipe sets no sharing"
+cmp -s "$kit/gpu-operator-v26.7.0.tgz" "$work/gpu-operator-v26.7.0.tgz" || fail "chart copy differs"
+
+shellcheck -s bash "$kit/install.sh" "$kit/mig.sh" "$kit/verify.sh" || fail "shellcheck"
+
+# manifest.json: one entry per lock image, same digests.
+python3 - "$work/lock.json" "$kit/manifest.json" <<'EOF' || fail "manifest.json"
+import json, sys
+lock = json.load(open(sys.argv[1])); man = json.load(open(sys.argv[2]))
+assert [i["source"] for i in man["images"]] == [i["source"] for i in lock["images"]]
+assert [i["digest"] for i in man["images"]] == [i["digest"] for i in lock["images"]]
+assert all(i["destination"].startswith("registry.site:5000/gpu/") for i in man["images"])
+assert man["chart"]["file"] == "gpu-operator-v26.7.0.tgz" and man["bundleId"] == ""
+EOF
+
+# Stub helm and kubectl: record arguments, answer the queries install.sh makes.
+stubs="$work/stubs"
+mkdir -p "$stubs"
+cat >"$stubs/helm" <<'EOF'
+#!/usr/bin/env bash
+printf '%s\n' "$*" >>"$STUB_LOG/helm.args"
+EOF
+cat >"$stubs/kubectl" <<'EOF'
+#!/usr/bin/env bash
+printf '%s\n' "$*" >>"$STUB_LOG/kubectl.args"
+case "$*" in
+  "config current-context") [ -n "${STUB_NO_CONTEXT:-}" ] && exit 1; echo stub-context ;;
+  "get namespace gpu-operator") exit 1 ;;            # not there yet
+  "-n gpu-operator get secret site-registry") exit 1 ;;
+  "get crd prometheusrules.monitoring.coreos.com") exit 0 ;;
+esac
+exit 0
+EOF
+chmod +x "$stubs/helm" "$stubs/kubectl"
+export STUB_LOG="$work/log"
+mkdir -p "$STUB_LOG"
+
+out="$(PATH="$stubs:$PATH" "$kit/install.sh" --dry-run)" || fail "install.sh --dry-run failed: $out"
+echo "$out"
+expected_helm="upgrade --install gpu-operator $kit/gpu-operator-v26.7.0.tgz -f $kit/values.yaml --namespace gpu-operator --create-namespace --wait --timeout 15m --dry-run"
+[ "$(cat "$STUB_LOG/helm.args")" = "$expected_helm" ] || fail "helm got: $(cat "$STUB_LOG/helm.args")"$'\n'"expected: $expected_helm"
+grep -qx "create namespace gpu-operator --dry-run=client" "$STUB_LOG/kubectl.args" || fail "no dry-run namespace create"
+grep -qx "apply -n gpu-operator -f $kit/alerts.yaml --dry-run=client" "$STUB_LOG/kubectl.args" || fail "alerts not applied in dry-run mode"
+if grep -v -e '--dry-run=client' "$STUB_LOG/kubectl.args" | grep -qE '^(apply|create|label|delete)'; then
+  fail "dry run changed something: $(cat "$STUB_LOG/kubectl.args")"
+fi
+grep -q "pull secret site-registry is missing" <<<"$out" || fail "no warning about the missing pull secret"
+
+# Without --dry-run the missing pull secret stops the install before helm runs.
+rm -f "$STUB_LOG"/*.args
+if PATH="$stubs:$PATH" "$kit/install.sh" >"$work/real.out" 2>&1; then fail "install.sh ran without its pull secret"; fi
+grep -q "kubectl -n gpu-operator create secret docker-registry site-registry --docker-server=registry.site:5000" "$work/real.out" ||
+  fail "no hint how to create the secret: $(cat "$work/real.out")"
+[ ! -e "$STUB_LOG/helm.args" ] || fail "helm ran although the pull secret is missing"
+
+# Missing prerequisites are named.
+mkdir -p "$work/nohelm"
+ln -s "$stubs/kubectl" "$work/nohelm/kubectl"
+if PATH="$work/nohelm:/usr/bin:/bin" bash "$kit/install.sh" --dry-run >"$work/nohelm.out" 2>&1; then fail "install.sh ran without helm"; fi
+grep -q "missing prerequisite: helm" "$work/nohelm.out" || fail "helm not named as missing: $(cat "$work/nohelm.out")"
+if STUB_NO_CONTEXT=1 PATH="$stubs:$PATH" "$kit/install.sh" --dry-run >"$work/noctx.out" 2>&1; then fail "install.sh ran without a context"; fi
+grep -q "missing prerequisite: kubectl context" "$work/noctx.out" || fail "context not named: $(cat "$work/noctx.out")"
+
+# mig.sh.
+rm -f "$STUB_LOG"/*.args
+PATH="$stubs:$PATH" "$kit/mig.sh" node-a node-b >/dev/null
+[ "$(cat "$STUB_LOG/kubectl.args")" = "label node node-a --overwrite nvidia.com/mig.config=all-balanced
+label node node-b --overwrite nvidia.com/mig.config=all-balanced" ] || fail "mig.sh: $(cat "$STUB_LOG/kubectl.args")"
+rm -f "$STUB_LOG"/*.args
+PATH="$stubs:$PATH" "$kit/mig.sh" --all-gpu-nodes >/dev/null
+[ "$(cat "$STUB_LOG/kubectl.args")" = "label nodes -l nvidia.com/gpu.present=true --overwrite nvidia.com/mig.config=all-balanced" ] ||
+  fail "mig.sh --all-gpu-nodes: $(cat "$STUB_LOG/kubectl.args")"
+if PATH="$stubs:$PATH" "$kit/mig.sh" >/dev/null 2>&1; then fail "mig.sh without nodes succeeded"; fi
+
+# verify.sh against a stub cluster: one GPU node, MIG applied, smoke pod succeeds.
+vstubs="$work/vstubs"
+mkdir -p "$vstubs"
+cat >"$vstubs/kubectl" <<'EOF'
+#!/usr/bin/env bash
+printf '%s\n' "$*" >>"$STUB_LOG/verify.args"
+case "$*" in
+  "config current-context") echo stub-context ;;
+  "-n gpu-operator get pods -o jsonpath="*) printf 'gpu-operator-1 Running True\nnvidia-cuda-validator-x Succeeded False\n' ;;
+  "get nodes -l nvidia.com/gpu.present=true -o go-template="*) printf 'node-a cpu=64 nvidia.com/gpu=8 pods=110\n' ;;
+  "get nodes -l nvidia.com/gpu.present=true -o jsonpath="*) printf 'node-a all-balanced %s\n' "${STUB_MIG_STATE:-success}" ;;
+  "-n gpu-operator apply -f -") cat >"$STUB_LOG/smoke-pod.yaml" ;;
+  "-n gpu-operator get pod gpubundle-cuda-smoke -o jsonpath={.status.phase}") echo Succeeded ;;
+esac
+exit 0
+EOF
+chmod +x "$vstubs/kubectl"
+vout="$(PATH="$vstubs:$PATH" "$kit/verify.sh")" || fail "verify.sh failed on a healthy stub cluster: $vout"
+[ "$(grep -c '^PASS:' <<<"$vout")" -eq 4 ] || fail "verify.sh: expected 4 PASS lines: $vout"
+grep -q 'image: "registry.site:5000/gpu/nvidia/cuda:12.4.1-base-ubuntu22.04"' "$STUB_LOG/smoke-pod.yaml" ||
+  fail "smoke pod image: $(cat "$STUB_LOG/smoke-pod.yaml")"
+grep -q '"nvidia.com/gpu": 1' "$STUB_LOG/smoke-pod.yaml" || fail "smoke pod resource"
+grep -q 'imagePullSecrets: \[{name: "site-registry"}\]' "$STUB_LOG/smoke-pod.yaml" || fail "smoke pod pull secret"
+if vout="$(STUB_MIG_STATE=failed PATH="$vstubs:$PATH" "$kit/verify.sh")"; then fail "verify.sh passed with a failed MIG state"; fi
+grep -q "^FAIL: node node-a: nvidia.com/mig.config.state is 'failed'" <<<"$vout" || fail "verify.sh MIG failure line: $vout"
+
+# Precompiled recipe with time-slicing, plain HTTP, keep-host: the ConfigMap
+# goes in before the chart.
+"$gpubundle" -q resolve "$src/examples/precompiled.yaml" --chart "$work/gpu-operator-v26.7.0.tgz" -o "$work/pre.lock.json"
+"$gpubundle" -q overrides "$work/pre.lock.json" --registry http://127.0.0.1:5000 --layout keep-host \
+  --chart "$work/gpu-operator-v26.7.0.tgz" -o "$work/prekit"
+[ -f "$work/prekit/time-slicing.yaml" ] || fail "precompiled kit lacks time-slicing.yaml"
+grep -q 'usePrecompiled: true' "$work/prekit/values.yaml" || fail "usePrecompiled not set"
+grep -q 'version: "580"' "$work/prekit/values.yaml" || fail "driver branch is not the driver version"
+grep -q 'repository: "127.0.0.1:5000/nvcr.io/nvidia"' "$work/prekit/values.yaml" || fail "keep-host repository"
+grep -q '\[host."http://127.0.0.1:5000/v2/nvcr.io"\]' "$work/prekit/containerd/certs.d/nvcr.io/hosts.toml" || fail "keep-host hosts.toml"
+ostubs="$work/ostubs"
+mkdir -p "$ostubs"
+cat >"$ostubs/helm" <<'EOF'
+#!/usr/bin/env bash
+printf 'helm %s\n' "$*" >>"$STUB_LOG/order.args"
+EOF
+cat >"$ostubs/kubectl" <<'EOF'
+#!/usr/bin/env bash
+printf 'kubectl %s\n' "$*" >>"$STUB_LOG/order.args"
+case "$*" in
+  "config current-context") echo stub-context ;;
+  "get namespace gpu-operator") exit 0 ;;
+  "get crd prometheusrules.monitoring.coreos.com") exit 1 ;;
+esac
+exit 0
+EOF
+chmod +x "$ostubs/helm" "$ostubs/kubectl"
+pout="$(PATH="$ostubs:$PATH" "$work/prekit/install.sh")" || fail "precompiled install.sh: $pout"
+grep -q "skipping alerts.yaml" <<<"$pout" || fail "alerts not skipped without the CRD"
+order="$(grep -E '^(helm upgrade|kubectl apply)' "$STUB_LOG/order.args")"
+[ "$order" = "kubectl apply -n gpu-operator -f $work/prekit/time-slicing.yaml
+helm upgrade --install gpu-operator $work/prekit/gpu-operator-v26.7.0.tgz -f $work/prekit/values.yaml --namespace gpu-operator --create-namespace --wait --timeout 15m" ] ||
+  fail "install order: $order"
+
+# Deterministic: a second run gives the same bytes.
+"$gpubundle" -q overrides "$work/lock.json" --registry registry.site:5000/gpu --chart "$work/gpu-operator-v26.7.0.tgz" -o "$work/kit2"
+diff -r "$kit" "$work/kit2" >/dev/null || fail "second run differs"
+
+# Collisions are refused with exit 2.
+python3 - "$work/lock.json" <<'EOF'
+import json, sys
+lock = json.load(open(sys.argv[1]))
+lock["images"].append({"components": ["extraImages"], "source": "docker.io/nvidia/cuda:12.4.1-base-ubuntu22.04",
+                       "platforms": ["linux/amd64"], "destination": "", "digest": "", "origin": "upstream"})
+lock["images"].sort(key=lambda i: i["source"])
+json.dump(lock, open(sys.argv[1], "w"), indent=2, sort_keys=True)
+EOF
+set +e
+"$gpubundle" overrides "$work/lock.json" --registry registry.site:5000/gpu --chart "$work/gpu-operator-v26.7.0.tgz" -o "$work/kit3" 2>"$work/collide.err"
+rc=$?
+set -e
+[ "$rc" -eq 2 ] || fail "collision exit code $rc"
+grep -q "docker.io/nvidia/cuda" "$work/collide.err" && grep -q "nvcr.io/nvidia/cuda" "$work/collide.err" || fail "collision message: $(cat "$work/collide.err")"
+
+echo "PASS: install kit"
