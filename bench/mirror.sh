@@ -1,0 +1,85 @@
+#!/bin/bash
+# Benchmark (not a test): gpubundle mirror vs skopeo copy --all vs a parallel
+# curl of the same blobs, all from one loopback docker-registry; then a
+# no-change re-mirror and peak RSS while mirroring one big layer.
+# Usage: bench/mirror.sh PATH/TO/gpubundle   (env: BIG_MB=1024, JOBS=8)
+set -euo pipefail
+GB=$(realpath "$1")
+BIG_MB=${BIG_MB:-1024}
+JOBS=${JOBS:-8}
+PY=/usr/bin/python3
+TOOLS=$(cd "$(dirname "$0")/../tests/tools" && pwd)
+source "$(dirname "$0")/../tests/integration/mirror_lib.sh"
+now() { date +%s.%N; }
+secs() { "$PY" -c "print(f'{$2 - $1:.2f}')"; }
+
+SRC=$(start_registry bench)
+echo "seeding --set bench ..." >&2
+"$PY" "$TOOLS/seed.py" --registry "$SRC" --plain-http --set bench > "$W/seed.json"
+make_lock "$W/bench.lock.json" "$W/seed.json" linux/amd64,linux/arm64
+registry_config "$W/reg.yaml" "$SRC" "http://$SRC"
+total=$(jget "$W/seed.json" 'd["totalBytes"]')
+n=$(jget "$W/seed.json" 'len(d["images"])')
+
+# 1. our cold mirror
+t0=$(now)
+"$GB" -q --store "$W/ours" mirror "$W/bench.lock.json" --registry-config "$W/reg.yaml" -j "$JOBS"
+t1=$(now)
+ours=$(secs "$t0" "$t1")
+
+# 2. skopeo copy --all, one image after the other (how people script it)
+t0=$(now)
+for ref in $(jget "$W/seed.json" '" ".join(i["ref"] for i in d["images"])'); do
+  skopeo copy -q --all --src-tls-verify=false "docker://$ref" "oci:$W/skopeo:$ref" > /dev/null
+done
+t1=$(now)
+sko=$(secs "$t0" "$t1")
+
+# 3. the transfer limit: every blob URL once, curl -P JOBS
+"$PY" - "$W/seed.json" "$SRC" > "$W/urls" <<'PYEOF'
+import json, sys, urllib.request
+seed, host = json.load(open(sys.argv[1])), sys.argv[2]
+acc = ", ".join(["application/vnd.oci.image.index.v1+json", "application/vnd.oci.image.manifest.v1+json",
+                 "application/vnd.docker.distribution.manifest.list.v2+json", "application/vnd.docker.distribution.manifest.v2+json"])
+def get(repo, ref):
+    r = urllib.request.urlopen(urllib.request.Request(f"http://{host}/v2/{repo}/manifests/{ref}", headers={"Accept": acc}))
+    return json.load(r)
+seen = set()
+for img in seed["images"]:
+    repo, tag = img["ref"].split("/", 1)[1].rsplit(":", 1)
+    m = get(repo, tag)
+    kids = [get(repo, c["digest"]) for c in m["manifests"]] if "manifests" in m else [m]
+    for k in kids:
+        for d in [k["config"]] + k["layers"]:
+            if d["digest"] not in seen:
+                seen.add(d["digest"])
+                print(f"http://{host}/v2/{repo}/blobs/{d['digest']}")
+PYEOF
+t0=$(now)
+xargs -P "$JOBS" -n 1 curl -sf -o /dev/null < "$W/urls"
+t1=$(now)
+curl_s=$(secs "$t0" "$t1")
+
+# 4. no-change re-mirror
+t0=$(now)
+"$GB" -q --store "$W/ours" mirror "$W/bench.lock.json" --registry-config "$W/reg.yaml" -j "$JOBS"
+t1=$(now)
+again=$(secs "$t0" "$t1")
+
+echo "set: $n images, $(( total / 1048576 )) MiB distinct blobs, $(wc -l < "$W/urls") blobs, -j $JOBS"
+printf '%-28s %8s s\n' "gpubundle mirror (cold)" "$ours" "skopeo copy --all (each)" "$sko" "curl -P$JOBS (transfer limit)" "$curl_s" \
+  "gpubundle re-mirror" "$again"
+"$PY" -c "print(f'skopeo / gpubundle = {$sko/$ours:.2f}x   gpubundle / curl = {$ours/$curl_s:.2f}x')"
+
+# 5. peak RSS while mirroring one BIG_MB layer
+if [ "$BIG_MB" -gt 0 ]; then
+  echo "seeding a $BIG_MB MiB layer ..." >&2
+  "$PY" "$TOOLS/seed.py" --registry "$SRC" --plain-http --set small --big-layer-mb "$BIG_MB" > "$W/big.json"
+  big=$(jget "$W/big.json" '[i["ref"] for i in d["images"] if "/test/big:" in i["ref"]][0]')
+  echo '{"images":[]}' > "$W/none.json"
+  make_lock "$W/big.lock.json" "$W/none.json" linux/amd64 "$big"
+  /usr/bin/time -v "$GB" -q --store "$W/big" mirror "$W/big.lock.json" --registry-config "$W/reg.yaml" 2> "$W/time.txt"
+  rss=$(awk -F: '/Maximum resident/ {gsub(/ /, "", $2); print $2}' "$W/time.txt")
+  el=$(awk '/Elapsed \(wall/ {print $NF}' "$W/time.txt")
+  echo "big layer: $BIG_MB MiB mirrored in $el, peak RSS $(( rss / 1024 )) MiB"
+fi
