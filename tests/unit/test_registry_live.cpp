@@ -488,3 +488,78 @@ TEST_CASE("live: tag listing follows Link pagination", "[live]") {
   REQUIRE_FALSE(missing.ok());
   CHECK_THAT(missing.error().message, Catch::Contains(pager.host() + "/nope") && Catch::Contains("(404)"));
 }
+
+namespace {
+
+// Hashes and drops the bytes: measures the client, not the disk.
+class NullSink : public BlobSink {
+public:
+  Result<void> write(std::string_view chunk) override {
+    m_size += chunk.size();
+    return {};
+  }
+  std::uint64_t size() const override { return m_size; }
+  Result<void> truncate() override {
+    m_size = 0;
+    return {};
+  }
+
+private:
+  std::uint64_t m_size = 0;
+};
+
+}  // namespace
+
+// Not part of the suite (hidden tag): ./unit_tests "[.registry-bench]"
+TEST_CASE("bench: parallel blob fetch of the seeded bench set", "[.registry-bench]") {
+  GB_REQUIRE_REGISTRY();
+  Registries regs;
+  json reg = regs.start("bench");
+  json seeded = regs.seed(reg, "--set bench");
+  RegistryClient client(config_for(reg, regs.dir()), fast_options());
+  std::vector<BlobRequest> blobs;
+  std::set<std::string> seen;
+  std::uint64_t total = 0;
+  for (auto& img : seeded["images"]) {
+    auto r = parse_ref(img["ref"].get<std::string>());
+    auto m = client.get_manifest(r).value_or_throw();
+    std::vector<oci::Manifest> ms;
+    if (m.index()) {
+      for (auto& d : m.manifests) {
+        Reference c = r;
+        c.tag.clear();
+        c.digest = d.digest;
+        ms.push_back(client.get_manifest(c).value_or_throw());
+      }
+    } else {
+      ms.push_back(m);
+    }
+    for (auto& x : ms) {
+      auto ds = x.layers;
+      ds.push_back(x.config);
+      for (auto& d : ds) {
+        if (!seen.insert(d.digest).second) continue;
+        total += d.size;
+        blobs.push_back(BlobRequest{r, d.digest, d.size, [] { return std::make_unique<NullSink>(); }, {}});
+      }
+    }
+  }
+  for (int j : {1, 4, 8}) {
+    ClientOptions o = fast_options();
+    o.max_parallel = j;
+    RegistryClient c(config_for(reg, regs.dir()), o);
+    auto t0 = std::chrono::steady_clock::now();
+    REQUIRE(c.fetch_blobs(blobs).ok());
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    WARN("-j" << j << ": " << blobs.size() << " blobs, " << total / 1e6 << " MB in " << s << " s = " << total / 1e6 / s
+              << " MB/s");
+  }
+  // The transfer limit: 8 parallel curl processes over the same blobs.
+  std::string list;
+  for (auto& b : blobs) list += reg["url"].get<std::string>() + "/v2/" + b.repo.repository + "/blobs/" + b.digest + "\n";
+  spit(regs.dir() / "urls.txt", list);
+  auto t0 = std::chrono::steady_clock::now();
+  run("xargs -P 8 -n 1 curl -sf -o /dev/null < " + (regs.dir() / "urls.txt").string());
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  WARN("curl -P8: " << total / 1e6 << " MB in " << s << " s = " << total / 1e6 / s << " MB/s");
+}
