@@ -19,6 +19,7 @@ const std::vector<CommandSpec>& commands() {
       store_command(),
       overrides_command(),
       keys_command(),
+      completion_command(),
   };
   return all;
 }

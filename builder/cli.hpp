@@ -42,6 +42,7 @@ CommandSpec mirror_command();
 CommandSpec store_command();
 CommandSpec overrides_command();
 CommandSpec keys_command();
+CommandSpec completion_command();
 
 int run(int argc, char** argv);
 
