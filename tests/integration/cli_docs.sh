@@ -22,10 +22,11 @@ mapfile -t paths < <("$gpubundle" completion --list)
 for p in bundle "bundle create" "bundle verify" "bundle inspect" keys "store" node-image driver completion; do
   printf '%s\n' "${paths[@]}" | grep -qx "$p" || fail "completion --list lacks '$p'"
 done
-for p in "${paths[@]}"; do
+for n in "${!paths[@]}"; do
+  p=${paths[n]}
   # shellcheck disable=SC2086  # a path is several words
-  "$gpubundle" $p --help >"$work/help" || fail "gpubundle $p --help failed"
-  grep -q '^Example:' "$work/help" || fail "gpubundle $p --help has no Example"
+  "$gpubundle" $p --help >"$work/help.$n" || fail "gpubundle $p --help failed"
+  grep -q '^Example:' "$work/help.$n" || fail "gpubundle $p --help has no Example"
 done
 
 # 3. The completion script: shellcheck, then complete as bash would.
@@ -69,14 +70,14 @@ expect "$work/files/sub" --store "$work/files/su"
 expect "$work/files/release.key" --store = "$work/files/rel"                  # --store=<TAB>
 # Every command is offered under its parent, and every option its --help
 # lists is offered after "-".
-for p in "${paths[@]}"; do
+for n in "${!paths[@]}"; do
+  p=${paths[n]}
   read -ra words <<<"$p"
   parent=("${words[@]:0:${#words[@]}-1}")
   contains "${words[-1]}" "${parent[@]}" ""
-  "$gpubundle" "${words[@]}" --help >"$work/help"
   got=" $(comp "${words[@]}" -) "
   while read -r spelling; do
     [[ $got == *" $spelling "* ]] || fail "gpubundle $p -<TAB> lacks $spelling (in its --help)"
-  done < <(grep -E '^  -' "$work/help" | awk '{print $1}' | tr ',' '\n')
+  done < <(grep -E '^  -' "$work/help.$n" | awk '{print $1}' | tr ',' '\n')
 done
 echo "ok: ${#paths[@]} commands documented and completed"
