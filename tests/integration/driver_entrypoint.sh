@@ -11,6 +11,7 @@ work=$(mktemp -d)
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  if [ -f "$work/sleep.pids" ]; then xargs kill < "$work/sleep.pids" 2>/dev/null || true; fi
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -53,6 +54,24 @@ exit 0
 STUB
   chmod 755 "$stubs/$c"
 done
+
+# sleep: records the pid of every `sleep infinity` so the test can tell that none outlives its script.
+realsleep=$(command -v sleep)
+cat > "$stubs/sleep" <<STUB
+#!/bin/sh
+[ "\$1" = infinity ] && echo \$\$ >> "$work/sleep.pids"
+exec $realsleep "\$@"
+STUB
+chmod 755 "$stubs/sleep"
+no_leaked_sleep() {
+  sleep 0.2
+  while read -r p; do
+    if kill -0 "$p" 2>/dev/null; then
+      kill "$p"
+      fail "$1 left its 'sleep infinity' ($p) running"
+    fi
+  done < "$work/sleep.pids"
+}
 
 new_root() {
   root=$work/root-$1
@@ -127,6 +146,7 @@ umount -l -R $R/run/nvidia/driver"
 diff <(printf '%s\n' "$expected") <(grep -v '^findmnt' "$calls") || fail "TERM calls differ (above)"
 [ ! -e "$R/run/nvidia/nvidia-driver.pid" ] || fail "pid file left after TERM"
 [ ! -e "$R/run/nvidia/validations/.driver-daemons-status" ] || fail "daemons status left after TERM"
+no_leaked_sleep "init after TERM"
 ok "TERM: modules unloaded in order, rootfs unmounted, pid file removed, exit 0"
 
 # --- fast path: modules loaded with the same digest ---------------------------
@@ -155,10 +175,8 @@ ok "no RDMA: nvidia-peermem not loaded"
 new_root fail
 R=$root
 FAIL_MODPROBE=nvidia-uvm run_driver "$R" init
-export FAIL_MODPROBE=nvidia-uvm
 rc=0
 wait "$driver_pid" || rc=$?
-unset FAIL_MODPROBE
 [ "$rc" != 0 ] || fail "init succeeded although modprobe nvidia-uvm failed"
 grep -q 'modprobe nvidia-uvm failed' "$work/stderr" || fail "no error naming nvidia-uvm: $(cat "$work/stderr")"
 [ "$(cat "$R/run/nvidia/validations/.driver-daemons-status" 2>/dev/null)" != Ready ] || fail "Ready after a failure"
@@ -184,6 +202,9 @@ mkdir -p "$R/run/mellanox/drivers" && : > "$R/run/mellanox/drivers/.driver-ready
 run_driver "$R" reload_nvidia_peermem
 for _ in $(seq 1 50); do grep -q chroot "$calls" && break; sleep 0.1; done
 [ "$(cat "$calls")" = "chroot $R/run/nvidia/driver modprobe nvidia-peermem peer_mem_mode=1" ] || fail "reload calls: $(cat "$calls")"
+: > "$work/sleep.pids"
+for _ in $(seq 1 50); do [ -s "$work/sleep.pids" ] && break; sleep 0.1; done
 kill -TERM "$driver_pid"; wait "$driver_pid" || true
+no_leaked_sleep "reload_nvidia_peermem after TERM"
 ok "reload_nvidia_peermem: waits for MOFED and the driver, loads peermem in the driver root with its params"
 echo "PASS driver-entrypoint"
