@@ -12,6 +12,7 @@ namespace gb::cli {
 const std::vector<CommandSpec>& commands() {
   static const std::vector<CommandSpec> all = {
       resolve_command(),
+      build_command(),
       bundle_command(),
       import_command(),
       inventory_command(),

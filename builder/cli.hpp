@@ -35,6 +35,7 @@ const std::vector<CommandSpec>& commands();
 
 // Defined in each cmd_*.cpp.
 CommandSpec resolve_command();
+CommandSpec build_command();
 CommandSpec bundle_command();
 CommandSpec import_command();
 CommandSpec inventory_command();

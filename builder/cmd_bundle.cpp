@@ -5,7 +5,9 @@
 
 #include "builder/cli.hpp"
 #include "bundles/bundle.hpp"
-#include "bundles/closure.hpp"
+#include "bundles/delta.hpp"
+#include "bundles/kit_files.hpp"
+#include <unistd.h>
 #include "common/files.hpp"
 #include "common/log.hpp"
 #include "common/progress.hpp"
@@ -43,32 +45,6 @@ std::string rfc3339(std::int64_t epoch) {
   return buf;
 }
 
-// Blob digests the site has, from an inventory, a lock or an earlier bundle.
-std::set<std::string> have_blobs(const std::string& since, const Store& store) {
-  auto text = read_file(since).value_or_throw();
-  std::set<std::string> have;
-  if (!text.empty() && text.front() == '{') {
-    auto j = nlohmann::json::parse(text, nullptr, false);
-    if (j.is_object() && j.value("kind", "") == "Inventory") {
-      for (const auto& d : j.at("blobs")) have.insert(d.get<std::string>());
-      return have;
-    }
-    // An old lock: what its images reach, as far as this store still has them.
-    Lock old = parse_lock(text, since).value_or_throw();
-    for (const auto& img : old.images) {
-      auto stored = store.find_image(img.source);
-      if (!stored || stored->digest != img.digest) continue;
-      std::map<std::string, ClosureBlob> blobs;
-      if (image_closure(store, img.source, stored->digest, stored->media_type, blobs)) for (const auto& [d, b] : blobs) have.insert(d);
-    }
-    return have;
-  }
-  // An earlier bundle: everything it carried or assumed.
-  VolumeManifest m = read_volume_manifest(since).value_or_throw();
-  for (const auto& img : m.images) have.insert(img.blobs.begin(), img.blobs.end());
-  return have;
-}
-
 int create(Globals& g, const std::string& input, const std::string& output, const std::string& key_path, const std::string& split,
            const std::string& since, const std::string& pass_env, const std::string& pass_file, bool no_compress) {
   Lock lock = load_lock_or_recipe(input);
@@ -79,13 +55,23 @@ int create(Globals& g, const std::string& input, const std::string& output, cons
   if (!split.empty()) o.split_bytes = parse_size(split).value_or_throw();
   o.compress = !no_compress;
   if (!since.empty()) {
-    o.have_blobs = have_blobs(since, store);
+    o.have_blobs = blobs_site_has(since, store).value_or_throw();
     o.delta_base = std::filesystem::path(since).filename().string();
   }
   if (const char* sde = std::getenv("SOURCE_DATE_EPOCH"); sde && *sde) {
     o.mtime = std::strtoll(sde, nullptr, 10);
     o.created = rfc3339(o.mtime);
   }
+  // The kit rides along when the lock names the site registry.
+  auto scratch = std::filesystem::path(output).parent_path() / (".gpubundle-kit." + std::to_string(::getpid()));
+  struct Cleanup {
+    std::filesystem::path p;
+    ~Cleanup() {
+      std::error_code ec;
+      std::filesystem::remove_all(p, ec);
+    }
+  } cleanup{scratch};
+  add_kit_files(lock, store, "", scratch, o.extra).value_or_throw();
   auto progress = make_progress(g.json ? ProgressStyle::Json : g.quiet ? ProgressStyle::None : ProgressStyle::Auto);
   CreateReport r = create_bundle(store, lock, key, o, *progress).value_or_throw();
   if (g.json) {

@@ -1,0 +1,179 @@
+#include "builder/pipeline.hpp"
+
+#include <chrono>
+#include <unistd.h>
+
+#include "bundles/bundle.hpp"
+#include "bundles/delta.hpp"
+#include "bundles/kit_files.hpp"
+#include "common/files.hpp"
+#include "common/log.hpp"
+#include "common/progress.hpp"
+#include "mirror/chart_fetch.hpp"
+#include "mirror/mirror.hpp"
+#include "mirror/store.hpp"
+#include "node-images/driver_image.hpp"
+#include "recipes/resolver.hpp"
+#include "signing/keys.hpp"
+
+namespace gb::cli {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Runs one step; a failure names the step and says what to do next.
+template <typename F>
+auto step(BuildSummary& s, const std::string& name, const std::string& hint, F&& body) {
+  auto t0 = Clock::now();
+  try {
+    if constexpr (std::is_void_v<decltype(body())>) {
+      body();
+      s.phases.push_back({name, std::chrono::duration<double>(Clock::now() - t0).count()});
+    } else {
+      auto r = body();
+      s.phases.push_back({name, std::chrono::duration<double>(Clock::now() - t0).count()});
+      return r;
+    }
+  } catch (const Error& e) {
+    throw Error(e.kind(), std::string(e.what()) + "\nbuild stopped at step '" + name + "'" + (hint.empty() ? "" : ": " + hint));
+  }
+}
+
+std::string rfc3339(std::int64_t epoch) {
+  std::time_t t = static_cast<std::time_t>(epoch);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+}  // namespace
+
+BuildSummary run_build(const BuildRequest& q, const std::filesystem::path& store_dir, Progress& progress) {
+  BuildSummary s;
+  // Inputs first: a bad key or recipe must not cost a download.
+  Passphrase pass;
+  if (!q.passphrase_env.empty()) pass = Passphrase::from_env(q.passphrase_env).value_or_throw();
+  if (!q.passphrase_file.empty()) pass = Passphrase::from_file(q.passphrase_file).value_or_throw();
+  PrivateKey key = PrivateKey::load(q.key, pass).value_or_throw();
+  s.signer = key.id();
+  Recipe recipe = load_recipe(q.recipe).value_or_throw();
+  RegistryConfig config;
+  if (!q.registry_config.empty()) config = RegistryConfig::load(q.registry_config).value_or_throw();
+  ClientOptions co;
+  co.max_parallel = q.jobs;
+  auto source = registry_source(config, co);
+  Store store = Store::open(store_dir, StoreAccess::Exclusive).value_or_throw();
+  s.lock = q.lock.empty() ? q.recipe.parent_path() / (recipe.name + ".lock.json") : q.lock;
+
+  Lock lock = step(s, "resolve", "fix the recipe or the chart source, then run again", [&] {
+    std::filesystem::path chart_path = q.chart;
+    if (chart_path.empty()) {
+      if (recipe.operator_version.empty())
+        throw Error(ErrorKind::Input, recipe.where("operator.version") + "operator.version is required to fetch the chart");
+      chart_path = fetch_chart(recipe.chart, recipe.file.parent_path(), "gpu-operator", recipe.operator_version, store, *source)
+                       .value_or_throw()
+                       .path;
+    } else if (!std::filesystem::exists(store.chart_path("gpu-operator", recipe.operator_version))) {
+      store.put_chart("gpu-operator", recipe.operator_version, read_file(chart_path).value_or_throw(), chart_path.string())
+          .value_or_throw();
+    }
+    Lock l = resolve(recipe, load_chart(chart_path).value_or_throw(), Catalog::builtin()).value_or_throw();
+    for (const auto& w : l.warnings) log::warn(w);
+    return l;
+  });
+
+  bool build_drivers = !q.installer.empty();
+  if (build_drivers && lock.driver.mode != "precompiled")
+    throw Error(ErrorKind::Input, "--installer builds precompiled driver images, but the recipe's driver.mode is " + lock.driver.mode);
+  if (build_drivers)  // made here, so the mirror leaves them alone
+    for (auto& img : lock.images)
+      if (img.source.find("/driver:" + lock.driver.branch + "-") != std::string::npos) img.origin = "built";
+
+  auto mirrored = step(s, "mirror", "check the registry config and credentials; a re-run continues where this stopped", [&] {
+    MirrorOptions mo;
+    mo.jobs = q.jobs;
+    return mirror_images(lock, store, *source, progress, mo).value_or_throw();
+  });
+  s.bytes_downloaded = mirrored.bytes_downloaded;
+  s.blobs_fetched = mirrored.blobs_fetched;
+  s.blobs_reused = mirrored.blobs_present;
+  for (const auto& i : mirrored.images) s.images.push_back({i.ref, i.bytes, i.up_to_date});
+  write_atomic(s.lock, lock_to_json(lock)).value_or_throw();
+
+  if (build_drivers) {
+    step(s, "driver", "check the installer, the kernel trees and the signing key and certificate", [&] {
+      DriverInputs in;
+      in.installer = q.installer;
+      in.kernel_builds = q.kernel_builds;
+      in.kernel_headers = q.kernel_headers;
+      in.sign_key = q.sign_key;
+      in.sign_cert = q.sign_cert;
+      auto prepared = prepare_driver(recipe, in).value_or_throw();
+      DriverImageOptions io;
+      io.os_tag = lock.os_tag;
+      io.base = q.driver_base;
+      for (const auto& img : lock.images)
+        if (img.origin == "built") io.repository = Reference::parse(img.source).value_or_throw().name();
+      auto built = build_driver_images(*prepared, store, io).value_or_throw();
+      for (const auto& b : built) {
+        LockImage* li = lock.find(b.ref);
+        if (!li) throw Error(ErrorKind::Failed, "built " + b.ref + ", which the lock does not list");
+        li->digest = b.digest;
+        li->origin = "built";
+        s.images.push_back({b.ref, b.size, false});
+        ++s.built_driver_images;
+      }
+      for (const auto& img : lock.images)
+        if (img.origin == "built" && img.digest.empty())
+          throw Error(ErrorKind::Failed, "no driver image was built for " + img.source + ": is its kernel in --kernel-build/--kernel-headers?");
+      write_atomic(s.lock, lock_to_json(lock)).value_or_throw();
+    });
+  }
+
+  auto scratch = q.output.parent_path() / (".gpubundle-kit." + std::to_string(::getpid()));
+  struct Cleanup {
+    std::filesystem::path p;
+    ~Cleanup() {
+      std::error_code ec;
+      std::filesystem::remove_all(p, ec);
+    }
+  } cleanup{scratch};
+  CreateOptions co2;
+  step(s, "kit", "the install kit needs the lock's destination registry to be valid", [&] {
+    add_kit_files(lock, store, "", scratch, co2.extra).value_or_throw();
+  });
+
+  auto report = step(s, "bundle", "check free space at the output and the signing key", [&] {
+    co2.output = q.output;
+    if (!q.split.empty()) co2.split_bytes = parse_size(q.split).value_or_throw();
+    if (!q.since.empty()) {
+      co2.have_blobs = blobs_site_has(q.since, store).value_or_throw();
+      co2.delta_base = q.since.filename().string();
+    }
+    if (const char* sde = std::getenv("SOURCE_DATE_EPOCH"); sde && *sde) {
+      co2.mtime = std::strtoll(sde, nullptr, 10);
+      co2.created = rfc3339(co2.mtime);
+    }
+    return create_bundle(store, lock, key, co2, progress).value_or_throw();
+  });
+  s.volumes = report.volumes;
+  s.bundle_id = report.bundle_id;
+
+  step(s, "verify", "the bundle just written does not verify: check the disk, then run again", [&] {
+    VerifyOptions vo;
+    Keyring trusted = Keyring::of(key.public_key());
+    vo.trusted = &trusted;
+    auto v = verify_bundle(s.volumes, vo);
+    if (!v.problems.empty()) {
+      std::string all;
+      for (const auto& p : v.problems) all += (all.empty() ? "" : "\n") + p;
+      throw Error(ErrorKind::Failed, all);
+    }
+  });
+  return s;
+}
+
+}  // namespace gb::cli

@@ -1,0 +1,61 @@
+#pragma once
+// `gpubundle build`: resolve -> mirror -> driver images (when asked) ->
+// install kit -> bundle -> verify, one step after another. A failed step
+// stops the run with the step's name and what to do; whatever was already
+// mirrored stays in the store, so a re-run continues from there.
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace gb {
+class Progress;
+}
+
+namespace gb::cli {
+
+struct BuildRequest {
+  std::filesystem::path recipe;
+  std::filesystem::path output;  // bundle
+  std::filesystem::path lock;    // "" = <recipe dir>/<name>.lock.json
+  std::filesystem::path key;
+  std::string passphrase_env, passphrase_file;
+  std::filesystem::path registry_config;
+  std::filesystem::path chart;  // overrides operator.chart
+  std::string split;
+  std::filesystem::path since;
+  int jobs = 8;
+  // Driver images (precompiled mode): built when an installer is given.
+  std::filesystem::path installer;
+  std::vector<std::filesystem::path> kernel_builds, kernel_headers;
+  std::filesystem::path sign_key, sign_cert;
+  std::string driver_base;
+};
+
+struct BuildPhase {
+  std::string name;
+  double seconds = 0;
+};
+
+struct BuildImageLine {
+  std::string ref;
+  std::uint64_t bytes = 0;
+  bool reused = false;
+};
+
+struct BuildSummary {
+  std::vector<BuildPhase> phases;
+  std::vector<BuildImageLine> images;
+  std::uint64_t bytes_downloaded = 0;
+  std::size_t blobs_fetched = 0, blobs_reused = 0;
+  std::vector<std::filesystem::path> volumes;
+  std::filesystem::path lock;
+  std::string bundle_id;
+  std::string signer;
+  std::size_t built_driver_images = 0;
+};
+
+BuildSummary run_build(const BuildRequest& request, const std::filesystem::path& store, Progress& progress);
+
+}  // namespace gb::cli

@@ -1,0 +1,40 @@
+#include "bundles/delta.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "bundles/bundle.hpp"
+#include "bundles/closure.hpp"
+#include "common/files.hpp"
+#include "mirror/store.hpp"
+
+namespace gb {
+
+Result<std::set<std::string>> blobs_site_has(const std::string& since, const Store& store) {
+  auto text = read_file(since);
+  if (!text) return text.error();
+  std::set<std::string> have;
+  if (!text->empty() && text->front() == '{') {
+    auto j = nlohmann::json::parse(text.value(), nullptr, false);
+    if (j.is_object() && j.value("kind", "") == "Inventory") {
+      if (!j.contains("blobs") || !j["blobs"].is_array()) return input_error(since + ": inventory without a blobs list");
+      for (const auto& d : j["blobs"]) have.insert(d.get<std::string>());
+      return have;
+    }
+    auto old = parse_lock(text.value(), since);
+    if (!old) return input_error(since + ": neither an inventory nor a lock: " + old.error().message);
+    for (const auto& img : old->images) {
+      auto stored = store.find_image(img.source);
+      if (!stored || stored->digest != img.digest) continue;
+      std::map<std::string, ClosureBlob> blobs;
+      if (image_closure(store, img.source, stored->digest, stored->media_type, blobs))
+        for (const auto& [d, b] : blobs) have.insert(d);
+    }
+    return have;
+  }
+  auto m = read_volume_manifest(since);
+  if (!m) return input_error(since + ": neither an inventory, a lock nor a bundle: " + m.error().message);
+  for (const auto& img : m->images) have.insert(img.blobs.begin(), img.blobs.end());
+  return have;
+}
+
+}  // namespace gb

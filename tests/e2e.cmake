@@ -1,0 +1,3 @@
+# End to end: what scripts/demo.sh shows, with assertions.
+add_test(NAME e2e COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/e2e.sh $<TARGET_FILE:gpubundle>)
+set_tests_properties(e2e PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 400)
