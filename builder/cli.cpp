@@ -20,6 +20,8 @@ const std::vector<CommandSpec>& commands() {
       store_command(),
       overrides_command(),
       keys_command(),
+      node_image_command(),
+      driver_command(),
       completion_command(),
   };
   return all;

@@ -43,6 +43,8 @@ CommandSpec mirror_command();
 CommandSpec store_command();
 CommandSpec overrides_command();
 CommandSpec keys_command();
+CommandSpec node_image_command();
+CommandSpec driver_command();
 CommandSpec completion_command();
 
 int run(int argc, char** argv);
