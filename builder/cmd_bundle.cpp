@@ -36,15 +36,6 @@ Passphrase passphrase(const std::string& env, const std::string& file) {
   return {};
 }
 
-std::string rfc3339(std::int64_t epoch) {
-  std::time_t t = static_cast<std::time_t>(epoch);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 int create(Globals& g, const std::string& input, const std::string& output, const std::string& key_path, const std::string& split,
            const std::string& since, const std::string& pass_env, const std::string& pass_file, bool no_compress) {
   Lock lock = load_lock_or_recipe(input);
@@ -58,10 +49,7 @@ int create(Globals& g, const std::string& input, const std::string& output, cons
     o.have_blobs = blobs_site_has(since, store).value_or_throw();
     o.delta_base = std::filesystem::path(since).filename().string();
   }
-  if (const char* sde = std::getenv("SOURCE_DATE_EPOCH"); sde && *sde) {
-    o.mtime = std::strtoll(sde, nullptr, 10);
-    o.created = rfc3339(o.mtime);
-  }
+  apply_source_date_epoch(o);
   // The kit rides along when the lock names the site registry.
   auto scratch = std::filesystem::path(output).parent_path() / (".gpubundle-kit." + std::to_string(::getpid()));
   struct Cleanup {

@@ -40,15 +40,6 @@ auto step(BuildSummary& s, const std::string& name, const std::string& hint, F&&
   }
 }
 
-std::string rfc3339(std::int64_t epoch) {
-  std::time_t t = static_cast<std::time_t>(epoch);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 }  // namespace
 
 BuildSummary run_build(const BuildRequest& q, const std::filesystem::path& store_dir, Progress& progress) {
@@ -153,10 +144,7 @@ BuildSummary run_build(const BuildRequest& q, const std::filesystem::path& store
       co2.have_blobs = blobs_site_has(q.since, store).value_or_throw();
       co2.delta_base = q.since.filename().string();
     }
-    if (const char* sde = std::getenv("SOURCE_DATE_EPOCH"); sde && *sde) {
-      co2.mtime = std::strtoll(sde, nullptr, 10);
-      co2.created = rfc3339(co2.mtime);
-    }
+    apply_source_date_epoch(co2);
     return create_bundle(store, lock, key, co2, progress).value_or_throw();
   });
   s.volumes = report.volumes;

@@ -133,6 +133,10 @@ struct CreateReport {
 Result<CreateReport> create_bundle(const Store& store, const Lock& lock, const PrivateKey& key, const CreateOptions& options,
                                    Progress& progress);
 
+// Sets mtime and created from $SOURCE_DATE_EPOCH when it is set, so builds
+// of the same inputs are byte-identical and say when they were made.
+void apply_source_date_epoch(CreateOptions& options);
+
 // File name of volume n (1-based) of a bundle whose first volume is `first`.
 std::filesystem::path volume_path(const std::filesystem::path& first, int n, int count);
 

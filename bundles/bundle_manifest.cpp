@@ -1,5 +1,7 @@
 #include <cctype>
 #include <charconv>
+#include <cstdlib>
+#include <ctime>
 #include <nlohmann/json.hpp>
 
 #include "bundles/bundle.hpp"
@@ -81,6 +83,18 @@ Result<VolumeManifest> parse_volume_manifest(std::string_view text, const std::s
     return op_error(label + ": malformed volume manifest: " + e.what());
   }
   return m;
+}
+
+void apply_source_date_epoch(CreateOptions& o) {
+  const char* sde = std::getenv("SOURCE_DATE_EPOCH");
+  if (!sde || !*sde) return;
+  o.mtime = std::strtoll(sde, nullptr, 10);
+  std::time_t t = static_cast<std::time_t>(o.mtime);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  o.created = buf;
 }
 
 std::filesystem::path volume_path(const std::filesystem::path& first, int n, int count) {
