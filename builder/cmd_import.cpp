@@ -80,7 +80,7 @@ CommandSpec import_command() {
       "blob the registry lacks straight from the bundle file, mounts blobs across repositories, and pushes manifests with "
       "their exact digests and tags. Images land at <registry>/<prefix>/<source path without its host> (--layout "
       "keep-host keeps the host). Importing the same bundle again pushes nothing. Then writes the install kit for that "
-      "registry next to the bundle (or to -o DIR).",
+      "registry next to the bundle (or to -o DIR). Registry quirks (Harbor projects, Quay nesting, Zot media types): docs/site-registries.md.",
       "gpubundle import site-a.bundle --registry registry.site.internal:5000/gpu --pubkey release.pub",
       [](CLI::App& app, Globals& g) -> std::function<int()> {
         auto a = std::make_shared<Args>();

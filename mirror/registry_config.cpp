@@ -82,14 +82,14 @@ Result<RegistryConfig> RegistryConfig::load(const std::filesystem::path& file) {
     std::string path = "hosts." + name;
     if (name.find("://") != std::string::npos || name.find('/') != std::string::npos)
       return rd.fail(it->first, path, "host names are written without scheme or path (e.g. 'nvcr.io', '127.0.0.1:5000')");
-    const YAML::Node& h = it->second;
+    YAML::Node h = it->second;  // a copy: it->second lives in a temporary proxy
     HostConfig hc;
     if (!h.IsNull()) {
       if (!h.IsMap()) return rd.fail(h, path, "must be a mapping");
       for (auto f = h.begin(); f != h.end(); ++f) {
         std::string field = f->first.as<std::string>();
         std::string fpath = path + "." + field;
-        const YAML::Node& v = f->second;
+        YAML::Node v = f->second;
         auto str = [&](std::string& out) -> std::optional<Failure> {
           if (!v.IsScalar()) return rd.fail(v, fpath, "must be a string");
           out = v.as<std::string>();
