@@ -51,15 +51,8 @@ int create(Globals& g, const std::string& input, const std::string& output, cons
   }
   apply_source_date_epoch(o);
   // The kit rides along when the lock names the site registry.
-  auto scratch = std::filesystem::path(output).parent_path() / (".gpubundle-kit." + std::to_string(::getpid()));
-  struct Cleanup {
-    std::filesystem::path p;
-    ~Cleanup() {
-      std::error_code ec;
-      std::filesystem::remove_all(p, ec);
-    }
-  } cleanup{scratch};
-  add_kit_files(lock, store, "", scratch, o.extra).value_or_throw();
+  ScratchDir scratch(std::filesystem::path(output).parent_path() / (".gpubundle-kit." + std::to_string(::getpid())));
+  add_kit_files(lock, store, "", scratch.path(), o.extra).value_or_throw();
   auto progress = make_progress(g.json ? ProgressStyle::Json : g.quiet ? ProgressStyle::None : ProgressStyle::Auto);
   CreateReport r = create_bundle(store, lock, key, o, *progress).value_or_throw();
   if (g.json) {

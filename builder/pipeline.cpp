@@ -124,17 +124,10 @@ BuildSummary run_build(const BuildRequest& q, const std::filesystem::path& store
     });
   }
 
-  auto scratch = q.output.parent_path() / (".gpubundle-kit." + std::to_string(::getpid()));
-  struct Cleanup {
-    std::filesystem::path p;
-    ~Cleanup() {
-      std::error_code ec;
-      std::filesystem::remove_all(p, ec);
-    }
-  } cleanup{scratch};
+  ScratchDir scratch(q.output.parent_path() / (".gpubundle-kit." + std::to_string(::getpid())));
   CreateOptions co2;
   step(s, "kit", "the install kit needs the lock's destination registry to be valid", [&] {
-    add_kit_files(lock, store, "", scratch, co2.extra).value_or_throw();
+    add_kit_files(lock, store, "", scratch.path(), co2.extra).value_or_throw();
   });
 
   auto report = step(s, "bundle", "check free space at the output and the signing key", [&] {

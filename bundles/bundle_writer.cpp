@@ -35,8 +35,8 @@ std::uint64_t tar_cost(std::uint64_t size) { return 512 + round512(size) + 1024;
 std::string hex_of(const std::string& digest) { return digest.substr(digest.find(':') + 1); }
 
 bool compressible(const std::string& media_type) {
-  return media_type.find("json") != std::string::npos || ends_with(media_type, ".tar") ||
-         ends_with(media_type, "rootfs.diff.tar");
+  // JSON documents and uncompressed layers (OCI "...tar", Docker "rootfs.diff.tar").
+  return media_type.find("json") != std::string::npos || ends_with(media_type, ".tar");
 }
 
 struct Entry {

@@ -84,6 +84,11 @@ Result<void> write_atomic(const fs::path& path, std::string_view data, int mode)
   return file->commit();
 }
 
+ScratchDir::~ScratchDir() {
+  std::error_code ec;
+  fs::remove_all(m_path, ec);
+}
+
 bool is_temp_name(std::string_view filename) {
   auto pos = filename.rfind(".tmp.");
   return pos != std::string_view::npos && filename.size() - pos == 11;

@@ -39,6 +39,20 @@ private:
   int m_fd = -1;
 };
 
+// A folder removed, with everything in it, when the object dies (scratch
+// space for files that only live while a command runs).
+class ScratchDir {
+public:
+  explicit ScratchDir(fs::path path) : m_path(std::move(path)) {}
+  ~ScratchDir();
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  const fs::path& path() const { return m_path; }
+
+private:
+  fs::path m_path;
+};
+
 // True for names AtomicFile leaves behind after a crash ("x.tmp.AbC123").
 bool is_temp_name(std::string_view filename);
 
