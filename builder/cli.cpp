@@ -6,6 +6,7 @@
 
 #include "common/error.hpp"
 #include "common/log.hpp"
+#include "signing/keys.hpp"
 
 namespace gb::cli {
 
@@ -88,6 +89,13 @@ int run(int argc, char** argv) {
     print_failure(std::string("internal error: ") + e.what());
     return 1;
   }
+}
+
+Keyring trusted_keys(const std::vector<std::string>& pubkeys, const std::string& keyring) {
+  Keyring k;
+  if (!keyring.empty()) k = Keyring::load_dir(keyring).value_or_throw();
+  for (const auto& p : pubkeys) k.add(PublicKey::load(p).value_or_throw());
+  return k;
 }
 
 }  // namespace gb::cli

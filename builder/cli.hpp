@@ -12,6 +12,9 @@
 namespace CLI {
 class App;
 }
+namespace gb {
+class Keyring;
+}
 
 namespace gb::cli {
 
@@ -48,5 +51,8 @@ CommandSpec driver_command();
 CommandSpec completion_command();
 
 int run(int argc, char** argv);
+
+// The keys a bundle reader trusts: --pubkey files plus a --keyring folder.
+Keyring trusted_keys(const std::vector<std::string>& pubkeys, const std::string& keyring);
 
 }  // namespace gb::cli

@@ -70,13 +70,6 @@ int create(Globals& g, const std::string& input, const std::string& output, cons
   return 0;
 }
 
-Keyring trusted_keys(const std::vector<std::string>& pubkeys, const std::string& keyring) {
-  Keyring k;
-  if (!keyring.empty()) k = Keyring::load_dir(keyring).value_or_throw();
-  for (const auto& p : pubkeys) k.add(PublicKey::load(p).value_or_throw());
-  return k;
-}
-
 int verify(Globals& g, const std::vector<std::string>& files, const std::vector<std::string>& pubkeys, const std::string& keyring,
            bool skip_signature) {
   Keyring keys;

@@ -41,8 +41,7 @@ int run_import(Globals& g, const Args& a) {
   } else {
     if (a.pubkeys.empty() && a.keyring.empty())
       throw Error(ErrorKind::Input, "import needs --pubkey or --keyring (the keys you trust), or --insecure-skip-signature");
-    if (!a.keyring.empty()) keys = Keyring::load_dir(a.keyring).value_or_throw();
-    for (const auto& p : a.pubkeys) keys.add(PublicKey::load(p).value_or_throw());
+    keys = trusted_keys(a.pubkeys, a.keyring);
     o.trusted = &keys;
   }
   std::vector<std::filesystem::path> volumes(a.bundles.begin(), a.bundles.end());

@@ -3,13 +3,11 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
-#include <fcntl.h>
 #include <mutex>
 #include <thread>
-#include <unistd.h>
-#include <zstd.h>
 
 #include "bundles/bundle.hpp"
+#include "bundles/bundle_blobs.hpp"
 #include "common/files.hpp"
 #include "common/log.hpp"
 #include "common/progress.hpp"
@@ -22,106 +20,6 @@
 namespace gb {
 
 namespace {
-
-// One piece of a blob's stored bytes inside a volume.
-struct Segment {
-  std::filesystem::path volume;
-  std::uint64_t offset = 0;
-  std::uint64_t size = 0;
-};
-
-struct StoredBlob {
-  std::string encoding;
-  std::vector<Segment> segments;  // in part order
-  std::uint64_t stored_size() const {
-    std::uint64_t n = 0;
-    for (const auto& s : segments) n += s.size;
-    return n;
-  }
-};
-
-class Fd {
-public:
-  explicit Fd(const std::filesystem::path& p) : m_fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC)) {}
-  ~Fd() {
-    if (m_fd >= 0) ::close(m_fd);
-  }
-  Fd(const Fd&) = delete;
-  int get() const { return m_fd; }
-
-private:
-  int m_fd;
-};
-
-Result<std::string> read_stored(const StoredBlob& b) {
-  std::string out;
-  out.resize(b.stored_size());
-  std::uint64_t at = 0;
-  for (const auto& s : b.segments) {
-    Fd fd(s.volume);
-    if (fd.get() < 0) return op_error(s.volume.string() + ": cannot open");
-    if (::pread(fd.get(), out.data() + at, s.size, static_cast<off_t>(s.offset)) != static_cast<ssize_t>(s.size))
-      return op_error(s.volume.string() + ": short read");
-    at += s.size;
-  }
-  return out;
-}
-
-// The blob's content: stored bytes, decoded when zstd.
-Result<std::string> read_content(const StoredBlob& b) {
-  auto stored = read_stored(b);
-  if (!stored || b.encoding.empty()) return stored;
-  unsigned long long n = ZSTD_getFrameContentSize(stored->data(), stored->size());
-  if (n == ZSTD_CONTENTSIZE_ERROR || n == ZSTD_CONTENTSIZE_UNKNOWN || n > (1ull << 31)) return op_error("zstd entry without a usable size");
-  std::string out(static_cast<size_t>(n), '\0');
-  size_t got = ZSTD_decompress(out.data(), out.size(), stored->data(), stored->size());
-  if (ZSTD_isError(got) || got != n) return op_error("zstd entry does not decode");
-  return out;
-}
-
-// Reads a plain blob straight from the verified volumes.
-class SegmentSource final : public BlobSource {
-public:
-  SegmentSource(const StoredBlob& b, std::function<void(std::uint64_t)> on_new_bytes)
-      : m_blob(b), m_on(std::move(on_new_bytes)) {}
-  std::uint64_t size() const override { return m_blob.stored_size(); }
-  Result<std::size_t> read(std::uint64_t offset, char* buf, std::size_t len) override {
-    std::uint64_t base = 0;
-    for (const auto& s : m_blob.segments) {
-      if (offset < base + s.size) {
-        std::uint64_t within = offset - base;
-        std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(len, s.size - within));
-        int fd = open_fd(s.volume);
-        if (fd < 0) return op_error(s.volume.string() + ": cannot open");
-        ssize_t got = ::pread(fd, buf, n, static_cast<off_t>(s.offset + within));
-        if (got <= 0) return op_error(s.volume.string() + ": short read");
-        if (offset + static_cast<std::uint64_t>(got) > m_high) {  // retries re-read; count new bytes once
-          m_on(offset + static_cast<std::uint64_t>(got) - std::max(offset, m_high));
-          m_high = offset + static_cast<std::uint64_t>(got);
-        }
-        return static_cast<std::size_t>(got);
-      }
-      base += s.size;
-    }
-    return std::size_t{0};
-  }
-  ~SegmentSource() override {
-    for (auto& [p, fd] : m_fds) ::close(fd);
-  }
-
-private:
-  int open_fd(const std::filesystem::path& p) {
-    auto it = m_fds.find(p.string());
-    if (it != m_fds.end()) return it->second;
-    int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) m_fds[p.string()] = fd;
-    return fd;
-  }
-  const StoredBlob& m_blob;
-  std::function<void(std::uint64_t)> m_on;
-  std::uint64_t m_high = 0;
-  std::map<std::string, int> m_fds;
-};
 
 class MemorySource final : public BlobSource {
 public:
@@ -175,18 +73,8 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
   const VolumeManifest& m = verified.manifest;
   Lock lock = parse_lock(m.lock_json, "bundle lock").value_or_throw();
 
-  std::map<std::string, StoredBlob> blobs;
-  for (const auto& f : m.files) {
-    if (f.blob.empty()) continue;
-    auto loc = verified.locations.find(f.path);
-    if (loc == verified.locations.end()) return op_error("bundle entry " + f.path + " was verified but not located");
-    auto& b = blobs[f.blob];
-    b.encoding = f.encoding;
-    if (f.parts && b.segments.size() < static_cast<size_t>(f.parts)) b.segments.resize(static_cast<size_t>(f.parts));
-    Segment seg{loc->second.volume, loc->second.offset, f.size};
-    if (f.parts) b.segments[static_cast<size_t>(f.part - 1)] = seg;
-    else b.segments = {seg};
-  }
+  auto blobs = BundleBlobs::from(verified);
+  if (!blobs) return blobs.error();
 
   auto placements = kit::place_images(lock, o.site, o.layout);
   if (!placements) return placements.error();
@@ -221,9 +109,8 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
     p.tagged.digest.clear();
     std::function<Result<void>(const std::string&, const std::string&)> walk = [&](const std::string& digest,
                                                                                    const std::string& media) -> Result<void> {
-      auto b = blobs.find(digest);
-      if (b == blobs.end()) return op_error("image " + img.ref + ": manifest " + digest + " is not in the bundle");
-      auto bytes = read_content(b->second);
+      if (!blobs->find(digest)) return op_error("image " + img.ref + ": manifest " + digest + " is not in the bundle");
+      auto bytes = blobs->content(digest);
       if (!bytes) return bytes.error();
       auto parsed = oci::parse_manifest(bytes.value(), media);
       if (!parsed) return op_error("image " + img.ref + ": " + parsed.error().message);
@@ -301,7 +188,7 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
   report.images = plans.size();
   std::uint64_t total = 0;
   for (const auto& j : uploads)
-    if (!omitted.count(j.digest)) total += blobs.at(j.digest).stored_size();
+    if (!omitted.count(j.digest)) total += blobs->find(j.digest)->stored_size();
   progress.begin("import", total);
   std::mutex report_mu;
   auto push = [&](const BlobJob& j) -> Result<void> {
@@ -313,24 +200,24 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
       ++report.blobs_present;
       return {};
     }
-    const StoredBlob* b = blobs.count(j.digest) ? &blobs.at(j.digest) : nullptr;
+    const BundleBlob* b = blobs->find(j.digest);
     Result<void> r;
     if (j.mount_from || !b) {
       MemorySource none("");
       r = client.push_blob(j.repo, j.digest, none, j.mount_from);
       if (!r && b) {  // mount refused and no upload fallback with an empty source: upload for real
-        SegmentSource src(*b, [&](std::uint64_t n) { progress.advance(n); });
-        r = client.push_blob(j.repo, j.digest, src);
+        auto src = BundleBlobs::source(*b, [&](std::uint64_t n) { progress.advance(n); });
+        r = client.push_blob(j.repo, j.digest, *src);
       }
     } else if (!b->encoding.empty()) {
-      auto content = read_content(*b);
+      auto content = blobs->content(j.digest);
       if (!content) return content.error();
       MemorySource src(std::move(content.value()));
       r = client.push_blob(j.repo, j.digest, src);
       progress.advance(b->stored_size());
     } else {
-      SegmentSource src(*b, [&](std::uint64_t n) { progress.advance(n); });
-      r = client.push_blob(j.repo, j.digest, src);
+      auto src = BundleBlobs::source(*b, [&](std::uint64_t n) { progress.advance(n); });
+      r = client.push_blob(j.repo, j.digest, *src);
     }
     if (!r) return op_error(j.repo.str() + "@" + j.digest + ": " + r.error().message);
     std::lock_guard l(report_mu);
@@ -379,7 +266,7 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
       if (starts_with(f.path, "charts/") && f.parts == 0) chart_file = &f;
     if (!chart_file) return op_error("bundle " + m.bundle_id + " carries no chart: cannot write the install kit");
     const auto& loc = verified.locations.at(chart_file->path);
-    auto chart_bytes = read_stored(StoredBlob{"", {{loc.volume, loc.offset, chart_file->size}}});
+    auto chart_bytes = BundleBlobs::read_stored(BundleBlob{"", {{loc.volume, loc.offset, chart_file->size}}});
     if (!chart_bytes) return chart_bytes.error();
     auto chart = load_chart_archive(chart_bytes.value(), chart_file->path);
     if (!chart) return chart.error();
@@ -390,7 +277,7 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
     for (const auto& img : m.images) {
       std::uint64_t size = 0;
       for (const auto& d : img.blobs)
-        if (blobs.count(d)) size += blobs.at(d).stored_size();
+        if (const BundleBlob* b = blobs->find(d)) size += b->stored_size();
       ko.image_sizes[img.ref] = size;
     }
     auto kit = kit::make_kit(lock, chart.value(), ko);

@@ -198,6 +198,7 @@ Result<std::string> make_values_yaml(const Lock& lock, const Chart& chart, const
     const std::string& digest = p.image->digest;
     for (const auto& c : p.image->components) {
       if (c == "extraImages") continue;  // mirrored for workloads (verify.sh); no values key
+      if (c == k_node_overlay_component) continue;  // for node image pipelines; no values key
       if (c == k_nfd) {
         // The subchart's repository is the full image path; tag only.
         v.set(std::string(k_nfd) + ".image.repository", p.destination.name());

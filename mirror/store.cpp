@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -156,6 +157,21 @@ Result<std::unique_ptr<BlobWriter>> Store::open_blob(const std::string& digest, 
   auto f = AtomicFile::create(blob_path(digest));
   if (!f) return f.error();
   return std::unique_ptr<BlobWriter>(new BlobWriter(digest, size, std::move(f).value()));
+}
+
+Result<void> Store::put_blob_file(const std::string& digest, std::uint64_t size, const fs::path& file) {
+  if (has_blob(digest, size)) return {};
+  auto w = open_blob(digest, size);
+  if (!w) return w.error();
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return op_error(file.string() + ": cannot open");
+  std::string buf(1 << 16, '\0');
+  while (in) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    if (in.gcount() > 0)
+      if (auto r = (*w)->write(std::string_view(buf.data(), static_cast<size_t>(in.gcount()))); !r) return r;
+  }
+  return (*w)->publish();
 }
 
 namespace {

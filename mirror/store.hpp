@@ -101,6 +101,8 @@ public:
   // Small blobs (manifests): verify, write atomically. No-op when present.
   Result<void> put_blob(std::string_view digest, std::string_view bytes);
   Result<std::unique_ptr<BlobWriter>> open_blob(const std::string& digest, std::uint64_t size);
+  // A file made elsewhere (a built layer): streamed in, checked like any blob.
+  Result<void> put_blob_file(const std::string& digest, std::uint64_t size, const std::filesystem::path& file);
 
   Result<std::vector<StoredImage>> images() const;
   std::optional<StoredImage> find_image(const std::string& ref) const;

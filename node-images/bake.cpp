@@ -1,5 +1,6 @@
 #include "node-images/bake.hpp"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "common/files.hpp"
@@ -42,6 +43,56 @@ std::string containerd_dropin() {
          "  BinaryName = \"/usr/bin/nvidia-container-runtime\"\n";
 }
 
+// NVIDIA's unit, for when the package that ships it is not in the overlay.
+std::string fabricmanager_unit() {
+  return "[Unit]\n"
+         "Description=NVIDIA fabric manager service\n"
+         "After=network-online.target\n"
+         "Requires=network-online.target\n"
+         "\n"
+         "[Service]\n"
+         "User=root\n"
+         "PrivateTmp=false\n"
+         "Type=forking\n"
+         "ExecStart=/usr/bin/nv-fabricmanager -c /usr/share/nvidia/nvswitch/fabricmanager.cfg\n"
+         "LimitCORE=infinity\n"
+         "\n"
+         "[Install]\n"
+         "WantedBy=multi-user.target\n";
+}
+
+// The upstream version in a package file name: name_1.2-3_amd64.deb, name-1.2-3.x86_64.rpm.
+bool package_has_version(const std::string& file, const std::string& version) {
+  if (ends_with(file, ".deb")) {
+    auto parts = split(file, '_');
+    return parts.size() == 3 && (parts[1] == version || starts_with(parts[1], version + "-") || parts[1].find(":" + version + "-") != std::string::npos);
+  }
+  return file.find("-" + version + "-") != std::string::npos;
+}
+
+// Copies DIR/*.deb|*.rpm into dst; returns the names copied.
+Result<std::vector<std::string>> copy_packages(const fs::path& from, const fs::path& dst, const std::string& option,
+                                               const std::string& need_version) {
+  std::error_code ec;
+  if (!fs::is_directory(from, ec)) return input_error(from.string() + ": " + option + " is not a folder");
+  fs::create_directories(dst, ec);
+  if (ec) return op_error(dst.string() + ": " + ec.message());
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(from)) {
+    auto name = e.path().filename().string();
+    if (!ends_with(name, ".deb") && !ends_with(name, ".rpm")) continue;
+    if (!need_version.empty() && !package_has_version(name, need_version))
+      return input_error(e.path().string() + ": " + option + " must match driver " + need_version +
+                         " (the fabric manager refuses to run against another driver version)");
+    fs::copy_file(e.path(), dst / name, fs::copy_options::overwrite_existing, ec);
+    if (ec) return op_error(e.path().string() + ": " + ec.message());
+    names.push_back(name);
+  }
+  if (names.empty()) return input_error(from.string() + ": " + option + " holds no .deb or .rpm packages");
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
 std::string replace_all(std::string s, const std::string& from, const std::string& to) {
   for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size())) s.replace(p, from.size(), to);
   return s;
@@ -74,9 +125,15 @@ Result<BakeResult> bake_node_overlay(const Recipe& recipe, const PreparedDriver&
   layer.add_data("etc/ld.so.conf.d/nvidia.conf", std::string("/") + k_libdir + "\n");
   layer.add_data("usr/lib/systemd/system/nvidia-persistenced.service", persistenced_unit());
   std::vector<std::string> units = {"nvidia-persistenced.service"};
-  if (options.fabric_manager) {
-    log::warn("fabric manager units: the NVIDIA installer does not ship nv-fabricmanager; install the "
-              "nvidia-fabricmanager-" + driver_branch(version) + " package in the image and enable nvidia-fabricmanager.service");
+  const bool fabric_manager = options.fabric_manager || !options.fabric_manager_packages.empty();
+  if (fabric_manager) {
+    units.push_back("nvidia-fabricmanager.service");
+    if (options.fabric_manager_packages.empty()) {
+      layer.add_data("usr/lib/systemd/system/nvidia-fabricmanager.service", fabricmanager_unit());
+      log::warn("fabric manager: the NVIDIA installer does not ship nv-fabricmanager; the unit is in the overlay, but "
+                "the binary must come from the nvidia-fabricmanager " + version +
+                " package (--fabric-manager-packages DIR, or install it in the image)");
+    }
   }
   std::string mok;
   if (driver.signer) {
@@ -96,6 +153,7 @@ Result<BakeResult> bake_node_overlay(const Recipe& recipe, const PreparedDriver&
   script = replace_all(script, "@KERNELS@", join(kernels, " "));
   script = replace_all(script, "@UNITS@", join(units, " "));
   script = replace_all(script, "@MOK_CERT@", mok);
+  script = replace_all(script, "@TOOLKIT_HOST@", host_toolkit ? "yes" : "");
   if (auto r = write_atomic(options.output / "install.sh", script, 0755); !r) return r.error();
 
   std::string values = "# Helm values fragment for a node image with the NVIDIA driver preinstalled (gpubundle node-image bake)\n"
@@ -103,24 +161,24 @@ Result<BakeResult> bake_node_overlay(const Recipe& recipe, const PreparedDriver&
   if (host_toolkit) values += "toolkit:\n  enabled: false\n";
   if (auto r = write_atomic(options.output / "values.yaml", values); !r) return r.error();
 
+  // Packages go in packages/ (a clean copy each run), for install.sh.
+  fs::path pkgdir = options.output / "packages";
+  fs::remove_all(pkgdir, ec);
+  std::vector<std::string> packages;
   if (!options.toolkit_packages.empty()) {
-    if (!fs::is_directory(options.toolkit_packages, ec))
-      return input_error(options.toolkit_packages.string() + ": --toolkit-packages is not a folder");
-    fs::path dst = options.output / "toolkit-packages";
-    fs::create_directories(dst, ec);
-    int n = 0;
-    for (const auto& e : fs::directory_iterator(options.toolkit_packages)) {
-      auto ext = e.path().extension().string();
-      if (ext != ".deb" && ext != ".rpm") continue;
-      fs::copy_file(e.path(), dst / e.path().filename(), fs::copy_options::overwrite_existing, ec);
-      if (ec) return op_error(e.path().string() + ": " + ec.message());
-      ++n;
-    }
-    if (n == 0) return input_error(options.toolkit_packages.string() + ": no .deb or .rpm toolkit packages in it");
+    auto names = copy_packages(options.toolkit_packages, pkgdir, "--toolkit-packages", "");
+    if (!names) return names.error();
+    packages.insert(packages.end(), names->begin(), names->end());
   } else if (host_toolkit) {
     log::warn("toolkit mode host: no --toolkit-packages given, so the overlay has the containerd drop-in but not "
               "nvidia-container-toolkit itself; install it in the image");
   }
+  if (!options.fabric_manager_packages.empty()) {
+    auto names = copy_packages(options.fabric_manager_packages, pkgdir, "--fabric-manager-packages", version);
+    if (!names) return names.error();
+    packages.insert(packages.end(), names->begin(), names->end());
+  }
+  std::sort(packages.begin(), packages.end());
 
   nlohmann::ordered_json m;
   m["schemaVersion"] = 1;
@@ -130,6 +188,8 @@ Result<BakeResult> bake_node_overlay(const Recipe& recipe, const PreparedDriver&
                               : nlohmann::ordered_json(nullptr);
   m["installer"] = {{"source", fs::path(driver.installer.source).filename().string()}, {"sha256", driver.installer.sha256}};
   m["overlay"] = {{"file", "overlay.tar"}, {"sha256", blob->sha256}, {"size", blob->size}};
+  m["packages"] = packages;
+  m["units"] = units;
   auto files = nlohmann::ordered_json::array();
   for (const auto& r : records) {
     nlohmann::ordered_json f = {{"path", "/" + r.path}, {"type", r.type}, {"mode", r.mode}};
@@ -142,7 +202,7 @@ Result<BakeResult> bake_node_overlay(const Recipe& recipe, const PreparedDriver&
   }
   m["files"] = files;
   if (auto r = write_atomic(options.output / "manifest.json", m.dump(2) + "\n"); !r) return r.error();
-  return BakeResult{overlay, blob->sha256, records.size()};
+  return BakeResult{overlay, blob->sha256, records.size(), packages};
 }
 
 }  // namespace gb

@@ -18,7 +18,14 @@
 //                    "signer": {fingerprint, subject} | null, "installer": {source, sha256},
 //                    "overlay": {file, sha256, size}, "files": [{path,type,mode,size,sha256,link}]}
 //   values.yaml     Helm values fragment: driver.enabled=false (+ toolkit.enabled=false for host toolkit)
-//   toolkit-packages/  copies of --toolkit-packages DIR/*.deb|*.rpm, when given
+//   packages/       .deb/.rpm files install.sh installs into the root (dpkg --root / rpm --root):
+//                   --toolkit-packages DIR/*, and --fabric-manager-packages DIR/* (each must carry
+//                   the driver's version in its file name: FM refuses to run against another driver)
+//
+// With --fabric-manager, install.sh enables nvidia-fabricmanager.service; without FM packages the
+// overlay carries our own unit for it (ExecStart /usr/bin/nv-fabricmanager) and install.sh says
+// that the nv-fabricmanager binary is still missing. The bake output folder is also stored as an
+// OCI artifact (node-images/overlay_artifact.hpp).
 
 #include <filesystem>
 #include <string>
@@ -32,13 +39,15 @@ namespace gb {
 struct BakeOptions {
   std::filesystem::path output;
   std::filesystem::path toolkit_packages;
-  bool fabric_manager = false;
+  std::filesystem::path fabric_manager_packages;
+  bool fabric_manager = false;  // implied by fabric_manager_packages
 };
 
 struct BakeResult {
   std::filesystem::path overlay;
   std::string overlay_sha256;
   std::size_t files = 0;
+  std::vector<std::string> packages;  // file names under packages/
 };
 
 Result<BakeResult> bake_node_overlay(const Recipe& recipe, const PreparedDriver& driver, const BakeOptions& options);

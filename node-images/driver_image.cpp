@@ -136,15 +136,6 @@ Result<bool> lib_is_symlink(const BaseImage& base, const BaseSource& src) {
   return link;
 }
 
-std::string iso_time(std::int64_t t) {
-  std::time_t tt = static_cast<std::time_t>(t);
-  std::tm tm{};
-  gmtime_r(&tt, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 void set_env(json& cfg, const std::string& key, const std::string& value) {
   auto& env = cfg["config"]["Env"];
   if (!env.is_array()) env = json::array();
@@ -154,21 +145,6 @@ void set_env(json& cfg, const std::string& key, const std::string& value) {
       return;
     }
   env.push_back(key + "=" + value);
-}
-
-Result<void> copy_blob_into(Store& store, const fs::path& from, const std::string& digest, std::uint64_t size) {
-  if (store.has_blob(digest, size)) return {};
-  auto w = store.open_blob(digest, size);
-  if (!w) return w.error();
-  std::ifstream in(from, std::ios::binary);
-  if (!in) return op_error(from.string() + ": cannot open");
-  std::string buf(1 << 16, '\0');
-  while (in) {
-    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-    if (in.gcount() > 0)
-      if (auto r = (*w)->write(std::string_view(buf.data(), static_cast<size_t>(in.gcount()))); !r) return r;
-  }
-  return (*w)->publish();
 }
 
 }  // namespace
@@ -261,12 +237,12 @@ Result<std::vector<BuiltDriverImage>> build_driver_images(const PreparedDriver& 
   if (!src.in_store)
     for (const auto& l : base->layers) {
       std::string d = l.value("digest", "");
-      if (auto r = copy_blob_into(store, src.path(d), d, l.value("size", std::uint64_t(0))); !r) return r.error();
+      if (auto r = store.put_blob_file(d, l.value("size", std::uint64_t(0)), src.path(d)); !r) return r.error();
     }
   std::vector<StoredImage> entries;
   std::vector<BuiltDriverImage> out;
   for (auto& p : pending) {
-    if (auto r = copy_blob_into(store, p.layer.file, p.image.layer_digest, p.layer.size); !r) return r.error();
+    if (auto r = store.put_blob_file(p.image.layer_digest, p.layer.size, p.layer.file); !r) return r.error();
     if (auto r = store.put_blob(sha256_digest(p.config), p.config); !r) return r.error();
     if (auto r = store.put_blob(p.image.digest, p.manifest); !r) return r.error();
     StoredImage si;

@@ -4,6 +4,7 @@
 #include <archive_entry.h>
 
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
 #include <memory>
 
@@ -183,6 +184,15 @@ Result<LayerBlob> gzip_layer(const fs::path& tar, const fs::path& out) {
     return op_error(out.string() + ": " + (sink.error.empty() ? archive_error_string(a.get()) : sink.error));
   if (auto r = file->commit(); !r) return r.error();
   return LayerBlob{out, sink.hash.hex(), sink.size};
+}
+
+std::string iso_time(std::int64_t t) {
+  std::time_t tt = static_cast<std::time_t>(t);
+  std::tm tm{};
+  gmtime_r(&tt, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
 }
 
 }  // namespace gb

@@ -28,6 +28,9 @@
 namespace gb {
 
 constexpr int k_lock_schema_version = 1;
+// The component of a baked node overlay artifact (node-images/overlay_artifact.hpp):
+// carried and imported like an image, but no chart values key.
+inline constexpr const char* k_node_overlay_component = "nodeOverlay";
 
 struct LockImage {
   std::vector<std::string> components;  // values keys, e.g. ["devicePlugin", "gfd"]

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # gpubundle node-image bake, end to end: the stand-in installer (upstream
-# makeself header) built for Debian's linux-headers, signed; the overlay,
-# manifest.json, install.sh (shellcheck), values fragment and containerd
-# drop-in are checked; then install.sh runs against a debootstrap minbase
-# root and the result is checked inside it (modules.dep, modinfo -b,
-# ldconfig -p -r, systemctl is-enabled).
-# The minbase root is made once and cached in $GB_CACHE_DIR/debootstrap
-# (8 minutes here, so only with GPUBUNDLE_SLOW_TESTS=1; without the cache and
-# that variable the install part is skipped with a message).
+# makeself header) built for Debian's linux-headers, signed, with stand-in
+# toolkit and fabric manager packages; the overlay, manifest.json, install.sh
+# (shellcheck), values fragment and containerd drop-in are checked; then
+# install.sh runs against a debootstrap minbase root and the result is checked
+# inside it (modules.dep, modinfo -b, ldconfig -p -r, systemctl is-enabled,
+# dpkg status of the packages).
+# The minbase root is made once per build folder and cached in
+# $GB_CACHE_DIR/debootstrap (about a minute from deb.debian.org), in the
+# background while the modules build. With GPUBUNDLE_OFFLINE_TESTS=1 and no
+# cached root, the install part is skipped with a message.
 # Usage: bake.sh PATH/TO/gpubundle
 set -euo pipefail
 gb=$(readlink -f "${1:?usage: bake.sh gpubundle}")
@@ -20,12 +22,43 @@ if [ -z "$kbuild" ] || [ ! -f "$kbuild/include/generated/utsrelease.h" ]; then
 fi
 kver=$(sed -n 's/^#define UTS_RELEASE "\(.*\)"$/\1/p' "$kbuild/include/generated/utsrelease.h")
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+base=$cache/debootstrap
+debootstrap_pid=""
+cleanup() {
+  if [ -n "$debootstrap_pid" ]; then kill "$debootstrap_pid" 2>/dev/null || true; wait "$debootstrap_pid" 2>/dev/null || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 ok() { echo "ok: $*"; }
 export SOURCE_DATE_EPOCH=1700000000 TMPDIR=$work/tmp
 mkdir -p "$TMPDIR"
 
+# The minbase root, made in the background while the modules build.
+if [ ! -x "$base/bin/sh" ] && [ "${GPUBUNDLE_OFFLINE_TESTS:-0}" != 1 ]; then
+  command -v debootstrap >/dev/null || fail "debootstrap is not installed (scripts/install-deps.sh)"
+  mkdir -p "$cache"
+  rm -rf "$base.tmp"
+  debootstrap --variant=minbase bookworm "$base.tmp" http://deb.debian.org/debian > "$cache/debootstrap.log" 2>&1 &
+  debootstrap_pid=$!
+fi
+
+# make_deb OUTDIR NAME VERSION PATH=CONTENT...: a stand-in package made with dpkg-deb.
+make_deb() {
+  local out=$1 name=$2 ver=$3
+  shift 3
+  local d=$work/debsrc/$name-$ver
+  mkdir -p "$d/DEBIAN" "$out"
+  printf 'Package: %s\nVersion: %s\nArchitecture: amd64\nMaintainer: test <t@example.com>\nDescription: stand-in\n' \
+    "$name" "$ver" > "$d/DEBIAN/control"
+  local f
+  for f in "$@"; do
+    mkdir -p "$d/$(dirname "${f%%=*}")"
+    printf '%s\n' "${f#*=}" > "$d/${f%%=*}"
+    case ${f%%=*} in */bin/*) chmod 755 "$d/${f%%=*}" ;; esac
+  done
+  dpkg-deb --root-owner-group --build "$d" "$out/${name}_${ver}_amd64.deb" >/dev/null
+}
 VER=580.95.05
 bash "$src/tests/integration/fixtures/make-installer.sh" "$work/inst" "$VER" >/dev/null
 cat > "$work/site.yaml" <<R
@@ -44,14 +77,50 @@ R
 openssl req -x509 -newkey rsa:2048 -nodes -keyout "$work/key.pem" -out "$work/cert.pem" -days 30 \
   -subj "/CN=gpubundle bake key" 2>/dev/null
 
+make_deb "$work/toolkit" nvidia-container-toolkit-base 1.17.8-1 \
+  "usr/bin/nvidia-container-runtime=#!/bin/sh" "usr/bin/nvidia-ctk=#!/bin/sh"
+make_deb "$work/fm" nvidia-fabricmanager "$VER-1" "usr/bin/nv-fabricmanager=#!/bin/sh" \
+  "usr/lib/systemd/system/nvidia-fabricmanager.service=[Unit]
+Description=stand-in fabric manager
+[Service]
+ExecStart=/usr/bin/nv-fabricmanager
+[Install]
+WantedBy=multi-user.target"
+make_deb "$work/fm-old" nvidia-fabricmanager 570.86.15-1 "usr/bin/nv-fabricmanager=#!/bin/sh"
+
+# The wrong fabric manager version is refused before anything is stored.
+set +e
+"$gb" --store "$work/store" node-image bake "$work/site.yaml" --installer "$work/inst/NVIDIA-Linux-x86_64-$VER.run" \
+  --kernel-build "$kbuild" -j 2 -o "$work/old" --fabric-manager-packages "$work/fm-old" > /dev/null 2> "$work/err"
+rc=$?
+set -e
+[ $rc = 2 ] || fail "a fabric manager of another version: rc $rc, want 2"
+grep -q "nvidia-fabricmanager_570.86.15-1_amd64.deb: --fabric-manager-packages must match driver $VER" "$work/err" ||
+  fail "fabric manager version message: $(cat "$work/err")"
+[ ! -e "$work/store" ] || fail "a refused bake touched the store"
+ok "a fabric manager package of another driver version is refused, the store untouched"
+
 out=$work/out
-"$gb" node-image bake "$work/site.yaml" --installer "$work/inst/NVIDIA-Linux-x86_64-$VER.run" --kernel-build "$kbuild" \
-  --sign-key "$work/key.pem" --sign-cert "$work/cert.pem" -j 2 -o "$out" > "$work/stdout" 2> "$work/stderr" ||
+"$gb" --store "$work/store" node-image bake "$work/site.yaml" --installer "$work/inst/NVIDIA-Linux-x86_64-$VER.run" \
+  --kernel-build "$kbuild" --sign-key "$work/key.pem" --sign-cert "$work/cert.pem" -j 2 -o "$out" \
+  --toolkit-packages "$work/toolkit" --fabric-manager-packages "$work/fm" > "$work/stdout" 2> "$work/stderr" ||
   { cat "$work/stderr" >&2; fail "bake"; }
 grep -q "makeself, gzip" "$work/stderr" || fail "upstream makeself header not reported: $(cat "$work/stderr")"
-grep -q "no --toolkit-packages" "$work/stderr" || fail "missing toolkit packages not reported"
-for f in overlay.tar install.sh manifest.json values.yaml; do [ -f "$out/$f" ] || fail "$f missing"; done
-ok "bake wrote overlay.tar, install.sh, manifest.json, values.yaml"
+for f in overlay.tar install.sh manifest.json values.yaml packages/nvidia-fabricmanager_$VER-1_amd64.deb \
+  packages/nvidia-container-toolkit-base_1.17.8-1_amd64.deb; do
+  [ -f "$out/$f" ] || fail "$f missing"
+done
+ok "bake wrote overlay.tar, install.sh, manifest.json, values.yaml, packages/"
+
+# Without packages it says what is missing, and still ships the FM unit.
+"$gb" --store "$work/store2" node-image bake "$work/site.yaml" --installer "$work/inst/NVIDIA-Linux-x86_64-$VER.run" \
+  --kernel-build "$kbuild" -j 2 -o "$work/bare" --fabric-manager --no-store > /dev/null 2> "$work/stderr2" ||
+  { cat "$work/stderr2" >&2; fail "bake without packages"; }
+grep -q "no --toolkit-packages" "$work/stderr2" || fail "missing toolkit packages not reported"
+grep -q "nvidia-fabricmanager $VER package" "$work/stderr2" || fail "missing fabric manager binary not reported"
+tar -tf "$work/bare/overlay.tar" | grep -qx usr/lib/systemd/system/nvidia-fabricmanager.service || fail "FM unit missing"
+[ ! -e "$work/store2" ] || fail "--no-store created a store"
+ok "missing toolkit and fabric manager packages are reported; --no-store stores nothing"
 
 tar -tvf "$out/overlay.tar" > "$work/list"
 for p in "lib/modules/$kver/updates/nvidia/nvidia.ko" "lib/modules/$kver/updates/nvidia/nvidia-uvm.ko" \
@@ -105,20 +174,15 @@ shellcheck "$out/install.sh" || fail "install.sh shellcheck"
 ok "manifest.json lists every file with a matching sha256 and mode; install.sh passes shellcheck"
 
 # Install into a debootstrap minbase root.
-base=$cache/debootstrap
-if [ ! -x "$base/bin/sh" ]; then
-  if [ "${GPUBUNDLE_SLOW_TESTS:-0}" != 1 ]; then
-    echo "SKIP (install part): no cached minbase root at $base; debootstrap takes ~8 min here."
-    echo "  Run with GPUBUNDLE_SLOW_TESTS=1 once to create it (needs deb.debian.org)."
-    echo "PASS node-image-bake (without the install into a minbase root)"
-    exit 0
-  fi
-  command -v debootstrap >/dev/null || fail "debootstrap is not installed (scripts/install-deps.sh)"
-  mkdir -p "$cache"
-  rm -rf "$base.tmp"
-  debootstrap --variant=minbase bookworm "$base.tmp" http://deb.debian.org/debian > "$cache/debootstrap.log" 2>&1 ||
-    fail "debootstrap failed: $(tail -n 5 "$cache/debootstrap.log")"
+if [ -n "$debootstrap_pid" ]; then
+  wait "$debootstrap_pid" || fail "debootstrap failed: $(tail -n 5 "$cache/debootstrap.log")"
+  debootstrap_pid=""
   mv "$base.tmp" "$base"
+fi
+if [ ! -x "$base/bin/sh" ]; then
+  echo "SKIP (install part): GPUBUNDLE_OFFLINE_TESTS=1 and no cached minbase root at $base"
+  echo "PASS node-image-bake (without the install into a minbase root)"
+  exit 0
 fi
 root=$work/root
 cp -a "$base" "$root"
@@ -134,5 +198,11 @@ grep -q "^signer: *gpubundle bake key" "$work/modinfo" || fail "modinfo -b signe
 ldconfig -p -r "$root" | grep -q "libnvidia-ml.so.1 .*=> /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1" || fail "ldconfig -p -r lacks libnvidia-ml"
 [ "$(systemctl --root="$root" is-enabled nvidia-persistenced.service)" = enabled ] || fail "nvidia-persistenced.service not enabled"
 [ -x "$root/usr/bin/nvidia-smi" ] && [ "$(chroot "$root" /usr/bin/nvidia-smi | head -c 10)" = "NVIDIA-SMI" ] || fail "chroot nvidia-smi"
-ok "installed into a minbase root: modules.dep, modinfo -b (signer), ldconfig -p -r, unit enabled, chroot nvidia-smi"
+for p in nvidia-container-toolkit-base nvidia-fabricmanager; do
+  dpkg-query --admindir="$root/var/lib/dpkg" -W -f '${Status}\n' "$p" | grep -q "install ok installed" || fail "dpkg: $p not installed"
+done
+[ -x "$root/usr/bin/nv-fabricmanager" ] && [ -x "$root/usr/bin/nvidia-container-runtime" ] || fail "package files missing"
+[ "$(systemctl --root="$root" is-enabled nvidia-fabricmanager.service)" = enabled ] || fail "nvidia-fabricmanager.service not enabled"
+grep -q "note:" "$work/install.log" && fail "install.sh printed a note although every package was there: $(grep note: "$work/install.log")"
+ok "installed into a minbase root: modules.dep, modinfo -b (signer), ldconfig -p -r, units enabled, chroot nvidia-smi, packages"
 echo "PASS node-image-bake"

@@ -1,0 +1,335 @@
+#include "node-images/overlay_artifact.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <zstd.h>
+
+#include "bundles/bundle.hpp"
+#include "bundles/bundle_blobs.hpp"
+#include "common/files.hpp"
+#include "common/strings.hpp"
+#include "mirror/oci.hpp"
+#include "mirror/store.hpp"
+#include "node-images/layer.hpp"
+#include "signing/digest.hpp"
+
+namespace gb {
+
+namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;
+
+namespace {
+
+constexpr const char* k_empty_type = "application/vnd.oci.empty.v1+json";
+constexpr const char* k_title = "org.opencontainers.image.title";
+constexpr const char* k_uncompressed = "io.gpubundle.uncompressed.sha256";
+constexpr const char* k_overlay_type = "application/vnd.oci.image.layer.v1.tar+zstd";
+constexpr int k_zstd_level = 3;
+
+struct CCtxFree {
+  void operator()(ZSTD_CCtx* c) const { ZSTD_freeCCtx(c); }
+};
+struct DCtxFree {
+  void operator()(ZSTD_DCtx* c) const { ZSTD_freeDCtx(c); }
+};
+
+struct FileBlob {
+  std::string digest;
+  std::uint64_t size = 0;
+};
+
+Result<FileBlob> hash_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) return op_error(p.string() + ": cannot open");
+  Sha256 h;
+  std::uint64_t n = 0;
+  std::string buf(1 << 16, '\0');
+  while (in) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    h.update(buf.data(), static_cast<std::size_t>(in.gcount()));
+    n += static_cast<std::uint64_t>(in.gcount());
+  }
+  return FileBlob{"sha256:" + h.hex(), n};
+}
+
+// Deterministic zstd of `in` into `out` (one thread, fixed level, size in the frame header).
+Result<FileBlob> zstd_file(const fs::path& in_path, const fs::path& out_path) {
+  std::error_code ec;
+  auto total = fs::file_size(in_path, ec);
+  if (ec) return op_error(in_path.string() + ": " + ec.message());
+  std::ifstream in(in_path, std::ios::binary);
+  if (!in) return op_error(in_path.string() + ": cannot open");
+  auto out = AtomicFile::create(out_path);
+  if (!out) return out.error();
+  std::unique_ptr<ZSTD_CCtx, CCtxFree> cc(ZSTD_createCCtx());
+  ZSTD_CCtx_setParameter(cc.get(), ZSTD_c_compressionLevel, k_zstd_level);
+  ZSTD_CCtx_setParameter(cc.get(), ZSTD_c_checksumFlag, 1);
+  ZSTD_CCtx_setPledgedSrcSize(cc.get(), total);
+  Sha256 h;
+  std::uint64_t written = 0;
+  std::string ibuf(ZSTD_CStreamInSize(), '\0'), obuf(ZSTD_CStreamOutSize(), '\0');
+  auto drain = [&](ZSTD_inBuffer& ib, ZSTD_EndDirective mode) -> Result<bool> {
+    ZSTD_outBuffer ob{obuf.data(), obuf.size(), 0};
+    size_t rc = ZSTD_compressStream2(cc.get(), &ob, &ib, mode);
+    if (ZSTD_isError(rc)) return op_error(in_path.string() + ": zstd: " + ZSTD_getErrorName(rc));
+    std::string_view chunk(obuf.data(), ob.pos);
+    h.update(chunk);
+    written += chunk.size();
+    if (auto r = out->write(chunk); !r) return r.error();
+    return rc == 0;
+  };
+  while (in) {
+    in.read(ibuf.data(), static_cast<std::streamsize>(ibuf.size()));
+    ZSTD_inBuffer ib{ibuf.data(), static_cast<size_t>(in.gcount()), 0};
+    while (ib.pos < ib.size)
+      if (auto r = drain(ib, ZSTD_e_continue); !r) return r.error();
+  }
+  ZSTD_inBuffer none{nullptr, 0, 0};
+  for (;;) {
+    auto r = drain(none, ZSTD_e_end);
+    if (!r) return r.error();
+    if (*r) break;
+  }
+  if (auto r = out->commit(); !r) return r.error();
+  return FileBlob{"sha256:" + h.hex(), written};
+}
+
+// Where export reads blobs from: the store or a verified bundle.
+struct BlobReader {
+  std::function<Result<std::string>(const std::string&)> content;
+  // Streams the checked content of a blob; fails at the end when it does not match.
+  std::function<Result<void>(const std::string&, const std::function<Result<void>(std::string_view)>&)> stream;
+};
+
+struct Candidate {
+  std::string ref;
+  std::string digest;
+};
+
+bool is_overlay(const std::string& manifest) {
+  json m = json::parse(manifest, nullptr, false);
+  return m.is_object() && m.value("artifactType", "") == k_node_overlay_artifact_type;
+}
+
+// A layer title may only name a file below the output folder.
+Result<void> check_title(const std::string& title, const std::string& ref) {
+  bool ok = !title.empty() && title.front() != '/' && title.find('\\') == std::string::npos;
+  for (const auto& part : split(title, '/')) ok = ok && !part.empty() && part != "." && part != "..";
+  if (!ok) return input_error(ref + ": layer title '" + title + "' is not a plain relative path");
+  return {};
+}
+
+Result<ExportedOverlay> export_overlay(const BlobReader& reader, const std::vector<Candidate>& candidates, const std::string& ref,
+                                       const std::string& where, const fs::path& out) {
+  std::vector<Candidate> overlays;
+  std::string manifest_text;
+  for (const auto& c : candidates) {
+    if (!ref.empty() && c.ref != ref) continue;
+    auto text = reader.content(c.digest);
+    if (!text) return text.error();
+    if (!is_overlay(*text)) {
+      if (!ref.empty()) return input_error(ref + " in " + where + " is not a node overlay (artifactType " + k_node_overlay_artifact_type + ")");
+      continue;
+    }
+    overlays.push_back(c);
+    manifest_text = *text;
+  }
+  if (overlays.empty())
+    return input_error(ref.empty() ? where + " holds no node overlay (make one with `gpubundle node-image bake`)"
+                                   : ref + ": no such node overlay in " + where);
+  if (overlays.size() > 1) {
+    std::vector<std::string> refs;
+    for (const auto& c : overlays) refs.push_back(c.ref);
+    return input_error(where + " holds " + std::to_string(refs.size()) + " node overlays; name one: " + join(refs, ", "));
+  }
+  const Candidate& chosen = overlays.front();
+  json man = json::parse(manifest_text);
+
+  std::error_code ec;
+  fs::create_directories(out, ec);
+  if (ec) return op_error(out.string() + ": " + ec.message());
+  ExportedOverlay result{chosen.ref, chosen.digest, {}};
+  std::string overlay_sha;  // of the decompressed overlay.tar
+  for (const auto& layer : man.value("layers", json::array())) {
+    std::string digest = layer.value("digest", "");
+    std::string media = layer.value("mediaType", "");
+    std::string title = layer.contains("annotations") ? layer["annotations"].value(k_title, "") : "";
+    if (auto r = check_title(title, chosen.ref); !r) return r.error();
+    bool overlay = media == k_overlay_type;
+    std::string name = overlay && ends_with(title, ".zst") ? title.substr(0, title.size() - 4) : title;
+    fs::path dst = out / name;
+    fs::create_directories(dst.parent_path(), ec);
+    auto file = AtomicFile::create(dst, name == "install.sh" ? 0755 : 0644);
+    if (!file) return file.error();
+    Sha256 plain;
+    std::unique_ptr<ZSTD_DCtx, DCtxFree> dc;
+    if (overlay) dc.reset(ZSTD_createDCtx());
+    std::string dbuf(ZSTD_DStreamOutSize(), '\0');
+    auto r = reader.stream(digest, [&](std::string_view chunk) -> Result<void> {
+      if (!dc) return file->write(chunk);
+      ZSTD_inBuffer ib{chunk.data(), chunk.size(), 0};
+      while (ib.pos < ib.size) {
+        ZSTD_outBuffer ob{dbuf.data(), dbuf.size(), 0};
+        size_t rc = ZSTD_decompressStream(dc.get(), &ob, &ib);
+        if (ZSTD_isError(rc)) return op_error(chosen.ref + ": " + title + ": zstd: " + ZSTD_getErrorName(rc));
+        std::string_view part(dbuf.data(), ob.pos);
+        plain.update(part);
+        if (auto w = file->write(part); !w) return w;
+      }
+      return {};
+    });
+    if (!r) return op_error(chosen.ref + ": " + title + ": " + r.error().message);
+    if (overlay) {
+      overlay_sha = plain.hex();
+      std::string want = layer["annotations"].value(k_uncompressed, "");
+      if (overlay_sha != want)
+        return op_error(chosen.ref + ": " + name + " decompresses to sha256 " + overlay_sha + ", the artifact says " + want);
+    }
+    if (auto c = file->commit(); !c) return c.error();
+    result.files.push_back(name);
+  }
+  // manifest.json names the overlay it describes: they must agree.
+  auto listed = read_file(out / "manifest.json");
+  if (!listed) return input_error(chosen.ref + ": the artifact has no manifest.json");
+  json m = json::parse(*listed, nullptr, false);
+  std::string want = m.is_object() && m.contains("overlay") ? m["overlay"].value("sha256", "") : "";
+  if (overlay_sha.empty() || want != overlay_sha)
+    return op_error(chosen.ref + ": overlay.tar (sha256 " + overlay_sha + ") is not the one manifest.json lists (" + want + ")");
+  std::sort(result.files.begin(), result.files.end());
+  return result;
+}
+
+}  // namespace
+
+std::string overlay_tag(const std::string& driver_version, const std::string& os_tag) { return driver_version + "-" + os_tag; }
+
+Result<StoredOverlay> store_overlay(Store& store, const fs::path& dir, const std::string& ref) {
+  auto meta_text = read_file(dir / "manifest.json");
+  if (!meta_text) return meta_text.error();
+  json meta = json::parse(*meta_text, nullptr, false);
+  if (!meta.is_object() || !meta.contains("driver") || !meta.contains("overlay"))
+    return input_error((dir / "manifest.json").string() + ": not a node overlay manifest");
+
+  ScratchDir scratch(dir / ".artifact");
+  std::error_code ec;
+  fs::create_directories(scratch.path(), ec);
+  if (ec) return op_error(scratch.path().string() + ": " + ec.message());
+
+  struct Layer {
+    std::string media;
+    std::string title;
+    fs::path file;
+    FileBlob blob;
+    std::string uncompressed;
+  };
+  std::vector<Layer> layers;
+  auto zst = zstd_file(dir / "overlay.tar", scratch.path() / "overlay.tar.zst");
+  if (!zst) return zst.error();
+  layers.push_back({k_overlay_type, "overlay.tar.zst", scratch.path() / "overlay.tar.zst", *zst, meta["overlay"].value("sha256", "")});
+  const std::pair<const char*, const char*> files[] = {
+      {"install.sh", "application/vnd.gpubundle.node-overlay.install.v1+sh"},
+      {"manifest.json", "application/vnd.gpubundle.node-overlay.manifest.v1+json"},
+      {"values.yaml", "application/vnd.gpubundle.node-overlay.values.v1+yaml"},
+  };
+  for (const auto& [name, media] : files) layers.push_back({media, name, dir / name, {}, ""});
+  if (fs::is_directory(dir / "packages")) {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(dir / "packages")) names.push_back(e.path().filename().string());
+    std::sort(names.begin(), names.end());
+    for (const auto& n : names) layers.push_back({"application/vnd.gpubundle.package.v1", "packages/" + n, dir / "packages" / n, {}, ""});
+  }
+
+  json man = {{"schemaVersion", 2}, {"mediaType", std::string(oci::k_oci_manifest)}, {"artifactType", k_node_overlay_artifact_type}};
+  const std::string empty = "{}";
+  man["config"] = {{"mediaType", k_empty_type}, {"digest", sha256_digest(empty)}, {"size", empty.size()}, {"data", "e30="}};
+  json jl = json::array();
+  std::uint64_t total = empty.size();
+  for (auto& l : layers) {
+    if (l.blob.digest.empty()) {
+      auto h = hash_file(l.file);
+      if (!h) return h.error();
+      l.blob = *h;
+    }
+    json d = {{"mediaType", l.media}, {"digest", l.blob.digest}, {"size", l.blob.size}};
+    d["annotations"] = {{k_title, l.title}};
+    if (!l.uncompressed.empty()) d["annotations"][k_uncompressed] = l.uncompressed;
+    jl.push_back(d);
+    total += l.blob.size;
+  }
+  man["layers"] = jl;
+  const auto& drv = meta["driver"];
+  std::vector<std::string> kernels;
+  for (const auto& k : meta.value("kernels", json::array())) kernels.push_back(k.get<std::string>());
+  man["annotations"] = {
+      {"org.opencontainers.image.created", iso_time(layer_mtime())},
+      {"io.gpubundle.driver.version", drv.value("version", "")},
+      {"io.gpubundle.driver.kernels", join(kernels, ",")},
+      {"io.gpubundle.driver.signer", meta["signer"].is_object() ? meta["signer"].value("fingerprint", "") : "unsigned"},
+      {"io.gpubundle.driver.installer-sha256", meta.contains("installer") ? meta["installer"].value("sha256", "") : ""},
+  };
+  std::string bytes = man.dump();
+
+  // Blobs, then the manifest, then index.json.
+  if (auto r = store.put_blob(sha256_digest(empty), empty); !r) return r.error();
+  for (const auto& l : layers)
+    if (auto r = store.put_blob_file(l.blob.digest, l.blob.size, l.file); !r) return r.error();
+  std::string digest = sha256_digest(bytes);
+  if (auto r = store.put_blob(digest, bytes); !r) return r.error();
+  StoredImage si;
+  si.ref = ref;
+  si.media_type = std::string(oci::k_oci_manifest);
+  si.digest = digest;
+  si.size = bytes.size();
+  si.platforms = {"linux/amd64"};
+  if (auto r = store.add_images({si}); !r) return r.error();
+  return StoredOverlay{ref, digest, total + bytes.size()};
+}
+
+Result<ExportedOverlay> export_overlay_from_store(const Store& store, const std::string& ref, const fs::path& out) {
+  BlobReader reader;
+  reader.content = [&store](const std::string& d) { return store.read_blob(d); };
+  reader.stream = [&store](const std::string& d, const std::function<Result<void>(std::string_view)>& sink) -> Result<void> {
+    std::ifstream in(store.blob_path(d), std::ios::binary);
+    if (!in) return op_error("blob " + d + " is not in the store");
+    Sha256 h;
+    std::string buf(1 << 16, '\0');
+    while (in) {
+      in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+      std::string_view chunk(buf.data(), static_cast<std::size_t>(in.gcount()));
+      h.update(chunk);
+      if (!chunk.empty())
+        if (auto r = sink(chunk); !r) return r;
+    }
+    if ("sha256:" + h.hex() != d) return op_error("blob " + d + " in the store does not match its digest (run `gpubundle store fsck`)");
+    return {};
+  };
+  auto images = store.images();
+  if (!images) return images.error();
+  std::vector<Candidate> candidates;
+  for (const auto& i : *images)
+    if (i.media_type == oci::k_oci_manifest) candidates.push_back({i.ref, i.digest});
+  return export_overlay(reader, candidates, ref, "store " + store.root().string(), out);
+}
+
+Result<ExportedOverlay> export_overlay_from_bundle(const std::vector<fs::path>& volumes, const Keyring* trusted, const std::string& ref,
+                                                   const fs::path& out) {
+  VerifyOptions vo;
+  vo.trusted = trusted;
+  vo.locate = true;
+  VerifyReport verified = verify_bundle(volumes, vo);
+  if (!verified.problems.empty()) return op_error(join(verified.problems, "\n") + "\nexport refused: nothing was written");
+  auto blobs = BundleBlobs::from(verified);
+  if (!blobs) return blobs.error();
+  BlobReader reader;
+  reader.content = [&](const std::string& d) { return blobs->content(d); };
+  reader.stream = [&](const std::string& d, const std::function<Result<void>(std::string_view)>& sink) { return blobs->stream_content(d, sink); };
+  std::vector<Candidate> candidates;
+  for (const auto& i : verified.manifest.images)
+    if (i.media_type == oci::k_oci_manifest) candidates.push_back({i.ref, i.digest});
+  return export_overlay(reader, candidates, ref, "bundle " + volumes.front().string(), out);
+}
+
+}  // namespace gb

@@ -1,0 +1,65 @@
+#pragma once
+// The baked node overlay (node-images/bake.hpp) as an OCI artifact
+// (image-spec 1.1), so that it sits in the store, travels in bundles and
+// through registries like any image, and comes back out as the same files.
+//
+//   manifest  application/vnd.oci.image.manifest.v1+json
+//     artifactType  application/vnd.gpubundle.node-overlay.v1
+//     config        the empty descriptor (application/vnd.oci.empty.v1+json, "{}")
+//     layers, each titled (org.opencontainers.image.title) with its file name:
+//       overlay.tar.zst  application/vnd.oci.image.layer.v1.tar+zstd
+//                        io.gpubundle.uncompressed.sha256 = sha256 of overlay.tar
+//       install.sh       application/vnd.gpubundle.node-overlay.install.v1+sh
+//       manifest.json    application/vnd.gpubundle.node-overlay.manifest.v1+json
+//       values.yaml      application/vnd.gpubundle.node-overlay.values.v1+yaml
+//       packages/<f>     application/vnd.gpubundle.package.v1   (.deb/.rpm, sorted)
+//     annotations: org.opencontainers.image.created (SOURCE_DATE_EPOCH or 0),
+//       io.gpubundle.driver.{version,kernels,signer,installer-sha256}
+//
+// Reference: <repository>:<driver version>-<osTag>, repository by default
+// localhost/gpubundle/node-overlay ("localhost": made here, pulled from
+// nowhere). The lock lists it with component "nodeOverlay", origin "built".
+// zstd level 3 with one thread, so the same overlay gives the same digest.
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "common/error.hpp"
+
+namespace gb {
+
+class Store;
+class Keyring;
+
+inline constexpr const char* k_node_overlay_artifact_type = "application/vnd.gpubundle.node-overlay.v1";
+inline constexpr const char* k_node_overlay_repository = "localhost/gpubundle/node-overlay";
+
+struct StoredOverlay {
+  std::string ref;
+  std::string digest;  // manifest digest
+  std::uint64_t size = 0;  // all blobs
+};
+
+// Stores the bake output folder `dir` (overlay.tar, install.sh, manifest.json,
+// values.yaml, packages/) as an artifact named `ref`. Blobs first, index.json last.
+Result<StoredOverlay> store_overlay(Store& store, const std::filesystem::path& dir, const std::string& ref);
+
+std::string overlay_tag(const std::string& driver_version, const std::string& os_tag);
+
+struct ExportedOverlay {
+  std::string ref;
+  std::string digest;
+  std::vector<std::string> files;  // written, relative to the output folder
+};
+
+// Writes the artifact's files back into `out` (overlay.tar decompressed),
+// each checked against its digest (and overlay.tar against manifest.json)
+// before it is renamed into place. ref "" picks the only overlay there is.
+Result<ExportedOverlay> export_overlay_from_store(const Store& store, const std::string& ref, const std::filesystem::path& out);
+// The same from bundle volumes, verified whole first (trusted == nullptr:
+// signature not checked).
+Result<ExportedOverlay> export_overlay_from_bundle(const std::vector<std::filesystem::path>& volumes, const Keyring* trusted,
+                                                   const std::string& ref, const std::filesystem::path& out);
+
+}  // namespace gb
