@@ -161,7 +161,7 @@ _gpubundle_command() {
       args=1
       ;;
     "node-image")
-      subs="bake"
+      subs="bake export"
       opts="-h --help --store --json -q --quiet -v --verbose --version"
       vals="--store"
       files="--store"
@@ -169,9 +169,16 @@ _gpubundle_command() {
       ;;
     "node-image bake")
       subs=""
-      opts="-h --help --installer --kernel-build --kernel-headers --sign-key --sign-cert -j --jobs --kernel-module-type --keep-sandbox -o --output --toolkit-packages --fabric-manager --store --json -q --quiet -v --verbose --version"
-      vals="--installer --kernel-build --kernel-headers --sign-key --sign-cert -j --jobs --kernel-module-type -o --output --toolkit-packages --store"
-      files="--installer --kernel-build --kernel-headers --sign-key --sign-cert -o --output --toolkit-packages --store"
+      opts="-h --help --installer --kernel-build --kernel-headers --sign-key --sign-cert -j --jobs --kernel-module-type --keep-sandbox -o --output --toolkit-packages --fabric-manager --fabric-manager-packages --repository --os-tag --lock --no-store --store --json -q --quiet -v --verbose --version"
+      vals="--installer --kernel-build --kernel-headers --sign-key --sign-cert -j --jobs --kernel-module-type -o --output --toolkit-packages --fabric-manager-packages --repository --os-tag --lock --store"
+      files="--installer --kernel-build --kernel-headers --sign-key --sign-cert -o --output --toolkit-packages --fabric-manager-packages --lock --store"
+      args=1
+      ;;
+    "node-image export")
+      subs=""
+      opts="-h --help -o --output --bundle --pubkey --keyring --insecure-skip-signature --store --json -q --quiet -v --verbose --version"
+      vals="-o --output --bundle --pubkey --keyring --store"
+      files="-o --output --bundle --pubkey --keyring --store"
       args=1
       ;;
     "driver")

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <zstd.h>
 
@@ -39,6 +40,7 @@ struct DCtxFree {
 struct FileBlob {
   std::string digest;
   std::uint64_t size = 0;
+  std::string plain_sha256;  // of the input, for a compressed blob
 };
 
 Result<FileBlob> hash_file(const fs::path& p) {
@@ -68,7 +70,7 @@ Result<FileBlob> zstd_file(const fs::path& in_path, const fs::path& out_path) {
   ZSTD_CCtx_setParameter(cc.get(), ZSTD_c_compressionLevel, k_zstd_level);
   ZSTD_CCtx_setParameter(cc.get(), ZSTD_c_checksumFlag, 1);
   ZSTD_CCtx_setPledgedSrcSize(cc.get(), total);
-  Sha256 h;
+  Sha256 h, plain;
   std::uint64_t written = 0;
   std::string ibuf(ZSTD_CStreamInSize(), '\0'), obuf(ZSTD_CStreamOutSize(), '\0');
   auto drain = [&](ZSTD_inBuffer& ib, ZSTD_EndDirective mode) -> Result<bool> {
@@ -83,6 +85,7 @@ Result<FileBlob> zstd_file(const fs::path& in_path, const fs::path& out_path) {
   };
   while (in) {
     in.read(ibuf.data(), static_cast<std::streamsize>(ibuf.size()));
+    plain.update(ibuf.data(), static_cast<size_t>(in.gcount()));
     ZSTD_inBuffer ib{ibuf.data(), static_cast<size_t>(in.gcount()), 0};
     while (ib.pos < ib.size)
       if (auto r = drain(ib, ZSTD_e_continue); !r) return r.error();
@@ -94,7 +97,7 @@ Result<FileBlob> zstd_file(const fs::path& in_path, const fs::path& out_path) {
     if (*r) break;
   }
   if (auto r = out->commit(); !r) return r.error();
-  return FileBlob{"sha256:" + h.hex(), written};
+  return FileBlob{"sha256:" + h.hex(), written, plain.hex()};
 }
 
 // Where export reads blobs from: the store or a verified bundle.
@@ -107,6 +110,7 @@ struct BlobReader {
 struct Candidate {
   std::string ref;
   std::string digest;
+  std::string media_type;
 };
 
 bool is_overlay(const std::string& manifest) {
@@ -128,9 +132,13 @@ Result<ExportedOverlay> export_overlay(const BlobReader& reader, const std::vect
   std::string manifest_text;
   for (const auto& c : candidates) {
     if (!ref.empty() && c.ref != ref) continue;
-    auto text = reader.content(c.digest);
-    if (!text) return text.error();
-    if (!is_overlay(*text)) {
+    std::optional<std::string> text;
+    if (c.media_type == oci::k_oci_manifest) {
+      auto got = reader.content(c.digest);
+      if (!got) return got.error();
+      text = std::move(got.value());
+    }
+    if (!text || !is_overlay(*text)) {
       if (!ref.empty()) return input_error(ref + " in " + where + " is not a node overlay (artifactType " + k_node_overlay_artifact_type + ")");
       continue;
     }
@@ -228,7 +236,9 @@ Result<StoredOverlay> store_overlay(Store& store, const fs::path& dir, const std
   std::vector<Layer> layers;
   auto zst = zstd_file(dir / "overlay.tar", scratch.path() / "overlay.tar.zst");
   if (!zst) return zst.error();
-  layers.push_back({k_overlay_type, "overlay.tar.zst", scratch.path() / "overlay.tar.zst", *zst, meta["overlay"].value("sha256", "")});
+  if (zst->plain_sha256 != meta["overlay"].value("sha256", ""))
+    return input_error((dir / "overlay.tar").string() + " (sha256 " + zst->plain_sha256 + ") is not the overlay manifest.json lists");
+  layers.push_back({k_overlay_type, "overlay.tar.zst", scratch.path() / "overlay.tar.zst", *zst, zst->plain_sha256});
   const std::pair<const char*, const char*> files[] = {
       {"install.sh", "application/vnd.gpubundle.node-overlay.install.v1+sh"},
       {"manifest.json", "application/vnd.gpubundle.node-overlay.manifest.v1+json"},
@@ -309,8 +319,7 @@ Result<ExportedOverlay> export_overlay_from_store(const Store& store, const std:
   auto images = store.images();
   if (!images) return images.error();
   std::vector<Candidate> candidates;
-  for (const auto& i : *images)
-    if (i.media_type == oci::k_oci_manifest) candidates.push_back({i.ref, i.digest});
+  for (const auto& i : *images) candidates.push_back({i.ref, i.digest, i.media_type});
   return export_overlay(reader, candidates, ref, "store " + store.root().string(), out);
 }
 
@@ -327,8 +336,7 @@ Result<ExportedOverlay> export_overlay_from_bundle(const std::vector<fs::path>& 
   reader.content = [&](const std::string& d) { return blobs->content(d); };
   reader.stream = [&](const std::string& d, const std::function<Result<void>(std::string_view)>& sink) { return blobs->stream_content(d, sink); };
   std::vector<Candidate> candidates;
-  for (const auto& i : verified.manifest.images)
-    if (i.media_type == oci::k_oci_manifest) candidates.push_back({i.ref, i.digest});
+  for (const auto& i : verified.manifest.images) candidates.push_back({i.ref, i.digest, i.media_type});
   return export_overlay(reader, candidates, ref, "bundle " + volumes.front().string(), out);
 }
 
