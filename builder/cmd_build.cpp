@@ -68,8 +68,13 @@ CommandSpec build_command() {
           auto progress = make_progress(g.json ? ProgressStyle::Json : g.quiet ? ProgressStyle::None : ProgressStyle::Auto);
           BuildSummary s = run_build(*q, g.store, *progress);
           if (g.json) {
-            nlohmann::json j = {{"bundleId", s.bundle_id}, {"lock", s.lock.string()}, {"bytesDownloaded", s.bytes_downloaded},
-                                {"blobsFetched", s.blobs_fetched}, {"blobsReused", s.blobs_reused}, {"signer", s.signer}};
+            nlohmann::json j = {{"bundleId", s.bundle_id},
+                                {"lock", s.lock.string()},
+                                {"bytesDownloaded", s.bytes_downloaded},
+                                {"blobsFetched", s.blobs_fetched},
+                                {"blobsReused", s.blobs_reused},
+                                {"builtDriverImages", s.built_driver_images},
+                                {"signer", s.signer}};
             for (const auto& v : s.volumes) j["volumes"].push_back(v.string());
             for (const auto& p : s.phases) j["phases"][p.name] = p.seconds;
             for (const auto& i : s.images) j["images"].push_back({{"ref", i.ref}, {"bytes", i.bytes}, {"upToDate", i.reused}});

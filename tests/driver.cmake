@@ -1,12 +1,13 @@
 # Driver artifacts (issue 6): the nvidia-driver entrypoint against stubs,
 # driver build (kbuild, signing, image in the store), node-image bake and the
-# overlay artifact through bundle, export and import.
+# overlay artifact through bundle, export and import; build --installer.
 add_test(NAME driver-entrypoint COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/driver_entrypoint.sh
                                         ${CMAKE_SOURCE_DIR}/node-images/nvidia-driver)
 add_test(NAME driver-build COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/driver.sh $<TARGET_FILE:gpubundle>)
 add_test(NAME node-image-bake COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/bake.sh $<TARGET_FILE:gpubundle>)
+add_test(NAME build-driver COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/build_driver.sh $<TARGET_FILE:gpubundle>)
 add_test(NAME node-overlay-transport COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/overlay.sh $<TARGET_FILE:gpubundle>)
-set_tests_properties(driver-entrypoint driver-build node-image-bake node-overlay-transport PROPERTIES
+set_tests_properties(driver-entrypoint driver-build build-driver node-image-bake node-overlay-transport PROPERTIES
   SKIP_RETURN_CODE 77
   ENVIRONMENT "GB_SOURCE_DIR=${CMAKE_SOURCE_DIR};GB_CACHE_DIR=${CMAKE_BINARY_DIR}/cache")
-set_tests_properties(driver-build node-image-bake node-overlay-transport PROPERTIES RESOURCE_LOCK kbuild)
+set_tests_properties(driver-build build-driver node-image-bake node-overlay-transport PROPERTIES RESOURCE_LOCK kbuild)
