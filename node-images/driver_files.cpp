@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <regex>
 #include <thread>
 
 #include "common/files.hpp"
@@ -61,6 +62,12 @@ Result<std::unique_ptr<PreparedDriver>> prepare_driver(const Recipe& recipe, con
   if (in.kernel_builds.empty() && in.kernel_headers.empty())
     return input_error("no kernel to build for: pass --kernel-build DIR or --kernel-headers DEB...");
   if (recipe.kernels.empty()) return input_error(recipe.where("target.kernels") + "target.kernels is empty: no kernel to build for");
+  // Only x86_64 for now: the libdir, the image platform and kbuild all assume it.
+  static const std::regex run_name(R"(^NVIDIA-Linux-([A-Za-z0-9_]+)-[0-9.]+.*\.run$)");
+  std::smatch arch;
+  const std::string run_file = in.installer.filename().string();
+  if (std::regex_match(run_file, arch, run_name) && arch[1] != "x86_64")
+    return input_error(in.installer.string() + ": installer for " + arch[1].str() + "; driver artifacts are built for x86_64 only so far");
 
   std::optional<ModuleSigner> signer;
   if (!in.sign_key.empty()) {

@@ -205,4 +205,7 @@ expect_fail "wrong key for the cert" 2 "does not match" "$work/site.yaml" --inst
   --sign-key "$work/other.pem" --sign-cert "$work/cert.pem"
 expect_fail "key without cert" 2 "needs its certificate" "$work/site.yaml" --installer "$work/inst/tree" "${common[@]}" \
   --sign-key "$work/key.pem"
+cp "$uprun" "$work/NVIDIA-Linux-aarch64-$VER.run"
+expect_fail "aarch64 installer" 2 "installer for aarch64; driver artifacts are built for x86_64 only" "$work/site.yaml" \
+  --installer "$work/NVIDIA-Linux-aarch64-$VER.run" "${common[@]}"
 echo "PASS driver-build"
