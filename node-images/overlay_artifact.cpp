@@ -160,7 +160,10 @@ Result<ExportedOverlay> export_overlay(const BlobReader& reader, const std::vect
   fs::create_directories(out, ec);
   if (ec) return op_error(out.string() + ": " + ec.message());
   ExportedOverlay result{chosen.ref, chosen.digest, {}};
-  std::string overlay_sha;  // of the decompressed overlay.tar
+  std::string overlay_sha;    // of the decompressed overlay.tar
+  std::string manifest_json;  // the artifact's manifest.json, checked below
+  // Every file is checked before the first one is renamed into place.
+  std::vector<AtomicFile> pending;
   for (const auto& layer : man.value("layers", json::array())) {
     std::string digest = layer.value("digest", "");
     std::string media = layer.value("mediaType", "");
@@ -168,8 +171,11 @@ Result<ExportedOverlay> export_overlay(const BlobReader& reader, const std::vect
     if (auto r = check_title(title, chosen.ref); !r) return r.error();
     bool overlay = media == k_overlay_type;
     std::string name = overlay && ends_with(title, ".zst") ? title.substr(0, title.size() - 4) : title;
+    if (std::find(result.files.begin(), result.files.end(), name) != result.files.end())
+      return input_error(chosen.ref + ": two layers are titled " + name);
     fs::path dst = out / name;
     fs::create_directories(dst.parent_path(), ec);
+    if (ec) return op_error(dst.parent_path().string() + ": " + ec.message());
     auto file = AtomicFile::create(dst, name == "install.sh" ? 0755 : 0644);
     if (!file) return file.error();
     Sha256 plain;
@@ -177,6 +183,7 @@ Result<ExportedOverlay> export_overlay(const BlobReader& reader, const std::vect
     if (overlay) dc.reset(ZSTD_createDCtx());
     std::string dbuf(ZSTD_DStreamOutSize(), '\0');
     auto r = reader.stream(digest, [&](std::string_view chunk) -> Result<void> {
+      if (name == "manifest.json") manifest_json.append(chunk);
       if (!dc) return file->write(chunk);
       ZSTD_inBuffer ib{chunk.data(), chunk.size(), 0};
       while (ib.pos < ib.size) {
@@ -196,16 +203,18 @@ Result<ExportedOverlay> export_overlay(const BlobReader& reader, const std::vect
       if (overlay_sha != want)
         return op_error(chosen.ref + ": " + name + " decompresses to sha256 " + overlay_sha + ", the artifact says " + want);
     }
-    if (auto c = file->commit(); !c) return c.error();
+    pending.push_back(std::move(file).value());
     result.files.push_back(name);
   }
   // manifest.json names the overlay it describes: they must agree.
-  auto listed = read_file(out / "manifest.json");
-  if (!listed) return input_error(chosen.ref + ": the artifact has no manifest.json");
-  json m = json::parse(*listed, nullptr, false);
+  if (std::find(result.files.begin(), result.files.end(), "manifest.json") == result.files.end())
+    return input_error(chosen.ref + ": the artifact has no manifest.json");
+  json m = json::parse(manifest_json, nullptr, false);
   std::string want = m.is_object() && m.contains("overlay") ? m["overlay"].value("sha256", "") : "";
   if (overlay_sha.empty() || want != overlay_sha)
     return op_error(chosen.ref + ": overlay.tar (sha256 " + overlay_sha + ") is not the one manifest.json lists (" + want + ")");
+  for (auto& f : pending)
+    if (auto c = f.commit(); !c) return c.error();
   std::sort(result.files.begin(), result.files.end());
   return result;
 }

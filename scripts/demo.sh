@@ -7,7 +7,10 @@
 #   3. gpubundle build: resolve, mirror, install kit, signed bundle, verify;
 #   4. verify the bundle as the site would, import it into a registry playing
 #      the site, and show the install kit and the next steps;
-#   5. stop everything it started, even when a step fails.
+#   5. node images with a preinstalled driver: bake a signed overlay from a
+#      stand-in NVIDIA installer for this machine's kernel headers, ship it in
+#      a delta bundle, and export it at the site;
+#   6. stop everything it started, even when a step fails.
 # --keep leaves the registries up for exploring.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -76,5 +79,30 @@ Next steps at the site:
   2. review install-kit/values.yaml, then: install-kit/install.sh --dry-run && install-kit/install.sh
   3. after the operator settles: install-kit/verify.sh (operator pods, GPUs allocatable, CUDA smoke pod, MIG state)
 NEXT
+
+section "6. Node images with the driver preinstalled (driver.enabled=false)"
+kbuild=$(ls -d /lib/modules/*/build 2>/dev/null | head -n1 || true)
+if [[ -z $kbuild || ! -f $kbuild/include/generated/utsrelease.h ]]; then
+  echo "skipped: no kernel build tree under /lib/modules/*/build (linux-headers-amd64)"
+else
+  kver=$(sed -n 's/^#define UTS_RELEASE "\(.*\)"$/\1/p' "$kbuild/include/generated/utsrelease.h")
+  echo "a stand-in NVIDIA-Linux-x86_64-580.95.05.run (real makeself, real Kbuild modules) and a Secure Boot key:"
+  bash tests/integration/fixtures/make-installer.sh "$W/installer" 580.95.05 >/dev/null
+  openssl req -x509 -newkey rsa:2048 -nodes -keyout "$W/mok.key" -out "$W/mok.crt" -days 365 -subj "/CN=site MOK" 2>/dev/null
+  sed -e "s/^  kernels: .*/  kernels: [$kver]/" -e 's/^  mode: precompiled/  mode: host\n  version: "580.95.05"/' \
+    -e '/^  branch:/d' "$W/recipe.yaml" > "$W/node-image.yaml"
+  cd "$W"
+  run "$GB" --store "$W/store" node-image bake node-image.yaml --installer installer/NVIDIA-Linux-x86_64-580.95.05.run \
+    --kernel-build "$kbuild" --sign-key mok.key --sign-cert mok.crt -o overlay --lock site-precompiled.lock.json
+  echo
+  echo "a delta bundle against the one the site has: only the overlay travels"
+  run "$GB" --store "$W/store" bundle create site-precompiled.lock.json -o site-b.bundle --key release.key --since site-a.bundle
+  run "$GB" node-image export --bundle site-b.bundle --pubkey release.pub -o site-overlay
+  (cd site-overlay && find . -type f | sort)
+  echo
+  echo "the image pipeline runs: site-overlay/install.sh --root IMAGE_ROOT, then uses site-overlay/values.yaml:"
+  cat site-overlay/values.yaml
+  cd - >/dev/null
+fi
 echo
 echo "demo: done"

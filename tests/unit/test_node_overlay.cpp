@@ -90,7 +90,8 @@ TEST_CASE("export refuses a corrupt blob and writes nothing for it", "[node-over
   auto out = export_overlay_from_store(*store, k_ref, t / "out");
   REQUIRE_FALSE(out);
   CHECK_THAT(out.error().message, Catch::Contains("values.yaml") && Catch::Contains("does not match its digest"));
-  CHECK_FALSE(fs::exists(t / "out" / "values.yaml"));
+  // Nothing is renamed into place until every file checked out.
+  for (const char* f : {"overlay.tar", "install.sh", "manifest.json", "values.yaml"}) CHECK_FALSE(fs::exists(t / "out" / f));
 }
 
 TEST_CASE("overlay artifacts refuse unsafe titles, ambiguity and a mismatched manifest.json", "[node-overlay]") {
