@@ -75,6 +75,8 @@ int bake(Globals& g, BakeArgs& a) {
   if (!a.lock.empty()) lock = load_lock(a.lock).value_or_throw();
   if (a.no_store && lock) throw Error(ErrorKind::Input, "--lock records the stored overlay; it cannot go with --no-store");
   std::string os_tag = !a.os_tag.empty() ? a.os_tag : lock && !lock->os_tag.empty() ? lock->os_tag : recipe.os;
+  const bool known_version = !recipe.driver_version.empty() && !starts_with(recipe.driver_version, "sha256:");
+  check_bake_options(a.opts, known_version ? recipe.driver_version : "").value_or_throw();
   auto driver = prepare_driver(recipe, a.in).value_or_throw();
   auto result = bake_node_overlay(recipe, *driver, a.opts).value_or_throw();
   std::optional<StoredOverlay> stored;

@@ -35,7 +35,9 @@
 // bundle; each volume's own entries are those with its "volume" index. "size"
 // and "sha256" are of the bytes stored in the tar. "images[].blobs" is each
 // image's closure (manifests, configs, layers); in a delta, blobs the site
-// already has are in "delta.omitted" and in no volume.
+// already has are in "delta.omitted" and in no volume, except manifests and
+// the blobs of node overlays (lock component nodeOverlay), which always
+// travel so that `node-image export` needs this bundle alone.
 //
 // A reader checks the signature first, then each entry as it streams by, in
 // one pass with no temporary unpack. The same store, lock and key give a

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <set>
 #include <array>
 #include <fcntl.h>
 #include <nlohmann/json.hpp>
@@ -71,6 +72,9 @@ private:
                         ": run `gpubundle mirror` with this lock");
       auto blobs = image_closure(m_store, li.source, stored->digest, stored->media_type, m_blobs);
       if (!blobs) return blobs.error();
+      // A node overlay is exported from this bundle alone (node-image export): a delta never leaves its blobs out.
+      if (std::find(li.components.begin(), li.components.end(), k_node_overlay_component) != li.components.end())
+        m_whole.insert(blobs->begin(), blobs->end());
       BundleImage image{li.source, stored->media_type, stored->digest, li.platforms, std::move(blobs.value())};
       std::sort(image.blobs.begin(), image.blobs.end());
       m_images.push_back(std::move(image));
@@ -127,7 +131,7 @@ private:
     std::uint64_t zstd_held = 0;
     for (const auto& [digest, info] : m_blobs) {
       bool manifest = info.manifest;
-      if (!manifest && m_o.have_blobs.count(digest)) {  // delta: the site has it
+      if (!manifest && !m_whole.count(digest) && m_o.have_blobs.count(digest)) {  // delta: the site has it
         m_omitted.push_back(digest);
         continue;
       }
@@ -407,6 +411,7 @@ private:
   std::vector<BundleImage> m_images;
   std::map<std::string, ClosureBlob> m_blobs;
   std::vector<std::string> m_omitted;
+  std::set<std::string> m_whole;  // blobs a delta still carries
   std::vector<Entry> m_entries;
   int m_volumes = 1;
   std::int64_t m_mtime = 0;

@@ -1,6 +1,7 @@
 #include "node-images/bake.hpp"
 
 #include <algorithm>
+#include <regex>
 #include <nlohmann/json.hpp>
 
 #include "common/files.hpp"
@@ -70,24 +71,24 @@ bool package_has_version(const std::string& file, const std::string& version) {
   return file.find("-" + version + "-") != std::string::npos;
 }
 
-// Copies DIR/*.deb|*.rpm into dst; returns the names copied.
-Result<std::vector<std::string>> copy_packages(const fs::path& from, const fs::path& dst, const std::string& option,
-                                               const std::string& need_version) {
+// The .deb/.rpm files in `from`, sorted; checked, nothing copied.
+Result<std::vector<std::string>> list_packages(const fs::path& from, const std::string& option, const std::string& need_version) {
+  static const std::regex safe_name(R"([A-Za-z0-9][A-Za-z0-9._+~-]*\.(deb|rpm))");
   std::error_code ec;
   if (!fs::is_directory(from, ec)) return input_error(from.string() + ": " + option + " is not a folder");
-  fs::create_directories(dst, ec);
-  if (ec) return op_error(dst.string() + ": " + ec.message());
   std::vector<std::string> names;
-  for (const auto& e : fs::directory_iterator(from)) {
+  for (const auto& e : fs::directory_iterator(from, ec)) {
     auto name = e.path().filename().string();
     if (!ends_with(name, ".deb") && !ends_with(name, ".rpm")) continue;
+    if (!std::regex_match(name, safe_name))
+      return input_error(e.path().string() + ": " + option + ": a package file name may hold only letters, digits and . _ + ~ -");
+    if (!fs::is_regular_file(e.path(), ec)) return input_error(e.path().string() + ": " + option + ": not a file");
     if (!need_version.empty() && !package_has_version(name, need_version))
       return input_error(e.path().string() + ": " + option + " must match driver " + need_version +
                          " (the fabric manager refuses to run against another driver version)");
-    fs::copy_file(e.path(), dst / name, fs::copy_options::overwrite_existing, ec);
-    if (ec) return op_error(e.path().string() + ": " + ec.message());
     names.push_back(name);
   }
+  if (ec) return op_error(from.string() + ": " + ec.message());
   if (names.empty()) return input_error(from.string() + ": " + option + " holds no .deb or .rpm packages");
   std::sort(names.begin(), names.end());
   return names;
@@ -99,6 +100,14 @@ std::string replace_all(std::string s, const std::string& from, const std::strin
 }
 
 }  // namespace
+
+Result<void> check_bake_options(const BakeOptions& options, const std::string& driver_version) {
+  if (!options.toolkit_packages.empty())
+    if (auto r = list_packages(options.toolkit_packages, "--toolkit-packages", ""); !r) return r.error();
+  if (!options.fabric_manager_packages.empty())
+    if (auto r = list_packages(options.fabric_manager_packages, "--fabric-manager-packages", driver_version); !r) return r.error();
+  return {};
+}
 
 Result<BakeResult> bake_node_overlay(const Recipe& recipe, const PreparedDriver& driver, const BakeOptions& options) {
   const auto& version = driver.installer.manifest.version;
@@ -154,31 +163,44 @@ Result<BakeResult> bake_node_overlay(const Recipe& recipe, const PreparedDriver&
   script = replace_all(script, "@UNITS@", join(units, " "));
   script = replace_all(script, "@MOK_CERT@", mok);
   script = replace_all(script, "@TOOLKIT_HOST@", host_toolkit ? "yes" : "");
-  if (auto r = write_atomic(options.output / "install.sh", script, 0755); !r) return r.error();
 
   std::string values = "# Helm values fragment for a node image with the NVIDIA driver preinstalled (gpubundle node-image bake)\n"
                        "driver:\n  enabled: false\n";
   if (host_toolkit) values += "toolkit:\n  enabled: false\n";
   if (auto r = write_atomic(options.output / "values.yaml", values); !r) return r.error();
 
-  // Packages go in packages/ (a clean copy each run), for install.sh.
+  // Packages go in packages/ (a clean copy each run); install.sh installs exactly these.
   fs::path pkgdir = options.output / "packages";
   fs::remove_all(pkgdir, ec);
   std::vector<std::string> packages;
-  if (!options.toolkit_packages.empty()) {
-    auto names = copy_packages(options.toolkit_packages, pkgdir, "--toolkit-packages", "");
+  std::vector<fs::path> package_files;
+  auto take = [&](const fs::path& from, const std::string& option, const std::string& need) -> Result<void> {
+    auto names = list_packages(from, option, need);
     if (!names) return names.error();
-    packages.insert(packages.end(), names->begin(), names->end());
+    for (const auto& n : *names) {
+      if (std::find(packages.begin(), packages.end(), n) != packages.end())
+        return input_error((from / n).string() + ": " + n + " is given twice");
+      packages.push_back(n);
+      package_files.push_back(from / n);
+    }
+    return {};
+  };
+  if (!options.toolkit_packages.empty()) {
+    if (auto r = take(options.toolkit_packages, "--toolkit-packages", ""); !r) return r.error();
   } else if (host_toolkit) {
     log::warn("toolkit mode host: no --toolkit-packages given, so the overlay has the containerd drop-in but not "
               "nvidia-container-toolkit itself; install it in the image");
   }
-  if (!options.fabric_manager_packages.empty()) {
-    auto names = copy_packages(options.fabric_manager_packages, pkgdir, "--fabric-manager-packages", version);
-    if (!names) return names.error();
-    packages.insert(packages.end(), names->begin(), names->end());
+  if (!options.fabric_manager_packages.empty())
+    if (auto r = take(options.fabric_manager_packages, "--fabric-manager-packages", version); !r) return r.error();
+  if (!package_files.empty()) fs::create_directories(pkgdir, ec);
+  for (const auto& f : package_files) {
+    fs::copy_file(f, pkgdir / f.filename(), fs::copy_options::overwrite_existing, ec);
+    if (ec) return op_error(f.string() + ": " + ec.message());
   }
   std::sort(packages.begin(), packages.end());
+  script = replace_all(script, "@PACKAGES@", join(packages, " "));
+  if (auto r = write_atomic(options.output / "install.sh", script, 0755); !r) return r.error();
 
   nlohmann::ordered_json m;
   m["schemaVersion"] = 1;

@@ -15,10 +15,12 @@
 //                     etc/containerd/conf.d/99-nvidia.toml     (toolkit mode host)
 //   install.sh      --root DIR: unpack, depmod -b, ldconfig -r, systemctl --root enable, MOK step
 //   manifest.json   {"schemaVersion":1, "driver":{version,branch,moduleType}, "kernels":[...],
+//                    "packages": [file names], "units": [systemd units install.sh enables],
 //                    "signer": {fingerprint, subject} | null, "installer": {source, sha256},
 //                    "overlay": {file, sha256, size}, "files": [{path,type,mode,size,sha256,link}]}
 //   values.yaml     Helm values fragment: driver.enabled=false (+ toolkit.enabled=false for host toolkit)
-//   packages/       .deb/.rpm files install.sh installs into the root (dpkg --root / rpm --root):
+//   packages/       .deb/.rpm files install.sh installs into the root (dpkg --root / rpm --root;
+//                   their names are written into install.sh, and listed in manifest.json "packages"):
 //                   --toolkit-packages DIR/*, and --fabric-manager-packages DIR/* (each must carry
 //                   the driver's version in its file name: FM refuses to run against another driver)
 //
@@ -49,6 +51,10 @@ struct BakeResult {
   std::size_t files = 0;
   std::vector<std::string> packages;  // file names under packages/
 };
+
+// The package folders, checked before any build (driver_version "" skips the
+// fabric manager version check, done again by bake_node_overlay).
+Result<void> check_bake_options(const BakeOptions& options, const std::string& driver_version);
 
 Result<BakeResult> bake_node_overlay(const Recipe& recipe, const PreparedDriver& driver, const BakeOptions& options);
 

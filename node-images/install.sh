@@ -13,6 +13,7 @@ KERNELS="@KERNELS@"
 UNITS="@UNITS@"
 MOK_CERT="@MOK_CERT@"
 TOOLKIT_HOST="@TOOLKIT_HOST@"
+PACKAGES="@PACKAGES@"
 
 here=$(dirname "$0")
 root=""
@@ -37,23 +38,29 @@ echo "install.sh: unpacking $overlay into $root"
 # Keep /lib -> usr/lib (merged /usr) and similar links intact.
 tar -x -p --numeric-owner --keep-directory-symlink -f "$overlay" -C "$root"
 
-# Packages next to the overlay: the container toolkit, the fabric manager.
-debs=$(find "$here/packages" -maxdepth 1 -name '*.deb' 2>/dev/null | sort)
-rpms=$(find "$here/packages" -maxdepth 1 -name '*.rpm' 2>/dev/null | sort)
-if [ -n "$debs" ]; then
+# The packages baked next to the overlay (the container toolkit, the fabric
+# manager): exactly those bake named, whatever else lies in packages/.
+debs=false
+for p in $PACKAGES; do
+  [ -f "$here/packages/$p" ] || { echo "install.sh: $here/packages/$p is missing" >&2; exit 1; }
+  case $p in *.deb) debs=true ;; esac
+done
+if $debs; then
   [ -d "$root/var/lib/dpkg" ] || { echo "install.sh: $root has no dpkg database for the .deb packages" >&2; exit 1; }
-  echo "install.sh: dpkg --root=$root -i $(echo "$debs" | xargs -n1 basename | xargs)"
-  # shellcheck disable=SC2086 # one word per package file
-  dpkg --root="$root" -i $debs
+  set --
+  for p in $PACKAGES; do case $p in *.deb) set -- "$@" "$here/packages/$p" ;; esac; done
+  echo "install.sh: dpkg --root=$root -i $PACKAGES"
+  dpkg --root="$root" -i "$@"
 fi
-if [ -n "$rpms" ]; then
-  echo "install.sh: rpm --root $root -U $(echo "$rpms" | xargs -n1 basename | xargs)"
-  # shellcheck disable=SC2086 # one word per package file
-  rpm --root "$root" -U $rpms
+set --
+for p in $PACKAGES; do case $p in *.rpm) set -- "$@" "$here/packages/$p" ;; esac; done
+if [ $# -gt 0 ]; then
+  echo "install.sh: rpm --root $root -U $*"
+  rpm --root "$root" -U "$@"
 fi
 if [ -n "$TOOLKIT_HOST" ] && [ ! -x "$root/usr/bin/nvidia-container-runtime" ]; then
-  echo "install.sh: note: nvidia-container-toolkit is not installed in $root (no packages were baked in);" \
-    "the containerd drop-in names /usr/bin/nvidia-container-runtime, so install the toolkit in the image"
+  echo "install.sh: note: $root has no /usr/bin/nvidia-container-runtime, which the containerd drop-in names;" \
+    "install nvidia-container-toolkit in the image"
 fi
 
 for k in $KERNELS; do

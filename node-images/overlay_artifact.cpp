@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <nlohmann/json.hpp>
+#include <unistd.h>
 #include <zstd.h>
 
 #include "bundles/bundle.hpp"
@@ -54,6 +55,7 @@ Result<FileBlob> hash_file(const fs::path& p) {
     h.update(buf.data(), static_cast<std::size_t>(in.gcount()));
     n += static_cast<std::uint64_t>(in.gcount());
   }
+  if (in.bad()) return op_error(p.string() + ": read error");
   return FileBlob{"sha256:" + h.hex(), n};
 }
 
@@ -90,6 +92,7 @@ Result<FileBlob> zstd_file(const fs::path& in_path, const fs::path& out_path) {
     while (ib.pos < ib.size)
       if (auto r = drain(ib, ZSTD_e_continue); !r) return r.error();
   }
+  if (in.bad()) return op_error(in_path.string() + ": read error");
   ZSTD_inBuffer none{nullptr, 0, 0};
   for (;;) {
     auto r = drain(none, ZSTD_e_end);
@@ -126,6 +129,102 @@ Result<void> check_title(const std::string& title, const std::string& ref) {
   return {};
 }
 
+// The output folder, absolute; it must be new or empty, because install.sh
+// would install whatever packages another export left there.
+Result<fs::path> export_target(const fs::path& out) {
+  fs::path o = fs::absolute(out).lexically_normal();
+  if (o.filename().empty()) o = o.parent_path();
+  std::error_code ec;
+  if (fs::exists(o, ec) && (!fs::is_directory(o, ec) || !fs::is_empty(o, ec)))
+    return input_error(out.string() + ": not an empty folder; export into a new one (install.sh installs every package it finds there)");
+  return o;
+}
+
+Result<ExportedOverlay> export_chosen(const BlobReader& reader, const Candidate& chosen, const std::string& manifest_text,
+                                      const fs::path& out) {
+  json man = json::parse(manifest_text, nullptr, false);
+  if (!man.is_object() || !man.contains("layers") || !man["layers"].is_array())
+    return input_error(chosen.ref + ": the artifact manifest has no layers list");
+
+  // Everything goes to a staging folder next to `out`, renamed into place
+  // only when every file checked out.
+  std::error_code ec;
+  fs::create_directories(out.parent_path(), ec);
+  if (ec) return op_error(out.parent_path().string() + ": " + ec.message());
+  ScratchDir staging(out.parent_path() / ("." + out.filename().string() + ".export." + std::to_string(::getpid())));
+  fs::remove_all(staging.path(), ec);
+  fs::create_directories(staging.path(), ec);
+  if (ec) return op_error(staging.path().string() + ": " + ec.message());
+
+  ExportedOverlay result{chosen.ref, chosen.digest, {}};
+  std::string overlay_sha;    // of the decompressed overlay.tar
+  std::string manifest_json;  // the artifact's manifest.json, checked below
+  for (const auto& layer : man["layers"]) {
+    const json& notes = layer.is_object() && layer.contains("annotations") ? layer["annotations"] : json::object();
+    auto text = [](const json& o, const char* key) {
+      return o.is_object() && o.contains(key) && o[key].is_string() ? o[key].get<std::string>() : std::string();
+    };
+    std::string digest = text(layer, "digest");
+    std::string title = text(notes, k_title);
+    if (auto r = check_title(title, chosen.ref); !r) return r.error();
+    bool overlay = text(layer, "mediaType") == k_overlay_type;
+    if (overlay && title != "overlay.tar.zst")
+      return input_error(chosen.ref + ": the overlay layer is titled '" + title + "', not overlay.tar.zst");
+    std::string name = overlay ? "overlay.tar" : title;
+    if (std::find(result.files.begin(), result.files.end(), name) != result.files.end())
+      return input_error(chosen.ref + ": two layers would both be written as " + name);
+    fs::path dst = staging.path() / name;
+    fs::create_directories(dst.parent_path(), ec);
+    if (ec) return op_error(dst.parent_path().string() + ": " + ec.message());
+    auto file = AtomicFile::create(dst, name == "install.sh" ? 0755 : 0644);
+    if (!file) return file.error();
+    Sha256 plain;
+    std::unique_ptr<ZSTD_DCtx, DCtxFree> dc;
+    if (overlay) dc.reset(ZSTD_createDCtx());
+    std::string dbuf(ZSTD_DStreamOutSize(), '\0');
+    auto r = reader.stream(digest, [&](std::string_view chunk) -> Result<void> {
+      if (name == "manifest.json") manifest_json.append(chunk);
+      if (!dc) return file->write(chunk);
+      ZSTD_inBuffer ib{chunk.data(), chunk.size(), 0};
+      while (ib.pos < ib.size) {
+        ZSTD_outBuffer ob{dbuf.data(), dbuf.size(), 0};
+        size_t rc = ZSTD_decompressStream(dc.get(), &ob, &ib);
+        if (ZSTD_isError(rc)) return op_error(chosen.ref + ": " + title + ": zstd: " + ZSTD_getErrorName(rc));
+        std::string_view part(dbuf.data(), ob.pos);
+        plain.update(part);
+        if (auto w = file->write(part); !w) return w;
+      }
+      return {};
+    });
+    if (!r) return op_error(chosen.ref + ": " + title + ": " + r.error().message);
+    if (overlay) {
+      overlay_sha = plain.hex();
+      std::string want = text(notes, k_uncompressed);
+      if (overlay_sha != want)
+        return op_error(chosen.ref + ": " + name + " decompresses to sha256 " + overlay_sha + ", the artifact says " + want);
+    }
+    if (auto c = file->commit(); !c) return c.error();
+    result.files.push_back(name);
+  }
+  // manifest.json names the overlay it describes: they must agree.
+  if (std::find(result.files.begin(), result.files.end(), "manifest.json") == result.files.end())
+    return input_error(chosen.ref + ": the artifact has no manifest.json");
+  json m = json::parse(manifest_json, nullptr, false);
+  std::string want = m.is_object() && m.contains("overlay") && m["overlay"].is_object() && m["overlay"].contains("sha256") &&
+                             m["overlay"]["sha256"].is_string()
+                         ? m["overlay"]["sha256"].get<std::string>()
+                         : std::string();
+  if (overlay_sha.empty() || want != overlay_sha)
+    return op_error(chosen.ref + ": overlay.tar (sha256 " + overlay_sha + ") is not the one manifest.json lists (" + want + ")");
+
+  fs::remove(out, ec);  // an empty folder, checked by export_target
+  fs::rename(staging.path(), out, ec);
+  if (ec) return op_error(out.string() + ": " + ec.message());
+  if (auto r = fsync_dir(out.parent_path()); !r) return r.error();
+  std::sort(result.files.begin(), result.files.end());
+  return result;
+}
+
 Result<ExportedOverlay> export_overlay(const BlobReader& reader, const std::vector<Candidate>& candidates, const std::string& ref,
                                        const std::string& where, const fs::path& out) {
   std::vector<Candidate> overlays;
@@ -153,82 +252,23 @@ Result<ExportedOverlay> export_overlay(const BlobReader& reader, const std::vect
     for (const auto& c : overlays) refs.push_back(c.ref);
     return input_error(where + " holds " + std::to_string(refs.size()) + " node overlays; name one: " + join(refs, ", "));
   }
-  const Candidate& chosen = overlays.front();
-  json man = json::parse(manifest_text);
-
-  std::error_code ec;
-  fs::create_directories(out, ec);
-  if (ec) return op_error(out.string() + ": " + ec.message());
-  ExportedOverlay result{chosen.ref, chosen.digest, {}};
-  std::string overlay_sha;    // of the decompressed overlay.tar
-  std::string manifest_json;  // the artifact's manifest.json, checked below
-  // Every file is checked before the first one is renamed into place.
-  std::vector<AtomicFile> pending;
-  for (const auto& layer : man.value("layers", json::array())) {
-    std::string digest = layer.value("digest", "");
-    std::string media = layer.value("mediaType", "");
-    std::string title = layer.contains("annotations") ? layer["annotations"].value(k_title, "") : "";
-    if (auto r = check_title(title, chosen.ref); !r) return r.error();
-    bool overlay = media == k_overlay_type;
-    std::string name = overlay && ends_with(title, ".zst") ? title.substr(0, title.size() - 4) : title;
-    if (std::find(result.files.begin(), result.files.end(), name) != result.files.end())
-      return input_error(chosen.ref + ": two layers are titled " + name);
-    fs::path dst = out / name;
-    fs::create_directories(dst.parent_path(), ec);
-    if (ec) return op_error(dst.parent_path().string() + ": " + ec.message());
-    auto file = AtomicFile::create(dst, name == "install.sh" ? 0755 : 0644);
-    if (!file) return file.error();
-    Sha256 plain;
-    std::unique_ptr<ZSTD_DCtx, DCtxFree> dc;
-    if (overlay) dc.reset(ZSTD_createDCtx());
-    std::string dbuf(ZSTD_DStreamOutSize(), '\0');
-    auto r = reader.stream(digest, [&](std::string_view chunk) -> Result<void> {
-      if (name == "manifest.json") manifest_json.append(chunk);
-      if (!dc) return file->write(chunk);
-      ZSTD_inBuffer ib{chunk.data(), chunk.size(), 0};
-      while (ib.pos < ib.size) {
-        ZSTD_outBuffer ob{dbuf.data(), dbuf.size(), 0};
-        size_t rc = ZSTD_decompressStream(dc.get(), &ob, &ib);
-        if (ZSTD_isError(rc)) return op_error(chosen.ref + ": " + title + ": zstd: " + ZSTD_getErrorName(rc));
-        std::string_view part(dbuf.data(), ob.pos);
-        plain.update(part);
-        if (auto w = file->write(part); !w) return w;
-      }
-      return {};
-    });
-    if (!r) return op_error(chosen.ref + ": " + title + ": " + r.error().message);
-    if (overlay) {
-      overlay_sha = plain.hex();
-      std::string want = layer["annotations"].value(k_uncompressed, "");
-      if (overlay_sha != want)
-        return op_error(chosen.ref + ": " + name + " decompresses to sha256 " + overlay_sha + ", the artifact says " + want);
-    }
-    pending.push_back(std::move(file).value());
-    result.files.push_back(name);
-  }
-  // manifest.json names the overlay it describes: they must agree.
-  if (std::find(result.files.begin(), result.files.end(), "manifest.json") == result.files.end())
-    return input_error(chosen.ref + ": the artifact has no manifest.json");
-  json m = json::parse(manifest_json, nullptr, false);
-  std::string want = m.is_object() && m.contains("overlay") ? m["overlay"].value("sha256", "") : "";
-  if (overlay_sha.empty() || want != overlay_sha)
-    return op_error(chosen.ref + ": overlay.tar (sha256 " + overlay_sha + ") is not the one manifest.json lists (" + want + ")");
-  for (auto& f : pending)
-    if (auto c = f.commit(); !c) return c.error();
-  std::sort(result.files.begin(), result.files.end());
-  return result;
+  return export_chosen(reader, overlays.front(), manifest_text, out);
 }
 
 }  // namespace
 
 std::string overlay_tag(const std::string& driver_version, const std::string& os_tag) { return driver_version + "-" + os_tag; }
 
-Result<StoredOverlay> store_overlay(Store& store, const fs::path& dir, const std::string& ref) {
+namespace {
+
+Result<StoredOverlay> store_folder(Store& store, const fs::path& dir, const std::string& ref) {
   auto meta_text = read_file(dir / "manifest.json");
   if (!meta_text) return meta_text.error();
   json meta = json::parse(*meta_text, nullptr, false);
-  if (!meta.is_object() || !meta.contains("driver") || !meta.contains("overlay"))
-    return input_error((dir / "manifest.json").string() + ": not a node overlay manifest");
+  auto is_obj = [&](const char* k) { return meta.contains(k) && meta[k].is_object(); };
+  if (!meta.is_object() || !is_obj("driver") || !is_obj("overlay") || !meta["overlay"].value("sha256", json()).is_string() ||
+      (meta.contains("packages") && !meta["packages"].is_array()) || (meta.contains("kernels") && !meta["kernels"].is_array()))
+    return input_error((dir / "manifest.json").string() + ": not a node overlay manifest (node-images/bake.hpp)");
 
   ScratchDir scratch(dir / ".artifact");
   std::error_code ec;
@@ -254,11 +294,13 @@ Result<StoredOverlay> store_overlay(Store& store, const fs::path& dir, const std
       {"values.yaml", "application/vnd.gpubundle.node-overlay.values.v1+yaml"},
   };
   for (const auto& [name, media] : files) layers.push_back({media, name, dir / name, {}, ""});
-  if (fs::is_directory(dir / "packages")) {
-    std::vector<std::string> names;
-    for (const auto& e : fs::directory_iterator(dir / "packages")) names.push_back(e.path().filename().string());
-    std::sort(names.begin(), names.end());
-    for (const auto& n : names) layers.push_back({"application/vnd.gpubundle.package.v1", "packages/" + n, dir / "packages" / n, {}, ""});
+  // The packages manifest.json names, each a plain file in packages/.
+  for (const auto& p : meta.value("packages", json::array())) {
+    std::string name = p.is_string() ? p.get<std::string>() : "";
+    fs::path file = dir / "packages" / name;
+    if (name.empty() || name.find('/') != std::string::npos || !fs::is_regular_file(fs::symlink_status(file, ec)))
+      return input_error((dir / "manifest.json").string() + ": package '" + name + "' is not a file in " + (dir / "packages").string());
+    layers.push_back({"application/vnd.gpubundle.package.v1", "packages/" + name, file, {}, ""});
   }
 
   json man = {{"schemaVersion", 2}, {"mediaType", std::string(oci::k_oci_manifest)}, {"artifactType", k_node_overlay_artifact_type}};
@@ -281,13 +323,14 @@ Result<StoredOverlay> store_overlay(Store& store, const fs::path& dir, const std
   man["layers"] = jl;
   const auto& drv = meta["driver"];
   std::vector<std::string> kernels;
-  for (const auto& k : meta.value("kernels", json::array())) kernels.push_back(k.get<std::string>());
+  for (const auto& k : meta.value("kernels", json::array()))
+    if (k.is_string()) kernels.push_back(k.get<std::string>());
   man["annotations"] = {
       {"org.opencontainers.image.created", iso_time(layer_mtime())},
-      {"io.gpubundle.driver.version", drv.value("version", "")},
+      {"io.gpubundle.driver.version", drv.value("version", json("")).is_string() ? drv["version"].get<std::string>() : ""},
       {"io.gpubundle.driver.kernels", join(kernels, ",")},
-      {"io.gpubundle.driver.signer", meta["signer"].is_object() ? meta["signer"].value("fingerprint", "") : "unsigned"},
-      {"io.gpubundle.driver.installer-sha256", meta.contains("installer") ? meta["installer"].value("sha256", "") : ""},
+      {"io.gpubundle.driver.signer", is_obj("signer") ? meta["signer"].value("fingerprint", "") : "unsigned"},
+      {"io.gpubundle.driver.installer-sha256", is_obj("installer") ? meta["installer"].value("sha256", "") : ""},
   };
   std::string bytes = man.dump();
 
@@ -307,9 +350,26 @@ Result<StoredOverlay> store_overlay(Store& store, const fs::path& dir, const std
   return StoredOverlay{ref, digest, total + bytes.size()};
 }
 
+}  // namespace
+
+Result<StoredOverlay> store_overlay(Store& store, const fs::path& dir, const std::string& ref) {
+  try {
+    return store_folder(store, dir, ref);
+  } catch (const json::exception& e) {  // a field of the wrong type
+    return input_error((dir / "manifest.json").string() + ": " + e.what());
+  }
+}
+
 Result<ExportedOverlay> export_overlay_from_store(const Store& store, const std::string& ref, const fs::path& out) {
+  auto target = export_target(out);
+  if (!target) return target.error();
   BlobReader reader;
-  reader.content = [&store](const std::string& d) { return store.read_blob(d); };
+  reader.content = [&store](const std::string& d) -> Result<std::string> {
+    auto bytes = store.read_blob(d);
+    if (bytes && sha256_digest(*bytes) != d)
+      return op_error("blob " + d + " in the store does not match its digest (run `gpubundle store fsck`)");
+    return bytes;
+  };
   reader.stream = [&store](const std::string& d, const std::function<Result<void>(std::string_view)>& sink) -> Result<void> {
     std::ifstream in(store.blob_path(d), std::ios::binary);
     if (!in) return op_error("blob " + d + " is not in the store");
@@ -322,6 +382,7 @@ Result<ExportedOverlay> export_overlay_from_store(const Store& store, const std:
       if (!chunk.empty())
         if (auto r = sink(chunk); !r) return r;
     }
+    if (in.bad()) return op_error("blob " + d + ": read error");
     if ("sha256:" + h.hex() != d) return op_error("blob " + d + " in the store does not match its digest (run `gpubundle store fsck`)");
     return {};
   };
@@ -329,11 +390,13 @@ Result<ExportedOverlay> export_overlay_from_store(const Store& store, const std:
   if (!images) return images.error();
   std::vector<Candidate> candidates;
   for (const auto& i : *images) candidates.push_back({i.ref, i.digest, i.media_type});
-  return export_overlay(reader, candidates, ref, "store " + store.root().string(), out);
+  return export_overlay(reader, candidates, ref, "store " + store.root().string(), *target);
 }
 
 Result<ExportedOverlay> export_overlay_from_bundle(const std::vector<fs::path>& volumes, const Keyring* trusted, const std::string& ref,
                                                    const fs::path& out) {
+  auto target = export_target(out);
+  if (!target) return target.error();
   VerifyOptions vo;
   vo.trusted = trusted;
   vo.locate = true;
@@ -346,7 +409,7 @@ Result<ExportedOverlay> export_overlay_from_bundle(const std::vector<fs::path>& 
   reader.stream = [&](const std::string& d, const std::function<Result<void>(std::string_view)>& sink) { return blobs->stream_content(d, sink); };
   std::vector<Candidate> candidates;
   for (const auto& i : verified.manifest.images) candidates.push_back({i.ref, i.digest, i.media_type});
-  return export_overlay(reader, candidates, ref, "bundle " + volumes.front().string(), out);
+  return export_overlay(reader, candidates, ref, "bundle " + volumes.front().string(), *target);
 }
 
 }  // namespace gb

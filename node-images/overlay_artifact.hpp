@@ -19,7 +19,8 @@
 // Reference: <repository>:<driver version>-<osTag>, repository by default
 // localhost/gpubundle/node-overlay ("localhost": made here, pulled from
 // nowhere). The lock lists it with component "nodeOverlay", origin "built".
-// zstd level 3 with one thread, so the same overlay gives the same digest.
+// zstd level 3 with one thread: the same overlay gives the same digest with
+// the same libzstd (Debian 12's); another zstd release may compress differently.
 
 #include <filesystem>
 #include <string>
@@ -53,9 +54,10 @@ struct ExportedOverlay {
   std::vector<std::string> files;  // written, relative to the output folder
 };
 
-// Writes the artifact's files back into `out` (overlay.tar decompressed),
-// each checked against its digest (and overlay.tar against manifest.json)
-// before it is renamed into place. ref "" picks the only overlay there is.
+// Writes the artifact's files into `out`, a new or empty folder (overlay.tar
+// decompressed), each checked against its digest and overlay.tar against
+// manifest.json, in a staging folder renamed to `out` when all checked out.
+// ref "" picks the only overlay there is.
 Result<ExportedOverlay> export_overlay_from_store(const Store& store, const std::string& ref, const std::filesystem::path& out);
 // The same from bundle volumes, verified whole first (trusted == nullptr:
 // signature not checked).

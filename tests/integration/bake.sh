@@ -25,7 +25,11 @@ work=$(mktemp -d)
 base=$cache/debootstrap
 debootstrap_pid=""
 cleanup() {
-  if [ -n "$debootstrap_pid" ]; then kill "$debootstrap_pid" 2>/dev/null || true; wait "$debootstrap_pid" 2>/dev/null || true; fi
+  if [ -n "$debootstrap_pid" ]; then  # its whole process group (wget, dpkg...)
+    kill -- "-$debootstrap_pid" 2>/dev/null || true
+    wait "$debootstrap_pid" 2>/dev/null || true
+    rm -rf "$base.tmp"
+  fi
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -39,7 +43,7 @@ if [ ! -x "$base/bin/sh" ] && [ "${GPUBUNDLE_OFFLINE_TESTS:-0}" != 1 ]; then
   command -v debootstrap >/dev/null || fail "debootstrap is not installed (scripts/install-deps.sh)"
   mkdir -p "$cache"
   rm -rf "$base.tmp"
-  debootstrap --variant=minbase bookworm "$base.tmp" http://deb.debian.org/debian > "$cache/debootstrap.log" 2>&1 &
+  setsid debootstrap --variant=minbase bookworm "$base.tmp" http://deb.debian.org/debian > "$cache/debootstrap.log" 2>&1 &
   debootstrap_pid=$!
 fi
 
@@ -98,7 +102,8 @@ set -e
 grep -q "nvidia-fabricmanager_570.86.15-1_amd64.deb: --fabric-manager-packages must match driver $VER" "$work/err" ||
   fail "fabric manager version message: $(cat "$work/err")"
 [ ! -e "$work/store" ] || fail "a refused bake touched the store"
-ok "a fabric manager package of another driver version is refused, the store untouched"
+grep -q "building kernel" "$work/err" && fail "the package folders were checked only after the modules were built"
+ok "a fabric manager package of another driver version is refused before any build, the store untouched"
 
 out=$work/out
 "$gb" --store "$work/store" node-image bake "$work/site.yaml" --installer "$work/inst/NVIDIA-Linux-x86_64-$VER.run" \
@@ -175,7 +180,8 @@ ok "manifest.json lists every file with a matching sha256 and mode; install.sh p
 
 # Install into a debootstrap minbase root.
 if [ -n "$debootstrap_pid" ]; then
-  wait "$debootstrap_pid" || fail "debootstrap failed: $(tail -n 5 "$cache/debootstrap.log")"
+  wait "$debootstrap_pid" ||
+    fail "debootstrap failed (no network? GPUBUNDLE_OFFLINE_TESTS=1 skips this part): $(tail -n 5 "$cache/debootstrap.log")"
   debootstrap_pid=""
   mv "$base.tmp" "$base"
 fi
@@ -186,6 +192,7 @@ if [ ! -x "$base/bin/sh" ]; then
 fi
 root=$work/root
 cp -a "$base" "$root"
+cp "$work/fm-old/nvidia-fabricmanager_570.86.15-1_amd64.deb" "$out/packages/"  # left over: install.sh must ignore it
 "$out/install.sh" --root "$root" > "$work/install.log" 2>&1 || { cat "$work/install.log"; fail "install.sh --root"; }
 grep -q "mokutil --import /usr/share/gpubundle/mok/module-signing.der" "$work/install.log" || fail "no MOK enrolment step printed"
 [ -L "$root/lib" ] || fail "install.sh replaced the root's /lib link"
@@ -201,6 +208,8 @@ ldconfig -p -r "$root" | grep -q "libnvidia-ml.so.1 .*=> /usr/lib/x86_64-linux-g
 for p in nvidia-container-toolkit-base nvidia-fabricmanager; do
   dpkg-query --admindir="$root/var/lib/dpkg" -W -f '${Status}\n' "$p" | grep -q "install ok installed" || fail "dpkg: $p not installed"
 done
+[ "$(dpkg-query --admindir="$root/var/lib/dpkg" -W -f '${Version}' nvidia-fabricmanager)" = "$VER-1" ] ||
+  fail "install.sh installed a package bake did not name"
 [ -x "$root/usr/bin/nv-fabricmanager" ] && [ -x "$root/usr/bin/nvidia-container-runtime" ] || fail "package files missing"
 [ "$(systemctl --root="$root" is-enabled nvidia-fabricmanager.service)" = enabled ] || fail "nvidia-fabricmanager.service not enabled"
 grep -q "note:" "$work/install.log" && fail "install.sh printed a note although every package was there: $(grep note: "$work/install.log")"

@@ -98,13 +98,34 @@ for m in tarfile.open(sys.argv[1]):
     if m.name == sys.argv[2]: print(m.offset_data + 100)' "$W/site.bundle" "oci/blobs/sha256/${blob#sha256:}")
 [[ -n $offset ]] || fail "overlay blob not found in the bundle"
 cp "$W/site.bundle" "$W/tampered.bundle"
-printf '\x00' | dd of="$W/tampered.bundle" bs=1 seek="$offset" conv=notrunc status=none
+byte=$(od -An -tu1 -j "$offset" -N1 "$W/site.bundle" | tr -d ' ')
+printf "\\$(printf %03o $((byte ^ 1)))" | dd of="$W/tampered.bundle" bs=1 seek="$offset" conv=notrunc status=none
+cmp -s "$W/site.bundle" "$W/tampered.bundle" && fail "the tampered copy is unchanged"
 set +e
 "$GB" node-image export --bundle "$W/tampered.bundle" --pubkey "$W/release.pub" -o "$W/x4" 2> "$W/err"; rc=$?
 set -e
 [[ $rc == 1 ]] && grep -q "export refused: nothing was written" "$W/err" || fail "tampered bundle: rc $rc $(cat "$W/err")"
 [[ ! -e $W/x4 ]] || fail "a tampered bundle wrote files"
-pass "export refuses: no key (2), unknown ref (2), not an overlay (2), tampered bundle (1, nothing written)"
+set +e
+"$GB" --store "$store" -q node-image export -o "$W/from-store" 2> "$W/err"; rc=$?
+set -e
+[[ $rc == 2 ]] && grep -q "not an empty folder" "$W/err" || fail "export into a used folder: rc $rc $(cat "$W/err")"
+pass "export refuses: no key (2), unknown ref (2), not an overlay (2), a used folder (2), tampered bundle (1, nothing written)"
+
+# A second overlay in a delta bundle: its unchanged files (values.yaml, the package) still travel.
+"$GB" --store "$store" -q node-image bake "$W/site.yaml" --installer "$W/inst/NVIDIA-Linux-x86_64-$VER.run" \
+  --kernel-build "$kbuild" -j 2 -o "$W/baked2" --toolkit-packages "$W/toolkit" --os-tag ubuntu24.04 --lock "$W/site.lock.json" \
+  2> "$W/bake2.err" || { cat "$W/bake2.err"; fail "second bake"; }
+"$GB" --store "$store" -q bundle create "$W/site.lock.json" -o "$W/delta.bundle" --key "$W/release.key" --since "$W/site.bundle" ||
+  fail "delta bundle"
+[[ $("$GB" --json bundle inspect "$W/delta.bundle" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["delta"])') == True ]] ||
+  fail "not a delta"
+"$GB" -q node-image export "localhost/gpubundle/node-overlay:$VER-ubuntu24.04" --bundle "$W/delta.bundle" --pubkey "$W/release.pub" \
+  -o "$W/from-delta" || fail "export from the delta bundle"
+for f in overlay.tar values.yaml install.sh packages/nvidia-container-toolkit-base_1.17.8-1_amd64.deb; do
+  cmp -s "$W/baked2/$f" "$W/from-delta/$f" || fail "from-delta/$f"
+done
+pass "a delta bundle carries the whole second overlay; export reads it from the delta alone"
 
 # Import: the overlay lands at the site with the lock's digest; the kit's values do not name it.
 "$GB" --json import "$W/site.bundle" --registry "http://$site/gpu" --pubkey "$W/release.pub" -o "$W/kit" > "$W/import.json" ||

@@ -28,7 +28,8 @@ fs::path fake_bake(const fs::path& dir, const std::string& version = "580.95.05"
             {"kernels", {"6.1.0-57-amd64"}},
             {"signer", nullptr},
             {"installer", {{"source", "NVIDIA.run"}, {"sha256", std::string(64, 'a')}}},
-            {"overlay", {{"file", "overlay.tar"}, {"sha256", tar->sha256}, {"size", tar->size}}}};
+            {"overlay", {{"file", "overlay.tar"}, {"sha256", tar->sha256}, {"size", tar->size}}},
+            {"packages", {"nvidia-container-toolkit-base_1.17.8-1_amd64.deb"}}};
   spit(dir / "manifest.json", m.dump(2));
   spit(dir / "install.sh", "#!/bin/sh\necho install\n");
   spit(dir / "values.yaml", "driver:\n  enabled: false\n");
@@ -129,6 +130,49 @@ TEST_CASE("overlay artifacts refuse unsafe titles, ambiguity and a mismatched ma
     REQUIRE_FALSE(out);
     CHECK_THAT(out.error().message, Catch::Contains("'../escaped' is not a plain relative path"));
     CHECK_FALSE(fs::exists(t / "out" / "escaped"));
+  }
+
+  SECTION("a package manifest.json names must be a file in packages/") {
+    auto baked = fake_bake(t / "a");
+    fs::remove(baked / "packages" / "nvidia-container-toolkit-base_1.17.8-1_amd64.deb");
+    fs::create_directory(baked / "packages" / "nvidia-container-toolkit-base_1.17.8-1_amd64.deb");
+    auto stored = store_overlay(*store, baked, k_ref);
+    REQUIRE_FALSE(stored);
+    CHECK(stored.error().kind == ErrorKind::Input);
+    CHECK_THAT(stored.error().message, Catch::Contains("package 'nvidia-container-toolkit-base_1.17.8-1_amd64.deb' is not a file"));
+  }
+
+  SECTION("malformed artifact JSON is an input error, not a crash") {
+    REQUIRE(store->put_blob(sha256_digest("{}"), "{}"));
+    json m = {{"schemaVersion", 2},
+              {"mediaType", "application/vnd.oci.image.manifest.v1+json"},
+              {"artifactType", k_node_overlay_artifact_type},
+              {"config", {{"mediaType", "application/vnd.oci.empty.v1+json"}, {"digest", sha256_digest("{}")}, {"size", 2}}},
+              {"layers", {{{"mediaType", 7}, {"digest", sha256_digest("{}")}, {"size", 2}, {"annotations", "not an object"}}}}};
+    std::string mb = m.dump();
+    REQUIRE(store->put_blob(sha256_digest(mb), mb));
+    REQUIRE(store->add_images({StoredImage{k_ref, "application/vnd.oci.image.manifest.v1+json", sha256_digest(mb), mb.size(), {}}}));
+    auto out = export_overlay_from_store(*store, k_ref, t / "out");
+    REQUIRE_FALSE(out);
+    CHECK(out.error().kind == ErrorKind::Input);
+    CHECK_THAT(out.error().message, Catch::Contains("layer title '' is not a plain relative path"));
+
+    auto baked = fake_bake(t / "b");
+    spit(baked / "manifest.json", R"({"driver": {"version": 580}, "overlay": {"sha256": 5}})");
+    auto stored = store_overlay(*store, baked, k_ref);
+    REQUIRE_FALSE(stored);
+    CHECK(stored.error().kind == ErrorKind::Input);
+  }
+
+  SECTION("an export folder that already holds files is refused before any work") {
+    REQUIRE(store_overlay(*store, fake_bake(t / "a"), k_ref));
+    spit(t / "used" / "left-over.deb", "x");
+    auto out = export_overlay_from_store(*store, k_ref, t / "used");
+    REQUIRE_FALSE(out);
+    CHECK_THAT(out.error().message, Catch::Contains("not an empty folder"));
+    fs::create_directories(t / "empty");
+    CHECK(export_overlay_from_store(*store, k_ref, t / "empty"));
+    CHECK(fs::exists(t / "empty" / "overlay.tar"));
   }
 
   SECTION("a folder whose manifest.json names another overlay is not stored") {
