@@ -165,8 +165,8 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
           if (p.repo == checks[i].repo) continue;
           auto there = client.blob_exists(p.repo, checks[i].digest);
           if (there && there.value()) {
-            MemorySource none("");
-            if (client.push_blob(checks[i].repo, checks[i].digest, none, p.repo)) return {};
+            auto mounted = client.mount_blob(checks[i].repo, checks[i].digest, p.repo);
+            if (mounted && mounted.value()) return {};
           }
         }
         std::lock_guard l(mu);
@@ -201,14 +201,18 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
       return {};
     }
     const BundleBlob* b = blobs->find(j.digest);
+    bool mounted = false;
+    if (j.mount_from) {
+      auto mount = client.mount_blob(j.repo, j.digest, *j.mount_from);
+      if (!mount) return mount.error();
+      mounted = mount.value();
+    }
     Result<void> r;
-    if (j.mount_from || !b) {
-      MemorySource none("");
-      r = client.push_blob(j.repo, j.digest, none, j.mount_from);
-      if (!r && b) {  // mount refused and no upload fallback with an empty source: upload for real
-        auto src = BundleBlobs::source(*b, [&](std::uint64_t n) { progress.advance(n); });
-        r = client.push_blob(j.repo, j.digest, *src);
-      }
+    if (mounted) {
+      r = {};
+    } else if (!b) {
+      r = op_error("the registry did not mount it" + (j.mount_from ? " from " + j.mount_from->str() : std::string()) +
+                   ", and this delta bundle does not carry it");
     } else if (!b->encoding.empty()) {
       auto content = blobs->content(j.digest);
       if (!content) return content.error();
@@ -221,7 +225,7 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
     }
     if (!r) return op_error(j.repo.str() + "@" + j.digest + ": " + r.error().message);
     std::lock_guard l(report_mu);
-    if (j.mount_from) ++report.blobs_mounted;
+    if (mounted) ++report.blobs_mounted;
     else {
       ++report.blobs_pushed;
       report.bytes_pushed += b ? b->stored_size() : 0;

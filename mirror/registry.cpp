@@ -935,6 +935,33 @@ std::string with_query(const std::string& url, const std::string& param) {
 
 }  // namespace
 
+Result<bool> RegistryClient::mount_blob(const Reference& repo, const std::string& digest, const Reference& from) {
+  auto& im = *m_impl;
+  std::string what = repo.name() + "@" + digest;
+  if (from.registry != repo.registry || from.repository == repo.repository) return false;
+  Endpoint ep = im.config.push_endpoint(repo.registry);
+  Request req;
+  req.method = "POST";
+  req.url = im.api(ep, repo, "/blobs/uploads/") + "?mount=" + http::url_encode(digest) + "&from=" + http::url_encode(from.repository);
+  auto sent = im.send(ep, {push_scope(repo), pull_scope(from)}, req);
+  if (!sent) return Failure{sent.error().kind, what + ": " + sent.error().message};
+  Response& r = sent.value();
+  if (r.code != CURLE_OK) return op_error(what + ": mounting from " + from.repository + ": " + transport_problem(r, req.url));
+  if (r.status == 201) {
+    ++im.n_mounted;
+    return true;
+  }
+  if (r.status != 202) return op_error(what + ": mounting from " + from.repository + ": " + http_problem(r));
+  // Refused: the registry opened an upload session instead. Close it; registries expire it anyway.
+  if (std::string loc = r.header("location"); !loc.empty()) {
+    Request cancel;
+    cancel.method = "DELETE";
+    cancel.url = http::resolve_url(req.url, loc);
+    (void)im.send(ep, {push_scope(repo)}, cancel, /*retry=*/false);
+  }
+  return false;
+}
+
 Result<void> RegistryClient::push_blob(const Reference& repo, const std::string& digest, BlobSource& source,
                                        const std::optional<Reference>& mount_from) {
   auto& im = *m_impl;

@@ -106,6 +106,10 @@ public:
   // ones in PATCH chunks that resume from the registry's Range on failure.
   Result<void> push_blob(const Reference& repo, const std::string& digest, BlobSource& source,
                          const std::optional<Reference>& mount_from = std::nullopt);
+  // Only a cross-repository mount (same registry): true when mounted; false
+  // when the registry refused and opened an upload instead (cancelled here),
+  // so the caller uploads the bytes itself.
+  Result<bool> mount_blob(const Reference& repo, const std::string& digest, const Reference& from);
   // PUT by ref's tag, else its digest, with Content-Type media_type.
   Result<void> put_manifest(const Reference& ref, std::string_view media_type, std::string_view bytes);
 

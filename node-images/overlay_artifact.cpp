@@ -56,7 +56,7 @@ Result<FileBlob> hash_file(const fs::path& p) {
     n += static_cast<std::uint64_t>(in.gcount());
   }
   if (in.bad()) return op_error(p.string() + ": read error");
-  return FileBlob{"sha256:" + h.hex(), n};
+  return FileBlob{"sha256:" + h.hex(), n, ""};
 }
 
 // Deterministic zstd of `in` into `out` (one thread, fixed level, size in the frame header).

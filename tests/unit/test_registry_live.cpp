@@ -250,6 +250,20 @@ TEST_CASE("live: plain http pull, push, mount, manifests and tag pagination", "[
     CHECK(pusher.stats().blobs_mounted == 1);
     CHECK(pusher.blob_exists(other, sha256_digest(large)).value());
 
+    // mount_blob alone: true where the source has it; false (upload cancelled, nothing
+    // stored) where it does not, so import uploads the bytes itself.
+    Reference third = parse_ref(host + "/push/third");
+    auto mounted = pusher.mount_blob(third, sha256_digest(small), repo);
+    REQUIRE(mounted.ok());
+    CHECK(mounted.value());
+    CHECK(pusher.blob_exists(third, sha256_digest(small)).value());
+    Reference empty = parse_ref(host + "/push/empty");
+    auto refused = pusher.mount_blob(third, sha256_digest(large), empty);
+    REQUIRE(refused.ok());
+    CHECK_FALSE(refused.value());
+    CHECK_FALSE(pusher.blob_exists(third, sha256_digest(large)).value());
+    CHECK(pusher.stats().blobs_mounted == 2);
+
     std::string manifest = std::string(R"({"schemaVersion":2,"mediaType":")") + std::string(oci::k_oci_manifest) +
                            R"(","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":")" +
                            sha256_digest(cfg) + R"(","size":)" + std::to_string(cfg.size()) +
