@@ -1,5 +1,8 @@
 #include "mirror/http_util.hpp"
 
+#include <algorithm>
+#include <ctime>
+
 #include <cctype>
 #include <nlohmann/json.hpp>
 
@@ -137,15 +140,23 @@ std::string url_encode(std::string_view in) {
   return out;
 }
 
-std::optional<int> retry_after_seconds(std::string_view value) {
+std::optional<int> retry_after_seconds(std::string_view value, std::time_t now) {
   auto v = trim(value);
-  if (v.empty() || v.size() > 6) return std::nullopt;
-  int n = 0;
-  for (char c : v) {
-    if (c < '0' || c > '9') return std::nullopt;
-    n = n * 10 + (c - '0');
+  if (v.empty()) return std::nullopt;
+  if (v.find_first_not_of("0123456789") == std::string_view::npos) {
+    if (v.size() > 6) return std::nullopt;
+    int n = 0;
+    for (char c : v) n = n * 10 + (c - '0');
+    return n;
   }
-  return n;
+  // An HTTP date (IMF-fixdate, RFC 9110 5.6.7): the wait is until then.
+  std::tm tm{};
+  std::string text(v);
+  const char* end = strptime(text.c_str(), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+  if (!end || *end != '\0') return std::nullopt;
+  std::time_t at = timegm(&tm);
+  if (at == static_cast<std::time_t>(-1)) return std::nullopt;
+  return at > now ? static_cast<int>(std::min<std::time_t>(at - now, 86400)) : 0;
 }
 
 }  // namespace gb::http

@@ -3,6 +3,7 @@
 // free of libcurl so unit tests can reach them.
 
 #include <map>
+#include <ctime>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -42,7 +43,8 @@ std::string url_host(std::string_view url);
 std::string base64_encode(std::string_view in);
 std::string url_encode(std::string_view in);
 
-// Seconds from a Retry-After header (delta-seconds only; an HTTP date gives nullopt).
-std::optional<int> retry_after_seconds(std::string_view value);
+// Seconds from a Retry-After header: delta-seconds, or an HTTP date (the
+// seconds from `now` until then, 0 when past); nullopt when unreadable.
+std::optional<int> retry_after_seconds(std::string_view value, std::time_t now = std::time(nullptr));
 
 }  // namespace gb::http

@@ -14,6 +14,11 @@ namespace gb {
 
 namespace {
 
+// "REF: message", unless the client's message already starts with the reference.
+std::string about(const std::string& ref, const std::string& message) {
+  return starts_with(message, ref + ":") ? message : ref + ": " + message;
+}
+
 class RegistrySource final : public ImageSource {
 public:
   RegistrySource(RegistryConfig config, ClientOptions options) : m_client(std::move(config), options) {}
@@ -77,7 +82,7 @@ void check_image(ImagePlan& plan, Store& store, ImageSource& source, const std::
   const std::string& src = plan.entry->source;
   auto head = source.head_manifest(plan.ref);
   if (!head) {
-    plan.problems.push_back(src + ": " + head.error().message);
+    plan.problems.push_back(about(src, head.error().message));
     return;
   }
   if (!head->has_value()) {
@@ -99,7 +104,7 @@ void check_image(ImagePlan& plan, Store& store, ImageSource& source, const std::
   if (!fetched) {
     auto m = source.get_manifest(plan.ref);
     if (!m) {
-      plan.problems.push_back(src + ": " + m.error().message);
+      plan.problems.push_back(about(src, m.error().message));
       return;
     }
     plan.top = std::move(m).value();

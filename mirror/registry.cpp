@@ -129,7 +129,7 @@ std::string transport_problem(const Response& r, const std::string& url) {
 }
 
 void backoff_sleep(const ClientOptions& o, int attempt, const Response& r) {
-  if (r.status == 429) {
+  if (r.status == 429 || r.status == 503) {  // both may say when to come back
     if (auto s = http::retry_after_seconds(r.header("retry-after"))) {
       std::this_thread::sleep_for(std::chrono::seconds(std::min(*s, 120)));
       return;

@@ -2,5 +2,6 @@
 # (tests/tools), skopeo and umoci as peers. Exit 77 = skipped (tool missing).
 add_test(NAME mirror-e2e COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/mirror.sh $<TARGET_FILE:gpubundle>)
 add_test(NAME mirror-faults COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/mirror_faults.sh $<TARGET_FILE:gpubundle>)
+add_test(NAME mirror-auth COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/mirror_auth.sh $<TARGET_FILE:gpubundle>)
 add_test(NAME mirror-chart COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/mirror_chart.sh $<TARGET_FILE:gpubundle>)
-set_tests_properties(mirror-e2e mirror-faults mirror-chart PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+set_tests_properties(mirror-e2e mirror-faults mirror-auth mirror-chart PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)

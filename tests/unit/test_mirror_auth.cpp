@@ -81,7 +81,13 @@ TEST_CASE("registry error bodies, Link pagination, Location resolution", "[auth]
   CHECK(http::base64_encode("robot:s3cret") == "cm9ib3Q6czNjcmV0");
   CHECK(http::base64_encode("a") == "YQ==");
   CHECK(http::retry_after_seconds(" 3 ").value() == 3);
-  CHECK_FALSE(http::retry_after_seconds("Wed, 21 Oct 2015 07:28:00 GMT"));
+  // HTTP dates: the wait until then, measured from `now`; a past date means no wait.
+  const std::time_t t0 = 1445412480;  // Wed, 21 Oct 2015 07:28:00 GMT
+  CHECK(http::retry_after_seconds("Wed, 21 Oct 2015 07:28:00 GMT", t0 - 30).value() == 30);
+  CHECK(http::retry_after_seconds("Wed, 21 Oct 2015 07:28:00 GMT", t0 + 5).value() == 0);
+  CHECK_FALSE(http::retry_after_seconds("Wed, 21 Oct 2015 07:28:00", t0));
+  CHECK_FALSE(http::retry_after_seconds("soon"));
+  CHECK_FALSE(http::retry_after_seconds("99999999"));
 }
 
 TEST_CASE("docker auth files: auth, username/password, identitytoken", "[auth]") {
