@@ -255,6 +255,21 @@ Result<std::vector<BuiltDriverImage>> build_driver_images(const PreparedDriver& 
     out.push_back(p.image);
   }
   if (auto r = store.add_images(entries); !r) return r.error();
+  std::vector<ImageRow> rows;
+  std::vector<BlobRow> blob_rows;
+  const std::string now = utc_now();
+  for (const auto& p : pending) {
+    std::uint64_t size = p.manifest.size() + p.config.size() + p.layer.size;
+    for (const auto& l : base->layers) size += l.value("size", std::uint64_t(0));
+    rows.push_back({p.image.ref, p.image.digest, std::string(oci::k_oci_manifest), size, "built here",
+                    "linux/" + options.architecture, now});
+    blob_rows.push_back({p.image.digest, p.manifest.size()});
+    blob_rows.push_back({sha256_digest(p.config), p.config.size()});
+    blob_rows.push_back({p.image.layer_digest, p.layer.size});
+  }
+  auto cat = store.catalog();
+  if (!cat) return cat.error();
+  if (auto r = (*cat)->record(rows, blob_rows); !r) return r.error();
   return out;
 }
 

@@ -347,6 +347,13 @@ Result<StoredOverlay> store_folder(Store& store, const fs::path& dir, const std:
   si.size = bytes.size();
   si.platforms = {"linux/amd64"};
   if (auto r = store.add_images({si}); !r) return r.error();
+  // Catalog rows last, as mirror does: `store ls` shows the size and when it was made.
+  std::vector<BlobRow> blob_rows = {{digest, bytes.size()}, {sha256_digest(empty), empty.size()}};
+  for (const auto& l : layers) blob_rows.push_back({l.blob.digest, l.blob.size});
+  auto cat = store.catalog();
+  if (!cat) return cat.error();
+  if (auto r = (*cat)->record({{ref, digest, si.media_type, total + bytes.size(), "built here", "linux/amd64", utc_now()}}, blob_rows); !r)
+    return r.error();
   return StoredOverlay{ref, digest, total + bytes.size()};
 }
 

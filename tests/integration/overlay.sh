@@ -60,6 +60,9 @@ skopeo inspect --raw "oci:$store:$REF" > "$W/artifact.json" || fail "skopeo cann
    "['overlay.tar.zst', 'install.sh', 'manifest.json', 'values.yaml', 'packages/nvidia-container-toolkit-base_1.17.8-1_amd64.deb']" ]] ||
   fail "artifact layers: $(cat "$W/artifact.json")"
 "$GB" --store "$store" -q store fsck || fail "store fsck after bake"
+"$GB" --store "$store" --json store ls > "$W/ls.json"
+[[ $(jget "$W/ls.json" '[i["bytes"] > 0 for i in d["images"] if i["ref"] == "'"$REF"'"]') == "[True]" ]] ||
+  fail "store ls shows no size for the overlay"
 pass "bake --lock: artifact in the store (skopeo reads it), lock lists it as built"
 
 # From the store, and from a bundle on the air-gapped side: the same files.
