@@ -123,7 +123,8 @@ ok "bake wrote overlay.tar, install.sh, manifest.json, values.yaml, packages/"
   { cat "$work/stderr2" >&2; fail "bake without packages"; }
 grep -q "no --toolkit-packages" "$work/stderr2" || fail "missing toolkit packages not reported"
 grep -q "nvidia-fabricmanager $VER package" "$work/stderr2" || fail "missing fabric manager binary not reported"
-tar -tf "$work/bare/overlay.tar" | grep -qx usr/lib/systemd/system/nvidia-fabricmanager.service || fail "FM unit missing"
+# grep without -q reads its whole input: under pipefail an early exit would fail the producer (SIGPIPE).
+tar -tf "$work/bare/overlay.tar" | grep -x usr/lib/systemd/system/nvidia-fabricmanager.service >/dev/null || fail "FM unit missing"
 [ ! -e "$work/store2" ] || fail "--no-store created a store"
 ok "missing toolkit and fabric manager packages are reported; --no-store stores nothing"
 
@@ -135,9 +136,9 @@ for p in "lib/modules/$kver/updates/nvidia/nvidia.ko" "lib/modules/$kver/updates
   usr/share/gpubundle/mok/module-signing.der etc/containerd/conf.d/99-nvidia.toml; do
   grep -q " $p\( ->.*\)\?$" "$work/list" || fail "overlay lacks $p"
 done
-awk '{print $2}' "$work/list" | sort -u | grep -qv '^root/root$' && fail "an entry is not root/root"
+awk '{print $2}' "$work/list" | sort -u | grep -v '^root/root$' >/dev/null && fail "an entry is not root/root"
 [ "$(tar -tf "$out/overlay.tar")" = "$(tar -tf "$out/overlay.tar" | LC_ALL=C sort)" ] || fail "overlay entries are not sorted"
-tar --full-time -tvf "$out/overlay.tar" | grep -qv "2023-11-14 22:13:20" && fail "an entry's mtime is not SOURCE_DATE_EPOCH"
+tar --full-time -tvf "$out/overlay.tar" | grep -v "2023-11-14 22:13:20" >/dev/null && fail "an entry's mtime is not SOURCE_DATE_EPOCH"
 ok "overlay: layout of issue 6, sorted, root/root, mtime = SOURCE_DATE_EPOCH"
 
 grep -q "blacklist nouveau" <(tar -xOf "$out/overlay.tar" etc/modprobe.d/nvidia.conf) || fail "nouveau not blacklisted"
@@ -202,11 +203,11 @@ done
 modinfo -b "$root" -k "$kver" nvidia > "$work/modinfo" || fail "modinfo -b cannot read nvidia"
 grep -q "^filename: *.*/lib/modules/$kver/updates/nvidia/nvidia.ko" "$work/modinfo" || fail "modinfo -b filename: $(head -2 "$work/modinfo")"
 grep -q "^signer: *gpubundle bake key" "$work/modinfo" || fail "modinfo -b signer"
-ldconfig -p -r "$root" | grep -q "libnvidia-ml.so.1 .*=> /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1" || fail "ldconfig -p -r lacks libnvidia-ml"
+ldconfig -p -r "$root" | grep "libnvidia-ml.so.1 .*=> /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1" >/dev/null || fail "ldconfig -p -r lacks libnvidia-ml"
 [ "$(systemctl --root="$root" is-enabled nvidia-persistenced.service)" = enabled ] || fail "nvidia-persistenced.service not enabled"
 [ -x "$root/usr/bin/nvidia-smi" ] && [ "$(chroot "$root" /usr/bin/nvidia-smi | head -c 10)" = "NVIDIA-SMI" ] || fail "chroot nvidia-smi"
 for p in nvidia-container-toolkit-base nvidia-fabricmanager; do
-  dpkg-query --admindir="$root/var/lib/dpkg" -W -f '${Status}\n' "$p" | grep -q "install ok installed" || fail "dpkg: $p not installed"
+  dpkg-query --admindir="$root/var/lib/dpkg" -W -f '${Status}\n' "$p" | grep "install ok installed" >/dev/null || fail "dpkg: $p not installed"
 done
 [ "$(dpkg-query --admindir="$root/var/lib/dpkg" -W -f '${Version}' nvidia-fabricmanager)" = "$VER-1" ] ||
   fail "install.sh installed a package bake did not name"

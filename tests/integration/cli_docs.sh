@@ -20,7 +20,7 @@ done
 mapfile -t paths < <("$gpubundle" completion --list)
 (( ${#paths[@]} >= 10 )) || fail "completion --list printed only ${#paths[@]} commands"
 for p in bundle "bundle create" "bundle verify" "bundle inspect" keys "store" node-image driver completion; do
-  printf '%s\n' "${paths[@]}" | grep -qx "$p" || fail "completion --list lacks '$p'"
+  printf '%s\n' "${paths[@]}" | grep -x "$p" >/dev/null || fail "completion --list lacks '$p'"
 done
 for n in "${!paths[@]}"; do
   p=${paths[n]}
@@ -34,7 +34,7 @@ done
 shellcheck -s bash "$work/gpubundle.bash" || fail "completion script fails shellcheck"
 # shellcheck source=/dev/null
 source "$work/gpubundle.bash"
-complete -p gpubundle | grep -q -- '-F _gpubundle' || fail "completion not registered for gpubundle"
+complete -p gpubundle | grep -- '-F _gpubundle' >/dev/null || fail "completion not registered for gpubundle"
 # comp WORD...: complete the last word; prints the sorted candidates on one line.
 comp() {
   COMP_WORDS=(gpubundle "$@")

@@ -54,7 +54,7 @@ done
 expect_rc 0 "$gpubundle" resolve "$src/examples/precompiled.yaml" --chart "$shared/v26.7.0" -o "$work/site.lock.json"
 grep -q 'nvcr.io/nvidia/driver:580-5.15.0-1065-nvidia-ubuntu22.04' "$work/out" || fail "table lacks the precompiled driver"
 python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$work/site.lock.json" || fail "lock is not JSON"
-ls "$work" | grep -q '\.tmp\.' && fail "temp file left behind"
+ls "$work" | grep '\.tmp\.' >/dev/null && fail "temp file left behind"
 
 # B200 with driver 550: refused, naming both, exit 2.
 expect_rc 2 "$gpubundle" resolve "$src/examples/b200-driver-550.yaml" --chart "$shared/v24.9.2"

@@ -92,7 +92,7 @@ expected_helm="upgrade --install gpu-operator $kit/gpu-operator-v26.7.0.tgz -f $
 [ "$(cat "$STUB_LOG/helm.args")" = "$expected_helm" ] || fail "helm got: $(cat "$STUB_LOG/helm.args")"$'\n'"expected: $expected_helm"
 grep -qx "create namespace gpu-operator --dry-run=client" "$STUB_LOG/kubectl.args" || fail "no dry-run namespace create"
 grep -qx "apply -n gpu-operator -f $kit/alerts.yaml --dry-run=client" "$STUB_LOG/kubectl.args" || fail "alerts not applied in dry-run mode"
-if grep -v -e '--dry-run=client' "$STUB_LOG/kubectl.args" | grep -qE '^(apply|create|label|delete)'; then
+if grep -v -e '--dry-run=client' "$STUB_LOG/kubectl.args" | grep -E '^(apply|create|label|delete)' >/dev/null; then
   fail "dry run changed something: $(cat "$STUB_LOG/kubectl.args")"
 fi
 grep -q "pull secret site-registry is missing" <<<"$out" || fail "no warning about the missing pull secret"

@@ -16,13 +16,13 @@ id=$("$gpubundle" -q keys generate --out ed)
 [[ $id == "$(der_id ed.pub)" ]] || fail "printed id $id != openssl DER sha256"
 [[ $("$gpubundle" keys id ed.pub) == "$id" ]] || fail "keys id differs"
 [[ $(stat -c %a ed.key) == 600 ]] || fail "ed.key mode $(stat -c %a ed.key)"
-openssl pkey -in ed.key -noout -text | grep -q ED25519 || fail "openssl cannot read ed.key"
+openssl pkey -in ed.key -noout -text | grep ED25519 >/dev/null || fail "openssl cannot read ed.key"
 export GB_TEST_PASS='hunter2 with spaces'
 ec_id=$("$gpubundle" -q keys generate --out ec --type ecdsa-p256 --passphrase-env GB_TEST_PASS)
 [[ $ec_id == "$(der_id ec.pub)" ]] || fail "ECDSA id mismatch"
 head -1 ec.key | grep -q 'BEGIN ENCRYPTED PRIVATE KEY' || fail "ec.key is not encrypted"
-openssl pkey -in ec.key -passin env:GB_TEST_PASS -noout -text | grep -q 'prime256v1' || fail "openssl cannot decrypt ec.key"
-openssl asn1parse -in ec.key | grep -q aes-256-cbc || fail "ec.key is not AES-256 encrypted"
+openssl pkey -in ec.key -passin env:GB_TEST_PASS -noout -text | grep 'prime256v1' >/dev/null || fail "openssl cannot decrypt ec.key"
+openssl asn1parse -in ec.key | grep aes-256-cbc >/dev/null || fail "ec.key is not AES-256 encrypted"
 echo "ok: generate, key id and file formats"
 
 # refuses to overwrite without --force
