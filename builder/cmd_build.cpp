@@ -30,6 +30,7 @@ void print_summary(const BuildSummary& s) {
   }
   std::printf("  %-8s %7.2fs\n", "total", all);
   std::printf("\nlock    %s\n", s.lock.string().c_str());
+  if (!s.overlay_dir.empty()) std::printf("overlay %s (install.sh --root IMAGE_ROOT)\n", s.overlay_dir.string().c_str());
   for (const auto& v : s.volumes) std::printf("bundle  %s\n", v.string().c_str());
   std::printf("id      %s, signed by key %s, verified\n", s.bundle_id.c_str(), s.signer.substr(0, 16).c_str());
 }
@@ -40,7 +41,8 @@ CommandSpec build_command() {
   return {
       "build",
       "Everything for the build machine: resolve, mirror, driver images, install kit, bundle, verify",
-      "Runs resolve -> mirror -> driver images (precompiled recipes, when --installer is given) -> install kit (when the "
+      "Runs resolve -> mirror -> driver images (precompiled recipes, when --installer is given) or a baked node overlay "
+      "(driver.mode host, when --installer is given; written next to the bundle and carried in it) -> install kit (when the "
       "recipe has a destination) -> bundle -> verify, and prints the images with their sizes, the bytes downloaded and "
       "reused, the time of each step, and where the bundle and the lock are. It stops at the first failed step, naming "
       "it and what to do; what was already mirrored stays in the store, so running it again continues from there.",
@@ -58,7 +60,8 @@ CommandSpec build_command() {
         app.add_option("--split", q->split, "Largest volume size, e.g. 4G, 700M");
         app.add_option("--since", q->since, "Inventory, lock or bundle the site already has: ship only what is missing");
         app.add_option("-j,--jobs", q->jobs, "Parallel blob transfers (default 8)");
-        app.add_option("--installer", q->installer, "NVIDIA-Linux-*.run (or its extracted folder): build precompiled driver images");
+        app.add_option("--installer", q->installer,
+                       "NVIDIA-Linux-*.run (or its extracted folder): build precompiled driver images, or bake a node overlay (driver.mode host)");
         app.add_option("--kernel-build", q->kernel_builds, "Kernel build tree (/lib/modules/<kver>/build), repeatable");
         app.add_option("--kernel-headers", q->kernel_headers, "Kernel header .deb packages, repeatable");
         app.add_option("--sign-key", q->sign_key, "Secure Boot module signing key (PEM)");
@@ -75,6 +78,7 @@ CommandSpec build_command() {
                                 {"blobsReused", s.blobs_reused},
                                 {"builtDriverImages", s.built_driver_images},
                                 {"signer", s.signer}};
+            if (!s.overlay_dir.empty()) j["nodeOverlay"] = s.overlay_dir.string();
             for (const auto& v : s.volumes) j["volumes"].push_back(v.string());
             for (const auto& p : s.phases) j["phases"][p.name] = p.seconds;
             for (const auto& i : s.images) j["images"].push_back({{"ref", i.ref}, {"bytes", i.bytes}, {"upToDate", i.reused}});

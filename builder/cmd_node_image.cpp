@@ -53,22 +53,6 @@ struct ExportArgs {
   bool skip_signature = false;
 };
 
-// The overlay as a lock image: carried by `bundle create`, pushed by `import`.
-void record_in_lock(Lock& lock, const StoredOverlay& stored) {
-  LockImage* li = lock.find(stored.ref);
-  if (!li) {
-    LockImage n;
-    n.components = {k_node_overlay_component};
-    n.source = stored.ref;
-    n.platforms = {"linux/amd64"};
-    lock.images.push_back(n);
-    li = &lock.images.back();
-  }
-  li->digest = stored.digest;
-  li->origin = "built";
-  std::sort(lock.images.begin(), lock.images.end(), [](const auto& x, const auto& y) { return x.source < y.source; });
-}
-
 int bake(Globals& g, BakeArgs& a) {
   Recipe recipe = load_recipe(a.recipe).value_or_throw();
   std::optional<Lock> lock;
@@ -86,7 +70,7 @@ int bake(Globals& g, BakeArgs& a) {
     Store store = Store::open(g.store, StoreAccess::Exclusive).value_or_throw();
     stored = store_overlay(store, a.opts.output, ref).value_or_throw();
     if (lock) {
-      record_in_lock(*lock, *stored);
+      record_overlay_in_lock(*lock, *stored);
       write_atomic(a.lock, lock_to_json(*lock)).value_or_throw();
       log::info("updated " + a.lock);
     }

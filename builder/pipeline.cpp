@@ -12,7 +12,9 @@
 #include "mirror/chart_fetch.hpp"
 #include "mirror/mirror.hpp"
 #include "mirror/store.hpp"
+#include "node-images/bake.hpp"
 #include "node-images/driver_image.hpp"
+#include "node-images/overlay_artifact.hpp"
 #include "recipes/resolver.hpp"
 #include "signing/keys.hpp"
 
@@ -76,9 +78,13 @@ BuildSummary run_build(const BuildRequest& q, const std::filesystem::path& store
     return l;
   });
 
-  bool build_drivers = !q.installer.empty();
-  if (build_drivers && lock.driver.mode != "precompiled")
-    throw Error(ErrorKind::Input, "--installer builds precompiled driver images, but the recipe's driver.mode is " + lock.driver.mode);
+  // --installer: precompiled driver images (driver.mode precompiled), or a
+  // baked node overlay (driver.mode host: the driver is in the node image).
+  bool build_drivers = !q.installer.empty() && lock.driver.mode == "precompiled";
+  bool bake_overlay = !q.installer.empty() && lock.driver.mode == "host";
+  if (!q.installer.empty() && !build_drivers && !bake_overlay)
+    throw Error(ErrorKind::Input, "--installer builds precompiled driver images (driver.mode precompiled) or a node overlay "
+                                  "(driver.mode host), but the recipe's driver.mode is " + lock.driver.mode);
   if (build_drivers)  // made here, so the mirror leaves them alone
     for (auto& img : lock.images)
       if (img.source.find("/driver:" + lock.driver.branch + "-") != std::string::npos) img.origin = "built";
@@ -120,6 +126,26 @@ BuildSummary run_build(const BuildRequest& q, const std::filesystem::path& store
       for (const auto& img : lock.images)
         if (img.origin == "built" && img.digest.empty())
           throw Error(ErrorKind::Failed, "no driver image was built for " + img.source + ": is its kernel in --kernel-build/--kernel-headers?");
+      write_atomic(s.lock, lock_to_json(lock)).value_or_throw();
+    });
+  }
+
+  if (bake_overlay) {
+    step(s, "bake", "check the installer, the kernel trees and the signing key and certificate", [&] {
+      DriverInputs in;
+      in.installer = q.installer;
+      in.kernel_builds = q.kernel_builds;
+      in.kernel_headers = q.kernel_headers;
+      in.sign_key = q.sign_key;
+      in.sign_cert = q.sign_cert;
+      auto prepared = prepare_driver(recipe, in).value_or_throw();
+      BakeOptions bo;
+      bo.output = s.overlay_dir = q.output.parent_path() / (recipe.name + "-node-overlay");
+      bake_node_overlay(recipe, *prepared, bo).value_or_throw();
+      std::string ref = std::string(k_node_overlay_repository) + ":" + overlay_tag(prepared->installer.manifest.version, lock.os_tag);
+      auto stored = store_overlay(store, bo.output, ref).value_or_throw();
+      record_overlay_in_lock(lock, stored);
+      s.images.push_back({stored.ref, stored.size, false});
       write_atomic(s.lock, lock_to_json(lock)).value_or_throw();
     });
   }

@@ -1,5 +1,5 @@
 #pragma once
-// `gpubundle build`: resolve -> mirror -> driver images (when asked) ->
+// `gpubundle build`: resolve -> mirror -> driver images or node overlay (when asked) ->
 // install kit -> bundle -> verify, one step after another. A failed step
 // stops the run with the step's name and what to do; whatever was already
 // mirrored stays in the store, so a re-run continues from there.
@@ -26,7 +26,7 @@ struct BuildRequest {
   std::string split;
   std::filesystem::path since;
   int jobs = 8;
-  // Driver images (precompiled mode): built when an installer is given.
+  // With an installer: driver images (precompiled mode) or a baked node overlay (host mode).
   std::filesystem::path installer;
   std::vector<std::filesystem::path> kernel_builds, kernel_headers;
   std::filesystem::path sign_key, sign_cert;
@@ -54,6 +54,7 @@ struct BuildSummary {
   std::string bundle_id;
   std::string signer;
   std::size_t built_driver_images = 0;
+  std::filesystem::path overlay_dir;  // the baked overlay's folder (host mode), "" when none
 };
 
 BuildSummary run_build(const BuildRequest& request, const std::filesystem::path& store, Progress& progress);

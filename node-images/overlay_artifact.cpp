@@ -16,6 +16,7 @@
 #include "mirror/oci.hpp"
 #include "mirror/store.hpp"
 #include "node-images/layer.hpp"
+#include "recipes/lock.hpp"
 #include "signing/digest.hpp"
 
 namespace gb {
@@ -258,6 +259,21 @@ Result<ExportedOverlay> export_overlay(const BlobReader& reader, const std::vect
 }  // namespace
 
 std::string overlay_tag(const std::string& driver_version, const std::string& os_tag) { return driver_version + "-" + os_tag; }
+
+void record_overlay_in_lock(Lock& lock, const StoredOverlay& stored) {
+  LockImage* li = lock.find(stored.ref);
+  if (!li) {
+    LockImage n;
+    n.components = {k_node_overlay_component};
+    n.source = stored.ref;
+    n.platforms = {"linux/amd64"};
+    lock.images.push_back(n);
+    li = &lock.images.back();
+  }
+  li->digest = stored.digest;
+  li->origin = "built";
+  std::sort(lock.images.begin(), lock.images.end(), [](const auto& x, const auto& y) { return x.source < y.source; });
+}
 
 namespace {
 

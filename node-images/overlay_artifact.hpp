@@ -32,6 +32,7 @@ namespace gb {
 
 class Store;
 class Keyring;
+struct Lock;
 
 inline constexpr const char* k_node_overlay_artifact_type = "application/vnd.gpubundle.node-overlay.v1";
 inline constexpr const char* k_node_overlay_repository = "localhost/gpubundle/node-overlay";
@@ -47,6 +48,10 @@ struct StoredOverlay {
 Result<StoredOverlay> store_overlay(Store& store, const std::filesystem::path& dir, const std::string& ref);
 
 std::string overlay_tag(const std::string& driver_version, const std::string& os_tag);
+
+// Adds (or updates) the overlay in the lock: component nodeOverlay, origin
+// built, its digest; so that bundles carry it.
+void record_overlay_in_lock(Lock& lock, const StoredOverlay& stored);
 
 struct ExportedOverlay {
   std::string ref;

@@ -4,7 +4,8 @@
 # lock records it as built; after import the tag the operator composes with
 # usePrecompiled=true (<driver.version>-<kernel>-<osTag> under
 # driver.repository/driver.image from the kit's values) resolves at the site
-# to our image.
+# to our image. With driver.mode host, build bakes the node overlay instead
+# and the bundle carries it.
 set -euo pipefail
 GB=$1
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -71,4 +72,20 @@ env=$(jget "$W/config.json" '" ".join(d["config"]["Env"])')
 [[ $(jget "$W/config.json" 'd["config"]["Labels"]["io.gpubundle.driver.installer-sha256"]') == \
    $(sha256sum < "$W/inst/NVIDIA-Linux-x86_64-580.95.05.run" | cut -d' ' -f1) ]] || fail "installer label"
 echo "ok: after import, the tag the operator composes resolves to the image built here"
+
+# driver.mode host: --installer bakes the node overlay, which the bundle carries.
+sed -e 's/^  mode: precompiled/  mode: host\n  version: "580.95.05"/' -e '/^  branch:/d' -e 's/^metadata: {name: .*}/metadata: {name: site-host}/' \
+  "$W/recipe.yaml" > "$W/host.yaml"
+"$GB" --store "$W/store" --json build "$W/host.yaml" -o "$W/host.bundle" --key "$W/release.key" \
+  --registry-config "$W/registries.yaml" --installer "$W/inst/NVIDIA-Linux-x86_64-580.95.05.run" --kernel-build "$kbuild" \
+  > "$W/host.json" 2> "$W/host.err" || { cat "$W/host.err"; fail "build (host)"; }
+[[ $(jget "$W/host.json" 'sorted(d["phases"])') == "['bake', 'bundle', 'kit', 'mirror', 'resolve', 'verify']" ]] || fail "host phases"
+overlay=$(jget "$W/host.json" 'd["nodeOverlay"]')
+[[ $overlay == "$W/site-host-node-overlay" && -x $overlay/install.sh ]] || fail "overlay folder: $overlay"
+oref=localhost/gpubundle/node-overlay:580.95.05-ubuntu22.04
+[[ $(jget "$W/site-host.lock.json" '[(i["components"], i["origin"]) for i in d["images"] if i["source"] == "'"$oref"'"]') == \
+   "[(['nodeOverlay'], 'built')]" ]] || fail "host lock lacks the overlay"
+"$GB" -q node-image export --bundle "$W/host.bundle" --pubkey "$W/release.pub" -o "$W/exported" || fail "export from the host bundle"
+cmp -s "$overlay/overlay.tar" "$W/exported/overlay.tar" || fail "the bundle's overlay differs from the one build wrote"
+echo "ok: build --installer with driver.mode host bakes the overlay, and the bundle carries it"
 echo "PASS build-driver"
