@@ -411,8 +411,13 @@ Result<Kit> make_kit(const Lock& lock, const Chart& chart, const KitOptions& opt
     kit.files.push_back({"time-slicing.yaml", time_slicing_yaml(lock, chart, *recipe, options), 0644});
   kit.files.push_back({"alerts.yaml", alerts_yaml(lock, options), 0644});
 
+  // Runtime mirrors for the hosts nodes pull from: not for a node overlay
+  // (localhost/...), which image pipelines fetch and no node ever pulls.
   std::set<std::string> hosts;
-  for (const auto& p : *placements) hosts.insert(p.source.registry);
+  for (const auto& p : *placements) {
+    const auto& c = p.image->components;
+    if (std::find(c.begin(), c.end(), k_node_overlay_component) == c.end()) hosts.insert(p.source.registry);
+  }
   std::vector<std::string> host_list(hosts.begin(), hosts.end());
   for (const auto& h : host_list) {
     if (h == options.registry.host) continue;  // already the site registry

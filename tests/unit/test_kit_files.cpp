@@ -303,6 +303,26 @@ TEST_CASE("optional files follow the recipe; output is deterministic", "[kit][fi
   }
 }
 
+TEST_CASE("a node overlay in the lock changes neither the values nor the runtime mirrors", "[kit][files]") {
+  Lock plain = fixture_lock();
+  Lock with = fixture_lock();
+  LockImage overlay = image({k_node_overlay_component}, "localhost/gpubundle/node-overlay:580.105.08-ubuntu22.04");
+  overlay.origin = "built";
+  with.images.push_back(overlay);
+  auto a = kit::make_kit(plain, fixture_chart(), options());
+  auto b = kit::make_kit(with, fixture_chart(), options());
+  REQUIRE(a.ok());
+  INFO((b ? std::string() : b.error().message));
+  REQUIRE(b.ok());
+  std::vector<std::string> names_a, names_b;
+  for (const auto& f : a->files) names_a.push_back(f.path);
+  for (const auto& f : b->files) names_b.push_back(f.path);
+  CHECK(names_a == names_b);  // no containerd/certs.d/localhost
+  CHECK(file(*a, "values.yaml") == file(*b, "values.yaml"));
+  CHECK(file(*a, "crio/registries.conf.d/99-gpubundle.conf") == file(*b, "crio/registries.conf.d/99-gpubundle.conf"));
+  CHECK_THAT(file(*b, "manifest.json"), Catch::Contains("localhost/gpubundle/node-overlay"));  // still listed as shipped
+}
+
 TEST_CASE("write_kit writes every file with its mode", "[kit][files]") {
   fs::path dir = fs::temp_directory_path() / ("gb-kit-test-" + std::to_string(::getpid()));
   fs::remove_all(dir);
