@@ -3,6 +3,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
@@ -115,7 +116,6 @@ Result<LayerBlob> LayerBuilder::write_tar(const fs::path& out, std::vector<Layer
     archive_entry_set_gname(ae.get(), "root");
     archive_entry_set_mtime(ae.get(), mtime, 0);
     LayerFileRecord rec{path, "", e.mode & 07777, 0, "", e.link};
-    std::string content;
     if (e.kind == LayerEntry::Kind::Dir) {
       archive_entry_set_filetype(ae.get(), AE_IFDIR);
       archive_entry_set_perm(ae.get(), e.mode & 07777);
@@ -127,23 +127,44 @@ Result<LayerBlob> LayerBuilder::write_tar(const fs::path& out, std::vector<Layer
       rec.type = "symlink";
       rec.mode = 0777;
     } else {
-      if (!e.source.empty()) {
-        auto r = read_file(e.source);
-        if (!r) return r.error();
-        content = std::move(*r);
-      } else {
-        content = e.data;
-      }
+      // Files on disk are streamed (driver libraries run to hundreds of MiB); data entries are small.
+      std::error_code ec;
+      std::uint64_t size = e.source.empty() ? e.data.size() : fs::file_size(e.source, ec);
+      if (ec) return op_error(e.source.string() + ": " + ec.message());
       archive_entry_set_filetype(ae.get(), AE_IFREG);
       archive_entry_set_perm(ae.get(), e.mode & 07777);
-      archive_entry_set_size(ae.get(), static_cast<la_int64_t>(content.size()));
+      archive_entry_set_size(ae.get(), static_cast<la_int64_t>(size));
       rec.type = "file";
-      rec.size = content.size();
-      rec.sha256 = sha256_hex(content);
+      rec.size = size;
+      if (archive_write_header(a.get(), ae.get()) != ARCHIVE_OK)
+        return op_error(out.string() + ": writing " + path + ": " + (sink.error.empty() ? archive_error_string(a.get()) : sink.error));
+      Sha256 hash;
+      auto put = [&](const char* data, std::size_t n) -> Result<void> {
+        hash.update(data, n);
+        if (n && archive_write_data(a.get(), data, n) < 0)
+          return op_error(out.string() + ": writing " + path + ": " + (sink.error.empty() ? archive_error_string(a.get()) : sink.error));
+        return {};
+      };
+      if (e.source.empty()) {
+        if (auto r = put(e.data.data(), e.data.size()); !r) return r.error();
+      } else {
+        std::ifstream in(e.source, std::ios::binary);
+        if (!in) return op_error(e.source.string() + ": cannot open");
+        std::string buf(1 << 16, '\0');
+        std::uint64_t done = 0;
+        while (in && done < size) {
+          in.read(buf.data(), static_cast<std::streamsize>(std::min<std::uint64_t>(buf.size(), size - done)));
+          auto n = static_cast<std::size_t>(in.gcount());
+          if (auto r = put(buf.data(), n); !r) return r.error();
+          done += n;
+        }
+        if (in.bad() || done != size) return op_error(e.source.string() + ": changed or unreadable while it was being written");
+      }
+      rec.sha256 = hash.hex();
+      if (records) records->push_back(std::move(rec));
+      continue;
     }
     if (archive_write_header(a.get(), ae.get()) != ARCHIVE_OK)
-      return op_error(out.string() + ": writing " + path + ": " + (sink.error.empty() ? archive_error_string(a.get()) : sink.error));
-    if (!content.empty() && archive_write_data(a.get(), content.data(), content.size()) < 0)
       return op_error(out.string() + ": writing " + path + ": " + (sink.error.empty() ? archive_error_string(a.get()) : sink.error));
     if (records) records->push_back(std::move(rec));
   }

@@ -119,6 +119,8 @@ pass "export refuses: no key (2), unknown ref (2), not an overlay (2), a used fo
 "$GB" --store "$store" -q node-image bake "$W/site.yaml" --installer "$W/inst/NVIDIA-Linux-x86_64-$VER.run" \
   --kernel-build "$kbuild" -j 2 -o "$W/baked2" --toolkit-packages "$W/toolkit" --os-tag ubuntu24.04 --lock "$W/site.lock.json" \
   2> "$W/bake2.err" || { cat "$W/bake2.err"; fail "second bake"; }
+cmp -s "$W/baked/overlay.tar" "$W/baked2/overlay.tar" ||
+  fail "two bakes of the same inputs (in different sandboxes) gave different overlays"
 "$GB" --store "$store" -q bundle create "$W/site.lock.json" -o "$W/delta.bundle" --key "$W/release.key" --since "$W/site.bundle" ||
   fail "delta bundle"
 [[ $("$GB" --json bundle inspect "$W/delta.bundle" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["delta"])') == True ]] ||
@@ -128,7 +130,7 @@ pass "export refuses: no key (2), unknown ref (2), not an overlay (2), a used fo
 for f in overlay.tar values.yaml install.sh packages/nvidia-container-toolkit-base_1.17.8-1_amd64.deb; do
   cmp -s "$W/baked2/$f" "$W/from-delta/$f" || fail "from-delta/$f"
 done
-pass "a delta bundle carries the whole second overlay; export reads it from the delta alone"
+pass "a second bake is byte-identical; a delta bundle carries the whole second overlay; export reads it from the delta alone"
 
 # Import: the overlay lands at the site with the lock's digest; the kit's values do not name it.
 "$GB" --json import "$W/site.bundle" --registry "http://$site/gpu" --pubkey "$W/release.pub" -o "$W/kit" > "$W/import.json" ||
