@@ -19,18 +19,7 @@ kver=$(sed -n 's/^#define UTS_RELEASE "\(.*\)"$/\1/p' "$kbuild/include/generated
 VER=580.95.05
 export TMPDIR=$W
 
-best() {  # best of 3 wall-clock seconds
-  local best=999999 t0 t1 d
-  for _ in 1 2 3; do
-    t0=$(date +%s.%N); "$@" >/dev/null 2>&1; t1=$(date +%s.%N)
-    d=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.3f", b-a}')
-    best=$(awk -v a="$d" -v b="$best" 'BEGIN{print (a<b)?a:b}')
-  done
-  echo "$best"
-}
-rss() { /usr/bin/time -f %M "$@" 2>&1 >/dev/null | tail -1; }
-mbps() { awk -v b="$1" -v t="$2" 'BEGIN{printf "%.0f", b/t/1048576}'; }
-ratio() { awk "BEGIN{printf \"%.2f\", $1}"; }
+source bench/measure.sh
 
 bash tests/integration/fixtures/make-installer.sh "$W/inst" "$VER" >/dev/null
 find /usr/lib/x86_64-linux-gnu -maxdepth 1 -name '*.so*' -type f -size +100k -print0 | sort -z |

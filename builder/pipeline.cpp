@@ -42,6 +42,16 @@ auto step(BuildSummary& s, const std::string& name, const std::string& hint, F&&
   }
 }
 
+DriverInputs driver_inputs(const BuildRequest& q) {
+  DriverInputs in;
+  in.installer = q.installer;
+  in.kernel_builds = q.kernel_builds;
+  in.kernel_headers = q.kernel_headers;
+  in.sign_key = q.sign_key;
+  in.sign_cert = q.sign_cert;
+  return in;
+}
+
 }  // namespace
 
 BuildSummary run_build(const BuildRequest& q, const std::filesystem::path& store_dir, Progress& progress) {
@@ -102,13 +112,7 @@ BuildSummary run_build(const BuildRequest& q, const std::filesystem::path& store
 
   if (build_drivers) {
     step(s, "driver", "check the installer, the kernel trees and the signing key and certificate", [&] {
-      DriverInputs in;
-      in.installer = q.installer;
-      in.kernel_builds = q.kernel_builds;
-      in.kernel_headers = q.kernel_headers;
-      in.sign_key = q.sign_key;
-      in.sign_cert = q.sign_cert;
-      auto prepared = prepare_driver(recipe, in).value_or_throw();
+      auto prepared = prepare_driver(recipe, driver_inputs(q)).value_or_throw();
       DriverImageOptions io;
       io.os_tag = lock.os_tag;
       io.base = q.driver_base;
@@ -132,13 +136,7 @@ BuildSummary run_build(const BuildRequest& q, const std::filesystem::path& store
 
   if (bake_overlay) {
     step(s, "bake", "check the installer, the kernel trees and the signing key and certificate", [&] {
-      DriverInputs in;
-      in.installer = q.installer;
-      in.kernel_builds = q.kernel_builds;
-      in.kernel_headers = q.kernel_headers;
-      in.sign_key = q.sign_key;
-      in.sign_cert = q.sign_cert;
-      auto prepared = prepare_driver(recipe, in).value_or_throw();
+      auto prepared = prepare_driver(recipe, driver_inputs(q)).value_or_throw();
       BakeOptions bo;
       bo.output = s.overlay_dir = q.output.parent_path() / (recipe.name + "-node-overlay");
       bake_node_overlay(recipe, *prepared, bo).value_or_throw();
