@@ -91,11 +91,18 @@ int run(int argc, char** argv) {
   }
 }
 
-Keyring trusted_keys(const std::vector<std::string>& pubkeys, const std::string& keyring) {
-  Keyring k;
-  if (!keyring.empty()) k = Keyring::load_dir(keyring).value_or_throw();
-  for (const auto& p : pubkeys) k.add(PublicKey::load(p).value_or_throw());
-  return k;
+const Keyring* bundle_trust(Keyring& storage, const std::vector<std::string>& pubkeys, const std::string& keyring, bool skip_signature,
+                            const std::string& command) {
+  if (skip_signature) {
+    log::warn("--insecure-skip-signature: the bundle's signature is NOT checked; anyone could have written it");
+    return nullptr;
+  }
+  if (pubkeys.empty() && keyring.empty())
+    throw Error(ErrorKind::Input, command + " needs --pubkey or --keyring (the keys you trust), or --insecure-skip-signature; "
+                                            "a bundle never vouches for itself");
+  if (!keyring.empty()) storage = Keyring::load_dir(keyring).value_or_throw();
+  for (const auto& p : pubkeys) storage.add(PublicKey::load(p).value_or_throw());
+  return &storage;
 }
 
 }  // namespace gb::cli

@@ -52,7 +52,10 @@ CommandSpec completion_command();
 
 int run(int argc, char** argv);
 
-// The keys a bundle reader trusts: --pubkey files plus a --keyring folder.
-Keyring trusted_keys(const std::vector<std::string>& pubkeys, const std::string& keyring);
+// The keys a bundle reader trusts (--pubkey files plus a --keyring folder),
+// loaded into `storage`; nullptr with --insecure-skip-signature (warned).
+// Neither given is a usage error naming `command`.
+const Keyring* bundle_trust(Keyring& storage, const std::vector<std::string>& pubkeys, const std::string& keyring, bool skip_signature,
+                            const std::string& command);
 
 }  // namespace gb::cli

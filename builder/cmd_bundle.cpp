@@ -73,16 +73,10 @@ int create(Globals& g, const std::string& input, const std::string& output, cons
 int verify(Globals& g, const std::vector<std::string>& files, const std::vector<std::string>& pubkeys, const std::string& keyring,
            bool skip_signature) {
   Keyring keys;
-  if (!skip_signature) {
-    if (pubkeys.empty() && keyring.empty())
-      throw Error(ErrorKind::Input, "bundle verify needs --pubkey or --keyring (the keys you trust); a bundle never vouches for itself");
-    keys = trusted_keys(pubkeys, keyring);
-  } else {
-    log::warn("--insecure-skip-signature: the bundle's signature is NOT checked; anyone could have written it");
-  }
+  const Keyring* trusted = bundle_trust(keys, pubkeys, keyring, skip_signature, "bundle verify");
   std::vector<std::filesystem::path> paths(files.begin(), files.end());
   VerifyOptions o;
-  o.trusted = skip_signature ? nullptr : &keys;
+  o.trusted = trusted;
   VerifyReport r = verify_bundle(paths, o);
   if (g.json) {
     nlohmann::json j = {{"ok", r.problems.empty()}, {"bundleId", r.bundle_id}, {"signer", r.signer},

@@ -36,14 +36,7 @@ int run_import(Globals& g, const Args& a) {
   o.jobs = std::max(1, a.jobs);
   if (!a.registry_config.empty()) o.config = RegistryConfig::load(a.registry_config).value_or_throw();
   Keyring keys;
-  if (a.skip_signature) {
-    log::warn("--insecure-skip-signature: importing a bundle whose signature is NOT checked; anyone could have written it");
-  } else {
-    if (a.pubkeys.empty() && a.keyring.empty())
-      throw Error(ErrorKind::Input, "import needs --pubkey or --keyring (the keys you trust), or --insecure-skip-signature");
-    keys = trusted_keys(a.pubkeys, a.keyring);
-    o.trusted = &keys;
-  }
+  o.trusted = bundle_trust(keys, a.pubkeys, a.keyring, a.skip_signature, "import");
   std::vector<std::filesystem::path> volumes(a.bundles.begin(), a.bundles.end());
   if (!a.no_kit) o.kit_dir = a.out.empty() ? default_kit_dir(volumes.front()) : std::filesystem::path(a.out);
   auto progress = make_progress(g.json ? ProgressStyle::Json : g.quiet ? ProgressStyle::None : ProgressStyle::Auto);

@@ -92,12 +92,9 @@ int export_overlay(Globals& g, const ExportArgs& a) {
   ExportedOverlay out;
   if (!a.bundle.empty()) {
     Keyring keys;
-    if (a.skip_signature) log::warn("--insecure-skip-signature: the bundle's signature is NOT checked; anyone could have written it");
-    else if (a.pubkeys.empty() && a.keyring.empty())
-      throw Error(ErrorKind::Input, "node-image export --bundle needs --pubkey or --keyring (the keys you trust), or --insecure-skip-signature");
-    else keys = trusted_keys(a.pubkeys, a.keyring);
+    const Keyring* trusted = bundle_trust(keys, a.pubkeys, a.keyring, a.skip_signature, "node-image export --bundle");
     std::vector<std::filesystem::path> volumes(a.bundle.begin(), a.bundle.end());
-    out = export_overlay_from_bundle(volumes, a.skip_signature ? nullptr : &keys, a.ref, a.output).value_or_throw();
+    out = export_overlay_from_bundle(volumes, trusted, a.ref, a.output).value_or_throw();
   } else {
     Store store = Store::open(g.store, StoreAccess::Shared).value_or_throw();
     out = export_overlay_from_store(store, a.ref, a.output).value_or_throw();

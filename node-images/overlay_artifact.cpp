@@ -45,21 +45,6 @@ struct FileBlob {
   std::string plain_sha256;  // of the input, for a compressed blob
 };
 
-Result<FileBlob> hash_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) return op_error(p.string() + ": cannot open");
-  Sha256 h;
-  std::uint64_t n = 0;
-  std::string buf(1 << 16, '\0');
-  while (in) {
-    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-    h.update(buf.data(), static_cast<std::size_t>(in.gcount()));
-    n += static_cast<std::uint64_t>(in.gcount());
-  }
-  if (in.bad()) return op_error(p.string() + ": read error");
-  return FileBlob{"sha256:" + h.hex(), n, ""};
-}
-
 // Deterministic zstd of `in` into `out` (one thread, fixed level, size in the frame header).
 Result<FileBlob> zstd_file(const fs::path& in_path, const fs::path& out_path) {
   std::error_code ec;
@@ -326,9 +311,10 @@ Result<StoredOverlay> store_folder(Store& store, const fs::path& dir, const std:
   std::uint64_t total = empty.size();
   for (auto& l : layers) {
     if (l.blob.digest.empty()) {
-      auto h = hash_file(l.file);
-      if (!h) return h.error();
-      l.blob = *h;
+      auto hex = sha256_file_hex(l.file);
+      if (!hex) return hex.error();
+      l.blob = FileBlob{"sha256:" + *hex, fs::file_size(l.file, ec), ""};
+      if (ec) return op_error(l.file.string() + ": " + ec.message());
     }
     json d = {{"mediaType", l.media}, {"digest", l.blob.digest}, {"size", l.blob.size}};
     d["annotations"] = {{k_title, l.title}};
