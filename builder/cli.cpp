@@ -22,6 +22,7 @@ const std::vector<CommandSpec>& commands() {
       overrides_command(),
       keys_command(),
       node_image_command(),
+      node_command(),
       driver_command(),
       completion_command(),
   };

@@ -47,6 +47,7 @@ CommandSpec store_command();
 CommandSpec overrides_command();
 CommandSpec keys_command();
 CommandSpec node_image_command();
+CommandSpec node_command();
 CommandSpec driver_command();
 CommandSpec completion_command();
 

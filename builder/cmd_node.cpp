@@ -1,0 +1,79 @@
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <memory>
+
+#include "builder/cli.hpp"
+#include "common/files.hpp"
+#include "node/check.hpp"
+
+namespace gb::cli {
+
+CommandSpec node_command() {
+  return {
+      "node",
+      "On a GPU node: write its recipe target (detect), or check it against a lock (check)",
+      "`node detect` reads the live node (PCI ids in sysfs, os-release, the running kernel, the platform) and writes "
+      "the recipe's target section, so a site starts its recipe from a real node. `node check` prints one "
+      "PASS/FAIL/SKIP line per check: GPUs, OS and kernel, the loaded driver (version, branch, open or proprietary), "
+      "the nvidia.ko on disk (vermagic; signer against a baked overlay's manifest), device nodes, NVML (names, "
+      "memory, MIG layout, ECC and retired pages, XID, temperature, utilisation, memory used), a CUDA workload "
+      "(a PTX kernel the driver compiles, run on every GPU and checked, plus a copy bandwidth figure) and the "
+      "daemons. NVML and CUDA are loaded with dlopen from the driver's own libraries: the loader's path first, "
+      "then /usr/local/nvidia/lib64 and the other places drivers install to. A check that cannot run here is "
+      "SKIP with its reason. Exit 0 when nothing failed, 1 when a check failed, 3 when nothing could be checked. "
+      "The same commands ship as the lean `gpubundle-node` executable, which needs only glibc, for nodes and node "
+      "images without gpubundle's libraries.",
+      "gpubundle node check --lock site-a.lock.json --expect-gpus 8",
+      [](CLI::App& app, Globals& g) -> std::function<int()> {
+        app.require_subcommand(1);
+        struct Opts {
+          std::string out, lock, recipe, overlay, root = "/";
+          std::vector<std::string> lib_dirs;
+          int expect_gpus = 0;
+          int xid_wait_ms = 1000;
+          bool no_cuda = false;
+        };
+        auto o = std::make_shared<Opts>();
+        CLI::App* detect = app.add_subcommand("detect", "Write the recipe's target section for this node");
+        detect->add_option("-o,--output", o->out, "Write the YAML here (default: stdout)");
+        CLI::App* check = app.add_subcommand("check", "Check this node against a lock, a recipe or a baked overlay");
+        auto* lock = check->add_option("--lock", o->lock, "The lock the site's bundle was made from");
+        auto* recipe = check->add_option("--recipe", o->recipe, "A recipe, when there is no lock");
+        auto* overlay = check->add_option("--overlay-manifest", o->overlay, "manifest.json of a node-image bake");
+        lock->excludes(recipe)->excludes(overlay);
+        recipe->excludes(overlay);
+        check->add_option("--expect-gpus", o->expect_gpus, "GPUs this node must have (default: any number)")->check(CLI::Range(0, 64));
+        check->add_option("--xid-wait-ms", o->xid_wait_ms, "How long to listen for XID events (default 1000)")->check(CLI::Range(0, 60000));
+        check->add_flag("--no-cuda", o->no_cuda, "Skip the CUDA workload");
+        check->add_option("--lib-dir", o->lib_dirs, "Look for libnvidia-ml.so.1 and libcuda.so.1 here first (repeatable)");
+        for (CLI::App* sub : {detect, check})
+          sub->add_option("--root", o->root, "Read sysfs, /proc, /dev and /etc below this folder (default /)");
+
+        return [o, &g, detect, check]() -> int {
+          if (detect->parsed()) {
+            std::string yaml = node::detect_target(node::read_node_facts(o->root));
+            if (o->out.empty()) std::fputs(yaml.c_str(), stdout);
+            else write_atomic(o->out, yaml).value_or_throw();
+            return 0;
+          }
+          node::NodeCheckOptions opts;
+          opts.root = o->root;
+          opts.probe.root = o->root;
+          for (const auto& d : o->lib_dirs) opts.probe.lib_dirs.emplace_back(d);
+          opts.probe.xid_wait_ms = o->xid_wait_ms;
+          opts.expect_gpu_count = o->expect_gpus;
+          opts.cuda = !o->no_cuda;
+          if (!o->lock.empty()) opts.expected = node::expectation_from_lock(o->lock).value_or_throw();
+          if (!o->recipe.empty()) opts.expected = node::expectation_from_recipe(o->recipe).value_or_throw();
+          if (!o->overlay.empty()) opts.expected = node::expectation_from_overlay_manifest(o->overlay).value_or_throw();
+          node::NodeReport report = node::check_node(opts);
+          std::string out = g.json ? report.json() : report.text();
+          std::fputs(out.c_str(), stdout);
+          (void)check;
+          return report.exit_code();
+        };
+      },
+  };
+}
+
+}  // namespace gb::cli
