@@ -7,7 +7,7 @@ _gpubundle_command() {
   # a path) and args (1 when the command takes file arguments) for "$1".
   case "$1" in
     "")
-      subs="resolve build bundle import inventory mirror store overrides keys node-image driver completion"
+      subs="resolve build bundle import inventory mirror store overrides keys node-image node driver completion"
       opts="-h --help --store --json -q --quiet -v --verbose --version"
       vals="--store"
       files="--store"
@@ -180,6 +180,27 @@ _gpubundle_command() {
       vals="-o --output --bundle --pubkey --keyring --store"
       files="-o --output --bundle --pubkey --keyring --store"
       args=1
+      ;;
+    "node")
+      subs="detect check"
+      opts="-h --help --store --json -q --quiet -v --verbose --version"
+      vals="--store"
+      files="--store"
+      args=0
+      ;;
+    "node detect")
+      subs=""
+      opts="-h --help -o --output --root --store --json -q --quiet -v --verbose --version"
+      vals="-o --output --root --store"
+      files="-o --output --store"
+      args=0
+      ;;
+    "node check")
+      subs=""
+      opts="-h --help --lock --recipe --overlay-manifest --expect-gpus --xid-wait-ms --no-cuda --lib-dir --root --store --json -q --quiet -v --verbose --version"
+      vals="--lock --recipe --overlay-manifest --expect-gpus --xid-wait-ms --lib-dir --root --store"
+      files="--lock --lib-dir --store"
+      args=0
       ;;
     "driver")
       subs="build"
