@@ -75,6 +75,7 @@ int verify(Globals& g, const std::vector<std::string>& files, const std::vector<
   Keyring keys;
   const Keyring* trusted = bundle_trust(keys, pubkeys, keyring, skip_signature, "bundle verify");
   std::vector<std::filesystem::path> paths(files.begin(), files.end());
+  require_volume_files(paths).value_or_throw();
   VerifyOptions o;
   o.trusted = trusted;
   VerifyReport r = verify_bundle(paths, o);

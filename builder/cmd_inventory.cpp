@@ -67,17 +67,23 @@ std::vector<Reference> repositories(RegistryClient& client, const kit::SiteRegis
   return repos;
 }
 
-void walk(RegistryClient& client, const Reference& ref, std::set<std::string>& out) {
+// Each manifest is fetched once (`seen`), and indexes nest at most
+// oci::k_max_index_depth levels, so a hostile registry cannot keep us here.
+void walk(RegistryClient& client, const Reference& ref, std::set<std::string>& out, std::set<std::string>& seen, int depth = 0) {
+  if (depth > oci::k_max_index_depth)
+    throw Error(ErrorKind::Failed, ref.str() + ": index nesting deeper than " + std::to_string(oci::k_max_index_depth) + " levels");
   auto m = client.get_manifest(ref);
   if (!m) throw Error(ErrorKind::Failed, ref.str() + ": " + m.error().message);
   out.insert(m->digest);
+  if (!seen.insert(m->digest).second) return;
   if (m->index()) {
     for (const auto& c : m->manifests) {
+      if (seen.count(c.digest)) continue;
       Reference child = ref;
       child.tag.clear();
       child.digest = c.digest;
       auto exists = client.head_manifest(child);
-      if (exists && exists.value()) walk(client, child, out);  // sparse indexes lack other platforms
+      if (exists && exists.value()) walk(client, child, out, seen, depth + 1);  // sparse indexes lack other platforms
     }
     return;
   }
@@ -110,6 +116,7 @@ int run_inventory(Globals& g, const Args& a) {
     auto repos = repositories(client, site, kit::parse_layout(a.layout).value_or_throw(), a.lock, a.bundle);
     repo_count = repos.size();
     for (const auto& repo : repos) {
+      std::set<std::string> seen;  // per repository: a digest is reachable in each
       auto tags = client.list_tags(repo);
       if (!tags) {
         log::verbose(repo.str() + ": " + tags.error().message + " (not there yet)");
@@ -118,7 +125,7 @@ int run_inventory(Globals& g, const Args& a) {
       for (const auto& t : tags.value()) {
         Reference ref = repo;
         ref.tag = t;
-        walk(client, ref, blobs);
+        walk(client, ref, blobs, seen);
       }
     }
     source = site.str();

@@ -39,6 +39,15 @@
 // the blobs of node overlays (lock component nodeOverlay), which always
 // travel so that `node-image export` needs this bundle alone.
 //
+// Limits a reader applies to what a bundle claims, before it allocates for
+// it (k_max_* below; the OCI ones, manifest size and index nesting, are in
+// mirror/oci.hpp): the signed manifest and its signature, the entries of a
+// bundle and of one volume, a path, the volume count (hence a blob's part
+// count), and what a zstd entry may expand to. Every volume of a bundle
+// carries the same manifest apart from "volume.index", the part numbers of a
+// blob run 1..N once each, and the parts joined must hash to the blob: so
+// volumes of two writes, or doubled or swapped parts, are refused.
+//
 // A reader checks the signature first, then each entry as it streams by, in
 // one pass with no temporary unpack. The same store, lock and key give a
 // byte-identical bundle: sorted entries, mtimes from SOURCE_DATE_EPOCH (else
@@ -67,6 +76,16 @@ class Progress;
 inline constexpr int k_bundle_format_version = 1;
 inline constexpr std::string_view k_volume_manifest = "gpubundle.json";
 inline constexpr std::string_view k_volume_signature = "gpubundle.json.sig";
+
+// Reader limits (see above). Generous for any GPU Operator bundle: one holds
+// a few hundred entries, and 4 GiB volumes of a terabyte make 256 volumes.
+inline constexpr std::uint64_t k_max_manifest_bytes = 64 << 20;   // gpubundle.json
+inline constexpr std::uint64_t k_max_signature_bytes = 64 << 10;  // gpubundle.json.sig
+inline constexpr std::size_t k_max_bundle_entries = 100000;       // "files", "images", "omitted"; tar entries per volume
+inline constexpr std::size_t k_max_bundle_path = 1024;            // bytes of an entry name
+inline constexpr int k_max_volumes = 9999;                        // volume count, so also a blob's part count
+inline constexpr std::uint64_t k_max_zstd_content = 16 << 20;     // a zstd entry decodes to its frame's declared size, at most this
+inline constexpr std::uint64_t k_max_chart_bytes = 64 << 20;      // charts/*.tgz, read whole by import
 
 struct BundleFile {
   std::string path;
@@ -171,7 +190,9 @@ struct VerifyReport {
   std::set<int> volumes_seen;
   std::uint64_t bytes = 0;
   std::size_t entries = 0;
-  std::map<std::string, EntryLocation> locations;  // path -> data, with VerifyOptions::locate
+  // path -> data of each intact entry, so a caller can read it again at
+  // random (import pushes from the verified tar, never from a temp copy).
+  std::map<std::string, EntryLocation> locations;
 };
 
 struct VerifyOptions {
@@ -179,14 +200,16 @@ struct VerifyOptions {
   EntryConsumer* consumer = nullptr;
   // Stop reading a volume at its first problem (import does; verify reports all).
   bool stop_at_first = false;
-  // Record each intact entry's data offset, so the caller can read it again
-  // at random (import pushes from the verified tar, never from a temp copy).
-  bool locate = false;
 };
 
 // Reads the signed manifest of one volume without checking its payload
 // (bundle inspect). `signer` gets the key id the signature names, unverified.
 Result<VolumeManifest> read_volume_manifest(const std::filesystem::path& volume, std::string* signer = nullptr);
+
+// Bundle commands take a missing or unreadable volume file as bad input
+// (exit 2), like any other missing input file; a file that is there but
+// fails a check is a failed verification (exit 1).
+Result<void> require_volume_files(const std::vector<std::filesystem::path>& volumes);
 
 // Verifies volumes (any order, any subset): signature, every entry's name,
 // type, size and digest, duplicates, appended entries, truncation; and when

@@ -1,11 +1,12 @@
 #include "bundles/bundle_blobs.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <fcntl.h>
 #include <unistd.h>
-#include <zstd.h>
 
 #include "bundles/bundle.hpp"
+#include "bundles/zstd_decode.hpp"
 #include "mirror/registry.hpp"
 #include "signing/digest.hpp"
 
@@ -25,10 +26,6 @@ public:
 
 private:
   int m_fd;
-};
-
-struct DStreamFree {
-  void operator()(ZSTD_DStream* s) const { ZSTD_freeDStream(s); }
 };
 
 // Reads a blob's stored bytes straight from the verified volumes.
@@ -74,6 +71,52 @@ private:
   std::map<std::string, int> m_fds;
 };
 
+// A zstd blob's content for a push, decoded as the registry client reads it;
+// reading back (a retry) decodes again from the start.
+class ZstdSource final : public BlobSource {
+public:
+  ZstdSource(const BundleBlob& b, std::uint64_t size, std::function<void(std::uint64_t)> on) : m_stored(b, std::move(on)), m_size(size) {}
+  std::uint64_t size() const override { return m_size; }
+  Result<std::size_t> read(std::uint64_t offset, char* buf, std::size_t len) override {
+    if (offset < m_base) restart();
+    while (offset >= m_base + m_buf.size()) {
+      if (m_done) return std::size_t{0};
+      m_base += m_buf.size();
+      m_buf.clear();
+      auto n = m_stored.read(m_at, m_in.data(), m_in.size());
+      if (!n) return n.error();
+      m_at += *n;
+      auto append = [&](std::string_view chunk) -> Result<void> {
+        m_buf.append(chunk);
+        return {};
+      };
+      auto r = *n ? m_dec.feed(std::string_view(m_in.data(), *n), append) : m_dec.finish(append);
+      if (!r) return r.error();
+      m_done = *n == 0;
+    }
+    std::size_t from = static_cast<std::size_t>(offset - m_base);
+    std::size_t k = std::min(len, m_buf.size() - from);
+    std::copy_n(m_buf.data() + from, k, buf);
+    return k;
+  }
+
+private:
+  void restart() {
+    m_dec.reset();
+    m_buf.clear();
+    m_base = m_at = 0;
+    m_done = false;
+  }
+  SegmentSource m_stored;
+  std::uint64_t m_size;
+  detail::ZstdDecoder m_dec;
+  std::string m_in = std::string(16 << 10, '\0');
+  std::string m_buf;        // decoded bytes [m_base, m_base + size)
+  std::uint64_t m_base = 0;
+  std::uint64_t m_at = 0;   // stored bytes fed
+  bool m_done = false;
+};
+
 }  // namespace
 
 std::uint64_t BundleBlob::stored_size() const {
@@ -90,10 +133,16 @@ Result<BundleBlobs> BundleBlobs::from(const VerifyReport& verified) {
     if (loc == verified.locations.end()) return op_error("bundle entry " + f.path + " was verified but not located");
     auto& b = out.m_blobs[f.blob];
     b.encoding = f.encoding;
-    if (f.parts && b.segments.size() < static_cast<size_t>(f.parts)) b.segments.resize(static_cast<size_t>(f.parts));
     BlobSegment seg{loc->second.volume, loc->second.offset, f.size};
-    if (f.parts) b.segments[static_cast<size_t>(f.part - 1)] = seg;
-    else b.segments = {seg};
+    if (f.parts == 0) {
+      b.segments = {seg};
+      continue;
+    }
+    // The verifier checked the numbering; this only keeps a bad report from indexing out of range.
+    if (f.parts < 0 || f.parts > k_max_volumes || f.part < 1 || f.part > f.parts)
+      return op_error("bundle entry " + f.path + ": part " + std::to_string(f.part) + " of " + std::to_string(f.parts) + " is impossible");
+    if (b.segments.size() != static_cast<size_t>(f.parts)) b.segments.assign(static_cast<size_t>(f.parts), {});
+    b.segments[static_cast<size_t>(f.part - 1)] = seg;
   }
   return out;
 }
@@ -130,40 +179,50 @@ Result<std::string> BundleBlobs::content(std::string_view digest) const {
 Result<void> BundleBlobs::stream_content(std::string_view digest, const std::function<Result<void>(std::string_view)>& out) const {
   const BundleBlob* b = find(digest);
   if (!b) return op_error("blob " + std::string(digest) + " is not in the bundle");
-  auto src = source(*b, nullptr);
-  std::unique_ptr<ZSTD_DStream, DStreamFree> ds;
-  if (b->encoding == "zstd") ds.reset(ZSTD_createDStream());
-  else if (!b->encoding.empty()) return op_error("blob " + std::string(digest) + ": unknown encoding " + b->encoding);
+  return stream_content(*b, digest, out);
+}
+
+Result<void> BundleBlobs::stream_content(const BundleBlob& b, std::string_view digest,
+                                         const std::function<Result<void>(std::string_view)>& out) {
+  if (!b.encoding.empty() && b.encoding != "zstd") return op_error("blob " + std::string(digest) + ": unknown encoding " + b.encoding);
+  auto src = source(b, nullptr);
+  std::optional<detail::ZstdDecoder> dec;
+  if (!b.encoding.empty()) dec.emplace();
   Sha256 hash;
-  std::string in(1 << 16, '\0'), dec(ZSTD_DStreamOutSize(), '\0');
   auto emit = [&](std::string_view chunk) -> Result<void> {
     hash.update(chunk);
     return out(chunk);
   };
+  auto fail = [&](const Failure& f) { return op_error("blob " + std::string(digest) + ": " + f.message); };
+  std::string in(1 << 16, '\0');
   for (std::uint64_t at = 0;;) {
     auto n = src->read(at, in.data(), in.size());
     if (!n) return n.error();
     if (*n == 0) break;
     at += *n;
-    if (!ds) {
-      if (auto r = emit(std::string_view(in.data(), *n)); !r) return r;
-      continue;
-    }
-    ZSTD_inBuffer ib{in.data(), *n, 0};
-    while (ib.pos < ib.size) {
-      ZSTD_outBuffer ob{dec.data(), dec.size(), 0};
-      size_t rc = ZSTD_decompressStream(ds.get(), &ob, &ib);
-      if (ZSTD_isError(rc)) return op_error("blob " + std::string(digest) + ": zstd: " + ZSTD_getErrorName(rc));
-      if (ob.pos)
-        if (auto r = emit(std::string_view(dec.data(), ob.pos)); !r) return r;
-    }
+    std::string_view chunk(in.data(), *n);
+    if (auto r = dec ? dec->feed(chunk, emit) : emit(chunk); !r) return fail(r.error());
   }
+  if (dec)
+    if (auto r = dec->finish(emit); !r) return fail(r.error());
   if ("sha256:" + hash.hex() != digest) return op_error("blob " + std::string(digest) + ": content does not match its digest");
   return {};
 }
 
 std::unique_ptr<BlobSource> BundleBlobs::source(const BundleBlob& blob, std::function<void(std::uint64_t)> on_new_bytes) {
   return std::make_unique<SegmentSource>(blob, std::move(on_new_bytes));
+}
+
+Result<std::unique_ptr<BlobSource>> BundleBlobs::content_source(const BundleBlob& blob, std::function<void(std::uint64_t)> on_stored_bytes) {
+  if (blob.encoding.empty()) return source(blob, std::move(on_stored_bytes));
+  SegmentSource head_src(blob, nullptr);
+  std::string head(detail::k_zstd_frame_header_max, '\0');
+  auto n = head_src.read(0, head.data(), head.size());
+  if (!n) return n.error();
+  head.resize(*n);
+  auto size = detail::ZstdDecoder::declared_size(head);
+  if (!size) return size.error();
+  return std::unique_ptr<BlobSource>(std::make_unique<ZstdSource>(blob, *size, std::move(on_stored_bytes)));
 }
 
 }  // namespace gb

@@ -1,9 +1,9 @@
 #pragma once
 // The blobs of a verified bundle, read at random from their places in the
 // volumes: import pushes from there and `node-image export` writes files from
-// there, so neither needs an unpacked copy. Built from a VerifyReport made
-// with VerifyOptions::locate; entries that failed verification have no
-// location, so nothing unverified can be read.
+// there, so neither needs an unpacked copy. Built from a VerifyReport's
+// locations; entries that failed verification have none, so nothing
+// unverified can be read.
 
 #include <cstdint>
 #include <filesystem>
@@ -47,8 +47,13 @@ public:
   // the last chunk when it does not match the digest, so callers write to a
   // temp file and publish only on success.
   Result<void> stream_content(std::string_view digest, const std::function<Result<void>(std::string_view)>& out) const;
+  static Result<void> stream_content(const BundleBlob& blob, std::string_view digest,
+                                     const std::function<Result<void>(std::string_view)>& out);
   // Stored bytes for a push; on_new_bytes counts each byte once across retries.
   static std::unique_ptr<BlobSource> source(const BundleBlob& blob, std::function<void(std::uint64_t)> on_new_bytes);
+  // The content for a push: stored bytes, or a zstd blob decoded as it is
+  // read (never whole in memory); on_stored_bytes counts stored bytes once.
+  static Result<std::unique_ptr<BlobSource>> content_source(const BundleBlob& blob, std::function<void(std::uint64_t)> on_stored_bytes);
 
 private:
   std::map<std::string, BundleBlob, std::less<>> m_blobs;

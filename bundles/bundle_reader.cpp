@@ -2,10 +2,11 @@
 #include <fcntl.h>
 #include <optional>
 #include <unistd.h>
-#include <zstd.h>
 
 #include "bundles/archive_raii.hpp"
 #include "bundles/bundle.hpp"
+#include "bundles/bundle_blobs.hpp"
+#include "bundles/zstd_decode.hpp"
 #include "common/strings.hpp"
 #include "mirror/oci.hpp"
 #include "signing/digest.hpp"
@@ -17,14 +18,11 @@ namespace gb {
 namespace {
 
 constexpr std::size_t k_block = 1 << 20;
-constexpr la_int64_t k_max_manifest = 64 << 20;
-constexpr la_int64_t k_max_signature = 64 << 10;
-constexpr std::size_t k_keep_json = 4 << 20;  // manifests kept for the closure check
-constexpr std::size_t k_max_path = 1024;
-
-struct DCtxFree {
-  void operator()(ZSTD_DCtx* c) const { ZSTD_freeDCtx(c); }
-};
+constexpr la_int64_t k_max_manifest = static_cast<la_int64_t>(k_max_manifest_bytes);
+constexpr la_int64_t k_max_signature = static_cast<la_int64_t>(k_max_signature_bytes);
+constexpr std::size_t k_keep_json = oci::k_max_manifest_bytes;  // manifests kept for the closure check
+constexpr std::size_t k_max_path = k_max_bundle_path;
+constexpr std::size_t k_max_problems = 100;  // lines kept; a hostile volume could make millions
 
 // Why an entry may not be in a bundle, or "" when it may.
 std::string unsafe_reason(archive_entry* e) {
@@ -91,13 +89,21 @@ public:
   explicit Verifier(const VerifyOptions& o) : m_o(o) {}
 
   VerifyReport run(const std::vector<std::filesystem::path>& volumes) {
+    if (volumes.size() > static_cast<std::size_t>(k_max_volumes)) {
+      problem(std::to_string(volumes.size()) + " volumes given; a bundle has at most " + std::to_string(k_max_volumes));
+      return std::move(m_report);
+    }
     for (const auto& v : volumes) volume(v);
     finish(volumes.size());
+    if (m_dropped) m_report.problems.push_back("... and " + std::to_string(m_dropped) + " more problem(s)");
     return std::move(m_report);
   }
 
 private:
-  void problem(const std::string& line) { m_report.problems.push_back(line); }
+  void problem(const std::string& line) {
+    if (m_report.problems.size() < k_max_problems) m_report.problems.push_back(line);
+    else ++m_dropped;
+  }
 
   // Reads the whole current entry into `out` (bounded by the caller).
   bool read_all(archive* a, std::string& out) {
@@ -167,12 +173,17 @@ private:
       problem(label + ": is one of " + std::to_string(m.volumes) + " volume(s), the others of " +
               std::to_string(m_report.manifest.volumes) + ": volumes of two writes of bundle " + m.bundle_id + " are mixed");
       return;
+    } else if (layout_of(m) != m_layout) {
+      problem(label + ": its manifest lists other files or volumes than the others: volumes of two writes of bundle " + m.bundle_id +
+              " are mixed");
+      return;
     }
+    if (m_layout.empty()) m_layout = layout_of(m);
     if (!m_report.volumes_seen.insert(m.volume).second) {
       problem(label + ": volume " + std::to_string(m.volume) + " given twice");
       return;
     }
-    int fd = m_o.locate ? ::open(path.c_str(), O_RDONLY | O_CLOEXEC) : -1;
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);  // entry offsets, for the parts check and for readers
     entries(a.get(), m, label, path, fd);
     if (fd >= 0) ::close(fd);
   }
@@ -185,7 +196,12 @@ private:
     archive_entry* e = nullptr;
     std::vector<char> buf(k_block);
     int rc;
+    std::size_t seen = 0;
     while ((rc = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
+      if (++seen > k_max_bundle_entries) {
+        problem(label + ": more than " + std::to_string(k_max_bundle_entries) + " entries; a bundle volume has at most that many");
+        return;
+      }
       std::string path = archive_entry_pathname(e) ? archive_entry_pathname(e) : "";
       std::string why = unsafe_reason(e);
       if (!why.empty()) {
@@ -239,11 +255,17 @@ private:
       }
     Sha256 stored;
     Sha256 content;  // of the decoded blob, for zstd entries
-    std::unique_ptr<ZSTD_DCtx, DCtxFree> dctx;
-    if (f.encoding == "zstd") dctx.reset(ZSTD_createDCtx());
+    // A part is checked when its blob is joined (finish), not on its own.
+    std::optional<detail::ZstdDecoder> zstd;
+    if (f.encoding == "zstd" && f.parts == 0) zstd.emplace();
     std::string kept;
-    bool keep = !f.blob.empty() && f.parts == 0 && f.size <= k_keep_json;
-    std::vector<char> out(dctx ? ZSTD_DStreamOutSize() : 0);
+    bool keep = !f.blob.empty() && f.parts == 0 && (zstd || f.size <= k_keep_json);
+    auto decoded = [&](std::string_view chunk) -> Result<void> {
+      content.update(chunk);
+      if (keep && kept.size() + chunk.size() <= k_keep_json) kept.append(chunk);
+      else keep = false;
+      return {};
+    };
     std::string error;
     la_ssize_t n;
     std::uint64_t total = 0;
@@ -253,19 +275,14 @@ private:
       stored.update(chunk);
       if (m_o.consumer && error.empty())
         if (auto r = m_o.consumer->data(chunk); !r) error = r.error().message;
-      if (dctx) {
-        ZSTD_inBuffer in{chunk.data(), chunk.size(), 0};
-        while (in.pos < in.size && error.empty()) {
-          ZSTD_outBuffer o{out.data(), out.size(), 0};
-          size_t z = ZSTD_decompressStream(dctx.get(), &o, &in);
-          if (ZSTD_isError(z)) error = std::string("zstd: ") + ZSTD_getErrorName(z);
-          content.update(out.data(), o.pos);
-          if (keep && kept.size() < k_keep_json) kept.append(out.data(), o.pos);
-        }
+      if (zstd && error.empty()) {
+        if (auto r = zstd->feed(chunk, decoded); !r) error = r.error().message;
       } else if (keep) {
         kept.append(chunk);
       }
     }
+    if (n == 0 && zstd && error.empty())
+      if (auto r = zstd->finish(decoded); !r) error = r.error().message;
     m_report.bytes += total;
     ++m_report.entries;
     auto fail = [&](const std::string& why) {
@@ -281,7 +298,7 @@ private:
     std::string got = stored.hex();
     if (got != f.sha256) return fail("sha256 " + got + ", manifest says " + f.sha256);
     if (!f.blob.empty() && f.parts == 0) {
-      std::string blob_hex = dctx ? content.hex() : got;
+      std::string blob_hex = zstd ? content.hex() : got;
       if (blob_hex != hex_of(f.blob)) return fail("content sha256 " + blob_hex + " does not match blob " + f.blob);
       if (keep && !kept.empty() && kept.front() == '{') m_json[f.blob] = std::move(kept);
     }
@@ -290,64 +307,117 @@ private:
     return true;
   }
 
+  // Volumes of one write list the same files; only "volume.index" differs.
+  static std::string layout_of(VolumeManifest m) {
+    m.volume = 1;
+    return manifest_to_json(m);
+  }
+
+  // A blob in parts must join into its digest: the manifest vouches for each
+  // part, this for their order and their sum.
+  bool join_parts(const std::string& digest, std::vector<const BundleFile*> parts) {
+    std::sort(parts.begin(), parts.end(), [](const BundleFile* a, const BundleFile* b) { return a->part < b->part; });
+    BundleBlob blob{parts.front()->encoding, {}};
+    for (const BundleFile* p : parts) {
+      const EntryLocation& loc = m_report.locations.at(p->path);
+      blob.segments.push_back({loc.volume, loc.offset, p->size});
+    }
+    std::string kept;
+    bool keep = true;
+    auto r = BundleBlobs::stream_content(blob, digest, [&](std::string_view chunk) -> Result<void> {
+      if (keep && kept.size() + chunk.size() <= k_keep_json) kept.append(chunk);
+      else keep = false;
+      return {};
+    });
+    if (!r) {
+      problem("blob " + digest + ", joined from its " + std::to_string(parts.size()) + " parts: " + r.error().message);
+      return false;
+    }
+    if (keep && !kept.empty() && kept.front() == '{') m_json[digest] = std::move(kept);
+    return true;
+  }
+
   void finish(std::size_t given) {
     if (m_report.bundle_id.empty()) return;
     const VolumeManifest& m = m_report.manifest;
     if (static_cast<int>(m_report.volumes_seen.size()) < m.volumes) {
       if (given >= static_cast<std::size_t>(m.volumes) || m_report.problems.empty()) {
-        std::vector<std::string> absent;
-        for (int v = 1; v <= m.volumes; ++v)
+        std::vector<std::string> absent;  // the first few: count is bounded, but still large
+        int missing = m.volumes - static_cast<int>(m_report.volumes_seen.size());
+        for (int v = 1; v <= m.volumes && absent.size() < 10; ++v)
           if (!m_report.volumes_seen.count(v)) absent.push_back(std::to_string(v));
-        m_report.problems.push_back("bundle " + m.bundle_id + ": volume(s) " + join(absent, ", ") + " of " +
-                                    std::to_string(m.volumes) + " not given; completeness and the image closure are unchecked");
+        if (missing > static_cast<int>(absent.size())) absent.push_back("... (" + std::to_string(missing) + " in all)");
+        problem("bundle " + m.bundle_id + ": volume(s) " + join(absent, ", ") + " of " + std::to_string(m.volumes) +
+                " not given; completeness and the image closure are unchecked");
       }
       return;
     }
     // Every file of every volume arrived intact?
     std::set<std::string> present;
-    std::map<std::string, std::pair<int, int>> part_count;
+    std::map<std::string, std::vector<const BundleFile*>> parts;
     for (const auto& f : m.files) {
       if (!m_ok.count(f.path)) continue;
       if (f.blob.empty()) continue;
-      if (f.parts == 0) present.insert(f.blob);
-      else if (++part_count[f.blob].first == f.parts) present.insert(f.blob);
+      if (f.parts == 0) {
+        present.insert(f.blob);
+        continue;
+      }
+      auto& p = parts[f.blob];
+      p.push_back(&f);
+      if (static_cast<int>(p.size()) == f.parts && join_parts(f.blob, p)) present.insert(f.blob);
     }
     std::set<std::string> omitted(m.omitted.begin(), m.omitted.end());
-    for (const auto& img : m.images) closure(img, img.digest, img.media_type, present, omitted);
+    for (const auto& img : m.images) closure(img, present, omitted);
   }
 
-  void closure(const BundleImage& img, const std::string& digest, const std::string& media_type,
-               const std::set<std::string>& present, const std::set<std::string>& omitted) {
-    if (!present.count(digest)) {
-      problem("image " + img.ref + ": manifest " + digest + " is missing from the bundle");
-      return;
-    }
-    auto json = m_json.find(digest);
-    if (json == m_json.end()) {
-      problem("image " + img.ref + ": manifest " + digest + " could not be read");
-      return;
-    }
-    auto parsed = oci::parse_manifest(json->second, media_type);
-    if (!parsed) {
-      problem("image " + img.ref + ": " + parsed.error().message);
-      return;
-    }
-    if (parsed->index()) {
-      bool any = false;
-      for (const auto& child : parsed->manifests) {
-        bool listed = std::find(img.blobs.begin(), img.blobs.end(), child.digest) != img.blobs.end();
-        if (!listed) continue;  // a platform this bundle does not carry
-        any = true;
-        closure(img, child.digest, child.media_type, present, omitted);
+  // Walks an image's manifests without recursion: nesting is bounded by
+  // oci::k_max_index_depth, and each manifest is read once.
+  void closure(const BundleImage& img, const std::set<std::string>& present, const std::set<std::string>& omitted) {
+    struct Todo {
+      std::string digest, media_type;
+      int depth;
+    };
+    std::vector<Todo> todo{{img.digest, img.media_type, 0}};
+    std::set<std::string> visited;
+    std::set<std::string> listed(img.blobs.begin(), img.blobs.end());
+    while (!todo.empty()) {
+      Todo t = std::move(todo.back());
+      todo.pop_back();
+      if (!visited.insert(t.digest).second) continue;
+      if (!present.count(t.digest)) {
+        problem("image " + img.ref + ": manifest " + t.digest + " is missing from the bundle");
+        continue;
       }
-      if (!any) problem("image " + img.ref + ": index " + digest + " has none of its platforms in the bundle");
-      return;
+      auto json = m_json.find(t.digest);
+      if (json == m_json.end()) {
+        problem("image " + img.ref + ": manifest " + t.digest + " could not be read");
+        continue;
+      }
+      auto parsed = oci::parse_manifest(json->second, t.media_type);
+      if (!parsed) {
+        problem("image " + img.ref + ": " + parsed.error().message);
+        continue;
+      }
+      if (parsed->index()) {
+        if (t.depth >= oci::k_max_index_depth) {
+          problem("image " + img.ref + ": index " + t.digest + " nests deeper than " + std::to_string(oci::k_max_index_depth) + " levels");
+          return;
+        }
+        bool any = false;
+        for (const auto& child : parsed->manifests) {
+          if (!listed.count(child.digest)) continue;  // a platform this bundle does not carry
+          any = true;
+          todo.push_back({child.digest, child.media_type, t.depth + 1});
+        }
+        if (!any) problem("image " + img.ref + ": index " + t.digest + " has none of its platforms in the bundle");
+        continue;
+      }
+      std::vector<oci::Descriptor> refs = parsed->layers;
+      refs.insert(refs.begin(), parsed->config);
+      for (const auto& d : refs)
+        if (!present.count(d.digest) && !omitted.count(d.digest))
+          problem("image " + img.ref + ": blob " + d.digest + " is missing from the bundle");
     }
-    std::vector<oci::Descriptor> refs = parsed->layers;
-    refs.insert(refs.begin(), parsed->config);
-    for (const auto& d : refs)
-      if (!present.count(d.digest) && !omitted.count(d.digest))
-        problem("image " + img.ref + ": blob " + d.digest + " is missing from the bundle");
   }
 
   const VerifyOptions& m_o;
@@ -355,6 +425,8 @@ private:
   std::set<std::string> m_ok;                    // entries that arrived intact
   std::map<std::string, std::string> m_json;     // small JSON blobs, for the closure
   bool m_truncated = false;
+  std::string m_layout;  // the first volume's manifest, its index left out
+  std::size_t m_dropped = 0;
 };
 
 }  // namespace
@@ -363,7 +435,19 @@ VerifyReport verify_bundle(const std::vector<std::filesystem::path>& volumes, co
   return Verifier(options).run(volumes);
 }
 
+Result<void> require_volume_files(const std::vector<std::filesystem::path>& volumes) {
+  for (const auto& v : volumes) {
+    std::error_code ec;
+    auto st = std::filesystem::status(v, ec);
+    if (ec || !std::filesystem::exists(st)) return input_error(v.string() + ": no such file");
+    if (!std::filesystem::is_regular_file(st)) return input_error(v.string() + ": not a file");
+    if (::access(v.c_str(), R_OK) != 0) return input_error(v.string() + ": cannot read it");
+  }
+  return {};
+}
+
 Result<VolumeManifest> read_volume_manifest(const std::filesystem::path& volume, std::string* signer) {
+  if (auto r = require_volume_files({volume}); !r) return r.error();
   detail::ArchiveReader a(archive_read_new());
   archive_read_support_format_tar(a.get());
   std::string label = volume.filename().string();

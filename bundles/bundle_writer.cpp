@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <set>
 #include <array>
+#include <optional>
 #include <fcntl.h>
 #include <nlohmann/json.hpp>
 #include <unistd.h>
@@ -23,7 +24,6 @@ namespace gb {
 namespace {
 
 constexpr std::size_t k_io_chunk = 4 << 20;
-constexpr std::uint64_t k_zstd_max_blob = 16 << 20;   // bigger blobs are stored as they are
 constexpr std::uint64_t k_zstd_budget = 64 << 20;     // compressed bytes held in memory at most
 constexpr std::uint64_t k_zstd_min_blob = 4096;       // below this a tar block eats the gain
 constexpr int k_zstd_level = 3;
@@ -143,7 +143,7 @@ private:
       e.disk = m_store.blob_path(digest);
       m_report.blob_bytes += info.size;
       ++m_report.blobs;
-      if (m_o.compress && compressible(info.media_type) && info.size >= k_zstd_min_blob && info.size <= k_zstd_max_blob &&
+      if (m_o.compress && compressible(info.media_type) && info.size >= k_zstd_min_blob && info.size <= k_max_zstd_content &&
           zstd_held + info.size <= k_zstd_budget) {
         auto raw = m_store.read_blob(digest);
         if (!raw) return raw.error();
@@ -318,9 +318,26 @@ private:
     return result;
   }
 
+  // A volume being written: its temp file, and the first write error, which
+  // libarchive would reduce to "write failed".
+  struct VolumeOut {
+    std::filesystem::path path;
+    AtomicFile file;
+    std::optional<Failure> error;
+    // An error naming the volume file rather than its temp name.
+    Failure named(const Failure& f) const {
+      std::string temp = file.temp_path().string();
+      if (starts_with(f.message, temp)) return op_error(path.string() + f.message.substr(temp.size()));
+      return op_error(path.string() + ": " + f.message);
+    }
+  };
+
   static la_ssize_t write_cb(archive*, void* self, const void* buf, size_t len) {
-    auto* file = static_cast<AtomicFile*>(self);
-    if (!file->write(std::string_view(static_cast<const char*>(buf), len))) return -1;
+    auto* out = static_cast<VolumeOut*>(self);
+    if (auto r = out->file.write(std::string_view(static_cast<const char*>(buf), len)); !r) {
+      if (!out->error) out->error = out->named(r.error());
+      return -1;
+    }
     return static_cast<la_ssize_t>(len);
   }
 
@@ -345,7 +362,13 @@ private:
     return {};
   }
 
-  Result<void> write_volume(int v, AtomicFile& out) {
+  Result<void> write_volume(int v, VolumeOut& out) {
+    auto r = write_tar(v, out);
+    if (!r && out.error) return *out.error;  // the disk's reason, not libarchive's
+    return r;
+  }
+
+  Result<void> write_tar(int v, VolumeOut& out) {
     detail::ArchiveWriter a(archive_write_new());
     archive_write_set_format_pax_restricted(a.get());
     archive_write_set_bytes_per_block(a.get(), 1 << 20);
@@ -382,25 +405,45 @@ private:
     std::uint64_t total = 0;
     for (const auto& e : m_entries) total += e.file.size;
     m_progress.begin("bundle", total);
-    std::vector<AtomicFile> files;
+    std::vector<std::unique_ptr<VolumeOut>> files;  // stable addresses: libarchive holds one
     for (int v = 1; v <= m_volumes; ++v) {
       auto path = volume_path(m_o.output, v, m_volumes);
       auto file = AtomicFile::create(path, 0644);
       if (!file) return file.error();
-      files.push_back(std::move(file.value()));
-      if (auto r = write_volume(v, files.back()); !r) return r.error();
+      files.push_back(std::make_unique<VolumeOut>(VolumeOut{path, std::move(file.value()), std::nullopt}));
+      if (auto r = write_volume(v, *files.back()); !r) return r.error();
       m_report.volumes.push_back(path);
     }
-    // Publish only when every volume is complete.
-    for (auto& f : files)
-      if (auto r = f.commit(); !r) return r.error();
-    for (int v = m_volumes + 1;; ++v) {  // volumes left over from a larger bundle at this name
-      auto stale = volume_path(m_o.output, v, v);
-      if (!std::filesystem::exists(stale)) break;
-      std::filesystem::remove(stale);
+    // Publish only when every volume is complete, the first volume (the name
+    // users pass on) last: a run killed here leaves no volume 1 beside a
+    // partial set.
+    for (auto it = files.rbegin(); it != files.rend(); ++it)
+      if (auto r = (*it)->file.commit(); !r) return (*it)->named(r.error());
+    std::error_code ec;
+    for (int v = m_volumes == 1 ? 1 : m_volumes + 1;; ++v) {  // volumes left over from another bundle at this name
+      auto stale = volume_path(m_o.output, v, 2);
+      if (!std::filesystem::exists(stale, ec)) break;
+      std::filesystem::remove(stale, ec);
     }
+    remove_stale_temps();
     m_progress.end(std::to_string(m_volumes) + " volume(s), " + human_bytes(m_report.bytes_written));
     return m_report;
+  }
+
+  // Temp volumes that killed runs left at this name (AtomicFile names them
+  // "<volume>.tmp.XXXXXX"); a finished run removes them.
+  void remove_stale_temps() const {
+    std::error_code ec;
+    auto dir = m_o.output.parent_path().empty() ? std::filesystem::path(".") : m_o.output.parent_path();
+    std::string stem = m_o.output.filename().string();
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+      std::string name = e.path().filename().string();
+      if (!is_temp_name(name) || !starts_with(name, stem)) continue;
+      std::string rest = name.substr(stem.size(), name.size() - stem.size() - 11);  // "" or ".NNN"
+      bool volume_suffix = rest.size() >= 2 && rest[0] == '.' &&
+                           std::all_of(rest.begin() + 1, rest.end(), [](char c) { return c >= '0' && c <= '9'; });
+      if (rest.empty() || volume_suffix) std::filesystem::remove(e.path(), ec);
+    }
   }
 
   const Store& m_store;

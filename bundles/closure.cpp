@@ -10,8 +10,10 @@ namespace gb {
 namespace {
 
 Result<void> walk(const Store& store, const std::string& ref, const std::string& digest, const std::string& media_type,
-                  std::map<std::string, ClosureBlob>& out, std::vector<std::string>& order) {
+                  std::map<std::string, ClosureBlob>& out, std::vector<std::string>& order, int depth) {
   if (std::find(order.begin(), order.end(), digest) != order.end()) return {};
+  if (depth > oci::k_max_index_depth)
+    return op_error("image " + ref + ": index " + digest + " nests deeper than " + std::to_string(oci::k_max_index_depth) + " levels");
   auto bytes = store.read_blob(digest);
   if (!bytes) return op_error("image " + ref + ": manifest " + digest + " is not in the store: run `gpubundle mirror`");
   auto m = oci::parse_manifest(bytes.value(), media_type);
@@ -23,7 +25,7 @@ Result<void> walk(const Store& store, const std::string& ref, const std::string&
     for (const auto& child : m->manifests) {
       if (!store.has_blob(child.digest)) continue;  // sparse: a platform not mirrored
       any = true;
-      if (auto r = walk(store, ref, child.digest, child.media_type, out, order); !r) return r;
+      if (auto r = walk(store, ref, child.digest, child.media_type, out, order, depth + 1); !r) return r;
     }
     if (!any) return op_error("image " + ref + ": no platform of index " + digest + " is in the store: run `gpubundle mirror`");
     return {};
@@ -44,7 +46,7 @@ Result<void> walk(const Store& store, const std::string& ref, const std::string&
 Result<std::vector<std::string>> image_closure(const Store& store, const std::string& ref, const std::string& digest,
                                                const std::string& media_type, std::map<std::string, ClosureBlob>& out) {
   std::vector<std::string> order;
-  if (auto r = walk(store, ref, digest, media_type, out, order); !r) return r.error();
+  if (auto r = walk(store, ref, digest, media_type, out, order, 0); !r) return r.error();
   return order;
 }
 

@@ -21,21 +21,6 @@ namespace gb {
 
 namespace {
 
-class MemorySource final : public BlobSource {
-public:
-  explicit MemorySource(std::string data) : m_data(std::move(data)) {}
-  std::uint64_t size() const override { return m_data.size(); }
-  Result<std::size_t> read(std::uint64_t offset, char* buf, std::size_t len) override {
-    if (offset >= m_data.size()) return std::size_t{0};
-    std::size_t n = std::min<std::size_t>(len, m_data.size() - static_cast<std::size_t>(offset));
-    std::memcpy(buf, m_data.data() + offset, n);
-    return n;
-  }
-
-private:
-  std::string m_data;
-};
-
 // Runs tasks on `jobs` threads; returns every failure, one per line.
 Result<void> run_parallel(std::size_t count, int jobs, const std::function<Result<void>(std::size_t)>& task) {
   std::atomic<std::size_t> next{0};
@@ -64,9 +49,9 @@ Result<void> run_parallel(std::size_t count, int jobs, const std::function<Resul
 
 Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& volumes, const ImportOptions& o, Progress& progress) {
   // 1. Verify everything before the first byte leaves.
+  if (auto r = require_volume_files(volumes); !r) return r.error();
   VerifyOptions vo;
   vo.trusted = o.trusted;
-  vo.locate = true;
   VerifyReport verified = verify_bundle(volumes, vo);
   if (!verified.problems.empty())
     return op_error(join(verified.problems, "\n") + "\nimport refused: nothing was pushed");
@@ -78,6 +63,38 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
 
   auto placements = kit::place_images(lock, o.site, o.layout);
   if (!placements) return placements.error();
+
+  // The install kit for this registry, with the chart from the bundle: made
+  // now, so that a bundle it cannot be made from pushes nothing.
+  std::optional<kit::Kit> kit;
+  std::string chart_bytes;
+  if (!o.kit_dir.empty()) {
+    const BundleFile* chart_file = nullptr;
+    for (const auto& f : m.files)
+      if (starts_with(f.path, "charts/") && f.parts == 0) chart_file = &f;
+    if (!chart_file) return op_error("bundle " + m.bundle_id + " carries no chart: cannot write the install kit");
+    if (chart_file->size > k_max_chart_bytes)
+      return op_error("bundle " + m.bundle_id + ": chart " + chart_file->path + " is larger than " + human_bytes(k_max_chart_bytes));
+    const auto& loc = verified.locations.at(chart_file->path);
+    auto stored = BundleBlobs::read_stored(BundleBlob{"", {{loc.volume, loc.offset, chart_file->size}}});
+    if (!stored) return stored.error();
+    chart_bytes = std::move(stored.value());
+    auto chart = load_chart_archive(chart_bytes, chart_file->path);
+    if (!chart) return chart.error();
+    kit::KitOptions ko;
+    ko.registry = o.site;
+    ko.layout = o.layout;
+    ko.bundle_id = m.bundle_id;
+    for (const auto& img : m.images) {
+      std::uint64_t size = 0;
+      for (const auto& d : img.blobs)
+        if (const BundleBlob* b = blobs->find(d)) size += b->stored_size();
+      ko.image_sizes[img.ref] = size;
+    }
+    auto made = kit::make_kit(lock, chart.value(), ko);
+    if (!made) return made.error();
+    kit = std::move(made.value());
+  }
   std::map<std::string, Reference> dest_of;
   for (const auto& p : placements.value()) dest_of[p.source.str()] = p.destination;
 
@@ -107,8 +124,12 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
     p.repo.tag.clear();
     p.repo.digest.clear();
     p.tagged.digest.clear();
-    std::function<Result<void>(const std::string&, const std::string&)> walk = [&](const std::string& digest,
-                                                                                   const std::string& media) -> Result<void> {
+    std::set<std::string> seen;
+    // Recursion is bounded: verify refused indexes nested deeper than oci::k_max_index_depth.
+    std::function<Result<void>(const std::string&, const std::string&, int)> walk = [&](const std::string& digest, const std::string& media,
+                                                                                        int depth) -> Result<void> {
+      if (depth > oci::k_max_index_depth) return op_error("image " + img.ref + ": index nesting deeper than " + std::to_string(oci::k_max_index_depth));
+      if (!seen.insert(digest).second) return {};
       if (!blobs->find(digest)) return op_error("image " + img.ref + ": manifest " + digest + " is not in the bundle");
       auto bytes = blobs->content(digest);
       if (!bytes) return bytes.error();
@@ -117,7 +138,7 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
       if (parsed->index()) {
         for (const auto& c : parsed->manifests)
           if (std::find(img.blobs.begin(), img.blobs.end(), c.digest) != img.blobs.end())
-            if (auto r = walk(c.digest, c.media_type); !r) return r;
+            if (auto r = walk(c.digest, c.media_type, depth + 1); !r) return r;
       } else {
         p.others.push_back(parsed->config.digest);
         for (const auto& l : parsed->layers) p.others.push_back(l.digest);
@@ -127,7 +148,7 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
       manifest_bytes[digest] = std::move(bytes.value());
       return {};
     };
-    if (auto r = walk(img.digest, img.media_type); !r) return r.error();
+    if (auto r = walk(img.digest, img.media_type, 0); !r) return r.error();
     std::sort(p.others.begin(), p.others.end());
     p.others.erase(std::unique(p.others.begin(), p.others.end()), p.others.end());
     plans.push_back(std::move(p));
@@ -213,15 +234,10 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
     } else if (!b) {
       r = op_error("the registry did not mount it" + (j.mount_from ? " from " + j.mount_from->str() : std::string()) +
                    ", and this delta bundle does not carry it");
-    } else if (!b->encoding.empty()) {
-      auto content = blobs->content(j.digest);
-      if (!content) return content.error();
-      MemorySource src(std::move(content.value()));
-      r = client.push_blob(j.repo, j.digest, src);
-      progress.advance(b->stored_size());
     } else {
-      auto src = BundleBlobs::source(*b, [&](std::uint64_t n) { progress.advance(n); });
-      r = client.push_blob(j.repo, j.digest, *src);
+      // zstd blobs are decoded as they go out, never whole in memory.
+      auto src = BundleBlobs::content_source(*b, [&](std::uint64_t n) { progress.advance(n); });
+      r = src ? client.push_blob(j.repo, j.digest, **src) : Result<void>(src.error());
     }
     if (!r) return op_error(j.repo.str() + "@" + j.digest + ": " + r.error().message);
     std::lock_guard l(report_mu);
@@ -263,31 +279,10 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
   progress.end(std::to_string(report.blobs_pushed) + " blobs pushed (" + human_bytes(report.bytes_pushed) + "), " +
                std::to_string(report.blobs_mounted) + " mounted, " + std::to_string(report.blobs_present) + " already there");
 
-  // 5. The install kit for this registry, with the chart from the bundle.
-  if (!o.kit_dir.empty()) {
-    const BundleFile* chart_file = nullptr;
-    for (const auto& f : m.files)
-      if (starts_with(f.path, "charts/") && f.parts == 0) chart_file = &f;
-    if (!chart_file) return op_error("bundle " + m.bundle_id + " carries no chart: cannot write the install kit");
-    const auto& loc = verified.locations.at(chart_file->path);
-    auto chart_bytes = BundleBlobs::read_stored(BundleBlob{"", {{loc.volume, loc.offset, chart_file->size}}});
-    if (!chart_bytes) return chart_bytes.error();
-    auto chart = load_chart_archive(chart_bytes.value(), chart_file->path);
-    if (!chart) return chart.error();
-    kit::KitOptions ko;
-    ko.registry = o.site;
-    ko.layout = o.layout;
-    ko.bundle_id = m.bundle_id;
-    for (const auto& img : m.images) {
-      std::uint64_t size = 0;
-      for (const auto& d : img.blobs)
-        if (const BundleBlob* b = blobs->find(d)) size += b->stored_size();
-      ko.image_sizes[img.ref] = size;
-    }
-    auto kit = kit::make_kit(lock, chart.value(), ko);
-    if (!kit) return kit.error();
-    if (auto w = kit::write_kit(kit.value(), o.kit_dir); !w) return w.error();
-    if (auto w = write_atomic(o.kit_dir / kit::kit_chart_file(lock), chart_bytes.value()); !w) return w.error();
+  // 5. The install kit, made before the first push.
+  if (kit) {
+    if (auto w = kit::write_kit(*kit, o.kit_dir); !w) return w.error();
+    if (auto w = write_atomic(o.kit_dir / kit::kit_chart_file(lock), chart_bytes); !w) return w.error();
   }
   return report;
 }

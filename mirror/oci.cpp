@@ -85,6 +85,9 @@ Result<Descriptor> descriptor(const json& j, const std::string& where) {
 Result<Manifest> parse_manifest(std::string bytes, std::string_view media_type) {
   Manifest m;
   m.digest = sha256_digest(bytes);
+  if (bytes.size() > k_max_manifest_bytes)
+    return input_error("manifest " + m.digest + " is " + std::to_string(bytes.size()) + " bytes, more than the " +
+                       std::to_string(k_max_manifest_bytes) + " a manifest may have");
   json j;
   try {
     j = json::parse(bytes);

@@ -19,6 +19,13 @@ inline constexpr std::string_view k_docker_manifest = "application/vnd.docker.di
 inline constexpr std::string_view k_docker_list = "application/vnd.docker.distribution.manifest.list.v2+json";
 inline constexpr std::string_view k_oci_layout_version = "1.0.0";
 
+// Limits every reader of manifests applies (bundles, registries, stores).
+// 4 MiB is what registries accept for a manifest (distribution, Harbor, Zot).
+inline constexpr std::size_t k_max_manifest_bytes = 4 << 20;
+// Index levels above an image manifest: 1 is an ordinary multi-platform
+// index; nested indexes are legal but rare. Walks stop past this.
+inline constexpr int k_max_index_depth = 8;
+
 bool is_index(std::string_view media_type);
 bool is_manifest(std::string_view media_type);
 // The Accept header value a puller sends: all four types above.
@@ -53,7 +60,8 @@ struct Manifest {
 };
 
 // Parses bytes served with content type `media_type` (the body's own
-// mediaType wins when present). Computes the digest.
+// mediaType wins when present). Computes the digest. Refuses more than
+// k_max_manifest_bytes.
 Result<Manifest> parse_manifest(std::string bytes, std::string_view media_type);
 
 }  // namespace gb::oci

@@ -404,11 +404,11 @@ Result<ExportedOverlay> export_overlay_from_store(const Store& store, const std:
 
 Result<ExportedOverlay> export_overlay_from_bundle(const std::vector<fs::path>& volumes, const Keyring* trusted, const std::string& ref,
                                                    const fs::path& out) {
+  if (auto r = require_volume_files(volumes); !r) return r.error();
   auto target = export_target(out);
   if (!target) return target.error();
   VerifyOptions vo;
   vo.trusted = trusted;
-  vo.locate = true;
   VerifyReport verified = verify_bundle(volumes, vo);
   if (!verified.problems.empty()) return op_error(join(verified.problems, "\n") + "\nexport refused: nothing was written");
   auto blobs = BundleBlobs::from(verified);

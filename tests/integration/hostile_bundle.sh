@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# Hostile bundles (issue 11): variants of a real bundle, re-signed with the
+# trusted key by tests/tools/bundlecraft.py so that only the reader's own
+# checks can refuse them. For each: `bundle verify`, `import` into a real
+# docker-registry and `node-image export --bundle` exit 1 or 2 (never a crash),
+# with a short message naming the problem, and the site registry stays empty.
+# Plus: volumes of two writes mixed, peak memory of the zstd bomb and the huge
+# volume count, a missing file (exit 2 everywhere), and `kill -9` of a split
+# `bundle create`.
+GB=$1
+source "$(dirname "$0")/mirror_lib.sh"
+SHARED=$(cd "$(dirname "$0")/../../.." && pwd)/shared/upstream/gpu-operator
+[[ -d $SHARED ]] || { echo "SKIP: $SHARED absent (the chart is packed from it)"; exit 77; }
+command -v zstd >/dev/null || { echo "SKIP: zstd not installed"; exit 77; }
+CRAFT=$TOOLS/bundlecraft.py
+MAX_RSS_KB=$((200 * 1024))
+
+up=$(start_registry up)
+site=$(start_registry site)
+site_repos=$W/reg/site/storage/docker/registry/v2/repositories
+"$PY" "$TOOLS/seed.py" --registry "$up" --plain-http --set small > "$W/seed.json"
+registry_config "$W/reg.yaml" "$up" "http://$up"
+make_lock "$W/site.lock.json" "$W/seed.json" linux/amd64
+"$PY" "$TOOLS/helmrepo.py" pack --from "$SHARED/v24.9.2" --version v24.9.2 --out "$W/charts" >/dev/null
+"$PY" - "$W/site.lock.json" "$W/charts/gpu-operator-v24.9.2.tgz" <<'PYEOF'
+import json, sys
+lock = json.load(open(sys.argv[1])); lock["chart"]["source"] = sys.argv[2]
+json.dump(lock, open(sys.argv[1], "w"), indent=2)
+PYEOF
+store=$W/store
+"$GB" --store "$store" -q mirror "$W/site.lock.json" --registry-config "$W/reg.yaml" || fail "mirror"
+"$GB" keys generate --out "$W/release" >/dev/null
+create() { "$GB" --store "$store" -q bundle create "$W/site.lock.json" --key "$W/release.key" "$@"; }
+create -o "$W/a.bundle" || fail "bundle create"
+create -o "$W/s.bundle" --split 260K || fail "bundle create --split"
+mapfile -t split_vols < <(ls "$W"/s.bundle.*)
+"$GB" bundle verify "$W/a.bundle" --pubkey "$W/release.pub" >/dev/null 2>&1 || fail "the untouched bundle must verify"
+
+# refused NAME WANT_TEXT CMD...: exit 1 or 2, at most 3 lines on stderr, none
+# longer than 600 bytes, one of them containing WANT_TEXT.
+refused() {
+  local name=$1 want=$2 rc
+  shift 2
+  set +e
+  "$@" >"$W/out" 2>"$W/err"
+  rc=$?
+  set -e
+  [[ $rc == 1 || $rc == 2 ]] || { head -c 2000 "$W/err"; fail "$name: exit $rc, want 1 or 2"; }
+  (($(wc -l <"$W/err") <= 3)) || { head -c 2000 "$W/err"; fail "$name: more than 3 lines on stderr"; }
+  awk 'length > 600 { exit 1 }' "$W/err" || fail "$name: a message line runs past 600 bytes"
+  grep -qF -- "$want" "$W/err" || { cat "$W/err"; fail "$name: no '$want' in the message"; }
+}
+site_untouched() {
+  [[ ! -d $site_repos ]] || [[ -z $(ls -A "$site_repos") ]] || { ls -R "$site_repos" | head; fail "$1: import pushed to the site registry"; }
+}
+# peak_rss_kb CMD...: the command's peak resident set, in KiB (its exit status ignored).
+peak_rss_kb() {
+  /usr/bin/time -f '%M' -o "$W/rss" "$@" >/dev/null 2>&1 || true
+  tail -1 "$W/rss"
+}
+
+# case expected-text volumes(a|s)
+while read -r case want which; do
+  [[ -n $case ]] || continue
+  src=("$W/a.bundle")
+  [[ $which == s ]] && src=("${split_vols[@]}")
+  out=$W/craft/$case
+  "$PY" "$CRAFT" mutate --key "$W/release.key" --case "$case" --out "$out" "${src[@]}" >/dev/null || fail "$case: bundlecraft"
+  vols=("$out"/*)
+  refused "$case: verify" "$want" "$GB" bundle verify "${vols[@]}" --pubkey "$W/release.pub"
+  refused "$case: import" "$want" "$GB" import "${vols[@]}" --registry "http://$site/gpu" --pubkey "$W/release.pub" -o "$W/kit-$case"
+  refused "$case: import --insecure-skip-signature" "$want" \
+    "$GB" import "${vols[@]}" --registry "http://$site/gpu" --insecure-skip-signature --no-kit
+  refused "$case: node-image export" "$want" "$GB" node-image export --bundle "${vols[@]}" --pubkey "$W/release.pub" -o "$W/exp-$case"
+  site_untouched "$case"
+  [[ ! -e $W/kit-$case && ! -e $W/exp-$case ]] || fail "$case: a kit or export folder was written"
+  pass "$case refused by verify, import and export; nothing pushed"
+done <<'EOF'
+part-zero part number 0 is out of range a
+part-negative part number -1 is out of range a
+part-past-count part number 5 is out of range a
+huge-volume-count volume.count 2147483647 is out of range a
+format-version-2^40 formatVersion 1099511627776 is out of range a
+unknown-encoding unknown encoding 'gzip' a
+lock-schema-99 lock schema 99 a
+lock-not-object lock is not an object a
+chart-name-dotdot name or version holds characters a file name cannot a
+path-dotdot has a '..' component a
+deep-index nests deeper than 8 levels a
+zstd-bomb more than the 16777216 a
+zstd-bomb-undeclared does not declare its content size a
+swap-parts does not match its digest s
+duplicate-part is listed twice s
+EOF
+
+# Peak memory where a bundle claims much: bounded, whatever it claims.
+for case in zstd-bomb zstd-bomb-undeclared huge-volume-count deep-index; do
+  vols=("$W/craft/$case"/*)
+  v=$(peak_rss_kb "$GB" bundle verify "${vols[@]}" --pubkey "$W/release.pub")
+  i=$(peak_rss_kb "$GB" import "${vols[@]}" --registry "http://$site/gpu" --pubkey "$W/release.pub" --no-kit)
+  ((v < MAX_RSS_KB && i < MAX_RSS_KB)) || fail "$case: peak RSS verify ${v} KiB, import ${i} KiB (limit $MAX_RSS_KB)"
+  pass "$case: peak RSS verify $((v / 1024)) MiB, import $((i / 1024)) MiB"
+done
+
+# Volumes of two writes of the same content: every mix is refused. The second
+# write gets the same volume count, so only the layout check can tell.
+n=${#split_vols[@]}
+other=
+for k in 280 300 320 340 360 240 230; do
+  rm -f "$W"/t.bundle*
+  create -o "$W/t.bundle" --split ${k}K || continue
+  if (($(ls "$W"/t.bundle.* | wc -l) == n)) && ! cmp -s "$W/t.bundle.001" "$W/s.bundle.001"; then other=$k; break; fi
+done
+[[ -n $other ]] || fail "no second split of $n volumes found"
+mixes=0
+for ((mask = 1; mask < (1 << n) - 1; mask++)); do
+  mix=()
+  for ((v = 1; v <= n; v++)); do
+    if (((mask >> (v - 1)) & 1)); then mix+=("$(printf '%s/t.bundle.%03d' "$W" "$v")"); else mix+=("$(printf '%s/s.bundle.%03d' "$W" "$v")"); fi
+  done
+  refused "mix $mask" "are mixed" "$GB" bundle verify "${mix[@]}" --pubkey "$W/release.pub"
+  mixes=$((mixes + 1))
+done
+refused "mix: import" "are mixed" "$GB" import "$W/s.bundle.001" "$W/t.bundle.002" "${split_vols[@]:2}" \
+  --registry "http://$site/gpu" --pubkey "$W/release.pub" --no-kit
+site_untouched "mixed volumes"
+pass "all $mixes mixes of --split 260K and --split ${other}K volumes refused ($n volumes each); nothing pushed"
+
+# A missing volume file is bad input: exit 2 from every bundle command.
+for cmd in "bundle verify" "bundle inspect" "import" "node-image export"; do
+  case $cmd in
+    "bundle verify") args=(bundle verify "$W/nope.bundle" --pubkey "$W/release.pub") ;;
+    "bundle inspect") args=(bundle inspect "$W/nope.bundle") ;;
+    import) args=(import "$W/nope.bundle" --registry "http://$site/gpu" --pubkey "$W/release.pub") ;;
+    "node-image export") args=(node-image export --bundle "$W/nope.bundle" --pubkey "$W/release.pub" -o "$W/exp-nope") ;;
+  esac
+  set +e
+  "$GB" "${args[@]}" 2>"$W/err"
+  rc=$?
+  set -e
+  [[ $rc == 2 ]] && grep -q "nope.bundle: no such file" "$W/err" || { cat "$W/err"; fail "$cmd of a missing file: exit $rc, want 2"; }
+done
+pass "a missing bundle file: exit 2 from verify, inspect, import and export"
+
+# kill -9 of a split bundle create at random moments: whenever volume 1 is
+# there under its final name, the whole set is; a finished run leaves no temp.
+for delay in 0.02 0.05 0.1 0.2 0.3 0.5; do
+  rm -f "$W"/k.bundle*
+  create -o "$W/k.bundle" --split 260K &
+  pid=$!
+  sleep "$delay"
+  kill -9 "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  if [[ -e $W/k.bundle.001 ]]; then
+    "$GB" bundle verify "$W"/k.bundle.[0-9][0-9][0-9] --pubkey "$W/release.pub" >/dev/null 2>&1 ||
+      fail "killed after ${delay}s: volume 1 published beside an incomplete set"
+  fi
+done
+create -o "$W/k.bundle" --split 260K || fail "bundle create after the kills"
+ls "$W" | grep -q '^k\.bundle.*\.tmp\.' && fail "a finished bundle create left temp volumes of killed runs"
+"$GB" bundle verify "$W"/k.bundle.[0-9][0-9][0-9] --pubkey "$W/release.pub" >/dev/null || fail "verify after the kills"
+pass "kill -9 of split bundle create: never a partial set under the final names; temps cleaned up"
+echo "hostile_bundle: ok"
