@@ -159,7 +159,9 @@ private:
     }
     auto parsed = parse_volume_manifest(manifest_text, label);
     if (!parsed) {
-      problem(parsed.error().message);
+      // Every volume carries the whole manifest: say what is wrong with it once.
+      const std::string& why = parsed.error().message;
+      if (m_bad_manifests.insert(starts_with(why, label) ? why.substr(label.size()) : why).second) problem(why);
       return;
     }
     VolumeManifest m = std::move(parsed.value());
@@ -169,16 +171,17 @@ private:
     } else if (m.bundle_id != m_report.bundle_id) {
       problem(label + ": belongs to bundle " + m.bundle_id + ", not " + m_report.bundle_id);
       return;
-    } else if (m.volumes != m_report.manifest.volumes) {
-      problem(label + ": is one of " + std::to_string(m.volumes) + " volume(s), the others of " +
-              std::to_string(m_report.manifest.volumes) + ": volumes of two writes of bundle " + m.bundle_id + " are mixed");
-      return;
-    } else if (layout_of(m) != m_layout) {
-      problem(label + ": its manifest lists other files or volumes than the others: volumes of two writes of bundle " + m.bundle_id +
-              " are mixed");
+    } else if (m.volumes != m_report.manifest.volumes || layout_of(m) != m_layout) {
+      if (!m_mixed)  // once: the other volumes of that write would say the same
+        problem(label + ": its manifest lists other files or volumes than " + m_first + "'s: volumes of two writes of bundle " +
+                m.bundle_id + " are mixed");
+      m_mixed = true;
       return;
     }
-    if (m_layout.empty()) m_layout = layout_of(m);
+    if (m_layout.empty()) {
+      m_layout = layout_of(m);
+      m_first = label;
+    }
     if (!m_report.volumes_seen.insert(m.volume).second) {
       problem(label + ": volume " + std::to_string(m.volume) + " given twice");
       return;
@@ -266,6 +269,17 @@ private:
       else keep = false;
       return {};
     };
+    Joining* join = nullptr;  // this part continues its blob's in-order hash
+    if (f.parts && !f.blob.empty()) {
+      Joining& j = m_joining[f.blob];
+      if (!j.off && j.next == f.part) {
+        join = &j;
+        if (f.part == 1 && f.encoding == "zstd") j.zstd.emplace();
+      } else {
+        j.off = true;
+      }
+    }
+    auto joined = [&](std::string_view chunk) { return join->take(chunk); };
     std::string error;
     la_ssize_t n;
     std::uint64_t total = 0;
@@ -275,6 +289,8 @@ private:
       stored.update(chunk);
       if (m_o.consumer && error.empty())
         if (auto r = m_o.consumer->data(chunk); !r) error = r.error().message;
+      if (join && !join->off)
+        if (auto r = join->zstd ? join->zstd->feed(chunk, joined) : joined(chunk); !r) join->off = true;
       if (zstd && error.empty()) {
         if (auto r = zstd->feed(chunk, decoded); !r) error = r.error().message;
       } else if (keep) {
@@ -286,6 +302,7 @@ private:
     m_report.bytes += total;
     ++m_report.entries;
     auto fail = [&](const std::string& why) {
+      if (join) join->off = true;
       if (m_o.consumer) m_o.consumer->abort();
       problem(label + ": entry " + f.path + ": " + why);
       return false;
@@ -304,8 +321,26 @@ private:
     }
     if (m_o.consumer)
       if (auto r = m_o.consumer->end(); !r) return fail(r.error().message);
+    if (join) ++join->next;
     return true;
   }
+
+  // A blob in parts, hashed as the parts stream by while they come in order
+  // (volumes given in order); otherwise join_parts reads them again.
+  struct Joining {
+    int next = 1;
+    bool off = false;  // a part came out of order or failed
+    Sha256 hash;
+    std::optional<detail::ZstdDecoder> zstd;
+    std::string kept;  // the content, while it may be a manifest
+    bool keep = true;
+    Result<void> take(std::string_view content) {
+      hash.update(content);
+      if (keep && kept.size() + content.size() <= k_keep_json) kept.append(content);
+      else keep = false;
+      return {};
+    }
+  };
 
   // Volumes of one write list the same files; only "volume.index" differs.
   static std::string layout_of(VolumeManifest m) {
@@ -316,29 +351,33 @@ private:
   // A blob in parts must join into its digest: the manifest vouches for each
   // part, this for their order and their sum.
   bool join_parts(const std::string& digest, std::vector<const BundleFile*> parts) {
-    std::sort(parts.begin(), parts.end(), [](const BundleFile* a, const BundleFile* b) { return a->part < b->part; });
-    BundleBlob blob{parts.front()->encoding, {}};
-    for (const BundleFile* p : parts) {
-      const EntryLocation& loc = m_report.locations.at(p->path);
-      blob.segments.push_back({loc.volume, loc.offset, p->size});
+    Joining& j = m_joining[digest];
+    auto take = [&j](std::string_view chunk) { return j.take(chunk); };
+    Result<void> r;
+    if (!j.off && j.next == static_cast<int>(parts.size()) + 1) {  // hashed in order already
+      if (j.zstd) r = j.zstd->finish(take);
+      if (r && "sha256:" + j.hash.hex() != digest) r = op_error("content does not match its digest");
+      if (!r) r = op_error("blob " + digest + ": " + r.error().message);
+    } else {
+      std::sort(parts.begin(), parts.end(), [](const BundleFile* a, const BundleFile* b) { return a->part < b->part; });
+      BundleBlob blob{parts.front()->encoding, {}};
+      for (const BundleFile* p : parts) {
+        const EntryLocation& loc = m_report.locations.at(p->path);
+        blob.segments.push_back({loc.volume, loc.offset, p->size});
+      }
+      j = Joining{};
+      r = BundleBlobs::stream_content(blob, digest, take);
     }
-    std::string kept;
-    bool keep = true;
-    auto r = BundleBlobs::stream_content(blob, digest, [&](std::string_view chunk) -> Result<void> {
-      if (keep && kept.size() + chunk.size() <= k_keep_json) kept.append(chunk);
-      else keep = false;
-      return {};
-    });
     if (!r) {
-      problem("blob " + digest + ", joined from its " + std::to_string(parts.size()) + " parts: " + r.error().message);
+      problem(r.error().message + " (joined from its " + std::to_string(parts.size()) + " parts)");  // names the blob
       return false;
     }
-    if (keep && !kept.empty() && kept.front() == '{') m_json[digest] = std::move(kept);
+    if (j.keep && !j.kept.empty() && j.kept.front() == '{') m_json[digest] = std::move(j.kept);
     return true;
   }
 
   void finish(std::size_t given) {
-    if (m_report.bundle_id.empty()) return;
+    if (m_report.bundle_id.empty() || m_mixed) return;
     const VolumeManifest& m = m_report.manifest;
     if (static_cast<int>(m_report.volumes_seen.size()) < m.volumes) {
       if (given >= static_cast<std::size_t>(m.volumes) || m_report.problems.empty()) {
@@ -426,7 +465,11 @@ private:
   std::map<std::string, std::string> m_json;     // small JSON blobs, for the closure
   bool m_truncated = false;
   std::string m_layout;  // the first volume's manifest, its index left out
+  std::string m_first;   // and that volume's name
+  bool m_mixed = false;
   std::size_t m_dropped = 0;
+  std::map<std::string, Joining> m_joining;  // blob -> its parts so far
+  std::set<std::string> m_bad_manifests;  // why manifests were refused, without the volume's name
 };
 
 }  // namespace

@@ -36,7 +36,7 @@ create -o "$W/s.bundle" --split 260K || fail "bundle create --split"
 mapfile -t split_vols < <(ls "$W"/s.bundle.*)
 "$GB" bundle verify "$W/a.bundle" --pubkey "$W/release.pub" >/dev/null 2>&1 || fail "the untouched bundle must verify"
 
-# refused NAME WANT_TEXT CMD...: exit 1 or 2, at most 3 lines on stderr, none
+# refused NAME WANT_TEXT CMD...: exit 1 or 2, at most 4 lines on stderr, none
 # longer than 600 bytes, one of them containing WANT_TEXT.
 refused() {
   local name=$1 want=$2 rc
@@ -46,7 +46,7 @@ refused() {
   rc=$?
   set -e
   [[ $rc == 1 || $rc == 2 ]] || { head -c 2000 "$W/err"; fail "$name: exit $rc, want 1 or 2"; }
-  (($(wc -l <"$W/err") <= 3)) || { head -c 2000 "$W/err"; fail "$name: more than 3 lines on stderr"; }
+  (($(wc -l <"$W/err") <= 4)) || { head -c 2000 "$W/err"; fail "$name: more than 4 lines on stderr"; }
   awk 'length > 600 { exit 1 }' "$W/err" || fail "$name: a message line runs past 600 bytes"
   grep -qF -- "$want" "$W/err" || { cat "$W/err"; fail "$name: no '$want' in the message"; }
 }
@@ -59,9 +59,11 @@ peak_rss_kb() {
   tail -1 "$W/rss"
 }
 
-# case expected-text volumes(a|s)
-while read -r case want which; do
-  [[ -n $case ]] || continue
+# Lines: CASE EXPECTED TEXT... VOLUMES (a: the one-volume bundle, s: the split one)
+while read -r line; do
+  [[ -n $line ]] || continue
+  case=${line%% *} which=${line##* } want=${line#* }
+  want=${want% *}
   src=("$W/a.bundle")
   [[ $which == s ]] && src=("${split_vols[@]}")
   out=$W/craft/$case

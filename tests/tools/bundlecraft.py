@@ -120,6 +120,7 @@ def zstd_bomb(declare_size):
         f["path"] = "oci/blobs/sha256/" + h.hexdigest() + ".zst"
         f["blob"] = "sha256:" + h.hexdigest()
         f["encoding"] = "zstd"
+        f["size"], f["sha256"] = len(stored), sha256(stored)
         payload[old] = (f["path"], stored)
         m["files"].sort(key=lambda x: x["path"])
     return edit

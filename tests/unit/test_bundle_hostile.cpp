@@ -5,7 +5,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <catch2/catch.hpp>
-#include <chrono>
+#include <ctime>
 #include <nlohmann/json.hpp>
 #include <zstd.h>
 
@@ -232,7 +232,7 @@ TEST_CASE("part numbers outside 1..N are refused, not used as an index (issue 11
 TEST_CASE("a huge volume count is refused before anything is sized by it (issue 11.3)", "[bundle][hostile]") {
   TempDir dir;
   Crafted c;
-  auto t0 = std::chrono::steady_clock::now();
+  std::clock_t t0 = std::clock();  // CPU time: the machine may be loaded
   auto huge = verify_unsigned(c.write(dir / "h.bundle", 1, [](json& j) { j["volume"]["count"] = 2147483647; }));
   CHECK(mentions(huge, "volume.count 2147483647 is out of range 1..9999"));
   // The largest allowed count: one line, quickly, naming a few absent volumes.
@@ -240,7 +240,7 @@ TEST_CASE("a huge volume count is refused before anything is sized by it (issue 
   REQUIRE(most.problems.size() == 1);
   CHECK(most.problems[0].size() < 200);
   CHECK(mentions(most, "(9998 in all) of 9999 not given"));
-  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
+  CHECK(std::clock() - t0 < 5 * CLOCKS_PER_SEC);
 }
 
 TEST_CASE("index nesting deeper than the OCI limit is refused without recursion (issue 11.4)", "[bundle][hostile]") {
@@ -297,7 +297,8 @@ TEST_CASE("volumes of two writes, doubled and swapped parts are refused (issue 1
   for (auto& p : swapped.pieces)
     if (p.part) p.data = std::string(1500, p.part == 1 ? 'B' : 'A');
   auto s = verify_unsigned(swapped.write(dir / "sw.bundle", 2));
-  CHECK(mentions(s, "joined from its 2 parts: content does not match its digest"));
+  INFO(all(s));
+  CHECK(mentions(s, "content does not match its digest (joined from its 2 parts)"));
 }
 
 TEST_CASE("a zstd entry decodes to its declared size at most (issue 11.8)", "[bundle][hostile]") {
@@ -311,12 +312,12 @@ TEST_CASE("a zstd entry decodes to its declared size at most (issue 11.8)", "[bu
   };
   // 64 MiB of zeros in a few KiB: refused from the frame header, before decoding.
   std::string big(64 << 20, '\0');
-  auto t0 = std::chrono::steady_clock::now();
+  std::clock_t t0 = std::clock();  // CPU time: the machine may be loaded
   auto bomb = verify_unsigned(with_layer(zstd_frame(big, true), big).write(dir / "bomb.bundle", 1));
   CHECK(mentions(bomb, "the frame declares 67108864 bytes, more than the 16777216"));
   auto quiet = verify_unsigned(with_layer(zstd_frame(big, false), big).write(dir / "quiet.bundle", 1));
   CHECK(mentions(quiet, "does not declare its content size"));
-  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
+  CHECK(std::clock() - t0 < 5 * CLOCKS_PER_SEC);
 
   // A good zstd blob streams back, in chunks and again from the start.
   std::string content;
