@@ -35,6 +35,12 @@ std::uint64_t tar_cost(std::uint64_t size) { return 512 + round512(size) + 1024;
 
 std::string hex_of(const std::string& digest) { return digest.substr(digest.find(':') + 1); }
 
+// libarchive's reason, which may be null (a failed write callback sets none).
+Failure tar_error(archive* a) {
+  const char* why = archive_error_string(a);
+  return op_error(std::string("tar: ") + (why ? why : "write failed"));
+}
+
 bool compressible(const std::string& media_type) {
   // JSON documents and uncompressed layers (OCI "...tar", Docker "rootfs.diff.tar").
   return media_type.find("json") != std::string::npos || ends_with(media_type, ".tar");
@@ -328,6 +334,7 @@ private:
     Failure named(const Failure& f) const {
       std::string temp = file.temp_path().string();
       if (starts_with(f.message, temp)) return op_error(path.string() + f.message.substr(temp.size()));
+      if (starts_with(f.message, path.string())) return f;
       return op_error(path.string() + ": " + f.message);
     }
   };
@@ -350,13 +357,13 @@ private:
     archive_entry_set_mtime(e.get(), m_mtime, 0);
     archive_entry_set_uid(e.get(), 0);
     archive_entry_set_gid(e.get(), 0);
-    if (archive_write_header(a, e.get()) != ARCHIVE_OK) return op_error("tar: " + std::string(archive_error_string(a)));
+    if (archive_write_header(a, e.get()) != ARCHIVE_OK) return tar_error(a);
     return {};
   }
 
   Result<void> write_data(archive* a, std::string_view data) {
     if (archive_write_data(a, data.data(), data.size()) != static_cast<la_ssize_t>(data.size()))
-      return op_error("tar: " + std::string(archive_error_string(a) ? archive_error_string(a) : "write failed"));
+      return tar_error(a);
     m_report.bytes_written += data.size();
     m_progress.advance(data.size());
     return {};
@@ -374,7 +381,7 @@ private:
     archive_write_set_bytes_per_block(a.get(), 1 << 20);
     archive_write_set_bytes_in_last_block(a.get(), 1);
     if (archive_write_open(a.get(), &out, nullptr, write_cb, nullptr) != ARCHIVE_OK)
-      return op_error("tar: " + std::string(archive_error_string(a.get())));
+      return tar_error(a.get());
     std::string manifest = manifest_to_json(manifest_for(v));
     auto sig = sign_detached(m_key, manifest);
     if (!sig) return sig.error();
@@ -396,7 +403,7 @@ private:
         return op_error("store blob " + (e.file.blob.empty() ? e.disk.string() : e.file.blob) +
                         " does not match its digest: run `gpubundle store fsck`");
     }
-    if (archive_write_close(a.get()) != ARCHIVE_OK) return op_error("tar: " + std::string(archive_error_string(a.get())));
+    if (archive_write_close(a.get()) != ARCHIVE_OK) return tar_error(a.get());
     return {};
   }
 

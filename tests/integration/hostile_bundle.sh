@@ -148,8 +148,8 @@ pass "a missing bundle file: exit 2 from verify, inspect, import and export"
 # there under its final name, the whole set is; a finished run leaves no temp.
 for delay in 0.02 0.05 0.1 0.2 0.3 0.5; do
   rm -f "$W"/k.bundle*
-  create -o "$W/k.bundle" --split 260K &
-  pid=$!
+  "$GB" --store "$store" -q bundle create "$W/site.lock.json" --key "$W/release.key" -o "$W/k.bundle" --split 260K 2>/dev/null &
+  pid=$!  # gpubundle itself, not a subshell around it
   sleep "$delay"
   kill -9 "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
