@@ -162,4 +162,29 @@ create -o "$W/k.bundle" --split 260K || fail "bundle create after the kills"
 ls "$W" | grep -q '^k\.bundle.*\.tmp\.' && fail "a finished bundle create left temp volumes of killed runs"
 "$GB" bundle verify "$W"/k.bundle.[0-9][0-9][0-9] --pubkey "$W/release.pub" >/dev/null || fail "verify after the kills"
 pass "kill -9 of split bundle create: never a partial set under the final names; temps cleaned up"
+# A registry index nested 30 deep: inventory stops at the OCI nesting limit
+# (13,000 levels kept it walking for minutes).
+"$PY" - "$up" "$(jget "$W/seed.json" 'd["images"][0]["ref"]')" <<'PYEOF'
+import hashlib, json, sys, urllib.request
+host, ref = sys.argv[1], sys.argv[2]
+repo, tag = ref.split("/", 1)[1].rsplit(":", 1)
+def req(method, path, body=None, ctype=None, accept=None):
+    r = urllib.request.Request(f"http://{host}/v2/{repo}/manifests/{path}", data=body, method=method)
+    if ctype: r.add_header("Content-Type", ctype)
+    if accept: r.add_header("Accept", accept)
+    return urllib.request.urlopen(r)
+index = "application/vnd.oci.image.index.v1+json"
+types = ",".join([index, "application/vnd.oci.image.manifest.v1+json", "application/vnd.docker.distribution.manifest.v2+json",
+                  "application/vnd.docker.distribution.manifest.list.v2+json"])
+resp = req("GET", tag, accept=types)
+body, ctype = resp.read(), resp.headers["Content-Type"]
+for level in range(30):
+    child = {"mediaType": ctype, "digest": "sha256:" + hashlib.sha256(body).hexdigest(), "size": len(body),
+             "platform": {"os": "linux", "architecture": "amd64"}}
+    body, ctype = json.dumps({"schemaVersion": 2, "mediaType": index, "manifests": [child]}).encode(), index
+    req("PUT", "sha256:" + hashlib.sha256(body).hexdigest() if level < 29 else "deep", body, index)
+PYEOF
+prefix=$(jget "$W/seed.json" 'd["images"][0]["ref"].split("/")[1]')
+refused "inventory of a deep index" "index nesting deeper than 8 levels" timeout 120 "$GB" inventory --registry "http://$up/$prefix"
+pass "inventory stops at the index nesting limit"
 echo "hostile_bundle: ok"
