@@ -83,6 +83,9 @@ int store_fsck(const Globals& g, bool repair) {
 int store_gc(const Globals& g) {
   Store store = Store::open(g.store, StoreAccess::Exclusive, lock_wait_seconds()).value_or_throw();
   auto rep = store.gc().value_or_throw();
+  // Temp files were already swept when the exclusive lock was taken: they count too.
+  rep.temps_removed += store.swept().temps_removed;
+  rep.bytes_freed += store.swept().bytes_freed;
   if (g.json) {
     nlohmann::json j = {{"blobsRemoved", rep.blobs_removed}, {"tempFilesRemoved", rep.temps_removed}, {"bytesFreed", rep.bytes_freed}};
     std::printf("%s\n", j.dump(2).c_str());
