@@ -241,10 +241,11 @@ class ProxyHandler(http.server.BaseHTTPRequestHandler):
         for k, v in resp.getheaders():
             if k.lower() in HOP or k.lower() == "content-length":
                 continue
-            if k.lower() == "location" and v.startswith(cfg["upstream"]):
-                v = (self._foreign_url() if rewrite_upload else self._self_url()) + v[len(cfg["upstream"]):]
-            elif k.lower() == "location" and rewrite_upload and v.startswith("/"):
-                v = self._foreign_url() + v
+            if k.lower() == "location" and rewrite_upload:
+                u = urllib.parse.urlsplit(v)
+                v = self._foreign_url() + urllib.parse.urlunsplit(("", "", u.path, u.query, ""))
+            elif k.lower() == "location" and v.startswith(cfg["upstream"]):
+                v = self._self_url() + v[len(cfg["upstream"]):]
             self.send_header(k, v)
         if add_link:
             self.send_header("Link", '<%s%s?n=1000>; rel="next"' % (self._foreign_url(), bare))
