@@ -107,9 +107,10 @@ if [ -d "$UP" ]; then
   HURL=$(jget "$W/helm.json" 'd["url"]')
   printf 'apiVersion: gpubundle/v1\nkind: Recipe\nmetadata: {name: site}\noperator:\n  version: v24.9.2\n  chart: %s\ntarget:\n  gpus: [H100-SXM5-80GB]\n  os: ubuntu22.04\n  platforms: [linux/amd64]\ndriver:\n  mode: conventional\n  version: "550.127.08"\n' "$HURL" > "$W/site.yaml"
   rc=0
-  "$GB" --store "$W/s-helm" mirror "$W/site.yaml" 2> "$W/err-helm" > /dev/null || rc=$?
+  GPUBUNDLE_HTTP_TIMEOUT_S=120 "$GB" --store "$W/s-helm" mirror "$W/site.yaml" 2> "$W/err-helm" > /dev/null || rc=$?
   [ "$rc" = 1 ] || { cat "$W/err-helm"; fail "oversized index.yaml: rc $rc"; }
   grep -q "larger than 64 MiB" "$W/err-helm" || { cat "$W/err-helm"; fail "oversized index.yaml: message"; }
+  [ "$(grep -o 'index.yaml' "$W/err-helm" | wc -l)" = 1 ] || { cat "$W/err-helm"; fail "index.yaml URL named more than once"; }
   pass "oversized index.yaml refused at 64 MiB"
 else
   echo "note: $UP absent, index.yaml case skipped"
