@@ -72,6 +72,8 @@ CommandSpec mirror_command() {
           copts.max_per_host = o->jobs;
           auto source = registry_source(config, copts);
           Store store = Store::open(g.store, StoreAccess::Exclusive, lock_wait_seconds()).value_or_throw();
+          if (const auto& sw = store.swept(); sw.temps_removed)
+            log::info("removed " + std::to_string(sw.temps_removed) + " temp files of interrupted runs (" + human_bytes(sw.bytes_freed) + ")");
 
           Lock lock;
           fs::path out = o->out;

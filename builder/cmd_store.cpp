@@ -61,14 +61,19 @@ int store_ls(const Globals& g) {
   return 0;
 }
 
-int store_fsck(const Globals& g) {
-  Store store = Store::open(g.store, StoreAccess::Shared, lock_wait_seconds()).value_or_throw();
-  auto rep = store.fsck().value_or_throw();
+int store_fsck(const Globals& g, bool repair) {
+  Store store = Store::open(g.store, repair ? StoreAccess::Exclusive : StoreAccess::Shared, lock_wait_seconds()).value_or_throw();
+  auto rep = store.fsck(repair).value_or_throw();
   if (g.json) {
-    nlohmann::json j = {{"ok", rep.problems.empty()}, {"blobs", rep.blobs}, {"bytes", rep.bytes}, {"images", rep.images}, {"problems", rep.problems}};
+    nlohmann::json j = {{"ok", rep.problems.empty()}, {"blobs", rep.blobs},       {"bytes", rep.bytes},
+                        {"images", rep.images},       {"problems", rep.problems}, {"removed", rep.repaired}};
     std::printf("%s\n", j.dump(2).c_str());
   } else {
+    for (const auto& r : rep.repaired) std::printf("removed %s (corrupt)\n", r.c_str());
     for (const auto& p : rep.problems) std::printf("%s\n", p.c_str());
+    if (!rep.repaired.empty())
+      log::info("fsck --repair: removed " + std::to_string(rep.repaired.size()) +
+                " corrupt blobs; run `gpubundle mirror LOCK` with each lock that needs them to fetch them again");
     log::info("fsck: " + std::to_string(rep.images) + " images, " + std::to_string(rep.blobs) + " blobs (" + human_bytes(rep.bytes) +
               ") checked, " + std::to_string(rep.problems.size()) + " problems");
   }
@@ -78,6 +83,9 @@ int store_fsck(const Globals& g) {
 int store_gc(const Globals& g) {
   Store store = Store::open(g.store, StoreAccess::Exclusive, lock_wait_seconds()).value_or_throw();
   auto rep = store.gc().value_or_throw();
+  // Temp files were already swept when the exclusive lock was taken: they count too.
+  rep.temps_removed += store.swept().temps_removed;
+  rep.bytes_freed += store.swept().bytes_freed;
   if (g.json) {
     nlohmann::json j = {{"blobsRemoved", rep.blobs_removed}, {"tempFilesRemoved", rep.temps_removed}, {"bytesFreed", rep.bytes_freed}};
     std::printf("%s\n", j.dump(2).c_str());
@@ -96,21 +104,25 @@ CommandSpec store_command() {
       "Inspect, verify and clean the content store (ls, fsck, gc)",
       "ls lists the stored images and charts (--json for a machine-readable list). fsck re-hashes every blob, checks "
       "that every index.json entry and every manifest reference resolves, prints each problem on its own line and "
-      "exits 1 if there is any. gc removes blobs no index.json entry reaches and stale temp files, and reports the "
-      "bytes freed.",
+      "exits 1 if there is any. fsck --repair also removes every blob whose bytes do not match its digest; the next "
+      "mirror of a lock that needs it fetches it again. gc removes blobs no index.json entry reaches, temp files and "
+      "partial downloads, and reports the bytes freed.",
       "gpubundle --store /srv/gpubundle store fsck",
       [](CLI::App& app, Globals& g) -> std::function<int()> {
         app.require_subcommand(1);
         auto which = std::make_shared<std::string>();
+        auto repair = std::make_shared<bool>(false);
         for (auto [name, help] : {std::pair{"ls", "List stored images and charts"},
                                   std::pair{"fsck", "Verify every blob and reference; exit 1 on any problem"},
-                                  std::pair{"gc", "Remove unreferenced blobs and stale temp files"}}) {
+                                  std::pair{"gc", "Remove unreferenced blobs, temp files and partial downloads"}}) {
           auto* sub = app.add_subcommand(name, help);
           sub->callback([which, n = std::string(name)] { *which = n; });
+          if (std::string(name) == "fsck")
+            sub->add_flag("--repair", *repair, "Remove corrupt blobs (the next mirror fetches them again)");
         }
-        return [&g, which]() -> int {
+        return [&g, which, repair]() -> int {
           if (*which == "ls") return store_ls(g);
-          if (*which == "fsck") return store_fsck(g);
+          if (*which == "fsck") return store_fsck(g, *repair);
           return store_gc(g);
         };
       },

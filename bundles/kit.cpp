@@ -7,6 +7,7 @@
 
 #include "bundles/kit_detail.hpp"
 #include "common/files.hpp"
+#include "common/log.hpp"
 #include "common/strings.hpp"
 #include "recipes/resolver.hpp"
 
@@ -17,7 +18,7 @@ using json = nlohmann::json;
 // --- site registry and naming -------------------------------------------
 
 Result<SiteRegistry> SiteRegistry::parse(std::string_view text) {
-  const std::string given(text);
+  const std::string given = log::redact_url(text);  // errors echo it: never a password
   SiteRegistry out;
   std::string_view rest = text;
   if (starts_with(rest, "http://")) {

@@ -92,7 +92,7 @@ _gpubundle_command() {
       ;;
     "store fsck")
       subs=""
-      opts="-h --help --store --json -q --quiet -v --verbose --version"
+      opts="-h --help --repair --store --json -q --quiet -v --verbose --version"
       vals="--store"
       files="--store"
       args=0

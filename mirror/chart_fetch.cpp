@@ -33,7 +33,7 @@ Result<std::string> from_helm_repo(const std::string& repo, const std::string& n
   std::string base = repo;
   while (!base.empty() && base.back() == '/') base.pop_back();
   auto text = source.get_url(base + "/index.yaml");
-  if (!text) return Failure{text.error().kind, base + "/index.yaml: " + text.error().message};
+  if (!text) return text.error();  // names the URL once, password redacted
   std::string url, digest;
   try {
     YAML::Node idx = YAML::Load(*text);

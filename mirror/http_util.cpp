@@ -108,6 +108,47 @@ std::string url_host(std::string_view url) {
   return to_lower(url);
 }
 
+std::optional<Origin> url_origin(std::string_view url) {
+  Origin o;
+  auto scheme = url.find("://");
+  if (scheme == std::string_view::npos) return std::nullopt;
+  o.scheme = to_lower(url.substr(0, scheme));
+  if (o.scheme == "https") o.port = 443;
+  else if (o.scheme == "http") o.port = 80;
+  else return std::nullopt;
+  std::string host = url_host(url);  // lower-cased, userinfo dropped
+  if (host.empty()) return std::nullopt;
+  // "[::1]:5000", "host:5000", "host"
+  auto bracket = host.rfind(']');
+  auto colon = host.rfind(':');
+  if (colon != std::string::npos && (bracket == std::string::npos || colon > bracket)) {
+    std::string_view port = std::string_view(host).substr(colon + 1);
+    if (!port.empty()) {
+      if (port.size() > 5 || port.find_first_not_of("0123456789") != std::string_view::npos) return std::nullopt;
+      o.port = std::stoi(std::string(port));
+      if (o.port < 1 || o.port > 65535) return std::nullopt;
+    }
+    host.resize(colon);
+  }
+  if (host.empty()) return std::nullopt;
+  o.host = host;
+  return o;
+}
+
+bool same_origin(std::string_view a, std::string_view b) {
+  auto x = url_origin(a), y = url_origin(b);
+  return x && y && *x == *y;
+}
+
+bool is_valid_digest(std::string_view d) {
+  std::size_t hex_len = 0;
+  if (starts_with(d, "sha256:")) hex_len = 64;
+  else if (starts_with(d, "sha512:")) hex_len = 128;
+  else return false;
+  auto hex = d.substr(7);
+  return hex.size() == hex_len && hex.find_first_not_of("0123456789abcdef") == std::string_view::npos;
+}
+
 std::string base64_encode(std::string_view in) {
   static const char* chars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::string out;
@@ -144,7 +185,7 @@ std::optional<int> retry_after_seconds(std::string_view value, std::time_t now) 
   auto v = trim(value);
   if (v.empty()) return std::nullopt;
   if (v.find_first_not_of("0123456789") == std::string_view::npos) {
-    if (v.size() > 6) return std::nullopt;
+    if (v.size() > 5) return 86400;  // a day or more: as long as an HTTP date can ask
     int n = 0;
     for (char c : v) n = n * 10 + (c - '0');
     return n;
@@ -157,6 +198,17 @@ std::optional<int> retry_after_seconds(std::string_view value, std::time_t now) 
   std::time_t at = timegm(&tm);
   if (at == static_cast<std::time_t>(-1)) return std::nullopt;
   return at > now ? static_cast<int>(std::min<std::time_t>(at - now, 86400)) : 0;
+}
+
+std::optional<long> retry_delay_ms(int attempt, int backoff_ms, std::optional<int> retry_after_s, int retry_after_max_s,
+                                   double jitter) {
+  if (retry_after_s) {
+    if (*retry_after_s > retry_after_max_s) return std::nullopt;
+    return static_cast<long>(*retry_after_s) * 1000;
+  }
+  double base = backoff_ms * static_cast<double>(1u << std::clamp(attempt, 0, 10));
+  base = std::min(base, 10000.0);
+  return static_cast<long>(base * std::clamp(jitter, 0.0, 1.0));
 }
 
 }  // namespace gb::http

@@ -40,11 +40,39 @@ std::string resolve_url(std::string_view base, std::string_view ref);
 // "https://host:5000/v2/x" -> "host:5000"
 std::string url_host(std::string_view url);
 
+// An origin (RFC 6454): scheme, host and port, lower-cased, the port filled
+// in from the scheme's default. Credentials are issued for one origin and go
+// to no other: not to an upload Location, a redirect or a Link page that
+// names another host, port or scheme.
+struct Origin {
+  std::string scheme;
+  std::string host;
+  int port = 0;
+  bool operator==(const Origin&) const = default;
+};
+// nullopt for anything but an absolute http(s) URL with a host and a valid port.
+std::optional<Origin> url_origin(std::string_view url);
+// False when either URL has no origin.
+bool same_origin(std::string_view a, std::string_view b);
+
+// A digest as the distribution API allows it in a URL or a path:
+// "sha256:" + 64 or "sha512:" + 128 lower-case hex digits. Anything else that a
+// manifest, a header or a lock names is refused before it is used.
+bool is_valid_digest(std::string_view digest);
+
 std::string base64_encode(std::string_view in);
 std::string url_encode(std::string_view in);
 
 // Seconds from a Retry-After header: delta-seconds, or an HTTP date (the
-// seconds from `now` until then, 0 when past); nullopt when unreadable.
+// seconds from `now` until then, 0 when past), at most 86400; nullopt when
+// unreadable.
 std::optional<int> retry_after_seconds(std::string_view value, std::time_t now = std::time(nullptr));
+
+// How long to wait before retry number `attempt` (0-based): the server's
+// Retry-After when it gave one, else backoff_ms doubled per attempt, capped at
+// 10 s, times jitter (0.5..1). nullopt = do not retry: the server asks for
+// more than retry_after_max_s (waiting that long for one request helps nobody).
+std::optional<long> retry_delay_ms(int attempt, int backoff_ms, std::optional<int> retry_after_s, int retry_after_max_s,
+                                   double jitter);
 
 }  // namespace gb::http

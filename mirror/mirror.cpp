@@ -14,9 +14,21 @@ namespace gb {
 
 namespace {
 
-// "REF: message", unless the client's message already starts with the reference.
-std::string about(const std::string& ref, const std::string& message) {
-  return starts_with(message, ref + ":") ? message : ref + ": " + message;
+// "REF: message", naming the reference once: a leading "REF: " or
+// "NAME@DIGEST: " that the client already put in front is dropped.
+std::string about(const std::string& ref, std::string_view message, const Reference* parsed = nullptr) {
+  std::vector<std::string> heads = {ref + ": "};
+  if (parsed) {
+    heads.push_back(parsed->str() + ": ");
+    heads.push_back(parsed->name() + ": ");
+    if (!parsed->digest.empty()) heads.push_back(parsed->name() + "@" + parsed->digest + ": ");
+  }
+  for (const auto& h : heads)
+    if (starts_with(message, h)) {
+      message.remove_prefix(h.size());
+      break;
+    }
+  return ref + ": " + std::string(message);
 }
 
 class RegistrySource final : public ImageSource {
@@ -73,8 +85,8 @@ Result<oci::Manifest> load_manifest(Store& store, ImageSource& source, const Ref
   r.tag.clear();
   r.digest = d.digest;
   auto m = source.get_manifest(r);
-  if (!m) return m;
-  if (m->digest != d.digest) return op_error(r.str() + ": registry served a manifest hashing to " + m->digest);
+  if (!m) return Failure{m.error().kind, about(d.digest, m.error().message, &r)};
+  if (m->digest != d.digest) return op_error(d.digest + ": registry served a manifest hashing to " + m->digest);
   return m;
 }
 
@@ -82,7 +94,7 @@ void check_image(ImagePlan& plan, Store& store, ImageSource& source, const std::
   const std::string& src = plan.entry->source;
   auto head = source.head_manifest(plan.ref);
   if (!head) {
-    plan.problems.push_back(about(src, head.error().message));
+    plan.problems.push_back(about(src, head.error().message, &plan.ref));
     return;
   }
   if (!head->has_value()) {
@@ -104,7 +116,7 @@ void check_image(ImagePlan& plan, Store& store, ImageSource& source, const std::
   if (!fetched) {
     auto m = source.get_manifest(plan.ref);
     if (!m) {
-      plan.problems.push_back(about(src, m.error().message));
+      plan.problems.push_back(about(src, m.error().message, &plan.ref));
       return;
     }
     plan.top = std::move(m).value();
@@ -130,6 +142,10 @@ void check_image(ImagePlan& plan, Store& store, ImageSource& source, const std::
       }
       for (const auto* c : hits) {
         if (!taken.insert(c->digest).second) continue;
+        if (!is_sha256_digest(c->digest)) {  // never into a URL or a store path
+          plan.problems.push_back(src + " (" + want + "): unsupported child digest '" + c->digest.substr(0, 80) + "'");
+          continue;
+        }
         auto m = load_manifest(store, source, plan.ref, *c);
         if (!m) {
           plan.problems.push_back(src + " (" + want + "): " + m.error().message);
@@ -156,7 +172,7 @@ void check_image(ImagePlan& plan, Store& store, ImageSource& source, const std::
     for (const auto& l : m->layers) plan.blobs.push_back(l);
   }
   for (const auto& b : plan.blobs) {
-    if (!is_sha256_digest(b.digest)) plan.problems.push_back(src + ": unsupported blob digest '" + b.digest + "'");
+    if (!is_sha256_digest(b.digest)) plan.problems.push_back(src + ": unsupported blob digest '" + b.digest.substr(0, 80) + "'");
     plan.bytes += b.size;
   }
 }
@@ -175,19 +191,30 @@ Result<MirrorSummary> mirror_images(Lock& lock, Store& store, ImageSource& sourc
   // 1. check
   std::vector<ImagePlan> plans;
   std::vector<std::string> problems;
+  std::vector<std::string> bad_refs;  // bad input: reported alone, exit 2
   for (auto& li : lock.images) {
     if (li.origin == "built") continue;
     ImagePlan p;
     p.entry = &li;
     auto ref = Reference::parse(li.source);
     if (!ref) {
-      problems.push_back(li.source + ": " + ref.error().message);
+      bad_refs.push_back(ref.error().message);  // names the reference once
+      continue;
+    }
+    if (!li.digest.empty() && !is_sha256_digest(li.digest)) {
+      bad_refs.push_back(li.source + ": lock digest '" + li.digest.substr(0, 80) + "' is not sha256:<64 hex digits>");
       continue;
     }
     p.ref = *ref;
     p.platforms = li.platforms.empty() ? lock.platforms : li.platforms;
     if (p.platforms.empty()) p.platforms = {"linux/amd64"};
     plans.push_back(std::move(p));
+  }
+  if (!bad_refs.empty()) {
+    std::string msg = bad_refs.size() == 1 ? "lock: " + bad_refs[0] : "lock: " + std::to_string(bad_refs.size()) + " bad images:";
+    if (bad_refs.size() > 1)
+      for (const auto& b : bad_refs) msg += "\n  " + b;
+    return input_error(msg);
   }
   std::map<std::string, StoredImage> stored;
   if (auto all = store.images(); all)

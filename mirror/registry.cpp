@@ -3,6 +3,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -24,7 +25,6 @@ using Clock = std::chrono::steady_clock;
 
 constexpr std::uint64_t k_manifest_cap = 16ull << 20;  // larger "manifests" are refused
 constexpr std::uint64_t k_small_cap = 8ull << 20;      // error bodies, tag lists, tokens
-constexpr std::uint64_t k_url_cap = 1ull << 30;        // get_url (charts)
 
 void global_init() {
   static std::once_flag once;
@@ -37,7 +37,7 @@ struct Request {
   std::string url;
   std::vector<std::string> headers;
   const HostConfig* tls = nullptr;
-  bool follow = false;  // GETs of blobs and URLs follow redirects to storage
+  bool follow = false;  // GETs of blobs and URLs follow redirects to storage (send() follows them)
   // Body, either from memory or from a BlobSource range.
   std::string_view body;
   BlobSource* source = nullptr;
@@ -108,7 +108,12 @@ std::string http_problem(const Response& r, const std::string& fallback = {}) {
   std::string what = e && !e->message.empty() ? e->message : (fallback.empty() ? status_text(r.status) : fallback);
   std::string detail = std::to_string(r.status);
   if (e && !e->code.empty()) detail += " " + e->code;
-  return what + " (" + detail + ")";
+  std::string out = what + " (" + detail + ")";
+  if (r.status == 429 || r.status == 503)
+    if (auto s = http::retry_after_seconds(r.header("retry-after")); s && *s > ClientOptions{}.retry_after_max_s)
+      out += "; it asks to retry after " + std::to_string(*s) + " s, longer than gpubundle waits (" +
+             std::to_string(ClientOptions{}.retry_after_max_s) + " s)";
+  return out;
 }
 
 // A transport failure, one line: never the URL's query (tokens) or userinfo.
@@ -128,18 +133,22 @@ std::string transport_problem(const Response& r, const std::string& url) {
   }
 }
 
-void backoff_sleep(const ClientOptions& o, int attempt, const Response& r) {
-  if (r.status == 429 || r.status == 503) {  // both may say when to come back
-    if (auto s = http::retry_after_seconds(r.header("retry-after"))) {
-      std::this_thread::sleep_for(std::chrono::seconds(std::min(*s, 120)));
-      return;
-    }
-  }
+// Sleeps before retry number `attempt`; `waited` sums the sleeps of one
+// request. False (no sleep) when the server asks for longer than
+// retry_after_max_s or the sum would pass retry_total_s: the caller gives up
+// and reports the last answer.
+bool backoff_sleep(const ClientOptions& o, int attempt, const Response& r, std::chrono::milliseconds& waited) {
+  std::optional<int> asked;
+  if (r.status == 429 || r.status == 503) asked = http::retry_after_seconds(r.header("retry-after"));  // both may say when
   thread_local std::mt19937 rng{std::random_device{}()};
-  double base = o.backoff_ms * static_cast<double>(1u << std::min(attempt, 10));
-  base = std::min(base, 10000.0);
   std::uniform_real_distribution<double> jitter(0.5, 1.0);
-  std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<long>(base * jitter(rng))));
+  auto ms = http::retry_delay_ms(attempt, o.backoff_ms, asked, o.retry_after_max_s, jitter(rng));
+  if (!ms) return false;
+  auto wait = std::chrono::milliseconds(*ms);
+  if (waited + wait > std::chrono::seconds(o.retry_total_s)) return false;
+  waited += wait;
+  std::this_thread::sleep_for(wait);
+  return true;
 }
 
 struct Token {
@@ -162,6 +171,15 @@ struct Target {
 
 // The outcome of one endpoint: a result, "not here" (try the next), or a failure.
 enum class Outcome { Done, NotFound, Unreachable, Failed };
+
+// A digest from a manifest, a header, a lock or a caller, checked before it
+// reaches a URL; the message quotes at most 80 characters of it.
+Result<void> check_digest(const std::string& what, std::string_view digest) {
+  if (http::is_valid_digest(digest)) return {};
+  std::string shown(digest.substr(0, 80));
+  if (digest.size() > 80) shown += "...";
+  return input_error(what + ": invalid digest '" + shown + "' (expected sha256:<64 hex digits>)");
+}
 
 std::string pull_scope(const Reference& r) { return "repository:" + r.repository + ":pull"; }
 std::string push_scope(const Reference& r) { return "repository:" + r.repository + ":pull,push"; }
@@ -198,6 +216,7 @@ struct RegistryClient::Impl {
     if (options.max_parallel < 1) options.max_parallel = 1;
     if (options.max_per_host < 1) options.max_per_host = 1;
     if (options.chunk_size < 1) options.chunk_size = 1;
+    if (const char* t = std::getenv("GPUBUNDLE_HTTP_TIMEOUT_S"); t && std::atoi(t) > 0) options.request_timeout_s = std::atoi(t);
   }
   ~Impl() {
     pool.clear();  // easy handles before the share they use
@@ -327,12 +346,11 @@ struct RegistryClient::Impl {
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, &Impl::on_write);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &t);
     // Proxies: left to libcurl, which reads http_proxy/https_proxy/no_proxy.
-    if (req.follow) {
-      curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
-      curl_easy_setopt(c, CURLOPT_MAXREDIRS, 10L);
-      // CURLOPT_UNRESTRICTED_AUTH stays off: libcurl drops our Authorization
-      // header when a redirect leaves the host (storage backends, CDNs).
-    }
+    // Small bodies (everything but streamed blobs) have a deadline too, so a
+    // server trickling a manifest cannot hold a run.
+    if (!req.on_body && !req.source) curl_easy_setopt(c, CURLOPT_TIMEOUT, static_cast<long>(options.request_timeout_s));
+    // No CURLOPT_FOLLOWLOCATION: send() follows redirects and decides per hop
+    // which headers go along.
     if (const HostConfig* tls = req.tls) {
       // CAINFO adds the host's CA; the system CA path stays in effect.
       if (!tls->ca_file.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, tls->ca_file.c_str());
@@ -496,28 +514,69 @@ struct RegistryClient::Impl {
 
   Response with_retries(Request& req) {
     Response r;
+    std::chrono::milliseconds waited{0};
     for (int attempt = 0;; ++attempt) {
       r = perform(req);
       if (!retryable(r) || attempt >= options.retries) return r;
+      if (!backoff_sleep(options, attempt, r, waited)) return r;
       ++n_retries;
       log::verbose("retrying " + req.method + " " + log::redact_url(req.url) + " (" +
                    (r.code != CURLE_OK ? std::string(curl_easy_strerror(r.code)) : std::to_string(r.status)) + ")");
-      backoff_sleep(options, attempt, r);
     }
+  }
+
+  // The one place where a request's credentials are chosen from its target:
+  // the endpoint's Authorization header and TLS client settings go only to
+  // the endpoint's own origin; any other origin (an upload Location, a
+  // redirect to storage, a Link page) gets neither.
+  void address(Request& req, const Endpoint& ep, const std::vector<std::string>& base_headers, const std::string& auth) const {
+    req.headers = base_headers;
+    if (http::same_origin(req.url, ep.base_url)) {
+      req.tls = ep.tls;
+      if (!auth.empty()) req.headers.push_back(auth);
+    } else {
+      req.tls = config.host(http::url_host(req.url));  // its own entry, if the config has one
+    }
+  }
+
+  // One exchange plus the redirects of a `follow` request (at most 10), each
+  // hop addressed afresh. A 303 turns the request into a GET without a body.
+  Response exchange(Request& req, const Endpoint& ep, const std::vector<std::string>& base_headers, const std::string& auth,
+                    bool retry) {
+    address(req, ep, base_headers, auth);
+    Response r = retry ? with_retries(req) : perform(req);
+    for (int hop = 0; req.follow && r.code == CURLE_OK && hop < 10; ++hop) {
+      if (r.status != 301 && r.status != 302 && r.status != 303 && r.status != 307 && r.status != 308) break;
+      std::string loc = r.header("location");
+      if (loc.empty()) break;
+      std::string next = http::resolve_url(req.url, loc);
+      if (!starts_with(next, "https://") && !starts_with(next, "http://")) break;
+      if (starts_with(req.url, "https://") && starts_with(next, "http://")) {
+        r.code = CURLE_UNSUPPORTED_PROTOCOL;
+        r.curl_error = "refused a redirect from https to plain http";
+        break;
+      }
+      log::verbose(req.method + " " + log::redact_url(req.url) + " -> " + std::to_string(r.status) + " " + log::redact_url(next));
+      req.url = next;
+      address(req, ep, base_headers, auth);
+      r = retry ? with_retries(req) : perform(req);
+    }
+    return r;
   }
 
   // One request with auth: sends, answers a 401 challenge once, and turns a
   // final 401 into a clear failure. `retry` = retry connection errors/5xx here.
   Result<Response> send(const Endpoint& ep, std::vector<std::string> scopes, Request req, bool retry = true) {
-    req.tls = ep.tls;
     std::vector<std::string> base_headers = req.headers;
+    const std::string first_url = req.url;
     for (int round = 0; round < 2; ++round) {
       auto auth = auth_header(ep, scopes);
       if (!auth) return auth.error();
-      req.headers = base_headers;
-      if (!auth.value().empty()) req.headers.push_back(auth.value());
-      Response r = retry ? with_retries(req) : perform(req);
+      req.url = first_url;
+      Response r = exchange(req, ep, base_headers, auth.value(), retry);
       if (r.code != CURLE_OK || r.status != 401) return r;
+      // Another origin's challenge is not the endpoint's: report it as is.
+      if (!http::same_origin(req.url, ep.base_url)) return r;
       if (round == 0) {
         auto learned = learn_challenge(ep, r, scopes);
         if (!learned) return learned.error();
@@ -560,6 +619,8 @@ Result<oci::Manifest> RegistryClient::get_manifest(const Reference& ref) {
   std::string what = ref.str();
   std::string target = ref.digest.empty() ? ref.tag : ref.digest;
   if (target.empty()) return input_error(what + ": needs a tag or a digest");
+  if (!ref.digest.empty())
+    if (auto c = check_digest(ref.name(), ref.digest); !c) return c.error();
   auto eps = im.config.endpoints(ref.registry);
   std::string last;
   for (std::size_t i = 0; i < eps.size(); ++i) {
@@ -585,7 +646,7 @@ Result<oci::Manifest> RegistryClient::get_manifest(const Reference& ref) {
       return op_error(last);
     }
     if (r.status == 404 && more) {
-      log::verbose(what + ": not on " + ep.base_url + "; trying the next endpoint");
+      log::verbose(what + ": not on " + log::redact_url(ep.base_url) + "; trying the next endpoint");
       continue;
     }
     if (!r.ok()) return op_error(what + ": " + http_problem(r, r.status == 404 ? "manifest unknown" : ""));
@@ -607,6 +668,8 @@ Result<std::optional<std::string>> RegistryClient::head_manifest(const Reference
   std::string what = ref.str();
   std::string target = ref.digest.empty() ? ref.tag : ref.digest;
   if (target.empty()) return input_error(what + ": needs a tag or a digest");
+  if (!ref.digest.empty())
+    if (auto c = check_digest(ref.name(), ref.digest); !c) return c.error();
   auto eps = im.config.endpoints(ref.registry);
   std::string last;
   for (std::size_t i = 0; i < eps.size(); ++i) {
@@ -640,6 +703,7 @@ Result<std::optional<std::string>> RegistryClient::head_manifest(const Reference
       if (!m) return m.error();
       d = m->digest;
     }
+    if (auto c = check_digest(what + ": Docker-Content-Digest", d); !c) return op_error(c.error().message);
     return std::optional<std::string>(d);
   }
   return op_error(last.empty() ? what + ": no endpoint to try" : last);
@@ -714,8 +778,19 @@ struct RegistryClient::Impl::BlobFetch {
       if (!t) problem = what + ": " + t.error().message;
       return t.ok();
     };
-    if (sink.size() != 0 && !restart()) return Outcome::Failed;
+    // Bytes an earlier run left: hashed here, the rest asked for with Range,
+    // the whole checked at the end like any download.
+    if (auto held = sink.resume(hasher); !held) {
+      problem = what + ": " + held.error().message;
+      return Outcome::Failed;
+    } else if (*held > size) {
+      if (!restart()) return Outcome::Failed;
+    } else if (*held > 0) {
+      got = *held;
+      log::verbose(what + ": resuming at byte " + std::to_string(got) + " of " + std::to_string(size) + " (left by an earlier run)");
+    }
     int failures = 0;
+    std::chrono::milliseconds waited{0};
     std::string sink_error;
     while (true) {
       Request req;
@@ -780,11 +855,14 @@ struct RegistryClient::Impl::BlobFetch {
             problem = what + ": " + http_problem(r);
           return r.code != CURLE_OK && r.code != CURLE_WRITE_ERROR ? Outcome::Unreachable : Outcome::Failed;
         }
+        if (!backoff_sleep(im.options, failures, r, waited)) {
+          problem = what + ": " + (r.code != CURLE_OK ? transport_problem(r, req.url) : http_problem(r));
+          return Outcome::Failed;
+        }
         ++failures;
         ++im.n_retries;
         if (too_big && !restart()) return Outcome::Failed;
         log::verbose(what + ": transfer broke at byte " + std::to_string(got) + ", resuming");
-        backoff_sleep(im.options, failures - 1, r);
         continue;
       }
       std::string hex = hasher.hex();
@@ -806,7 +884,8 @@ struct RegistryClient::Impl::BlobFetch {
 Result<void> RegistryClient::fetch_blob(const Reference& repo, const std::string& digest, std::uint64_t size,
                                         BlobSink& sink, const std::function<void(std::uint64_t)>& on_bytes) {
   auto& im = *m_impl;
-  if (!starts_with(digest, "sha256:") || !is_sha256_digest(digest))
+  if (auto c = check_digest(repo.name(), digest); !c) return c.error();
+  if (!starts_with(digest, "sha256:"))
     return input_error(repo.name() + ": unsupported blob digest '" + digest + "' (sha256 only)");
   auto eps = im.config.endpoints(repo.registry);
   std::uint64_t reported = 0;
@@ -894,25 +973,27 @@ Result<std::string> RegistryClient::get_url(const std::string& url) {
   std::string shown = log::redact_url(url);
   if (!starts_with(url, "https://") && !starts_with(url, "http://"))
     return input_error(shown + ": only http:// and https:// URLs can be fetched");
+  if (!http::url_origin(url)) return input_error(shown + ": not a valid URL");
   Endpoint ep;
   ep.host = http::url_host(url);
-  ep.base_url = url;
+  ep.base_url = url;  // same origin as the URL: credentials for its host go along
   ep.tls = im.config.host(ep.host);
   Request req;
   req.url = url;
   req.follow = true;
-  req.body_cap = k_url_cap;
+  req.body_cap = k_url_max_bytes;
   auto sent = im.send(ep, {}, req);
   if (!sent) return op_error(shown + ": " + sent.error().message);
   Response& r = sent.value();
   if (r.code != CURLE_OK)
-    return op_error(shown + ": " + (r.body_too_large ? "larger than 1 GiB" : transport_problem(r, url)));
+    return op_error(shown + ": " + (r.body_too_large ? "larger than " + std::to_string(k_url_max_bytes >> 20) + " MiB (refused)" : transport_problem(r, url)));
   if (!r.ok()) return op_error(shown + ": " + http_problem(r));
   return std::move(r.body);
 }
 
 Result<bool> RegistryClient::blob_exists(const Reference& repo, const std::string& digest) {
   auto& im = *m_impl;
+  if (auto c = check_digest(repo.name(), digest); !c) return c.error();
   Endpoint ep = im.config.push_endpoint(repo.registry);
   Request req;
   req.method = "HEAD";
@@ -938,6 +1019,7 @@ std::string with_query(const std::string& url, const std::string& param) {
 Result<bool> RegistryClient::mount_blob(const Reference& repo, const std::string& digest, const Reference& from) {
   auto& im = *m_impl;
   std::string what = repo.name() + "@" + digest;
+  if (auto c = check_digest(repo.name(), digest); !c) return c.error();
   if (from.registry != repo.registry || from.repository == repo.repository) return false;
   Endpoint ep = im.config.push_endpoint(repo.registry);
   Request req;
@@ -966,6 +1048,7 @@ Result<void> RegistryClient::push_blob(const Reference& repo, const std::string&
                                        const std::optional<Reference>& mount_from) {
   auto& im = *m_impl;
   std::string what = repo.name() + "@" + digest;
+  if (auto c = check_digest(repo.name(), digest); !c) return c.error();
   Endpoint ep = im.config.push_endpoint(repo.registry);
   std::vector<std::string> scopes = {push_scope(repo)};
   const std::uint64_t size = source.size();
@@ -1029,11 +1112,12 @@ Result<void> RegistryClient::push_blob(const Reference& repo, const std::string&
 
   bool try_mount = mount_from && mount_from->registry == repo.registry && mount_from->repository != repo.repository;
   std::string last_error;
+  std::chrono::milliseconds waited{0};
   for (int attempt = 0; attempt <= im.options.retries; ++attempt) {
     if (attempt > 0) {
+      if (!backoff_sleep(im.options, attempt - 1, Response{}, waited)) break;
       ++im.n_retries;
       log::verbose(last_error + "; starting the upload again");
-      backoff_sleep(im.options, attempt - 1, Response{});
     }
     bool mounted = false;
     auto loc = start(try_mount && attempt == 0, mounted);
@@ -1082,8 +1166,11 @@ Result<void> RegistryClient::push_blob(const Reference& repo, const std::string&
         restart = true;
         break;
       }
+      if (!backoff_sleep(im.options, chunk_failures - 1, r, waited)) {
+        restart = true;
+        break;
+      }
       ++im.n_retries;
-      backoff_sleep(im.options, chunk_failures - 1, r);
       auto where = upload_offset(location);
       if (!where) {
         restart = true;
@@ -1107,6 +1194,8 @@ Result<void> RegistryClient::put_manifest(const Reference& ref, std::string_view
   std::string what = ref.str();
   std::string target = !ref.tag.empty() ? ref.tag : ref.digest;
   if (target.empty()) return input_error(what + ": needs a tag or a digest to push to");
+  if (!ref.digest.empty())
+    if (auto c = check_digest(ref.name(), ref.digest); !c) return c.error();
   std::string digest = sha256_digest(bytes);
   if (!ref.digest.empty() && ref.digest != digest)
     return input_error(what + ": the manifest bytes hash to " + digest + ", not the reference's digest");

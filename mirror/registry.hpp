@@ -2,6 +2,12 @@
 // A client for the OCI distribution API on libcurl. One RegistryClient serves
 // many hosts and threads; libcurl stays behind this header.
 //
+// Credentials go only to the origin (scheme, host, port) of the endpoint they
+// belong to: a Location (uploads, redirects) or Link page on another origin is
+// reached without Authorization and without the client certificate. Redirects
+// are followed here, not by libcurl, so that one place decides it.
+// Digests are checked (http_util.hpp is_valid_digest) before they reach a URL.
+//
 // Auth: anonymous, basic, or bearer tokens from the WWW-Authenticate
 // challenge, cached per (host, scope) until they expire. Credentials come from
 // the registry config, $REGISTRY_AUTH_FILE, $DOCKER_CONFIG/config.json or
@@ -21,6 +27,7 @@
 #include "mirror/oci.hpp"
 #include "mirror/registry_config.hpp"
 #include "recipes/reference.hpp"
+#include "signing/digest.hpp"
 
 namespace gb {
 
@@ -31,6 +38,12 @@ struct ClientOptions {
   int stall_timeout_s = 30;             // abort a transfer that moves no byte this long
   int connect_timeout_s = 15;
   int backoff_ms = 250;                 // first retry delay; doubles per retry (with jitter), capped at 10 s
+  // A hostile or broken server must not hold a run for long:
+  int request_timeout_s = 60;   // whole exchange of a request with a small body (manifest, tag list, token,
+                                // index.yaml, chart); $GPUBUNDLE_HTTP_TIMEOUT_S overrides it. Blobs have
+                                // only the stall limit: a multi-GB layer must never hit a wall clock.
+  int retry_after_max_s = 60;   // a 429/503 asking to come back later than this fails at once
+  int retry_total_s = 120;      // at most this long spent waiting between retries of one request
   std::uint64_t monolithic_max = 32ull << 20;  // larger blobs are pushed in chunks
   std::uint64_t chunk_size = 16ull << 20;      // PATCH size of a chunked upload
   std::string user_agent = "gpubundle";
@@ -38,14 +51,21 @@ struct ClientOptions {
 
 // Where blob bytes go. write() is called with chunks in order; on a retry that
 // resumes, the client continues where the last good byte ended (sink.size()).
-// A sink that already holds bytes when a fetch starts is truncated first: the
-// client can only vouch for bytes it hashed itself.
+// When a fetch starts, the client calls resume(): a sink that holds bytes from
+// an earlier run feeds them to the client's hasher and returns their count
+// (the client asks the registry for the rest and checks the whole digest);
+// the default starts over.
 class BlobSink {
 public:
   virtual ~BlobSink() = default;
   virtual Result<void> write(std::string_view chunk) = 0;
   virtual std::uint64_t size() const = 0;  // bytes written so far (resume offset)
-  virtual Result<void> truncate() = 0;     // start over (server ignored Range)
+  virtual Result<void> truncate() = 0;     // start over (server ignored Range, bytes corrupt)
+  virtual Result<std::uint64_t> resume(Sha256& hasher) {
+    (void)hasher;
+    if (auto t = truncate(); !t) return t.error();
+    return std::uint64_t{0};
+  }
 };
 
 // Where pushed blob bytes come from.
@@ -96,7 +116,9 @@ public:
   Result<void> fetch_blobs(std::vector<BlobRequest> requests, const std::function<void(std::uint64_t)>& on_bytes = {});
 
   // Plain HTTP(S) GET of a URL (Helm index.yaml and chart .tgz), TLS and
-  // credentials per host as for registries.
+  // credentials per host as for registries. Bodies larger than k_url_max_bytes
+  // are refused.
+  static constexpr std::uint64_t k_url_max_bytes = 64ull << 20;
   Result<std::string> get_url(const std::string& url);
 
   // Push side.

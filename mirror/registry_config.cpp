@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/files.hpp"
+#include "common/log.hpp"
 #include "common/strings.hpp"
 
 namespace gb {
@@ -107,7 +108,7 @@ Result<RegistryConfig> RegistryConfig::load(const std::filesystem::path& file) {
             auto url = v[i].as<std::string>();
             if (!starts_with(url, "https://") && !starts_with(url, "http://"))
               return rd.fail(v[i], fpath + "[" + std::to_string(i) + "]",
-                             "'" + url + "' must start with https:// or http://");
+                             "'" + log::redact_url(url) + "' must start with https:// or http://");
             while (ends_with(url, "/")) url.pop_back();
             hc.mirrors.push_back(url);
           }

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include <set>
 #include <thread>
 
+#include "common/log.hpp"
 #include "common/strings.hpp"
 
 namespace gb {
@@ -23,34 +25,99 @@ using json = nlohmann::json;
 
 // ---- BlobWriter ----
 
-BlobWriter::BlobWriter(std::string digest, std::uint64_t expected, AtomicFile file)
-    : m_digest(std::move(digest)), m_expected(expected), m_file(std::move(file)) {}
+namespace {
 
-BlobWriter::~BlobWriter() = default;
+constexpr std::string_view k_partial_suffix = ".partial";
+
+bool is_partial_name(std::string_view name) {
+  return name.size() > k_partial_suffix.size() && name.substr(name.size() - k_partial_suffix.size()) == k_partial_suffix;
+}
+
+// Feeds the first `len` bytes of fd to each hasher.
+Result<void> hash_prefix(int fd, std::uint64_t len, const fs::path& path, std::initializer_list<Sha256*> hashers) {
+  std::string buf(1 << 16, '\0');
+  std::uint64_t off = 0;
+  while (off < len) {
+    ssize_t n = ::pread(fd, buf.data(), static_cast<std::size_t>(std::min<std::uint64_t>(buf.size(), len - off)),
+                        static_cast<off_t>(off));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return op_error(path.string() + ": cannot read back: " + (n < 0 ? std::strerror(errno) : "short file"));
+    for (auto* h : hashers) h->update(buf.data(), static_cast<std::size_t>(n));
+    off += static_cast<std::uint64_t>(n);
+  }
+  return {};
+}
+
+}  // namespace
+
+BlobWriter::BlobWriter(std::string digest, std::uint64_t expected, fs::path final_path, int fd)
+    : m_digest(std::move(digest)), m_expected(expected), m_final(std::move(final_path)), m_fd(fd) {
+  m_partial = m_final;
+  m_partial += k_partial_suffix;
+}
+
+BlobWriter::~BlobWriter() {
+  if (m_fd >= 0) ::close(m_fd);
+  // An empty partial is worth nothing to the next run.
+  std::error_code ec;
+  if (!m_partial.empty() && fs::file_size(m_partial, ec) == 0 && !ec) fs::remove(m_partial, ec);
+}
 
 Result<void> BlobWriter::write(std::string_view chunk) {
   if (m_expected && m_written + chunk.size() > m_expected)
     return op_error(m_digest + ": more bytes than the expected " + std::to_string(m_expected));
-  if (auto r = m_file.write(chunk); !r) return r;
+  std::string_view rest = chunk;
+  while (!rest.empty()) {
+    ssize_t n = ::pwrite(m_fd, rest.data(), rest.size(), static_cast<off_t>(m_written + (chunk.size() - rest.size())));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int e = errno;
+      // Keep the file at the bytes that are whole, so that a resume starts right.
+      (void)::ftruncate(m_fd, static_cast<off_t>(m_written));
+      return op_error(m_partial.string() + ": write failed: " + std::strerror(e) +
+                      (e == ENOSPC ? " (free space, then run the same command again: it resumes)" : ""));
+    }
+    rest.remove_prefix(static_cast<std::size_t>(n));
+  }
   m_hash.update(chunk);
   m_written += chunk.size();
   return {};
 }
 
 Result<void> BlobWriter::truncate() {
-  if (::ftruncate(m_file.fd(), 0) != 0 || ::lseek(m_file.fd(), 0, SEEK_SET) != 0)
-    return op_error(m_file.temp_path().string() + ": cannot truncate: " + std::strerror(errno));
+  if (::ftruncate(m_fd, 0) != 0) return op_error(m_partial.string() + ": cannot truncate: " + std::strerror(errno));
   m_hash = Sha256();
   m_written = 0;
   return {};
+}
+
+Result<std::uint64_t> BlobWriter::resume(Sha256& hasher) {
+  struct stat st {};
+  if (::fstat(m_fd, &st) != 0) return op_error(m_partial.string() + ": " + std::strerror(errno));
+  auto held = static_cast<std::uint64_t>(st.st_size);
+  if (held == 0 || (m_expected && held > m_expected)) {
+    if (auto t = truncate(); !t) return t.error();
+    return std::uint64_t{0};
+  }
+  m_hash = Sha256();
+  if (auto r = hash_prefix(m_fd, held, m_partial, {&m_hash, &hasher}); !r) return r.error();
+  m_written = held;
+  return held;
 }
 
 Result<void> BlobWriter::publish() {
   if (m_expected && m_written != m_expected)
     return op_error(m_digest + ": got " + std::to_string(m_written) + " bytes, expected " + std::to_string(m_expected));
   std::string got = "sha256:" + m_hash.hex();
-  if (got != m_digest) return op_error(m_digest + ": content hashes to " + got + " (corrupted in transit?)");
-  return m_file.commit();
+  if (got != m_digest) {
+    (void)truncate();  // worthless to a resume
+    return op_error(m_digest + ": content hashes to " + got + " (corrupted in transit?)");
+  }
+  if (::fsync(m_fd) != 0) return op_error(m_partial.string() + ": fsync failed: " + std::strerror(errno));
+  if (::rename(m_partial.c_str(), m_final.c_str()) != 0)
+    return op_error(m_final.string() + ": rename failed: " + std::strerror(errno));
+  m_partial.clear();
+  return fsync_dir(m_final.parent_path());
 }
 
 // ---- Store ----
@@ -77,6 +144,7 @@ struct Store::Impl {
   StoreAccess access = StoreAccess::Read;
   int lock_fd = -1;
   std::optional<CatalogDb> catalog;
+  GcReport swept;
   ~Impl() {
     if (lock_fd >= 0) ::close(lock_fd);  // releases the flock
   }
@@ -115,6 +183,7 @@ Result<Store> Store::open(const fs::path& root, StoreAccess access, int wait_s) 
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   }
+  if (access == StoreAccess::Exclusive) s.sweep();
   if (!exists) {
     if (auto r = write_atomic(root / "oci-layout", R"({"imageLayoutVersion":"1.0.0"})"); !r) return r.error();
     if (!fs::exists(s.m_impl->index_path())) {
@@ -128,41 +197,87 @@ Result<Store> Store::open(const fs::path& root, StoreAccess access, int wait_s) 
 }
 
 const fs::path& Store::root() const { return m_impl->root; }
+const Store::GcReport& Store::swept() const { return m_impl->swept; }
+
+void Store::sweep() {
+  // Runs under the exclusive lock: every writer holds it, so no live process
+  // owns a temp file. Partials are kept for resume unless their blob is complete.
+  auto& rep = m_impl->swept;
+  auto blobs = m_impl->root / "blobs" / "sha256";
+  for (const auto& dir : {m_impl->root, blobs, m_impl->root / "charts"}) {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+      auto name = e.path().filename().string();
+      bool stale = is_temp_name(name);
+      if (!stale && dir == blobs && is_partial_name(name)) {
+        std::error_code ec2;
+        stale = fs::exists(blobs / name.substr(0, name.size() - k_partial_suffix.size()), ec2);
+      }
+      if (!stale) continue;
+      std::error_code ec2;
+      auto sz = e.file_size(ec2);
+      if (fs::remove(e.path(), ec2)) {
+        ++rep.temps_removed;
+        rep.bytes_freed += ec2 ? 0 : sz;
+      }
+    }
+  }
+}
 
 fs::path Store::blob_path(std::string_view digest) const { return m_impl->root / "blobs" / "sha256" / hex_of(digest); }
 
 bool Store::has_blob(std::string_view digest, std::uint64_t size) const {
+  if (!is_sha256_digest(digest)) return false;  // never a path outside blobs/sha256
   std::error_code ec;
   auto sz = fs::file_size(blob_path(digest), ec);
   return !ec && (size == 0 || sz == size);
 }
 
 Result<std::string> Store::read_blob(std::string_view digest) const {
+  if (!is_sha256_digest(digest)) return op_error("not a sha256 digest: " + std::string(digest.substr(0, 80)));
   auto r = read_file(blob_path(digest));
   if (!r) return op_error(m_impl->root.string() + ": blob " + std::string(digest) + " is missing");
   return r;
 }
 
 Result<void> Store::put_blob(std::string_view digest, std::string_view bytes) {
-  if (!is_sha256_digest(digest)) return op_error("not a sha256 digest: " + std::string(digest));
-  if (has_blob(digest, bytes.size())) return {};
-  auto w = open_blob(std::string(digest), bytes.size());
-  if (!w) return w.error();
-  if (auto r = (*w)->write(bytes); !r) return r;
-  return (*w)->publish();
+  if (!is_sha256_digest(digest)) return op_error("not a sha256 digest: " + std::string(digest.substr(0, 80)));
+  if (has_blob(digest, bytes.size())) {
+    auto held = sha256_file_hex(blob_path(digest));
+    if (held && "sha256:" + *held == digest) return {};
+    log::warn(blob_path(digest).string() + ": stored bytes do not match " + std::string(digest) + "; replacing them");
+  }
+  auto f = AtomicFile::create(blob_path(digest));
+  if (!f) return f.error();
+  if (sha256_digest(bytes) != digest) return op_error(std::string(digest) + ": content hashes to " + sha256_digest(bytes));
+  if (auto r = f->write(bytes); !r) return r;
+  return f->commit();
 }
 
 Result<std::unique_ptr<BlobWriter>> Store::open_blob(const std::string& digest, std::uint64_t size) {
-  if (!is_sha256_digest(digest)) return op_error("not a sha256 digest: " + digest);
-  auto f = AtomicFile::create(blob_path(digest));
-  if (!f) return f.error();
-  return std::unique_ptr<BlobWriter>(new BlobWriter(digest, size, std::move(f).value()));
+  if (!is_sha256_digest(digest)) return op_error("not a sha256 digest: " + digest.substr(0, 80));
+  fs::path final_path = blob_path(digest);
+  fs::path partial = final_path;
+  partial += k_partial_suffix;
+  std::error_code ec;
+  fs::create_directories(final_path.parent_path(), ec);
+  int fd = ::open(partial.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return op_error(partial.string() + ": cannot create: " + std::strerror(errno));
+  std::unique_ptr<BlobWriter> w(new BlobWriter(digest, size, final_path, fd));
+  // Bytes a previous run left stay until the client resume()s them.
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && st.st_size > 0) {
+    if (auto r = hash_prefix(fd, static_cast<std::uint64_t>(st.st_size), partial, {&w->m_hash}); !r) return r.error();
+    w->m_written = static_cast<std::uint64_t>(st.st_size);
+  }
+  return w;
 }
 
 Result<void> Store::put_blob_file(const std::string& digest, std::uint64_t size, const fs::path& file) {
   if (has_blob(digest, size)) return {};
   auto w = open_blob(digest, size);
   if (!w) return w.error();
+  if (auto t = (*w)->truncate(); !t) return t;
   std::ifstream in(file, std::ios::binary);
   if (!in) return op_error(file.string() + ": cannot open");
   std::string buf(1 << 16, '\0');
@@ -319,15 +434,17 @@ Result<std::vector<std::string>> Store::reachable() {
   return std::vector<std::string>(seen.begin(), seen.end());
 }
 
-Result<Store::FsckReport> Store::fsck() {
+Result<Store::FsckReport> Store::fsck(bool repair) {
   FsckReport rep;
+  if (repair && m_impl->access != StoreAccess::Exclusive)
+    return op_error("internal: store fsck --repair needs the exclusive lock");
   auto root = m_impl->root;
   auto layout = read_file(root / "oci-layout");
   if (!layout || layout->find("imageLayoutVersion") == std::string::npos) rep.problems.push_back("oci-layout: missing or invalid");
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(root / "blobs" / "sha256", ec)) {
     auto name = e.path().filename().string();
-    if (is_temp_name(name)) continue;  // a writer's (or a crash's) leftover; gc removes it
+    if (is_temp_name(name) || is_partial_name(name)) continue;  // a writer's (or a crash's) leftover; gc removes it
     if (!e.is_regular_file() || !is_sha256_digest("sha256:" + name)) {
       rep.problems.push_back("blobs/sha256/" + name + ": not a blob");
       continue;
@@ -335,8 +452,17 @@ Result<Store::FsckReport> Store::fsck() {
     auto h = sha256_file_hex(e.path());
     ++rep.blobs;
     rep.bytes += e.file_size(ec);
-    if (!h) rep.problems.push_back("blobs/sha256/" + name + ": " + h.error().message);
-    else if (*h != name) rep.problems.push_back("blobs/sha256/" + name + ": content hashes to sha256:" + *h + " (corrupt)");
+    if (!h) {
+      rep.problems.push_back("blobs/sha256/" + name + ": " + h.error().message);
+    } else if (*h != name && repair) {
+      std::error_code rm;
+      if (fs::remove(e.path(), rm)) rep.repaired.push_back("blobs/sha256/" + name);
+      else rep.problems.push_back("blobs/sha256/" + name + ": corrupt, and cannot remove it: " + rm.message());
+    } else if (*h != name) {
+      rep.problems.push_back("blobs/sha256/" + name + ": content hashes to sha256:" + *h +
+                             " (corrupt; `gpubundle store fsck --repair` removes it, then `gpubundle mirror` with a lock "
+                             "that needs it fetches it again)");
+    }
   }
   if (ec) rep.problems.push_back("blobs/sha256: " + ec.message());
   auto imgs = images();
@@ -366,7 +492,8 @@ Result<Store::GcReport> Store::gc() {
   bool own_lock = m_impl->access == StoreAccess::Exclusive;
   auto now = fs::file_time_type::clock::now();
   auto is_stale_temp = [&](const fs::directory_entry& e) {
-    if (!is_temp_name(e.path().filename().string())) return false;
+    auto name = e.path().filename().string();
+    if (!is_temp_name(name) && !is_partial_name(name)) return false;
     if (own_lock) return true;
     std::error_code ec;
     auto t = e.last_write_time(ec);
@@ -383,7 +510,7 @@ Result<Store::GcReport> Store::gc() {
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(m_impl->root / "blobs" / "sha256", ec)) {
     auto name = e.path().filename().string();
-    if (is_temp_name(name)) {
+    if (is_temp_name(name) || is_partial_name(name)) {
       if (is_stale_temp(e)) remove(e, rep.temps_removed);
     } else if (!keep.count(name)) {
       remove(e, rep.blobs_removed);

@@ -23,10 +23,22 @@
 //   STORE/catalog.db            sqlite index of the above (mirror/catalog_db.hpp); written last
 //   STORE/.lock                 flock(2): exclusive for writers (mirror, gc), shared for fsck
 //
-// Publishing: a blob is written to "<hex>.tmp.XXXXXX" in blobs/sha256, its size and sha256 are
-// checked, it is fsynced and renamed into place (common/files.hpp AtomicFile). index.json is
-// rewritten the same way, after every blob it reaches is in place; catalog rows come last. A
-// crash therefore leaves at worst unreferenced blobs and temp files, which `store gc` removes.
+//   STORE/blobs/sha256/<hex>.partial   a download in progress, or cut short (kill, full disk,
+//                               network): the next mirror resumes it from its last byte and
+//                               checks the whole blob's sha256 before publishing it.
+//
+// Publishing: a fetched blob grows in "<hex>.partial"; once its size and sha256 match it is
+// fsynced and renamed to "<hex>". Other files (manifests, built layers, index.json, charts) are
+// written as "NAME.tmp.XXXXXX" and renamed (common/files.hpp AtomicFile). index.json is
+// rewritten after every blob it reaches is in place; catalog rows come last. A crash therefore
+// leaves at worst unreferenced blobs, partial downloads and temp files. Only a holder of the
+// exclusive lock writes, so the next exclusive open (mirror, gc, ...) removes every temp file
+// (no live process can own one) and every partial whose blob is already complete; gc also
+// removes the other partials.
+//
+// Repair: fsck names a blob whose bytes do not hash to its name; `store fsck --repair` removes
+// such blobs, and the next mirror of a lock that needs them fetches them again (a stored
+// manifest is also checked and replaced whenever mirror writes it).
 
 #include <cstdint>
 #include <filesystem>
@@ -58,24 +70,31 @@ struct StoredImage {
   std::vector<std::string> platforms;  // for indexes: the children kept
 };
 
-// Streams one blob into the store under a temp name; publish() checks size
-// and sha256 against the expected digest, then renames it into place.
+// Streams one blob into the store as "<hex>.partial", continuing the bytes a
+// previous run left there; publish() checks size and sha256 against the
+// expected digest, then renames it into place. A writer that is dropped
+// unpublished leaves its partial file for the next run to resume.
 class BlobWriter final : public BlobSink {
 public:
   ~BlobWriter() override;
+  BlobWriter(const BlobWriter&) = delete;
+  BlobWriter& operator=(const BlobWriter&) = delete;
   Result<void> write(std::string_view chunk) override;
   std::uint64_t size() const override { return m_written; }
   Result<void> truncate() override;
+  Result<std::uint64_t> resume(Sha256& hasher) override;
   Result<void> publish();
   const std::string& digest() const { return m_digest; }
 
 private:
   friend class Store;
-  BlobWriter(std::string digest, std::uint64_t expected, AtomicFile file);
+  BlobWriter(std::string digest, std::uint64_t expected, std::filesystem::path final_path, int fd);
   std::string m_digest;
   std::uint64_t m_expected = 0;
   std::uint64_t m_written = 0;
-  AtomicFile m_file;
+  std::filesystem::path m_final;
+  std::filesystem::path m_partial;
+  int m_fd = -1;
   Sha256 m_hash;
 };
 
@@ -98,7 +117,8 @@ public:
   // Present with the expected size (size 0: any size).
   bool has_blob(std::string_view digest, std::uint64_t size = 0) const;
   Result<std::string> read_blob(std::string_view digest) const;
-  // Small blobs (manifests): verify, write atomically. No-op when present.
+  // Small blobs (manifests): verify, write atomically. No-op when present and
+  // intact; a present copy with other bytes (a bad disk) is replaced.
   Result<void> put_blob(std::string_view digest, std::string_view bytes);
   Result<std::unique_ptr<BlobWriter>> open_blob(const std::string& digest, std::uint64_t size);
   // A file made elsewhere (a built layer): streamed in, checked like any blob.
@@ -118,29 +138,36 @@ public:
 
   struct FsckReport {
     std::vector<std::string> problems;  // one line each
+    std::vector<std::string> repaired;  // "blobs/sha256/<hex>" removed by repair
     std::size_t blobs = 0;
     std::size_t images = 0;
     std::uint64_t bytes = 0;
   };
   // Re-hashes every blob, checks that every index.json entry resolves and that
   // every manifest's config and layers (and the kept children of an index) exist.
-  Result<FsckReport> fsck();
+  // With `repair` (needs Exclusive access) a blob whose bytes do not match its
+  // name is removed and listed in `repaired`, so that mirror fetches it again.
+  Result<FsckReport> fsck(bool repair = false);
 
   struct GcReport {
     std::size_t blobs_removed = 0;
-    std::size_t temps_removed = 0;
+    std::size_t temps_removed = 0;  // temp files and partial downloads
     std::uint64_t bytes_freed = 0;
   };
-  // Removes blobs no index.json entry reaches, and temp files: all of them when
-  // this process holds the exclusive lock (no writer can own them), else those
-  // older than an hour.
+  // Removes blobs no index.json entry reaches, temp files and partial downloads:
+  // all of them when this process holds the exclusive lock (no writer can own
+  // them), else those older than an hour.
   Result<GcReport> gc();
+  // What the exclusive open swept: temp files of killed runs, partials of
+  // blobs already complete.
+  const GcReport& swept() const;
 
   // Every blob digest an index.json entry reaches (present ones only).
   Result<std::vector<std::string>> reachable();
 
 private:
   Store();
+  void sweep();
   struct Impl;
   std::unique_ptr<Impl> m_impl;
 };

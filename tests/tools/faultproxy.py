@@ -2,15 +2,17 @@
 """An HTTP reverse proxy on 127.0.0.1 that breaks the first K matching requests.
 
   faultproxy.py start --dir DIR --upstream http://127.0.0.1:PORT --fault MODE --times K
-                      [--match blobs|manifests|any] [--name NAME] [--stall-seconds S]
-      -> {"url": "http://127.0.0.1:PORT", "pid": N}
+                      [--match blobs|manifests|tags|uploads|index|any] [--name NAME] [--stall-seconds S]
+                      [--retry-after S] [--trickle-bps N] [--oversize-bytes N]
+      -> {"url": "http://127.0.0.1:PORT", "foreign": "http://127.0.0.1:PORT2", "pid": N}
   faultproxy.py stats --dir DIR [--name NAME]
-      -> {"injected": N, "requests": N, "fault": MODE, "times": K, "match": M}
+      -> {"injected": N, "requests": N, "leaked": N, "foreign": N, "traversal": N,
+          "fault": MODE, "times": K, "match": M}
   faultproxy.py stop  --dir DIR
 
 Modes, applied to the first K requests that match, then everything passes:
   503       answer 503 without asking upstream
-  429       answer 429 with Retry-After: 1
+  429       answer 429 with Retry-After: --retry-after (default 1)
   drop      forward, send the status, headers and part of the body, then reset
             the connection (a request without a response body is dropped
             before any answer)
@@ -18,13 +20,28 @@ Modes, applied to the first K requests that match, then everything passes:
   corrupt   forward, flip one byte in the middle of the body
   stall     forward, send about half the body, then nothing for --stall-seconds
             (default 60), then close
-  redirect  answer 307 to http://localhost:PORT/_storage<path> on this proxy (another
-            host name, as a storage backend would be); /_storage requests go upstream
-            without their Authorization header, and stats count those that carried
-            one as "leaked" (a client must not send credentials across hosts)
-truncate, corrupt and stall only count requests whose response has a body.
+  redirect  answer 307 to the same path on the foreign listener (another origin,
+            as a storage backend or CDN would be)
+  foreign-upload  forward, and point the Location of a started upload (202 to
+            POST .../blobs/uploads/) at the foreign listener
+  foreign-link    forward, and add a Link rel="next" to a tag list that points at
+            the foreign listener
+  trickle   forward, sending the body at --trickle-bps bytes a second (default 2)
+  oversize  answer a GET with 200 and --oversize-bytes bytes of body (HEAD passes)
+  hostile-digest  answer a manifest GET/HEAD by tag with an OCI index whose child
+            digest is "sha512:../../../etc/hostname"
+
+The foreign listener ("foreign" in start's output; another port, so another
+origin) forwards everything upstream without its Authorization and Host headers;
+stats count its requests as "foreign" and those that carried Authorization as
+"leaked" (a client must not send credentials across origins). Requests to
+/_storage<path> on the main port are treated the same way (another host name,
+for clients that reach the proxy as "localhost"). Any request whose path holds
+".." or "/etc/" counts as "traversal".
+truncate, corrupt, stall and trickle only count requests whose response has a body.
 --match: blobs = /v2/<name>/blobs/<digest> (not uploads), manifests =
-/v2/<name>/manifests/<ref>, any = every request (default).
+/v2/<name>/manifests/<ref>, tags = /v2/<name>/tags/list, uploads =
+/v2/<name>/blobs/uploads/, index = .../index.yaml, any = every request (default).
 
 Everything else is passed through as is: any method, request bodies (by length
 or chunked), Range, redirects (never followed), streaming in 64 KiB pieces. The
@@ -34,6 +51,7 @@ DIR/faultproxy-NAME.log, counters DIR/faultproxy-NAME.stats.json.
 """
 
 import argparse
+import hashlib
 import http.client
 import http.server
 import json
@@ -55,6 +73,9 @@ HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", 
 MATCH = {
     "blobs": re.compile(r"^/v2/.+/blobs/[a-z0-9]+:[A-Za-z0-9=_-]+$"),
     "manifests": re.compile(r"^/v2/.+/manifests/[^/]+$"),
+    "tags": re.compile(r"^/v2/.+/tags/list$"),
+    "uploads": re.compile(r"^/v2/.+/blobs/uploads/$"),
+    "index": re.compile(r"/index\.yaml$"),
     "any": re.compile(r""),
 }
 
@@ -65,12 +86,15 @@ class State:
     injected = 0
     requests = 0
     leaked = 0
+    foreign = 0
+    traversal = 0
 
     @classmethod
     def save(cls):
         tmp = cls.cfg["stats"] + ".tmp"
         with open(tmp, "w") as f:
             json.dump({"injected": cls.injected, "requests": cls.requests, "leaked": cls.leaked,
+                       "foreign": cls.foreign, "traversal": cls.traversal,
                        "fault": cls.cfg["fault"],
                        "times": cls.cfg["times"], "match": cls.cfg["match"]}, f)
         os.replace(tmp, cls.cfg["stats"])
@@ -81,7 +105,7 @@ class State:
         with cls.lock:
             cls.requests += 1
             hit = (cls.injected < cls.cfg["times"] and MATCH[cls.cfg["match"]].search(path) is not None
-                   and (has_body or cls.cfg["fault"] not in ("truncate", "corrupt", "stall")))
+                   and (has_body or cls.cfg["fault"] not in ("truncate", "corrupt", "stall", "trickle")))
             if hit:
                 cls.injected += 1
             cls.save()
@@ -126,7 +150,7 @@ class ProxyHandler(http.server.BaseHTTPRequestHandler):
                                        "message": "injected by faultproxy"}]}).encode()
         self.send_response(code)
         if code == 429:
-            self.send_header("Retry-After", "1")
+            self.send_header("Retry-After", str(State.cfg.get("retry_after", 1)))
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -148,18 +172,30 @@ class ProxyHandler(http.server.BaseHTTPRequestHandler):
         path = self.path
         fault = cfg["fault"]
         bare = urllib.parse.urlsplit(path).path
-        storage = bare.startswith("/_storage/")
+        if ".." in path or "/etc/" in path:
+            with State.lock:
+                State.traversal += 1
+                State.save()
+        foreign = self.server.server_port == cfg["foreign_port"]
+        storage = foreign or bare.startswith("/_storage/")
         if storage:
-            path = path[len("/_storage"):]
+            if not foreign:
+                path = path[len("/_storage"):]
             with State.lock:
                 if "Authorization" in self.headers:
                     State.leaked += 1
+                State.foreign += 1
                 State.requests += 1
                 State.save()
         elif fault in ("503", "429") and State.take(bare, True):
             return self._refuse(int(fault))
         elif fault == "redirect" and State.take(bare, True):
             return self._redirect(path)
+        elif fault == "hostile-digest" and self.command in ("GET", "HEAD") and not re.search(
+                r"/manifests/sha\d+:", bare) and State.take(bare, True):
+            return self._hostile_index()
+        elif fault == "oversize" and self.command == "GET" and State.take(bare, True):
+            return self._oversize()
 
         up = http.client.HTTPConnection(cfg["upstream_host"], timeout=120)
         headers = [(k, v) for k, v in self.headers.items()
@@ -186,7 +222,10 @@ class ProxyHandler(http.server.BaseHTTPRequestHandler):
         length = resp.getheader("Content-Length")
         has_body = self.command != "HEAD" and resp.status not in (204, 304) and (
             length is None or int(length) > 0)
-        inject = not storage and fault in ("drop", "truncate", "corrupt", "stall") and State.take(bare, has_body)
+        inject = not storage and fault in ("drop", "truncate", "corrupt", "stall", "trickle") and State.take(bare, has_body)
+        rewrite_upload = (not storage and fault == "foreign-upload" and self.command == "POST" and resp.status == 202
+                          and State.take(bare, True))
+        add_link = not storage and fault == "foreign-link" and resp.status == 200 and State.take(bare, True)
         if inject and fault == "drop" and not has_body:
             up.close()
             return self._reset()
@@ -202,9 +241,14 @@ class ProxyHandler(http.server.BaseHTTPRequestHandler):
         for k, v in resp.getheaders():
             if k.lower() in HOP or k.lower() == "content-length":
                 continue
-            if k.lower() == "location" and v.startswith(cfg["upstream"]):
+            if k.lower() == "location" and rewrite_upload:
+                u = urllib.parse.urlsplit(v)
+                v = self._foreign_url() + urllib.parse.urlunsplit(("", "", u.path, u.query, ""))
+            elif k.lower() == "location" and v.startswith(cfg["upstream"]):
                 v = self._self_url() + v[len(cfg["upstream"]):]
             self.send_header(k, v)
+        if add_link:
+            self.send_header("Link", '<%s%s?n=1000>; rel="next"' % (self._foreign_url(), bare))
         if length is not None:
             self.send_header("Content-Length", length)
         else:
@@ -217,6 +261,18 @@ class ProxyHandler(http.server.BaseHTTPRequestHandler):
         if body is not None:
             self.wfile.write(body)
             up.close()
+            return
+        if inject and fault == "trickle":
+            try:
+                while True:
+                    piece = resp.read(cfg["trickle_bps"])
+                    if not piece:
+                        break
+                    self.wfile.write(piece)
+                    self.wfile.flush()
+                    time.sleep(1.0)
+            finally:
+                up.close()
             return
         total = int(length) if length is not None else None
         budget = None
@@ -245,9 +301,38 @@ class ProxyHandler(http.server.BaseHTTPRequestHandler):
         for _ in self._request_body():
             pass
         self.send_response(307)
-        self.send_header("Location", f"http://localhost:{self.server.server_port}/_storage{path}")
+        self.send_header("Location", self._foreign_url() + path)
         self.send_header("Content-Length", "0")
         self.end_headers()
+
+    def _foreign_url(self):
+        return "http://127.0.0.1:%d" % State.cfg["foreign_port"]
+
+    def _hostile_index(self):
+        body = json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json",
+                           "manifests": [{"mediaType": "application/vnd.oci.image.manifest.v1+json",
+                                          "digest": "sha512:../../../etc/hostname", "size": 2,
+                                          "platform": {"os": "linux", "architecture": "amd64"}}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/vnd.oci.image.index.v1+json")
+        self.send_header("Docker-Content-Digest", "sha256:" + hashlib.sha256(body).hexdigest())
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def _oversize(self):
+        n = State.cfg["oversize_bytes"]
+        self.send_response(200)
+        self.send_header("Content-Type", "application/vnd.oci.image.manifest.v1+json")
+        self.send_header("Content-Length", str(n))
+        self.end_headers()
+        piece = b" " * PIECE
+        sent = 0
+        while sent < n:
+            k = min(PIECE, n - sent)
+            self.wfile.write(piece[:k])
+            sent += k
 
     def _self_url(self):
         return "http://" + (self.headers.get("Host") or "127.0.0.1:%d" % self.server.server_port)
@@ -266,6 +351,9 @@ def run_proxy(args):
     with open(args.config) as f:
         State.cfg = json.load(f)
     State.save()
+    foreign = http.server.ThreadingHTTPServer(("127.0.0.1", State.cfg["foreign_port"]), ProxyHandler)
+    foreign.daemon_threads = True
+    threading.Thread(target=foreign.serve_forever, daemon=True).start()
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", State.cfg["port"]), ProxyHandler)
     srv.daemon_threads = True
     srv.serve_forever()
@@ -284,10 +372,13 @@ def start(args):
     log = os.path.join(d, f"faultproxy-{args.name}.log")
     cfg_path = os.path.join(d, f"faultproxy-{args.name}.json")
     for _ in range(5):
-        port = harness.free_port()
-        cfg = {"port": port, "upstream": f"http://{u.netloc}", "upstream_host": u.netloc,
+        port, foreign_port = harness.free_port(), harness.free_port()
+        if foreign_port == port:
+            continue
+        cfg = {"port": port, "foreign_port": foreign_port, "upstream": f"http://{u.netloc}", "upstream_host": u.netloc,
                "fault": args.fault, "times": args.times, "match": args.match,
-               "stall_seconds": args.stall_seconds,
+               "stall_seconds": args.stall_seconds, "retry_after": args.retry_after,
+               "trickle_bps": args.trickle_bps, "oversize_bytes": args.oversize_bytes,
                "stats": os.path.join(d, f"faultproxy-{args.name}.stats.json")}
         with open(cfg_path, "w") as f:
             json.dump(cfg, f)
@@ -295,8 +386,9 @@ def start(args):
                              [sys.executable, os.path.abspath(__file__), "run", "--config", cfg_path], log)
         # Probe a path that is not a registry path, so the probe never counts
         # against --match blobs|manifests; with "any" it is a passed-through 404 or so.
-        if wait_listening(port, proc):
-            return harness.print_json({"url": f"http://127.0.0.1:{port}", "pid": proc.pid})
+        if wait_listening(port, proc) and wait_listening(foreign_port, proc):
+            return harness.print_json({"url": f"http://127.0.0.1:{port}", "foreign": f"http://127.0.0.1:{foreign_port}",
+                                       "pid": proc.pid})
         harness.stop(d, {"faultproxy"}, args.name)
     harness.die(f"fault proxy did not start: {harness.log_tail(log)}")
 
@@ -330,8 +422,13 @@ def main():
     s.add_argument("--dir", required=True)
     s.add_argument("--name", default="proxy")
     s.add_argument("--upstream", required=True)
-    s.add_argument("--fault", required=True, choices=["503", "429", "drop", "truncate", "corrupt", "stall", "redirect"])
+    s.add_argument("--fault", required=True, choices=["503", "429", "drop", "truncate", "corrupt", "stall", "redirect",
+                                                      "foreign-upload", "foreign-link", "trickle", "oversize",
+                                                      "hostile-digest"])
     s.add_argument("--stall-seconds", type=float, default=60.0)
+    s.add_argument("--retry-after", type=int, default=1)
+    s.add_argument("--trickle-bps", type=int, default=2)
+    s.add_argument("--oversize-bytes", type=int, default=17 << 20)
     s.add_argument("--times", type=int, required=True)
     s.add_argument("--match", default="any", choices=sorted(MATCH))
     s.set_defaults(fn=start)

@@ -87,7 +87,7 @@ TEST_CASE("registry error bodies, Link pagination, Location resolution", "[auth]
   CHECK(http::retry_after_seconds("Wed, 21 Oct 2015 07:28:00 GMT", t0 + 5).value() == 0);
   CHECK_FALSE(http::retry_after_seconds("Wed, 21 Oct 2015 07:28:00", t0));
   CHECK_FALSE(http::retry_after_seconds("soon"));
-  CHECK_FALSE(http::retry_after_seconds("99999999"));
+  CHECK(http::retry_after_seconds("99999999").value() == 86400);
 }
 
 TEST_CASE("docker auth files: auth, username/password, identitytoken", "[auth]") {
@@ -158,4 +158,40 @@ TEST_CASE("secrets never survive redaction", "[auth]") {
   auto r = log::redact_url("https://auth.example/token?service=x&access_token=abc&refresh_token=def");
   CHECK(r.find("abc") == std::string::npos);
   CHECK(r.find("def") == std::string::npos);
+}
+
+TEST_CASE("credentials stay on their origin: scheme, host and port", "[auth][hostile]") {
+  CHECK(http::same_origin("https://reg.example/v2/a/blobs/uploads/x", "https://Reg.Example:443"));
+  CHECK(http::same_origin("http://127.0.0.1:5000/v2/", "http://user:pw@127.0.0.1:5000"));
+  CHECK_FALSE(http::same_origin("http://127.0.0.1:5001/v2/", "http://127.0.0.1:5000"));  // another port
+  CHECK_FALSE(http::same_origin("http://reg.example/v2/", "https://reg.example"));        // another scheme
+  CHECK_FALSE(http::same_origin("https://cdn.example/blob", "https://reg.example"));      // another host
+  CHECK_FALSE(http::same_origin("https://reg.example.evil/x", "https://reg.example"));
+  CHECK_FALSE(http::same_origin("/v2/relative", "https://reg.example"));
+  CHECK_FALSE(http::same_origin("https://reg.example:99999/x", "https://reg.example:99999"));
+  CHECK(http::url_origin("https://[::1]:5000/v2/")->port == 5000);
+  CHECK(http::url_origin("https://[::1]:5000/v2/")->host == "[::1]");
+  CHECK_FALSE(http::url_origin("ftp://reg.example/x"));
+}
+
+TEST_CASE("digests are checked before they reach a URL or a path", "[auth][hostile]") {
+  CHECK(http::is_valid_digest("sha256:" + std::string(64, 'a')));
+  CHECK(http::is_valid_digest("sha512:" + std::string(128, '0')));
+  CHECK_FALSE(http::is_valid_digest("sha512:../../../etc/hostname"));
+  CHECK_FALSE(http::is_valid_digest("sha256:" + std::string(64, 'A')));  // upper case
+  CHECK_FALSE(http::is_valid_digest("sha256:" + std::string(63, 'a')));
+  CHECK_FALSE(http::is_valid_digest("sha256:" + std::string(62, 'a') + "/."));
+  CHECK_FALSE(http::is_valid_digest("md5:" + std::string(32, 'a')));
+  CHECK_FALSE(http::is_valid_digest(""));
+}
+
+TEST_CASE("Retry-After is honoured up to a limit, then the request gives up", "[auth][hostile]") {
+  CHECK(http::retry_delay_ms(0, 250, 3, 60, 1.0).value() == 3000);
+  CHECK(http::retry_delay_ms(0, 250, 60, 60, 1.0).value() == 60000);
+  CHECK_FALSE(http::retry_delay_ms(0, 250, 61, 60, 1.0));
+  CHECK_FALSE(http::retry_delay_ms(0, 250, http::retry_after_seconds("100000"), 60, 1.0));
+  // Without Retry-After: doubling backoff, jittered, capped at 10 s.
+  CHECK(http::retry_delay_ms(0, 250, std::nullopt, 60, 1.0).value() == 250);
+  CHECK(http::retry_delay_ms(2, 250, std::nullopt, 60, 0.5).value() == 500);
+  CHECK(http::retry_delay_ms(30, 250, std::nullopt, 60, 1.0).value() == 10000);
 }

@@ -137,3 +137,38 @@ TEST_CASE("mirror never stores a corrupted blob", "[mirror]") {
   CHECK(w.src.blob_fetches - before == 1);
   CHECK(store.fsck().value_or_throw().problems.empty());
 }
+
+TEST_CASE("a malformed lock reference is bad input, named once", "[mirror][hostile]") {
+  Scratch t;
+  World w;
+  Quiet progress;
+  w.lock.images.push_back({{"x"}, "reg.test/Bad Name:1", {"linux/amd64"}, "", "", "upstream"});
+  auto store = Store::open(t / "store", StoreAccess::Exclusive).value_or_throw();
+  auto r = mirror_images(w.lock, store, w.src, progress, {});
+  REQUIRE_FALSE(r);
+  CHECK(r.error().kind == ErrorKind::Input);
+  const auto& m = r.error().message;
+  auto first = m.find("reg.test/Bad Name:1");
+  REQUIRE(first != std::string::npos);
+  CHECK(m.find("reg.test/Bad Name:1", first + 1) == std::string::npos);
+  CHECK(w.src.heads == 0);
+}
+
+TEST_CASE("a hostile child digest in an index reaches neither a URL nor a path", "[mirror][hostile]") {
+  Scratch t;
+  World w;
+  Quiet progress;
+  storetest::Blob evil = blob("{}");
+  evil.digest = "sha512:../../../../etc/hostname";
+  w.src.add_index("reg.test/nvidia/evil", "1", {{"amd64", evil}}, false);
+  w.lock.images.push_back({{"evil"}, "reg.test/nvidia/evil:1", {"linux/amd64"}, "", "", "upstream"});
+  auto store = Store::open(t / "store", StoreAccess::Exclusive).value_or_throw();
+  int gets_before = w.src.gets;
+  auto r = mirror_images(w.lock, store, w.src, progress, {});
+  REQUIRE_FALSE(r);
+  CHECK(r.error().message.find("unsupported child digest 'sha512:../../../../etc/hostname'") != std::string::npos);
+  // Three tops and the driver's amd64 child; never a GET by the hostile digest.
+  CHECK(w.src.gets - gets_before == 4);
+  CHECK(r.error().message.find("MANIFEST_UNKNOWN") == std::string::npos);
+  CHECK(w.src.blob_fetches == 0);
+}

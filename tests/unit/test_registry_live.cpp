@@ -395,11 +395,66 @@ TEST_CASE("live: token auth with credentials, caching, push, and no leak on redi
   REQUIRE(none.ok());
   CHECK_FALSE(none.value());
   StringSink sink;
-  REQUIRE(via.fetch_blob(parse_ref(phost + "/pushed/x"), sha256_digest(blob), blob.size(), sink).ok());
-  CHECK(sink.data == blob);
+  auto got = via.fetch_blob(parse_ref(phost + "/pushed/x"), sha256_digest(blob), blob.size(), sink);
   json st = json::parse(regs.tool("faultproxy.py stats --dir " + regs.dir().path().string()));
   CHECK(st["leaked"].get<int>() == 0);
+  CHECK(st["foreign"].get<int>() == 1);
   CHECK(st["injected"].get<int>() == 1);
+  // The stand-in "storage" is the registry itself, which wants a token the other
+  // origin must not get: its 401 is reported, never answered with credentials.
+  REQUIRE_FALSE(got.ok());
+  CHECK_THAT(got.error().message, Catch::Contains("(401"));
+}
+
+TEST_CASE("live: credentials never reach another origin (upload Location, Link page, redirect)", "[live][hostile]") {
+  GB_REQUIRE_REGISTRY();
+  Registries regs;
+  json reg = regs.start("token", "--token robot:tok-pw");
+  json seeded = regs.seed(reg);
+  spit(regs.dir() / "pw.txt", "tok-pw");
+  // A proxy in front of the registry whose fault points somewhere on its foreign
+  // listener (another port: another origin); the client holds credentials for the proxy.
+  auto through = [&](const std::string& name, const std::string& fault, const std::string& match) {
+    json proxy = json::parse(regs.tool("faultproxy.py start --dir " + regs.dir().path().string() + " --name " + name +
+                                       " --upstream " + reg["url"].get<std::string>() + " --fault " + fault +
+                                       " --times 1 --match " + match));
+    std::string phost = proxy["url"].get<std::string>().substr(7);
+    RegistryConfig cfg;
+    cfg.hosts[phost].plain_http = true;
+    cfg.hosts[phost].username = "robot";
+    cfg.hosts[phost].password_file = (regs.dir() / "pw.txt").string();
+    return std::make_pair(phost, cfg);
+  };
+  auto stats = [&](const std::string& name) {
+    return json::parse(regs.tool("faultproxy.py stats --dir " + regs.dir().path().string() + " --name " + name));
+  };
+
+  SECTION("an upload Location on another origin gets no Authorization") {
+    auto [phost, cfg] = through("up", "foreign-upload", "uploads");
+    RegistryClient client(cfg, fast_options());
+    std::string blob = pseudo_random(3000, 9);
+    StringSource src(blob);
+    auto pushed = client.push_blob(parse_ref(phost + "/pushed/z"), sha256_digest(blob), src);
+    json st = stats("up");
+    CHECK(st["injected"].get<int>() == 1);
+    CHECK(st["foreign"].get<int>() >= 1);
+    CHECK(st["leaked"].get<int>() == 0);
+    // The foreign upload is refused (no token); the retry opens a fresh upload on the registry itself.
+    CHECK(pushed.ok());
+  }
+  SECTION("a Link page on another origin gets no Authorization") {
+    auto [phost, cfg] = through("link", "foreign-link", "tags");
+    RegistryClient client(cfg, fast_options());
+    Reference repo = parse_ref(seeded["images"][0]["ref"].get<std::string>());
+    repo.registry = phost;
+    auto tags = client.list_tags(repo);
+    json st = stats("link");
+    CHECK(st["injected"].get<int>() == 1);
+    CHECK(st["foreign"].get<int>() >= 1);
+    CHECK(st["leaked"].get<int>() == 0);
+    REQUIRE_FALSE(tags.ok());  // the foreign page wants a token it was not given
+    CHECK_THAT(tags.error().message, Catch::Contains("(401"));
+  }
 }
 
 TEST_CASE("live: injected faults are retried or resumed", "[live]") {

@@ -34,6 +34,10 @@ StoredImage put_image(Store& s, const std::string& ref, const std::string& layer
   return img;
 }
 
+fs::path s_partial(const fs::path& store, const std::string& digest) {
+  return store / "blobs" / "sha256" / (digest.substr(7) + ".partial");
+}
+
 }  // namespace
 
 TEST_CASE("store creates an OCI layout and publishes blobs atomically", "[store]") {
@@ -153,4 +157,107 @@ TEST_CASE("a second writer on the same store fails with a clear message", "[stor
   CHECK_FALSE(Store::open(t / "store", StoreAccess::Shared, 0));
   CHECK(Store::open(t / "store", StoreAccess::Read));  // ls needs no lock
   CHECK_FALSE(Store::open(t / "nothing", StoreAccess::Read));
+}
+
+TEST_CASE("a partial download is resumed by the next writer and checked whole", "[store][hostile]") {
+  Scratch t;
+  auto b = storetest::blob("0123456789abcdefghij");
+  {
+    auto s = Store::open(t / "store", StoreAccess::Exclusive).value_or_throw();
+    auto w = s.open_blob(b.digest, b.bytes.size()).value_or_throw();
+    REQUIRE(w->write(b.bytes.substr(0, 8)));
+    // The process dies here: the writer goes without publishing.
+  }
+  auto partial = s_partial(t / "store", b.digest);
+  REQUIRE(fs::exists(partial));
+  CHECK(fs::file_size(partial) == 8);
+  auto s = Store::open(t / "store", StoreAccess::Exclusive).value_or_throw();
+  CHECK(fs::exists(partial));  // kept by the sweep: it can be resumed
+  CHECK(s.fsck().value_or_throw().problems.empty());
+  auto w = s.open_blob(b.digest, b.bytes.size()).value_or_throw();
+  Sha256 client;
+  CHECK(w->resume(client).value_or_throw() == 8);
+  CHECK(w->size() == 8);
+  REQUIRE(w->write(b.bytes.substr(8)));
+  client.update(b.bytes.substr(8));
+  CHECK("sha256:" + client.hex() == b.digest);
+  REQUIRE(w->publish());
+  CHECK(read_file(s.blob_path(b.digest)).value_or_throw() == b.bytes);
+  CHECK_FALSE(fs::exists(partial));
+
+  SECTION("a resumed prefix with wrong bytes fails the digest and is dropped") {
+    auto c = storetest::blob("the real content, 26 bytes");
+    {
+      auto w2 = s.open_blob(c.digest, c.bytes.size()).value_or_throw();
+      REQUIRE(w2->write("XXX"));
+    }
+    auto w2 = s.open_blob(c.digest, c.bytes.size()).value_or_throw();
+    Sha256 h;
+    REQUIRE(w2->resume(h).value_or_throw() == 3);
+    REQUIRE(w2->write(c.bytes.substr(3)));
+    CHECK_FALSE(w2->publish());
+    w2.reset();
+    CHECK_FALSE(s.has_blob(c.digest));
+    CHECK_FALSE(fs::exists(s_partial(t / "store", c.digest)));
+  }
+}
+
+TEST_CASE("an exclusive open sweeps temp files of killed runs and finished partials", "[store][hostile]") {
+  Scratch t;
+  auto b = storetest::blob("complete blob");
+  {
+    auto s = Store::open(t / "store", StoreAccess::Exclusive).value_or_throw();
+    REQUIRE(s.put_blob(b.digest, b.bytes));
+  }
+  auto blobs = t / "store" / "blobs" / "sha256";
+  { std::ofstream(blobs / "abc.tmp.Q1w2E3") << "left by kill -9"; }
+  { std::ofstream(t / "store" / "index.json.tmp.Zz9Yy8") << "{}"; }
+  { std::ofstream(s_partial(t / "store", b.digest)) << "complete"; }  // its blob is already in place
+  auto other = storetest::blob("not yet fetched");
+  { std::ofstream(s_partial(t / "store", other.digest)) << "not"; }
+  {
+    auto ro = Store::open(t / "store", StoreAccess::Shared).value_or_throw();
+    CHECK(ro.swept().temps_removed == 0);  // only a writer sweeps
+    CHECK(fs::exists(blobs / "abc.tmp.Q1w2E3"));
+  }
+  auto s = Store::open(t / "store", StoreAccess::Exclusive).value_or_throw();
+  CHECK(s.swept().temps_removed == 3);
+  CHECK(s.swept().bytes_freed == 15 + 2 + 8);
+  CHECK_FALSE(fs::exists(blobs / "abc.tmp.Q1w2E3"));
+  CHECK_FALSE(fs::exists(t / "store" / "index.json.tmp.Zz9Yy8"));
+  CHECK(fs::exists(s_partial(t / "store", other.digest)));  // resumable
+  CHECK(s.has_blob(b.digest, b.bytes.size()));
+  CHECK(s.gc().value_or_throw().temps_removed == 1);  // gc drops the partial too
+}
+
+TEST_CASE("fsck says how to repair a corrupt blob; --repair removes it; put_blob replaces a bad copy", "[store][hostile]") {
+  Scratch t;
+  auto s = Store::open(t / "store", StoreAccess::Exclusive).value_or_throw();
+  put_image(s, "registry.example/a/b:1", "layer-one-content");
+  auto layer = storetest::blob("layer-one-content");
+  auto flip = [&](const std::string& digest) {
+    std::fstream f(s.blob_path(digest), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(1);
+    f.put('#');
+  };
+  flip(layer.digest);
+  auto rep = s.fsck().value_or_throw();
+  REQUIRE(rep.problems.size() == 1);
+  CHECK(rep.problems[0].find("store fsck --repair") != std::string::npos);
+  auto fixed = s.fsck(true).value_or_throw();
+  REQUIRE(fixed.repaired.size() == 1);
+  CHECK(fixed.repaired[0] == "blobs/sha256/" + layer.digest.substr(7));
+  REQUIRE(fixed.problems.size() == 1);  // now missing, until mirror fetches it
+  CHECK(fixed.problems[0].find("missing") != std::string::npos);
+  CHECK_FALSE(s.has_blob(layer.digest));
+
+  // A manifest is written again by every mirror: a bad copy is replaced.
+  auto m = storetest::blob("{\"schemaVersion\":2}");
+  REQUIRE(s.put_blob(m.digest, m.bytes));
+  flip(m.digest);
+  REQUIRE(s.put_blob(m.digest, m.bytes));
+  CHECK(read_file(s.blob_path(m.digest)).value_or_throw() == m.bytes);
+
+  CHECK_FALSE(s.has_blob("sha512:../../../etc/hostname"));
+  CHECK_FALSE(s.read_blob("sha256:../../../etc/hostname"));
 }
