@@ -70,10 +70,10 @@ json.dump(l, open(sys.argv[1], "w"))
 PY
 }
 lock "$work/good.lock.json" "pass"
-expect_bad_input "100 KB --registry host" "--registry '" "$gpubundle" overrides "$work/good.lock.json" --registry "$long.site:5000/gpu" -o "$work/kit"
+expect_bad_input "100 KB --registry host" "--registry '" "$gpubundle" overrides "$work/good.lock.json" --registry "$long-:5000/gpu" -o "$work/kit"
 expect_bad_input "100 KB --registry prefix" "prefix component '" "$gpubundle" overrides "$work/good.lock.json" --registry "reg.site/$long-" -o "$work/kit"
 lock "$work/l1.lock.json" "l['chart']['version'] = '1' * 60000"
-expect_bad_input "60 KB lock chart.version" "chart.version: longer than 4096 bytes" "$gpubundle" overrides "$work/l1.lock.json" --registry reg.site -o "$work/kit"
+expect_bad_input "60 KB lock chart.version" "field version: longer than 4096 bytes" "$gpubundle" overrides "$work/l1.lock.json" --registry reg.site -o "$work/kit"
 lock "$work/l2.lock.json" "l['images'][0]['digest'] = 'sha512:../../../etc/hostname'"
 expect_bad_input "path in a lock digest" "images[0].digest: 'sha512:../../../etc/hostname' is not sha256:<64 hex>" \
   "$gpubundle" overrides "$work/l2.lock.json" --registry reg.site -o "$work/kit"
