@@ -224,9 +224,9 @@ void warn_if_exposed(const std::filesystem::path& private_key) {
 Result<PrivateKey> PrivateKey::load(const std::filesystem::path& path, const Passphrase& passphrase) {
   auto text = read_file(path);
   if (!text) return text.error();
-  warn_if_exposed(path);
   auto key = parse(text.value(), path.string(), passphrase);
   OPENSSL_cleanse(text.value().data(), text.value().size());
+  if (key) warn_if_exposed(path);  // only once it is known to be a private key
   return key;
 }
 
