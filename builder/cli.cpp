@@ -1,6 +1,7 @@
 #include "builder/cli.hpp"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 
@@ -37,10 +38,17 @@ std::filesystem::path default_store() {
 }
 
 void print_failure(const std::string& message) {
-  // A failure may carry several problems, one per line.
+  // A failure may carry several problems, one per line; a value with newlines
+  // in it must not flood the terminal.
+  constexpr int k_max_lines = 20;
   size_t start = 0;
-  while (start <= message.size()) {
+  for (int printed = 0; start <= message.size(); ++printed) {
     size_t end = message.find('\n', start);
+    if (printed == k_max_lines) {
+      log::error("... (" + std::to_string(std::count(message.begin() + static_cast<long>(start), message.end(), '\n') + 1) +
+                 " more lines)");
+      break;
+    }
     log::error(message.substr(start, end == std::string::npos ? std::string::npos : end - start));
     if (end == std::string::npos) break;
     start = end + 1;

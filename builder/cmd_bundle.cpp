@@ -21,7 +21,7 @@ namespace {
 
 // A lock path, or the lock `gpubundle mirror` wrote next to a recipe.
 Lock load_lock_or_recipe(const std::string& input) {
-  auto text = read_file(input).value_or_throw();
+  auto text = read_file(input, k_lock_max_bytes).value_or_throw();  // a lock or a recipe; both are smaller
   if (!text.empty() && text.front() == '{') return parse_lock(text, input).value_or_throw();
   Recipe recipe = parse_recipe(text, input).value_or_throw();
   auto lock_path = std::filesystem::path(input).parent_path() / (recipe.name + ".lock.json");

@@ -64,7 +64,7 @@ CommandSpec mirror_command() {
         app.add_option("-o,--output", o->out, "Write the lock with digests here");
         app.add_option("--chart", o->chart, "Chart .tgz or folder; overrides the recipe's operator.chart");
         return [&g, o]() -> int {
-          std::string text = read_file(o->input).value_or_throw();
+          std::string text = read_file(o->input, k_lock_max_bytes).value_or_throw();  // a recipe or a lock
           RegistryConfig config;
           if (!o->registry_config.empty()) config = RegistryConfig::load(o->registry_config).value_or_throw();
           ClientOptions copts;

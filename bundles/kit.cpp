@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
-#include <regex>
 #include <set>
 
 #include "bundles/kit_detail.hpp"
 #include "common/files.hpp"
 #include "common/log.hpp"
 #include "common/strings.hpp"
+#include "recipes/reference.hpp"
 #include "recipes/resolver.hpp"
 
 namespace gb::kit {
@@ -31,15 +31,16 @@ Result<SiteRegistry> SiteRegistry::parse(std::string_view text) {
   size_t slash = rest.find('/');
   out.host = to_lower(rest.substr(0, slash));
   if (slash != std::string_view::npos) out.prefix = std::string(rest.substr(slash + 1));
-  static const std::regex host_re(R"(^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]{1,5})?$)");
-  if (out.host.empty() || !std::regex_match(out.host, host_re))
-    return input_error("--registry " + given + ": expected HOST[:PORT][/PREFIX], e.g. registry.site:5000/gpu");
-  static const std::regex component_re(R"(^[a-z0-9]+(([._]|__|-+)[a-z0-9]+)*$)");
+  // HOST is [a-z0-9]([a-z0-9.-]*[a-z0-9])? with an optional :PORT of 1 to 5 digits.
+  const size_t colon = out.host.find(':');
+  const std::string_view port = colon == std::string::npos ? std::string_view("0") : std::string_view(out.host).substr(colon + 1);
+  if (!is_lower_name(std::string_view(out.host).substr(0, colon)) || port.size() > 5 || !is_digits(port))
+    return input_error("--registry " + quote(given) + ": expected HOST[:PORT][/PREFIX], e.g. registry.site:5000/gpu");
   if (!out.prefix.empty()) {
     for (const auto& part : split(out.prefix, '/')) {
-      if (!std::regex_match(part, component_re))
-        return input_error("--registry " + given + ": prefix component '" + part +
-                           "' is not a valid repository path component (lower case letters, digits, . _ -)");
+      if (!is_valid_path_component(part))
+        return input_error("--registry " + quote(given) + ": prefix component " + quote(part) +
+                           " is not a valid repository path component (lower case letters, digits, . _ -)");
     }
   }
   return out;
@@ -396,10 +397,11 @@ Result<Kit> make_kit(const Lock& lock, const Chart& chart, const KitOptions& opt
   auto recipe = kit_recipe(lock);
   if (!recipe) return recipe.error();
   // These land inside the scripts as plain words.
-  static const std::regex safe_word(R"(^[A-Za-z0-9][A-Za-z0-9._+-]*$)");
-  if (!std::regex_match(kit_chart_file(lock), safe_word))
-    return input_error("lock chart " + lock.chart.name + " " + lock.chart.version + ": name or version holds characters a file name cannot");
-  if (!std::regex_match(options.namespace_name, safe_word)) return input_error("namespace " + options.namespace_name + " is not a valid name");
+  constexpr std::string_view safe_word = "._+-";  // after a letter or digit
+  if (!is_word(kit_chart_file(lock), safe_word))
+    return input_error("lock chart " + quote(lock.chart.name) + " " + quote(lock.chart.version) +
+                       ": name or version holds characters a file name cannot");
+  if (!is_word(options.namespace_name, safe_word)) return input_error("namespace " + quote(options.namespace_name) + " is not a valid name");
   auto values = make_values_yaml(lock, chart, options);
   if (!values) return values.error();
 

@@ -23,6 +23,22 @@ Result<std::string> read_file(const fs::path& path) {
   return out.str();
 }
 
+Result<std::string> read_file(const fs::path& path, size_t max_bytes) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return input_error(path.string() + ": cannot read: " + errno_text());
+  auto too_large = [&] { return input_error(path.string() + ": larger than " + std::to_string(max_bytes) + " bytes"); };
+  std::error_code ec;
+  if (fs::is_regular_file(path, ec) && fs::file_size(path, ec) > max_bytes && !ec) return too_large();
+  std::string out;
+  char buf[65536];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    if (out.size() + static_cast<size_t>(in.gcount()) > max_bytes) return too_large();
+    out.append(buf, static_cast<size_t>(in.gcount()));
+  }
+  if (in.bad()) return op_error(path.string() + ": read failed");
+  return out;
+}
+
 Result<AtomicFile> AtomicFile::create(const fs::path& final_path, int mode) {
   fs::path dir = final_path.parent_path().empty() ? fs::path(".") : final_path.parent_path();
   std::error_code ec;

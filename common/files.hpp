@@ -14,6 +14,9 @@ namespace gb {
 namespace fs = std::filesystem;
 
 Result<std::string> read_file(const fs::path& path);
+// The same for input with a size limit: a larger file is refused before it is
+// read ("FILE: larger than N bytes"), and so is one that grows past it.
+Result<std::string> read_file(const fs::path& path, size_t max_bytes);
 Result<void> write_atomic(const fs::path& path, std::string_view data, int mode = 0644);
 
 // A file being written under a temporary name beside its final path. The

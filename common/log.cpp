@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <mutex>
 
+#include "common/strings.hpp"
+
 namespace gb::log {
 
 namespace {
@@ -11,10 +13,21 @@ std::atomic<Level> g_level{Level::Normal};
 std::atomic<int> g_warnings{0};
 std::mutex g_mutex;
 
-void emit(std::string_view prefix, std::string_view message) {
+// Messages quote untrusted values (names from recipes, bundles, registries):
+// each printed line is bounded and free of control characters. Info and
+// verbose text may span lines on purpose; a warning or error is one line.
+void emit(std::string_view prefix, std::string_view message, bool one_line) {
+  std::string text(prefix);
+  size_t start = 0;
+  while (true) {
+    size_t end = one_line ? std::string_view::npos : message.find('\n', start);
+    text += bounded_line(message.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
+    text += '\n';
+    if (end == std::string_view::npos) break;
+    start = end + 1;
+  }
   std::lock_guard lock(g_mutex);
-  std::fprintf(stderr, "%.*s%.*s\n", static_cast<int>(prefix.size()), prefix.data(),
-               static_cast<int>(message.size()), message.data());
+  std::fwrite(text.data(), 1, text.size(), stderr);
 }
 }  // namespace
 
@@ -22,16 +35,16 @@ void set_level(Level level) { g_level = level; }
 Level level() { return g_level; }
 
 void info(std::string_view message) {
-  if (g_level >= Level::Normal) emit("", message);
+  if (g_level >= Level::Normal) emit("", message, false);
 }
 void verbose(std::string_view message) {
-  if (g_level >= Level::Verbose) emit("", message);
+  if (g_level >= Level::Verbose) emit("", message, false);
 }
 void warn(std::string_view message) {
   ++g_warnings;
-  emit("warning: ", message);
+  emit("warning: ", message, true);
 }
-void error(std::string_view message) { emit("error: ", message); }
+void error(std::string_view message) { emit("error: ", message, true); }
 int warning_count() { return g_warnings; }
 
 std::string redact_url(std::string_view url) {

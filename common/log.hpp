@@ -1,5 +1,7 @@
 #pragma once
 // Diagnostics go to stderr so that stdout stays clean for --json results.
+// Every line is printed through bounded_line() (common/strings.hpp): control
+// characters escaped, long values cut, so hostile input cannot flood or forge output.
 // Never pass a secret to these functions: use redact_url() on URLs first.
 
 #include <string>

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cstdio>
 
 namespace gb {
 
@@ -64,6 +65,88 @@ int compare_versions(std::string_view a, std::string_view b) {
     }
   }
   return 0;
+}
+
+bool is_digits(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+bool is_dotted_number(std::string_view s, size_t min_parts, size_t max_parts) {
+  size_t parts = 0;
+  while (true) {
+    size_t dot = s.find('.');
+    if (!is_digits(s.substr(0, dot)) || ++parts > max_parts) return false;
+    if (dot == std::string_view::npos) break;
+    s.remove_prefix(dot + 1);
+  }
+  return parts >= min_parts;
+}
+
+bool is_lower_name(std::string_view s) {
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  if (s.empty() || !alnum(s.front()) || !alnum(s.back())) return false;
+  return std::all_of(s.begin(), s.end(), [&](char c) { return alnum(c) || c == '-' || c == '.'; });
+}
+
+bool is_word(std::string_view s, std::string_view extra) {
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); };
+  if (s.empty() || !alnum(s.front())) return false;
+  return std::all_of(s.begin(), s.end(), [&](char c) { return alnum(c) || extra.find(c) != std::string_view::npos; });
+}
+
+namespace {
+
+void append_escaped(std::string& out, char c) {
+  auto u = static_cast<unsigned char>(c);
+  if (u >= 0x20 && u != 0x7f) {
+    out += c;
+  } else if (c == '\n') {
+    out += "\\n";
+  } else if (c == '\r') {
+    out += "\\r";
+  } else if (c == '\t') {
+    out += "\\t";
+  } else {
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "\\x%02x", u);
+    out += buf;
+  }
+}
+
+// At most n bytes of s, not ending inside a UTF-8 sequence.
+size_t utf8_cut(std::string_view s, size_t n) {
+  if (n >= s.size()) return s.size();
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  return n;
+}
+
+}  // namespace
+
+std::string quote(std::string_view value, size_t max_chars) {
+  size_t keep = utf8_cut(value, max_chars);
+  std::string out = "'";
+  for (size_t i = 0; i < keep; ++i) append_escaped(out, value[i]);
+  out += keep < value.size() ? "\u2026' (" + std::to_string(value.size()) + " bytes)" : "'";
+  return out;
+}
+
+std::string bounded_line(std::string_view message) {
+  constexpr size_t k_max_run = 256, k_max_line = 4096;
+  std::string out;
+  size_t i = 0;
+  while (i < message.size()) {
+    if (out.size() >= k_max_line) {
+      out += "\u2026 (" + std::to_string(message.size()) + " bytes in all)";
+      break;
+    }
+    size_t end = message[i] == ' ' ? i + 1 : std::min(message.find(' ', i), message.size());
+    std::string_view run = message.substr(i, end - i);
+    size_t keep = utf8_cut(run, k_max_run);
+    for (size_t j = 0; j < keep; ++j) append_escaped(out, run[j]);
+    if (keep < run.size()) out += "\u2026 (" + std::to_string(run.size()) + " bytes)";
+    i = end;
+  }
+  return out;
 }
 
 }  // namespace gb

@@ -16,4 +16,21 @@ std::string to_lower(std::string_view s);
 // "v" is ignored; non-numeric parts compare as strings.
 int compare_versions(std::string_view a, std::string_view b);
 
+// Shape checks written by hand: std::regex recurses once per character and
+// overflows the stack on long input. All of them are false for "".
+bool is_digits(std::string_view s);  // [0-9]+
+// Between min_parts and max_parts digit runs joined by '.': "550.127.08".
+bool is_dotted_number(std::string_view s, size_t min_parts, size_t max_parts);
+// [a-z0-9]([-a-z0-9.]*[a-z0-9])? : a Kubernetes object name's characters.
+bool is_lower_name(std::string_view s);
+// [A-Za-z0-9][A-Za-z0-9<extra>]* : a word safe in file names and scripts.
+bool is_word(std::string_view s, std::string_view extra);
+
+// An untrusted value for a message: in single quotes, control characters and
+// NUL escaped (\n, \x00), cut after max_chars with "... (N bytes)".
+std::string quote(std::string_view value, size_t max_chars = 200);
+// A whole message line made safe to print: control characters escaped, each
+// run without spaces cut after 256 bytes and the line after 4096 bytes.
+std::string bounded_line(std::string_view message);
+
 }  // namespace gb

@@ -8,6 +8,7 @@
 #include "common/files.hpp"
 #include "common/log.hpp"
 #include "common/strings.hpp"
+#include "recipes/yaml_input.hpp"
 
 namespace gb {
 
@@ -56,19 +57,16 @@ std::string base64_decode(std::string_view in, bool& ok) {
 }  // namespace
 
 Result<RegistryConfig> RegistryConfig::load(const std::filesystem::path& file) {
-  auto text = read_file(file);
+  auto text = read_file(file, k_registry_config_max_bytes);
   if (!text) return input_error("registry config: " + text.error().message);
   ConfigReader rd{file.string()};
   auto dir = std::filesystem::absolute(file).parent_path();
   auto rel = [&](const std::string& p) { return p.empty() ? p : (dir / p).lexically_normal().string(); };
   RegistryConfig cfg;
   cfg.file = file;
-  YAML::Node root;
-  try {
-    root = YAML::Load(text.value());
-  } catch (const YAML::Exception& e) {
-    return input_error(file.string() + ":" + std::to_string(e.mark.line + 1) + ": invalid YAML: " + e.msg);
-  }
+  auto loaded = load_yaml_input(text.value(), file.string());  // refuses a host or field written twice
+  if (!loaded) return loaded.error();
+  YAML::Node root = *loaded;
   if (root.IsNull()) return cfg;
   if (!root.IsMap()) return rd.fail(root, "(top level)", "must be a mapping with a 'hosts' key");
   for (auto it = root.begin(); it != root.end(); ++it) {
@@ -108,7 +106,7 @@ Result<RegistryConfig> RegistryConfig::load(const std::filesystem::path& file) {
             auto url = v[i].as<std::string>();
             if (!starts_with(url, "https://") && !starts_with(url, "http://"))
               return rd.fail(v[i], fpath + "[" + std::to_string(i) + "]",
-                             "'" + log::redact_url(url) + "' must start with https:// or http://");
+                             quote(log::redact_url(url)) + " must start with https:// or http://");
             while (ends_with(url, "/")) url.pop_back();
             hc.mirrors.push_back(url);
           }

@@ -16,6 +16,8 @@
 // A host with no entry is reached at https://HOST with system CAs. Each
 // mirror URL is itself a host: its TLS and credentials come from its own
 // entry (keyed "host:port") when there is one.
+// A key written twice (a host, a field) is refused; the file may be at most
+// k_registry_config_max_bytes.
 
 #include <filesystem>
 #include <map>
@@ -26,6 +28,8 @@
 #include "common/error.hpp"
 
 namespace gb {
+
+constexpr std::size_t k_registry_config_max_bytes = 1 << 20;
 
 struct HostConfig {
   std::vector<std::string> mirrors;  // "http://127.0.0.1:5101", "https://mirror.local"

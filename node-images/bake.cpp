@@ -1,7 +1,6 @@
 #include "node-images/bake.hpp"
 
 #include <algorithm>
-#include <regex>
 #include <nlohmann/json.hpp>
 
 #include "common/files.hpp"
@@ -73,14 +72,13 @@ bool package_has_version(const std::string& file, const std::string& version) {
 
 // The .deb/.rpm files in `from`, sorted; checked, nothing copied.
 Result<std::vector<std::string>> list_packages(const fs::path& from, const std::string& option, const std::string& need_version) {
-  static const std::regex safe_name(R"([A-Za-z0-9][A-Za-z0-9._+~-]*\.(deb|rpm))");
   std::error_code ec;
   if (!fs::is_directory(from, ec)) return input_error(from.string() + ": " + option + " is not a folder");
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(from, ec)) {
     auto name = e.path().filename().string();
     if (!ends_with(name, ".deb") && !ends_with(name, ".rpm")) continue;
-    if (!std::regex_match(name, safe_name))
+    if (!is_package_file_name(name))
       return input_error(e.path().string() + ": " + option + ": a package file name may hold only letters, digits and . _ + ~ -");
     if (!fs::is_regular_file(e.path(), ec)) return input_error(e.path().string() + ": " + option + ": not a file");
     if (!need_version.empty() && !package_has_version(name, need_version))
@@ -100,6 +98,10 @@ std::string replace_all(std::string s, const std::string& from, const std::strin
 }
 
 }  // namespace
+
+bool is_package_file_name(std::string_view name) {
+  return (ends_with(name, ".deb") || ends_with(name, ".rpm")) && is_word(name.substr(0, name.size() - 4), "._+~-");
+}
 
 Result<void> check_bake_options(const BakeOptions& options, const std::string& driver_version) {
   if (!options.toolkit_packages.empty())

@@ -31,6 +31,7 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 
 #include "common/error.hpp"
 #include "node-images/driver_files.hpp"
@@ -54,6 +55,10 @@ struct BakeResult {
 
 // The package folders, checked before any build (driver_version "" skips the
 // fabric manager version check, done again by bake_node_overlay).
+// A .deb or .rpm file name safe to copy and to name in scripts:
+// [A-Za-z0-9][A-Za-z0-9._+~-]*\.(deb|rpm)
+bool is_package_file_name(std::string_view name);
+
 Result<void> check_bake_options(const BakeOptions& options, const std::string& driver_version);
 
 Result<BakeResult> bake_node_overlay(const Recipe& recipe, const PreparedDriver& driver, const BakeOptions& options);

@@ -3,8 +3,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
-#include <regex>
 #include <thread>
 
 #include "common/files.hpp"
@@ -42,6 +42,21 @@ std::string effective_module_type(const std::string& recipe_type, const std::str
   return branch >= 560 ? "open" : "proprietary";
 }
 
+std::string installer_arch(std::string_view file_name) {
+  constexpr std::string_view head = "NVIDIA-Linux-";
+  if (!starts_with(file_name, head) || !ends_with(file_name, ".run")) return "";
+  auto rest = file_name.substr(head.size());
+  auto dash = rest.find('-');
+  if (dash == std::string_view::npos || dash == 0) return "";
+  auto arch = rest.substr(0, dash), tail = rest.substr(dash + 1);
+  auto arch_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  if (!std::all_of(arch.begin(), arch.end(), arch_char)) return "";
+  // VERSION.*\.run with '.' as in ECMAScript: any character but a line break.
+  if (tail.size() < 5 || !(std::isdigit(static_cast<unsigned char>(tail[0])) || tail[0] == '.')) return "";
+  if (tail.substr(1, tail.size() - 5).find_first_of("\r\n") != std::string_view::npos) return "";
+  return std::string(arch);
+}
+
 namespace {
 
 Result<fs::path> make_sandbox() {
@@ -63,11 +78,9 @@ Result<std::unique_ptr<PreparedDriver>> prepare_driver(const Recipe& recipe, con
     return input_error("no kernel to build for: pass --kernel-build DIR or --kernel-headers DEB...");
   if (recipe.kernels.empty()) return input_error(recipe.where("target.kernels") + "target.kernels is empty: no kernel to build for");
   // Only x86_64 for now: the libdir, the image platform and kbuild all assume it.
-  static const std::regex run_name(R"(^NVIDIA-Linux-([A-Za-z0-9_]+)-[0-9.]+.*\.run$)");
-  std::smatch arch;
-  const std::string run_file = in.installer.filename().string();
-  if (std::regex_match(run_file, arch, run_name) && arch[1] != "x86_64")
-    return input_error(in.installer.string() + ": installer for " + arch[1].str() + "; driver artifacts are built for x86_64 only so far");
+  const std::string arch = installer_arch(in.installer.filename().string());
+  if (!arch.empty() && arch != "x86_64")
+    return input_error(in.installer.string() + ": installer for " + arch + "; driver artifacts are built for x86_64 only so far");
 
   std::optional<ModuleSigner> signer;
   if (!in.sign_key.empty()) {

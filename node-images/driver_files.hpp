@@ -13,6 +13,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/error.hpp"
@@ -65,6 +66,10 @@ struct PreparedDriver {
 Result<std::unique_ptr<PreparedDriver>> prepare_driver(const Recipe& recipe, const DriverInputs& in);
 
 // "auto" resolved the way the resolver does without GPUs: open from branch 560.
+// ARCH of an installer named NVIDIA-Linux-ARCH-VERSION[...].run (ARCH is
+// [A-Za-z0-9_]+, VERSION starts with a digit or '.'); "" for other names.
+std::string installer_arch(std::string_view file_name);
+
 std::string effective_module_type(const std::string& recipe_type, const std::string& version);
 std::string driver_branch(const std::string& version);  // "580.95.05" -> "580"
 

@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "common/strings.hpp"
+#include "recipes/yaml_input.hpp"
 
 namespace gb {
 
@@ -39,7 +40,7 @@ Result<Catalog> Catalog::from_files(const std::map<std::string, std::string>& fi
       current = name;
       auto it = files.find(name);
       if (it == files.end()) throw Error(ErrorKind::Failed, std::string("catalog file missing: ") + name);
-      return YAML::Load(it->second);
+      return load_yaml_input(it->second, name).value_or_throw();
     };
     auto gpus = get("gpus.yaml");
     std::map<std::string, bool> open_required;
@@ -81,7 +82,8 @@ Result<Catalog> Catalog::from_files(const std::map<std::string, std::string>& fi
     auto comps = get("components.yaml");
     for (auto it = comps["components"].begin(); it != comps["components"].end(); ++it) {
       ComponentInfo info;
-      const auto& v = it->second;
+      // A copy: it->second lives in the iterator's temporary proxy, a reference would dangle.
+      const YAML::Node v = it->second;
       info.title = v["title"].as<std::string>();
       if (v["osSuffix"]) info.os_suffix = v["osSuffix"].as<bool>();
       if (v["workloads"]) info.workloads = str_list(v["workloads"]);

@@ -4,7 +4,6 @@
 #include <archive_entry.h>
 #include <map>
 #include <memory>
-#include <regex>
 
 #include "common/files.hpp"
 #include "common/strings.hpp"
@@ -38,8 +37,7 @@ Result<std::map<std::string, std::string>> read_chart_files(const std::string& b
     auto slash = path.find('/');
     if (slash == std::string::npos) continue;
     std::string rel = path.substr(slash + 1);
-    static const std::regex wanted(R"(^(Chart\.yaml|values\.yaml|charts/[^/]+/(Chart|values)\.yaml|charts/[^/]+\.tgz)$)");
-    if (!std::regex_match(rel, wanted)) continue;
+    if (!is_chart_file_wanted(rel)) continue;
     if (archive_entry_size(entry) > k_max_chart_file) return input_error(label + ": " + path + " is too large");
     std::string content(static_cast<size_t>(archive_entry_size(entry)), '\0');
     if (archive_read_data(a.get(), content.data(), content.size()) != static_cast<la_ssize_t>(content.size()))
@@ -79,14 +77,11 @@ Result<Chart> build_chart(std::map<std::string, std::string>& files, const std::
 
   std::map<std::string, bool> seen;
   for (auto& [path, content] : files) {
-    std::smatch m;
-    static const std::regex sub_dir(R"(^charts/([^/]+)/Chart\.yaml$)");
-    static const std::regex sub_tgz(R"(^charts/([^/]+)\.tgz$)");
-    if (std::regex_match(path, m, sub_dir)) {
-      auto sub = build_chart(files, label, "charts/" + m[1].str() + "/");
+    if (auto name = subchart_name(path, "/Chart.yaml"); !name.empty()) {
+      auto sub = build_chart(files, label, "charts/" + std::string(name) + "/");
       if (!sub) return sub.error();
       c.subcharts.push_back(std::move(sub.value()));
-    } else if (std::regex_match(path, m, sub_tgz)) {
+    } else if (!subchart_name(path, ".tgz").empty()) {
       auto sub = load_chart_archive(content, label + ":" + path);
       if (!sub) return sub.error();
       c.subcharts.push_back(std::move(sub.value()));
@@ -143,8 +138,21 @@ Result<Chart> load_chart(const std::filesystem::path& path) {
 }
 
 bool is_placeholder_version(const std::string& version) {
-  static const std::regex release(R"(^v?[0-9]+\.[0-9]+\.[0-9]+$)");
-  return !std::regex_match(version, release);
+  std::string_view v = version;
+  if (starts_with(v, "v")) v.remove_prefix(1);
+  return !is_dotted_number(v, 3, 3);
+}
+
+std::string_view subchart_name(std::string_view rel_path, std::string_view suffix) {
+  constexpr std::string_view dir = "charts/";
+  if (rel_path.size() <= dir.size() + suffix.size() || !starts_with(rel_path, dir) || !ends_with(rel_path, suffix)) return {};
+  auto name = rel_path.substr(dir.size(), rel_path.size() - dir.size() - suffix.size());
+  return name.find('/') == std::string_view::npos ? name : std::string_view();
+}
+
+bool is_chart_file_wanted(std::string_view rel_path) {
+  return rel_path == "Chart.yaml" || rel_path == "values.yaml" || !subchart_name(rel_path, "/Chart.yaml").empty() ||
+         !subchart_name(rel_path, "/values.yaml").empty() || !subchart_name(rel_path, ".tgz").empty();
 }
 
 }  // namespace gb

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 #include <yaml-cpp/yaml.h>
 
@@ -40,5 +41,11 @@ Result<Chart> load_chart_archive(const std::string& bytes, const std::string& la
 // True for the placeholder versions charts carry when packed from a git tag
 // ("v1.0.0-devel", "devel-ubi8", "main-latest").
 bool is_placeholder_version(const std::string& version);
+
+// The archive files a chart is read from (path below the top folder):
+// Chart.yaml, values.yaml, charts/NAME/{Chart,values}.yaml, charts/NAME.tgz.
+bool is_chart_file_wanted(std::string_view rel_path);
+// NAME for "charts/NAME<suffix>" where NAME is one non-empty path segment, else "".
+std::string_view subchart_name(std::string_view rel_path, std::string_view suffix);
 
 }  // namespace gb

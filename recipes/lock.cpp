@@ -2,7 +2,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 #include "common/files.hpp"
+#include "common/strings.hpp"
+#include "recipes/recipe.hpp"
+#include "recipes/reference.hpp"
+#include "signing/digest.hpp"
 
 namespace gb {
 
@@ -50,61 +56,160 @@ std::string lock_to_json(const Lock& l) {
   return j.dump(2) + "\n";
 }
 
+namespace {
+
+bool one_of(const std::string& v, std::initializer_list<const char*> words) {
+  for (auto* w : words)
+    if (v == w) return true;
+  return false;
+}
+
+bool is_hex64(std::string_view s) {
+  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+// Everything parse_lock() keeps that lands in a file, a script or a URL later.
+// Returns "" or "FIELD: what is wrong".
+std::string check_lock(const Lock& l) {
+  auto bad = [](const std::string& field, const std::string& value, const std::string& what) {
+    return field + ": " + quote(value) + " " + what;
+  };
+  if (!is_recipe_name(l.recipe_name)) return bad("recipe.name", l.recipe_name, "is not a recipe name");
+  if (!l.recipe_sha256.empty() && !is_hex64(l.recipe_sha256)) return bad("recipe.sha256", l.recipe_sha256, "is not 64 hex digits");
+  if (!is_release_tag(l.operator_version)) return bad("operator.version", l.operator_version, "is not a release tag like v24.9.2");
+  if (l.chart.name.size() > k_lock_max_chart_word || !is_word(l.chart.name, "._-"))
+    return bad("chart.name", l.chart.name, "is not a chart name");
+  if (l.chart.version.size() > k_lock_max_chart_word || !is_word(l.chart.version, "._+-"))
+    return bad("chart.version", l.chart.version, "is not a chart version");
+  if (!l.chart.app_version.empty() && !is_word(l.chart.app_version, "._+-"))
+    return bad("chart.appVersion", l.chart.app_version, "is not a version");
+  if (!l.chart.sha256.empty() && !is_hex64(l.chart.sha256)) return bad("chart.sha256", l.chart.sha256, "is not 64 hex digits");
+  if (!is_os_name(l.os)) return bad("target.os", l.os, "is not an OS name like ubuntu22.04");
+  if (!is_os_name(l.os_tag)) return bad("target.osTag", l.os_tag, "is not an OS tag like ubuntu22.04");
+  for (size_t i = 0; i < l.kernels.size(); ++i)
+    if (!is_kernel_release(l.kernels[i])) return bad("target.kernels[" + std::to_string(i) + "]", l.kernels[i], "is not a kernel release");
+  for (size_t i = 0; i < l.platforms.size(); ++i)
+    if (!one_of(l.platforms[i], {"linux/amd64", "linux/arm64"}))
+      return bad("target.platforms[" + std::to_string(i) + "]", l.platforms[i], "is not linux/amd64 or linux/arm64");
+  for (size_t i = 0; i < l.workloads.size(); ++i)
+    if (!one_of(l.workloads[i], {"container", "vm-passthrough", "vm-vgpu"}))
+      return bad("target.workloads[" + std::to_string(i) + "]", l.workloads[i], "is not container, vm-passthrough or vm-vgpu");
+  if (!one_of(l.driver.mode, {"conventional", "precompiled", "host"}))
+    return bad("driver.mode", l.driver.mode, "is not conventional, precompiled or host");
+  if (!l.driver.version.empty() && !is_driver_version(l.driver.version))
+    return bad("driver.version", l.driver.version, "is not a driver version or sha256 digest");
+  if (!l.driver.branch.empty() && !is_driver_branch(l.driver.branch)) return bad("driver.branch", l.driver.branch, "is not a driver branch");
+  if (!one_of(l.driver.kernel_module_type, {"auto", "open", "proprietary"}))
+    return bad("driver.kernelModuleType", l.driver.kernel_module_type, "is not auto, open or proprietary");
+  if (!l.destination_registry.empty()) {
+    auto probe = Reference::parse(l.destination_registry + "/" +
+                                  (l.destination_prefix.empty() ? "x" : l.destination_prefix + "/x") + ":t");
+    if (!probe || probe->registry != l.destination_registry)
+      return bad("destination", l.destination_registry + "/" + l.destination_prefix, "is not a registry host[:port] with a path prefix");
+  }
+  for (size_t n = 0; n < l.images.size(); ++n) {
+    const auto& i = l.images[n];
+    const std::string at = "images[" + std::to_string(n) + "]";
+    if (auto r = Reference::parse(i.source); !r) return at + ".source: " + r.error().message;
+    if (!i.destination.empty())
+      if (auto r = Reference::parse(i.destination); !r) return at + ".destination: " + r.error().message;
+    if (!i.digest.empty() && !is_sha256_digest(i.digest)) return bad(at + ".digest", i.digest, "is not sha256:<64 hex>");
+    if (!one_of(i.origin, {"upstream", "built"})) return bad(at + ".origin", i.origin, "is not upstream or built");
+    for (size_t c = 0; c < i.components.size(); ++c)
+      if (!is_word(i.components[c], "._-"))
+        return bad(at + ".components[" + std::to_string(c) + "]", i.components[c], "is not a component key");
+    for (size_t p = 0; p < i.platforms.size(); ++p)
+      if (!is_word(i.platforms[p], "/._-")) return bad(at + ".platforms[" + std::to_string(p) + "]", i.platforms[p], "is not a platform");
+  }
+  return "";
+}
+
+}  // namespace
+
 Result<Lock> parse_lock(const std::string& text, const std::string& file) {
+  if (text.size() > k_lock_max_bytes)
+    return input_error(file + ": larger than " + std::to_string(k_lock_max_bytes) + " bytes; not a lock");
   Lock l;
   std::string field;
   try {
-    json j = json::parse(text);
+    // Nesting is bounded while parsing: dump() and the destructor recurse.
+    json::parser_callback_t depth_limit = [](int depth, json::parse_event_t, json&) {
+      if (depth > k_lock_max_depth) throw Error(ErrorKind::Input, "nested deeper than " + std::to_string(k_lock_max_depth) + " levels");
+      return true;
+    };
+    json j = json::parse(text, depth_limit);
     auto need = [&](const json& obj, const char* key) -> const json& {
       field = key;
       if (!obj.is_object() || !obj.contains(key)) throw Error(ErrorKind::Input, std::string("missing field ") + key);
       return obj.at(key);
     };
-    l.schema_version = need(j, "schemaVersion").get<int>();
-    if (l.schema_version > k_lock_schema_version)
-      return input_error(file + ": lock schema " + std::to_string(l.schema_version) + " is newer than this gpubundle reads (" +
+    auto str = [&](const json& obj, const char* key) {
+      std::string v = need(obj, key).get<std::string>();
+      if (v.size() > k_lock_max_string) throw Error(ErrorKind::Input, "field " + field + ": longer than " + std::to_string(k_lock_max_string) + " bytes");
+      return v;
+    };
+    auto list = [&](const json& obj, const char* key, size_t max = k_lock_max_list) -> const json& {
+      const json& v = need(obj, key);
+      if (!v.is_array()) throw Error(ErrorKind::Input, "field " + field + ": must be a list");
+      if (v.size() > max) throw Error(ErrorKind::Input, "field " + field + ": more than " + std::to_string(max) + " entries");
+      return v;
+    };
+    auto strs = [&](const json& obj, const char* key) {
+      std::vector<std::string> out;
+      for (const auto& v : list(obj, key)) {
+        out.push_back(v.get<std::string>());
+        if (out.back().size() > k_lock_max_string) throw Error(ErrorKind::Input, "field " + field + ": an entry longer than " + std::to_string(k_lock_max_string) + " bytes");
+      }
+      return out;
+    };
+    if (!j.is_object()) return input_error(file + ": not a lock (a JSON object with schemaVersion)");
+    const auto& schema = need(j, "schemaVersion");
+    // Compared as JSON numbers: get<int>() would wrap 2^40 to 0.
+    if (!schema.is_number_integer() || schema < 1)
+      return input_error(file + ": schemaVersion must be a whole number from 1");
+    if (schema > k_lock_schema_version)
+      return input_error(file + ": lock schema " + schema.dump() + " is newer than this gpubundle reads (" +
                          std::to_string(k_lock_schema_version) + "); upgrade gpubundle");
-    l.generator = need(j, "generator").get<std::string>();
+    l.schema_version = schema.get<int>();
+    l.generator = str(j, "generator");
     const auto& r = need(j, "recipe");
-    l.recipe_name = need(r, "name").get<std::string>();
-    l.recipe_file = need(r, "file").get<std::string>();
-    l.recipe_sha256 = need(r, "sha256").get<std::string>();
+    l.recipe_name = str(r, "name");
+    l.recipe_file = str(r, "file");
+    l.recipe_sha256 = str(r, "sha256");
+    if (!need(r, "spec").is_object()) throw Error(ErrorKind::Input, "field spec: must be an object");
     l.recipe_spec = need(r, "spec").dump();
-    l.operator_version = need(need(j, "operator"), "version").get<std::string>();
+    l.operator_version = str(need(j, "operator"), "version");
     const auto& c = need(j, "chart");
-    l.chart = {need(c, "name").get<std::string>(), need(c, "version").get<std::string>(),
-               need(c, "appVersion").get<std::string>(), need(c, "source").get<std::string>(),
-               need(c, "sha256").get<std::string>()};
+    l.chart = {str(c, "name"), str(c, "version"), str(c, "appVersion"), str(c, "source"), str(c, "sha256")};
     const auto& t = need(j, "target");
-    l.gpus = need(t, "gpus").get<std::vector<std::string>>();
-    l.os = need(t, "os").get<std::string>();
-    l.os_tag = need(t, "osTag").get<std::string>();
-    l.kernels = need(t, "kernels").get<std::vector<std::string>>();
-    l.platforms = need(t, "platforms").get<std::vector<std::string>>();
-    l.workloads = need(t, "workloads").get<std::vector<std::string>>();
+    l.gpus = strs(t, "gpus");
+    l.os = str(t, "os");
+    l.os_tag = str(t, "osTag");
+    l.kernels = strs(t, "kernels");
+    l.platforms = strs(t, "platforms");
+    l.workloads = strs(t, "workloads");
     const auto& d = need(j, "driver");
-    l.driver = {need(d, "mode").get<std::string>(), need(d, "version").get<std::string>(),
-                need(d, "branch").get<std::string>(), need(d, "kernelModuleType").get<std::string>(),
+    l.driver = {str(d, "mode"), str(d, "version"), str(d, "branch"), str(d, "kernelModuleType"),
                 need(d, "usePrecompiled").get<bool>()};
     const auto& dest = need(j, "destination");
     if (!dest.is_null()) {
-      l.destination_registry = need(dest, "registry").get<std::string>();
-      l.destination_prefix = need(dest, "prefix").get<std::string>();
+      l.destination_registry = str(dest, "registry");
+      l.destination_prefix = str(dest, "prefix");
     }
-    const auto& images = need(j, "images");
+    const auto& images = list(j, "images", k_lock_max_images);
     for (size_t n = 0; n < images.size(); ++n) {
       const auto& i = images[n];
       field = "images[" + std::to_string(n) + "]";
       LockImage img;
-      img.components = need(i, "components").get<std::vector<std::string>>();
-      img.source = need(i, "source").get<std::string>();
-      img.platforms = need(i, "platforms").get<std::vector<std::string>>();
-      img.destination = need(i, "destination").get<std::string>();
-      img.digest = need(i, "digest").get<std::string>();
-      img.origin = need(i, "origin").get<std::string>();
+      img.components = strs(i, "components");
+      img.source = str(i, "source");
+      img.platforms = strs(i, "platforms");
+      img.destination = str(i, "destination");
+      img.digest = str(i, "digest");
+      img.origin = str(i, "origin");
       l.images.push_back(std::move(img));
     }
-    l.warnings = need(j, "warnings").get<std::vector<std::string>>();
+    l.warnings = strs(j, "warnings");
   } catch (const json::parse_error& e) {
     return input_error(file + ": not valid JSON: " + e.what());
   } catch (const json::exception& e) {
@@ -112,11 +217,12 @@ Result<Lock> parse_lock(const std::string& text, const std::string& file) {
   } catch (const Error& e) {
     return input_error(file + ": " + e.what());
   }
+  if (auto problem = check_lock(l); !problem.empty()) return input_error(file + ": " + problem);
   return l;
 }
 
 Result<Lock> load_lock(const std::string& file) {
-  auto text = read_file(file);
+  auto text = read_file(file, k_lock_max_bytes);
   if (!text) return text.error();
   return parse_lock(text.value(), file);
 }

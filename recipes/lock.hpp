@@ -18,7 +18,22 @@
 //
 // images are sorted by source. digest stays "" until `gpubundle mirror` fills
 // it; origin is "upstream" (pulled) or "built" (made by `driver build`).
+//
+// A lock also arrives inside a bundle from outside, and its values end up in
+// values.yaml, scripts, file names and registry URLs. parse_lock() therefore
+// checks every field it will write somewhere: references parse, digests are
+// sha256:<64 hex>, versions, names and kernels have the recipe's shapes
+// (recipes/recipe.hpp), enums are known words. Limits, checked before
+// anything is parsed or kept:
+//   text               k_lock_max_bytes   (16 MiB)
+//   images             k_lock_max_images  (10000)
+//   any other list     k_lock_max_list    (1024 entries)
+//   any one string     k_lock_max_string  (4096 bytes)
+//   chart name, version k_lock_max_chart_word (100 bytes each: they make the
+//                      kit's NAME-VERSION.tgz file name)
+//   JSON nesting       k_lock_max_depth   (32)
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,6 +43,12 @@
 namespace gb {
 
 constexpr int k_lock_schema_version = 1;
+constexpr std::size_t k_lock_max_bytes = 16 << 20;
+constexpr std::size_t k_lock_max_images = 10000;
+constexpr std::size_t k_lock_max_list = 1024;
+constexpr std::size_t k_lock_max_string = 4096;
+constexpr std::size_t k_lock_max_chart_word = 100;
+constexpr int k_lock_max_depth = 32;
 // The component of a baked node overlay artifact (node-images/overlay_artifact.hpp):
 // carried and imported like an image, but no chart values key.
 inline constexpr const char* k_node_overlay_component = "nodeOverlay";

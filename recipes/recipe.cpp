@@ -1,12 +1,15 @@
 #include "recipes/recipe.hpp"
 
-#include <regex>
+#include <algorithm>
 #include <set>
 #include <yaml-cpp/yaml.h>
 
 #include "common/files.hpp"
 #include "common/strings.hpp"
+#include "recipes/catalog.hpp"
 #include "recipes/reference.hpp"
+#include "recipes/yaml_input.hpp"
+#include "signing/digest.hpp"
 
 namespace gb {
 
@@ -20,6 +23,27 @@ std::string to_string(DriverMode m) {
 }
 
 std::string to_string(ToolkitMode m) { return m == ToolkitMode::Host ? "host" : "container"; }
+
+bool is_recipe_name(std::string_view s) { return s.size() <= k_recipe_max_name && is_lower_name(s); }
+
+bool is_release_tag(std::string_view s) { return starts_with(s, "v") && is_dotted_number(s.substr(1), 3, 3); }
+
+bool is_os_name(std::string_view s) {
+  auto [id, version] = split_os(s);
+  return !id.empty() && std::all_of(id.begin(), id.end(), [](char c) { return c >= 'a' && c <= 'z'; }) &&
+         is_dotted_number(version, 1, 2);
+}
+
+bool is_kernel_release(std::string_view s) {
+  size_t dot = s.find('.');
+  if (dot == std::string_view::npos || !is_digits(s.substr(0, dot))) return false;
+  auto rest = s.substr(dot + 1);
+  return !rest.empty() && rest.front() >= '0' && rest.front() <= '9' && is_word(rest, "._+~-");
+}
+
+bool is_driver_version(std::string_view s) { return is_dotted_number(s, 2, 3) || is_sha256_digest(s); }
+
+bool is_driver_branch(std::string_view s) { return s.size() == 3 && is_digits(s); }
 
 std::string Recipe::where(const std::string& field) const {
   auto it = lines.find(field);
@@ -66,7 +90,9 @@ public:
   std::string str(const YAML::Node& node, const std::string& path) {
     if (!node.IsScalar()) fail(node, path, "must be a string");
     note(node, path);
-    return node.as<std::string>();
+    if (node.Scalar().size() > k_recipe_max_string)
+      fail(node, path, "longer than " + std::to_string(k_recipe_max_string) + " bytes");
+    return node.Scalar();
   }
 
   bool boolean(const YAML::Node& node, const std::string& path) {
@@ -86,6 +112,7 @@ public:
   std::vector<std::string> strings(const YAML::Node& node, const std::string& path) {
     if (!node.IsSequence()) fail(node, path, "must be a list");
     note(node, path);
+    if (node.size() > k_recipe_max_list) fail(node, path, "more than " + std::to_string(k_recipe_max_list) + " entries");
     std::vector<std::string> out;
     for (size_t i = 0; i < node.size(); ++i) out.push_back(str(node[i], path + "[" + std::to_string(i) + "]"));
     return out;
@@ -95,7 +122,7 @@ public:
     std::string v = str(node, path);
     for (auto* a : values)
       if (v == a) return v;
-    fail(node, path, "'" + v + "' is not one of: " + join(std::vector<std::string>(values.begin(), values.end()), ", "));
+    fail(node, path, quote(v) + " is not one of: " + join(std::vector<std::string>(values.begin(), values.end()), ", "));
   }
 
 private:
@@ -118,8 +145,8 @@ void read(Reader& rd, const YAML::Node& root, Recipe& r) {
                      "sharing", "extraImages", "destination", "pullSecret"});
   if (!root["apiVersion"]) rd.fail(root, "apiVersion", "missing (expected gpubundle/v1)");
   if (rd.str(root["apiVersion"], "apiVersion") != "gpubundle/v1")
-    rd.fail(root["apiVersion"], "apiVersion", "unsupported version '" + root["apiVersion"].as<std::string>() +
-                                                  "' (this gpubundle reads gpubundle/v1)");
+    rd.fail(root["apiVersion"], "apiVersion", "unsupported version " + quote(root["apiVersion"].Scalar()) +
+                                                  " (this gpubundle reads gpubundle/v1)");
   if (!root["kind"] || rd.str(root["kind"], "kind") != "Recipe") rd.fail(root["kind"], "kind", "must be Recipe");
 
   if (auto md = root["metadata"]) {
@@ -127,18 +154,17 @@ void read(Reader& rd, const YAML::Node& root, Recipe& r) {
     if (md["name"]) r.name = rd.str(md["name"], "metadata.name");
   }
   if (r.name.empty()) r.name = r.file.stem().string();
-  static const std::regex name_re("^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$");
-  if (!std::regex_match(r.name, name_re))
-    rd.fail(root["metadata"]["name"], "metadata.name", "'" + r.name + "' must be lower-case letters, digits, '-' or '.'");
+  if (!is_recipe_name(r.name))
+    rd.fail(root["metadata"]["name"], "metadata.name",
+            quote(r.name) + " must be lower-case letters, digits, '-' or '.', at most " + std::to_string(k_recipe_max_name));
 
   auto op = root["operator"];
   if (!op) rd.fail(root, "operator", "missing (operator.version names the GPU Operator release)");
   rd.only(op, "operator", {"version", "chart"});
   if (op["version"]) {
     r.operator_version = rd.str(op["version"], "operator.version");
-    static const std::regex ver_re("^v[0-9]+\\.[0-9]+\\.[0-9]+$");
-    if (!std::regex_match(r.operator_version, ver_re))
-      rd.fail(op["version"], "operator.version", "'" + r.operator_version + "' is not a release tag like v24.9.2");
+    if (!is_release_tag(r.operator_version))
+      rd.fail(op["version"], "operator.version", quote(r.operator_version) + " is not a release tag like v24.9.2");
   }
   r.chart = op["chart"] ? rd.str(op["chart"], "operator.chart") : "https://helm.ngc.nvidia.com/nvidia";
 
@@ -150,28 +176,26 @@ void read(Reader& rd, const YAML::Node& root, Recipe& r) {
   if (r.gpus.empty()) rd.fail(t["gpus"], "target.gpus", "must name at least one GPU");
   if (!t["os"]) rd.fail(t, "target.os", "missing (e.g. ubuntu22.04, rhel9.4, rhcos4.16)");
   r.os = rd.str(t["os"], "target.os");
-  static const std::regex os_re("^[a-z]+[0-9]+(\\.[0-9]+)?$");
-  if (!std::regex_match(r.os, os_re))
-    rd.fail(t["os"], "target.os", "'" + r.os + "' is not an OS id and version like ubuntu22.04 or rhel9.4");
+  if (!is_os_name(r.os))
+    rd.fail(t["os"], "target.os", quote(r.os) + " is not an OS id and version like ubuntu22.04 or rhel9.4");
   if (t["kernels"]) r.kernels = rd.strings(t["kernels"], "target.kernels");
-  static const std::regex kernel_re("^[0-9]+\\.[0-9]+[A-Za-z0-9._+~-]*$");
   for (size_t i = 0; i < r.kernels.size(); ++i)
-    if (!std::regex_match(r.kernels[i], kernel_re))
+    if (!is_kernel_release(r.kernels[i]))
       rd.fail(t["kernels"][i], "target.kernels[" + std::to_string(i) + "]",
-              "'" + r.kernels[i] + "' is not a kernel release (uname -r)");
+              quote(r.kernels[i]) + " is not a kernel release (uname -r)");
   r.platforms = t["platforms"] ? rd.strings(t["platforms"], "target.platforms") : std::vector<std::string>{"linux/amd64"};
   for (size_t i = 0; i < r.platforms.size(); ++i) {
     const auto& p = r.platforms[i];
     if (p != "linux/amd64" && p != "linux/arm64")
       rd.fail(t["platforms"][i], "target.platforms[" + std::to_string(i) + "]",
-              "'" + p + "' is not supported (linux/amd64 or linux/arm64)");
+              quote(p) + " is not supported (linux/amd64 or linux/arm64)");
   }
   r.workloads = t["workloads"] ? rd.strings(t["workloads"], "target.workloads") : std::vector<std::string>{"container"};
   for (size_t i = 0; i < r.workloads.size(); ++i) {
     const auto& w = r.workloads[i];
     if (w != "container" && w != "vm-passthrough" && w != "vm-vgpu")
       rd.fail(t["workloads"][i], "target.workloads[" + std::to_string(i) + "]",
-              "'" + w + "' is not one of: container, vm-passthrough, vm-vgpu");
+              quote(w) + " is not one of: container, vm-passthrough, vm-vgpu");
   }
 
   if (auto d = root["driver"]) {
@@ -182,16 +206,14 @@ void read(Reader& rd, const YAML::Node& root, Recipe& r) {
     }
     if (d["version"]) {
       r.driver_version = rd.str(d["version"], "driver.version");
-      static const std::regex dv_re("^([0-9]+\\.[0-9]+(\\.[0-9]+)?|sha256:[0-9a-f]{64})$");
-      if (!std::regex_match(r.driver_version, dv_re))
+      if (!is_driver_version(r.driver_version))
         rd.fail(d["version"], "driver.version",
-                "'" + r.driver_version + "' is not a driver version like 550.127.08 or a sha256: digest");
+                quote(r.driver_version) + " is not a driver version like 550.127.08 or a sha256: digest");
     }
     if (d["branch"]) {
       r.driver_branch = rd.str(d["branch"], "driver.branch");
-      static const std::regex br_re("^[0-9]{3}$");
-      if (!std::regex_match(r.driver_branch, br_re))
-        rd.fail(d["branch"], "driver.branch", "'" + r.driver_branch + "' is not a driver branch like 550");
+      if (!is_driver_branch(r.driver_branch))
+        rd.fail(d["branch"], "driver.branch", quote(r.driver_branch) + " is not a driver branch like 550");
     }
     if (d["version"] && d["branch"] && !starts_with(r.driver_version, "sha256:") &&
         !starts_with(r.driver_version, r.driver_branch + "."))
@@ -209,6 +231,7 @@ void read(Reader& rd, const YAML::Node& root, Recipe& r) {
 
   if (auto c = root["components"]) {
     if (!c.IsMap()) rd.fail(c, "components", "must be a mapping of chart component keys");
+    if (c.size() > k_recipe_max_list) rd.fail(c, "components", "more than " + std::to_string(k_recipe_max_list) + " entries");
     for (auto it = c.begin(); it != c.end(); ++it) {
       std::string key = it->first.as<std::string>();
       std::string path = "components." + key;
@@ -263,15 +286,14 @@ void read(Reader& rd, const YAML::Node& root, Recipe& r) {
     auto probe = Reference::parse(r.destination_registry + "/" +
                                   (r.destination_prefix.empty() ? "x" : r.destination_prefix + "/x") + ":t");
     if (!probe || probe->registry != r.destination_registry)
-      rd.fail(d["registry"], "destination", "'" + r.destination_registry + "/" + r.destination_prefix +
-                                                "' is not a registry host[:port] with an optional lower-case path prefix");
+      rd.fail(d["registry"], "destination", quote(r.destination_registry + "/" + r.destination_prefix) +
+                                                " is not a registry host[:port] with an optional lower-case path prefix");
   }
 
   if (root["pullSecret"]) {
     r.pull_secret = rd.str(root["pullSecret"], "pullSecret");
-    static const std::regex secret_re("^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$");
-    if (!std::regex_match(r.pull_secret, secret_re))
-      rd.fail(root["pullSecret"], "pullSecret", "'" + r.pull_secret + "' is not a Kubernetes secret name");
+    if (!is_recipe_name(r.pull_secret))
+      rd.fail(root["pullSecret"], "pullSecret", quote(r.pull_secret) + " is not a Kubernetes secret name");
   }
 }
 
@@ -280,13 +302,17 @@ void read(Reader& rd, const YAML::Node& root, Recipe& r) {
 Result<Recipe> parse_recipe(const std::string& text, const std::filesystem::path& file) {
   Recipe r;
   r.file = file;
+  const std::string label = file.filename().string();
+  if (text.size() > k_recipe_max_bytes)
+    return input_error(label + ": larger than " + std::to_string(k_recipe_max_bytes) + " bytes; not a recipe");
+  auto root = load_yaml_input(text, label);
+  if (!root) return root.error();
   try {
-    YAML::Node root = YAML::Load(text);
-    if (!root.IsDefined() || root.IsNull()) return input_error(file.filename().string() + ": empty recipe");
+    if (!root->IsDefined() || root->IsNull()) return input_error(label + ": empty recipe");
     Reader rd(r);
-    read(rd, root, r);
-  } catch (const YAML::ParserException& e) {
-    return input_error(file.filename().string() + ":" + std::to_string(e.mark.line + 1) + ": YAML syntax error: " + e.msg);
+    read(rd, *root, r);
+  } catch (const YAML::Exception& e) {
+    return input_error(label + (e.mark.is_null() ? "" : ":" + std::to_string(e.mark.line + 1)) + ": " + e.msg);
   } catch (const Error& e) {
     return Failure{e.kind(), e.what()};
   }
@@ -294,7 +320,7 @@ Result<Recipe> parse_recipe(const std::string& text, const std::filesystem::path
 }
 
 Result<Recipe> load_recipe(const std::filesystem::path& file) {
-  auto text = read_file(file);
+  auto text = read_file(file, k_recipe_max_bytes);
   if (!text) return text.error();
   return parse_recipe(text.value(), file);
 }

@@ -17,11 +17,20 @@
 //   pullSecret
 //
 // Unknown fields are errors that name the field path and the line.
+// A key written twice in one mapping is an error too (recipes/yaml_input.hpp).
+//
+// Limits, checked before the text is parsed or a value is kept; a recipe is a
+// short hand-written file:
+//   file              k_recipe_max_bytes  (1 MiB)
+//   any one value     k_recipe_max_string (4096 bytes)
+//   any list or map   k_recipe_max_list   (1024 entries: gpus, kernels, extraImages, components ...)
+//   metadata.name and pullSecret  k_recipe_max_name (253, a Kubernetes name)
 
 #include <filesystem>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/error.hpp"
@@ -30,6 +39,19 @@ namespace gb {
 
 enum class DriverMode { Conventional, Precompiled, Host };
 enum class ToolkitMode { Container, Host };
+
+constexpr size_t k_recipe_max_bytes = 1 << 20;
+constexpr size_t k_recipe_max_string = 4096;
+constexpr size_t k_recipe_max_list = 1024;
+constexpr size_t k_recipe_max_name = 253;
+
+// The shapes of recipe values; the lock (recipes/lock.hpp) checks the same.
+bool is_recipe_name(std::string_view s);     // [a-z0-9]([-a-z0-9.]*[a-z0-9])?: metadata.name, pullSecret
+bool is_release_tag(std::string_view s);     // v24.9.2: operator.version
+bool is_os_name(std::string_view s);         // [a-z]+N(.N)?: ubuntu22.04, rhel9
+bool is_kernel_release(std::string_view s);  // N.N[A-Za-z0-9._+~-]*: 5.15.0-122-generic
+bool is_driver_version(std::string_view s);  // N.N(.N)? or sha256:<64 hex>
+bool is_driver_branch(std::string_view s);   // three digits: 550
 
 std::string to_string(DriverMode m);
 std::string to_string(ToolkitMode m);

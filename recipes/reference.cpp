@@ -10,8 +10,10 @@ namespace {
 
 bool is_lower_alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
 
+}  // namespace
+
 // path-component := alnum+ (separator alnum+)*, separator := [_.] | __ | -+
-bool valid_path_component(std::string_view c) {
+bool is_valid_path_component(std::string_view c) {
   if (c.empty() || !is_lower_alnum(c.front()) || !is_lower_alnum(c.back())) return false;
   for (size_t i = 0; i < c.size(); ++i) {
     char ch = c[i];
@@ -30,6 +32,8 @@ bool valid_path_component(std::string_view c) {
   }
   return true;
 }
+
+namespace {
 
 bool valid_host(std::string_view host) {
   if (host.empty()) return false;
@@ -125,7 +129,7 @@ Result<Reference> Reference::parse(std::string_view text) {
   if (ref.registry == "index.docker.io" || ref.registry == "registry-1.docker.io") ref.registry = "docker.io";
   if (path.empty()) return bad("no repository");
   for (auto& component : split(path, '/')) {
-    if (!valid_path_component(component)) return bad("invalid path component '" + component + "'");
+    if (!is_valid_path_component(component)) return bad("invalid path component '" + component + "'");
   }
   ref.repository = std::string(path);
   if (ref.registry == "docker.io" && ref.repository.find('/') == std::string::npos)

@@ -32,5 +32,7 @@ struct Reference {
 };
 
 bool is_valid_tag(std::string_view tag);
+// One repository path component: [a-z0-9]+(([._]|__|-+)[a-z0-9]+)*
+bool is_valid_path_component(std::string_view component);
 
 }  // namespace gb

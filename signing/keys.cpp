@@ -1,13 +1,17 @@
 #include "signing/keys.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
 
+#include <sys/stat.h>
+
 #include "common/files.hpp"
+#include "common/log.hpp"
 #include "signing/digest.hpp"
 #include "signing/openssl_detail.hpp"
 
@@ -202,11 +206,27 @@ Result<PrivateKey> PrivateKey::parse(std::string_view pem, const std::string& so
   return PrivateKey(std::make_shared<const Impl>(Impl{std::move(key), *type}));
 }
 
+namespace {
+
+// A signing key others can read is a key others can sign with.
+void warn_if_exposed(const std::filesystem::path& private_key) {
+  struct stat st {};
+  if (::stat(private_key.c_str(), &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 077)) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    log::warn(private_key.string() + ": private key is readable by others (mode " + mode + "); restrict it: chmod 600 " +
+              private_key.string());
+  }
+}
+
+}  // namespace
+
 Result<PrivateKey> PrivateKey::load(const std::filesystem::path& path, const Passphrase& passphrase) {
   auto text = read_file(path);
   if (!text) return text.error();
   auto key = parse(text.value(), path.string(), passphrase);
   OPENSSL_cleanse(text.value().data(), text.value().size());
+  if (key) warn_if_exposed(path);  // only once it is known to be a private key
   return key;
 }
 

@@ -88,7 +88,7 @@ TEST_CASE("registry config errors name the file, line and field", "[registry-con
   CHECK_THAT(err("hosts:\n  https://nvcr.io:\n    fallback: true\n"), Catch::Contains("without scheme"));
   CHECK_THAT(err("hosts:\n  nvcr.io:\n    username: [a]\n"), Catch::Contains("hosts.nvcr.io.username"));
   CHECK_THAT(err("registries: {}\n"), Catch::Contains("registries: unknown key"));
-  CHECK_THAT(err("hosts: [\n"), Catch::Contains("invalid YAML"));
+  CHECK_THAT(err("hosts: [\n"), Catch::Contains("YAML syntax error"));
   CHECK_THAT(err("hosts:\n  nvcr.io:\n    mirrors: [x]\n"), Catch::Contains(":3:"));  // line numbers
   auto missing = RegistryConfig::load(dir / "absent.yaml");
   REQUIRE_FALSE(missing.ok());

@@ -1,0 +1,333 @@
+// Hostile input at the parsing layer (issue 11): shape checks that replaced
+// std::regex, limits on recipes and locks, duplicate YAML keys, bounded
+// messages, and private key permissions. Tagged [hostile]: the sanitizer job
+// runs these under ASan and UBSan.
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <fstream>
+#include <functional>
+#include <random>
+#include <regex>
+#include <sys/stat.h>
+
+#include "bundles/kit.hpp"
+#include "common/files.hpp"
+#include "common/log.hpp"
+#include "common/strings.hpp"
+#include "fixtures.hpp"
+#include "mirror/registry_config.hpp"
+#include "node-images/bake.hpp"
+#include "node-images/driver_files.hpp"
+#include "recipes/catalog.hpp"
+#include "recipes/chart.hpp"
+#include "recipes/lock.hpp"
+#include "recipes/recipe.hpp"
+#include "recipes/reference.hpp"
+#include "signing/keys.hpp"
+
+using namespace gb;
+
+namespace {
+
+// Random strings glued from `pieces` (single characters or whole words), so
+// that the interesting shapes come up often. Seeded: failures reproduce.
+std::vector<std::string> samples(const std::vector<std::string>& pieces, size_t max_pieces, size_t count = 20000) {
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<size_t> len(0, max_pieces), pick(0, pieces.size() - 1);
+  std::vector<std::string> out;
+  for (size_t i = 0; i < count; ++i) {
+    std::string s;
+    for (size_t n = len(rng); n > 0; --n) s += pieces[pick(rng)];
+    out.push_back(s);
+  }
+  return out;
+}
+
+std::vector<std::string> chars(const std::string& set) {
+  std::vector<std::string> out;
+  for (char c : set) out.emplace_back(1, c);
+  return out;
+}
+
+// The old std::regex and the new check must agree on every sample.
+void same_language(const char* pattern, const std::vector<std::string>& inputs, const std::function<bool(const std::string&)>& check) {
+  const std::regex re(pattern);
+  size_t accepted = 0;
+  for (const auto& s : inputs) {
+    INFO(pattern << " on " << quote(s));
+    bool old = std::regex_match(s, re);
+    REQUIRE(check(s) == old);
+    accepted += old;
+  }
+  CHECK(accepted > 0);  // the samples reach the accepted side too
+}
+
+std::string recipe_with(const std::string& os, const std::string& name = "site-a") {
+  return "apiVersion: gpubundle/v1\nkind: Recipe\nmetadata: {name: \"" + name + "\"}\noperator: {version: v24.9.2}\n"
+         "target: {gpus: [L4], os: \"" + os + "\"}\n";
+}
+
+std::string recipe_error(const std::string& text) {
+  auto r = parse_recipe(text, "recipe.yaml");
+  return r.ok() ? "" : r.error().message;
+}
+
+Lock sample_lock() {
+  Lock l;
+  l.generator = "gpubundle 0.1.0";
+  l.recipe_name = "site-a";
+  l.recipe_file = "site-a.yaml";
+  l.recipe_sha256 = std::string(64, 'a');
+  l.recipe_spec = "{}";
+  l.operator_version = "v24.9.2";
+  l.chart = {"gpu-operator", "24.9.2", "v24.9.2", "https://helm.ngc.nvidia.com/nvidia", std::string(64, 'b')};
+  l.gpus = {"L4"};
+  l.os = "ubuntu22.04";
+  l.os_tag = "ubuntu22.04";
+  l.kernels = {"5.15.0-122-generic"};
+  l.platforms = {"linux/amd64"};
+  l.workloads = {"container"};
+  l.driver = {"conventional", "550.127.08", "550", "auto", false};
+  l.destination_registry = "reg.site:5000";
+  l.destination_prefix = "gpu";
+  LockImage img;
+  img.components = {"driver"};
+  img.source = "nvcr.io/nvidia/driver:550.127.08-ubuntu22.04";
+  img.platforms = {"linux/amd64"};
+  img.destination = "reg.site:5000/gpu/nvidia/driver:550.127.08-ubuntu22.04";
+  img.digest = "sha256:" + std::string(64, 'c');
+  l.images.push_back(img);
+  return l;
+}
+
+std::string lock_error(const std::string& json) {
+  auto r = parse_lock(json, "x.lock.json");
+  return r.ok() ? "" : r.error().message;
+}
+
+std::string replaced(std::string s, const std::string& from, const std::string& to) {
+  auto at = s.find(from);
+  REQUIRE(at != std::string::npos);
+  return s.replace(at, from.size(), to);
+}
+
+}  // namespace
+
+TEST_CASE("hand-written shape checks accept exactly what the old regexes did", "[hostile][shapes]") {
+  same_language("^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", samples(chars("az09-.A_/\n "), 8), [](auto& s) { return is_recipe_name(s); });
+  same_language("^v[0-9]+\\.[0-9]+\\.[0-9]+$", samples(chars("v019.-a"), 9), [](auto& s) { return is_release_tag(s); });
+  same_language("^[a-z]+[0-9]+(\\.[0-9]+)?$", samples(chars("abz09.-A"), 8), [](auto& s) { return is_os_name(s); });
+  same_language("^[0-9]+\\.[0-9]+[A-Za-z0-9._+~-]*$", samples(chars("09.aZ_+~-/ \n"), 8), [](auto& s) { return is_kernel_release(s); });
+  same_language("^([0-9]+\\.[0-9]+(\\.[0-9]+)?|sha256:[0-9a-f]{64})$",
+                samples({"0", "5", ".", "a", "sha256:", std::string(64, 'f'), std::string(63, '0'), "g"}, 6),
+                [](auto& s) { return is_driver_version(s); });
+  same_language("^[0-9]{3}$", samples(chars("05a "), 5), [](auto& s) { return is_driver_branch(s); });
+  same_language("^[A-Za-z0-9][A-Za-z0-9._+-]*$", samples(chars("aZ0._+-~/ \n"), 7), [](auto& s) { return is_word(s, "._+-"); });
+  same_language("^[a-z0-9]+(([._]|__|-+)[a-z0-9]+)*$", samples(chars("a0._-A/"), 8), [](auto& s) { return is_valid_path_component(s); });
+  same_language("^v?[0-9]+\\.[0-9]+\\.[0-9]+$", samples(chars("v09.-a"), 9), [](auto& s) { return !is_placeholder_version(s); });
+  same_language("[A-Za-z0-9][A-Za-z0-9._+~-]*\\.(deb|rpm)", samples({"a", "Z", "0", ".", "_", "+", "~", "-", ".deb", ".rpm", "/", " "}, 5),
+                [](auto& s) { return is_package_file_name(s); });
+  // --registry HOST.
+  same_language("^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]{1,5})?$", samples(chars("az09.-:_"), 9), [](auto& s) {
+    return kit::SiteRegistry::parse(s).ok();
+  });
+}
+
+TEST_CASE("chart archive paths and installer names match the old regexes, captures included", "[hostile][shapes]") {
+  auto paths = samples({"charts/", "Chart.yaml", "values.yaml", ".tgz", "/", "a", "x.", "\n"}, 4);
+  same_language(R"(^(Chart\.yaml|values\.yaml|charts/[^/]+/(Chart|values)\.yaml|charts/[^/]+\.tgz)$)", paths,
+                [](auto& s) { return is_chart_file_wanted(s); });
+  const std::regex sub_dir(R"(^charts/([^/]+)/Chart\.yaml$)"), sub_tgz(R"(^charts/([^/]+)\.tgz$)");
+  for (const auto& p : paths) {
+    std::smatch m;
+    INFO(quote(p));
+    CHECK(std::string(subchart_name(p, "/Chart.yaml")) == (std::regex_match(p, m, sub_dir) ? m[1].str() : ""));
+    CHECK(std::string(subchart_name(p, ".tgz")) == (std::regex_match(p, m, sub_tgz) ? m[1].str() : ""));
+  }
+
+  const std::regex run_name(R"(^NVIDIA-Linux-([A-Za-z0-9_]+)-[0-9.]+.*\.run$)");
+  size_t matched = 0;
+  for (const auto& n : samples({"NVIDIA-Linux-", "x86_64", "aarch64", "-", "5", "5.", ".", ".run", "\n", "\r", "a", "_", " "}, 6, 40000)) {
+    std::smatch m;
+    bool old = std::regex_match(n, m, run_name);
+    INFO(quote(n));
+    REQUIRE(installer_arch(n) == (old ? m[1].str() : ""));
+    matched += old;
+  }
+  CHECK(matched > 0);
+  CHECK(installer_arch("NVIDIA-Linux-aarch64-550.127.08.run") == "aarch64");
+}
+
+TEST_CASE("long strings are refused without recursion", "[hostile][shapes]") {
+  const std::string huge(1 << 20, 'a');  // std::regex_match overflowed the stack from about 50 KB
+  CHECK(is_lower_name(huge));
+  CHECK_FALSE(is_recipe_name(huge));
+  CHECK_FALSE(is_release_tag("v1." + huge));
+  CHECK(is_word(huge, "._-"));
+  CHECK(kit::SiteRegistry::parse(huge + ".site:5000/" + huge).ok());
+  CHECK_FALSE(kit::SiteRegistry::parse(huge + "-").ok());
+  CHECK_FALSE(kit::SiteRegistry::parse("reg.site:5000/" + huge + "-").ok());
+  CHECK_FALSE(is_kernel_release("5.1" + huge + "/"));
+  CHECK(installer_arch("NVIDIA-Linux-x86_64-5" + huge + ".run") == "x86_64");
+
+  auto name = recipe_error(recipe_with("ubuntu22.04", std::string(4000, 'n')));
+  CHECK(name.find("recipe.yaml:3: metadata.name: 'nnnn") == 0);
+  CHECK(name.find("(4000 bytes) must be lower-case letters, digits, '-' or '.', at most 253") != std::string::npos);
+  CHECK(name.size() < 400);
+  const std::string long_value(100000, 'a');
+  CHECK(recipe_error(recipe_with("ubuntu22.04", long_value)) == "recipe.yaml:3: metadata.name: longer than 4096 bytes");
+  auto os = recipe_error(recipe_with(long_value));
+  CHECK(os.find("target.os: longer than 4096 bytes") != std::string::npos);
+}
+
+TEST_CASE("recipe limits: file size, list length", "[hostile][limits]") {
+  gbtest::TempDir dir;
+  std::string big = recipe_with("ubuntu22.04") + "# " + std::string(k_recipe_max_bytes, 'x') + "\n";
+  gbtest::spit(dir / "big.yaml", big);
+  auto r = load_recipe(dir / "big.yaml");
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().kind == ErrorKind::Input);
+  CHECK(r.error().message.find("larger than 1048576 bytes") != std::string::npos);
+
+  std::string kernels = "[";
+  for (size_t i = 0; i <= k_recipe_max_list; ++i) kernels += "5.15.0, ";
+  kernels += "5.15.0]";
+  auto many = recipe_error("apiVersion: gpubundle/v1\nkind: Recipe\noperator: {version: v24.9.2}\n"
+                      "target:\n  gpus: [L4]\n  os: ubuntu22.04\n  kernels: " + kernels + "\n");
+  CHECK(many.find("target.kernels: more than 1024 entries") != std::string::npos);
+}
+
+TEST_CASE("duplicate keys in a recipe are refused with file, line and key", "[hostile][yaml]") {
+  std::string text = recipe_with("ubuntu22.04") + "target: {gpus: [H100], os: rhel9.4}\n";
+  CHECK(recipe_error(text) == "recipe.yaml:6: duplicate key 'target' (first at line 5)");
+  auto nested = recipe_error("apiVersion: gpubundle/v1\nkind: Recipe\noperator: {version: v24.9.2}\n"
+                             "target:\n  gpus: [L4]\n  os: ubuntu22.04\n  os: rhel9.4\n");
+  CHECK(nested == "recipe.yaml:7: duplicate key 'os' (first at line 6)");
+  auto in_list = recipe_error(recipe_with("ubuntu22.04") + "components: {gds: {enabled: true, enabled: false}}\n");
+  CHECK(in_list.find("duplicate key 'enabled'") != std::string::npos);
+}
+
+TEST_CASE("aliases are walked once: a billion-laughs recipe is quick", "[hostile][yaml]") {
+  std::string text = "a0: &a0 {k: v}\n";
+  for (int i = 1; i < 40; ++i)
+    text += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [*a" + std::to_string(i - 1) + ", *a" + std::to_string(i - 1) + "]\n";
+  auto start = std::chrono::steady_clock::now();
+  auto error = recipe_error(text);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
+  CHECK(error.find("unknown field") != std::string::npos);  // it got past the duplicate check
+}
+
+TEST_CASE("duplicate keys in the registry config and the catalog are refused", "[hostile][yaml]") {
+  gbtest::TempDir dir;
+  gbtest::spit(dir / "registries.yaml", "hosts:\n  nvcr.io:\n    plainHttp: true\n  nvcr.io:\n    plainHttp: false\n");
+  auto cfg = RegistryConfig::load(dir / "registries.yaml");
+  REQUIRE_FALSE(cfg.ok());
+  CHECK(cfg.error().message == (dir / "registries.yaml").string() + ":4: duplicate key 'nvcr.io' (first at line 2)");
+
+  std::map<std::string, std::string> files;
+  for (const auto& e : fs::directory_iterator(fs::path(GB_SOURCE_DIR) / "recipes/catalog"))
+    files[e.path().filename().string()] = gbtest::slurp(e.path());
+  REQUIRE(Catalog::from_files(files).ok());
+  files["drivers.yaml"] += "\nautoOpenFromBranch: 1\n";
+  auto cat = Catalog::from_files(files);
+  REQUIRE_FALSE(cat.ok());
+  CHECK(cat.error().message.find("drivers.yaml:") != std::string::npos);
+  CHECK(cat.error().message.find("duplicate key 'autoOpenFromBranch'") != std::string::npos);
+}
+
+TEST_CASE("the catalog's component entries survive loading", "[hostile][catalog]") {
+  // Catalog::from_files once held a reference into yaml-cpp's temporary
+  // iterator proxy here (ASan: stack-use-after-scope).
+  const auto* driver = Catalog::builtin().component("driver");
+  REQUIRE(driver);
+  CHECK(driver->title == "Driver");
+  CHECK(driver->os_suffix);
+  const auto* kata = Catalog::builtin().component("kataManager");
+  REQUIRE(kata);
+  CHECK(kata->workloads == std::vector<std::string>{"vm-passthrough"});
+  CHECK(kata->images == std::vector<std::string>{"config.runtimeClasses.*.artifacts.url"});
+}
+
+TEST_CASE("lock loading checks every value it will write somewhere", "[hostile][lock]") {
+  const std::string good = lock_to_json(sample_lock());
+  REQUIRE(lock_error(good).empty());
+
+  auto digest = replaced(good, "\"sha256:" + std::string(64, 'c') + "\"", "\"sha512:../../../etc/hostname\"");
+  CHECK(lock_error(digest) == "x.lock.json: images[0].digest: 'sha512:../../../etc/hostname' is not sha256:<64 hex>");
+  auto source = replaced(good, "nvcr.io/nvidia/driver:550", "nvcr.io/nvidia/Driver:550");
+  CHECK(lock_error(source).find("x.lock.json: images[0].source: invalid image reference") == 0);
+  auto version = replaced(good, "\"version\": \"24.9.2\"", "\"version\": \"24.9.2/../../x\"");
+  CHECK(lock_error(version).find("chart.version: '24.9.2/../../x' is not a chart version") != std::string::npos);
+  auto name = replaced(good, "\"gpu-operator\"", "\"gpu operator\"");
+  CHECK(lock_error(name).find("chart.name:") != std::string::npos);
+  auto kernel = replaced(good, "\"5.15.0-122-generic\"", "\"5.15.0\\n$(reboot)\"");
+  CHECK(lock_error(kernel).find("target.kernels[0]: '5.15.0\\n$(reboot)' is not a kernel release") != std::string::npos);
+  auto mode = replaced(good, "\"conventional\"", "\"sideways\"");
+  CHECK(lock_error(mode).find("driver.mode:") != std::string::npos);
+  auto origin = replaced(good, "\"upstream\"", "\"elsewhere\"");
+  CHECK(lock_error(origin).find("images[0].origin:") != std::string::npos);
+
+  auto long_version = replaced(good, "\"version\": \"24.9.2\"", "\"version\": \"" + std::string(100000, '1') + "\"");
+  CHECK(lock_error(long_version).find("longer than 4096 bytes") != std::string::npos);
+  CHECK(lock_error(long_version).size() < 300);
+}
+
+TEST_CASE("lock limits: schema number, shape, nesting, counts, size", "[hostile][lock]") {
+  const std::string good = lock_to_json(sample_lock());
+  CHECK(lock_error(replaced(good, "\"schemaVersion\": 1", "\"schemaVersion\": 1099511627776")).find("is newer") != std::string::npos);
+  CHECK(lock_error(replaced(good, "\"schemaVersion\": 1", "\"schemaVersion\": 0")).find("schemaVersion must be") != std::string::npos);
+  CHECK(lock_error(replaced(good, "\"schemaVersion\": 1", "\"schemaVersion\": -4294967295")).find("schemaVersion must be") !=
+        std::string::npos);
+  CHECK(lock_error("[1, 2]").find("not a lock") != std::string::npos);
+
+  std::string deep = replaced(good, "\"spec\": {}", "\"spec\": {\"x\": " + std::string(100000, '[') + std::string(100000, ']') + "}");
+  CHECK(lock_error(deep).find("nested deeper than 32 levels") != std::string::npos);
+
+  std::string images = "[";
+  for (size_t i = 0; i <= k_lock_max_images; ++i) images += "{},";
+  images.back() = ']';
+  auto many = lock_error(replaced(good, "\"images\": [", "\"images\": " + images + ", \"x\": ["));
+  CHECK(many.find("images: more than 10000 entries") != std::string::npos);
+
+  CHECK(lock_error(std::string(k_lock_max_bytes + 1, ' ')).find("larger than 16777216 bytes") != std::string::npos);
+}
+
+TEST_CASE("read_file with a limit refuses a larger file", "[hostile][limits]") {
+  gbtest::TempDir dir;
+  gbtest::spit(dir / "f", std::string(1000, 'x'));
+  CHECK(read_file(dir / "f", 1000).value() == std::string(1000, 'x'));
+  auto over = read_file(dir / "f", 999);
+  REQUIRE_FALSE(over.ok());
+  CHECK(over.error().message == (dir / "f").string() + ": larger than 999 bytes");
+}
+
+TEST_CASE("messages: values are quoted, escaped and bounded", "[hostile][messages]") {
+  CHECK(quote("site-a") == "'site-a'");
+  CHECK(quote(std::string("a\0b\n\x1b[2J", 8)) == "'a\\x00b\\n\\x1b[2J'");
+  CHECK(quote(std::string(100000, 'r')) == "'" + std::string(200, 'r') + "\u2026' (100000 bytes)");
+  CHECK(quote("\xc3\xa9\xc3\xa9", 3) == "'\xc3\xa9\u2026' (4 bytes)");  // never cut inside a character
+
+  CHECK(bounded_line(std::string("realm=\"x\0y\"", 11)) == "realm=\"x\\x00y\"");
+  CHECK(bounded_line("two\nlines") == "two\\nlines");
+  std::string realm = bounded_line("401 from registry: realm=\"" + std::string(100000, 'R') + "\" scope=pull");
+  CHECK(realm.size() < 400);
+  CHECK(realm.find("(100008 bytes) scope=pull") != std::string::npos);
+  std::string spaced;
+  for (int i = 0; i < 100000; ++i) spaced += "GPU ";
+  auto line = bounded_line(spaced);
+  CHECK(line.size() < 4200);
+  CHECK(line.find("(400000 bytes in all)") != std::string::npos);
+}
+
+TEST_CASE("a private key others can read gets a warning that says chmod 600", "[hostile][keys]") {
+  gbtest::TempDir dir;
+  auto key = PrivateKey::generate(KeyType::Ed25519).value_or_throw();
+  gbtest::spit(dir / "site.key", key.to_pem().value_or_throw());
+  ::chmod((dir / "site.key").c_str(), 0600);
+  int before = log::warning_count();
+  REQUIRE(PrivateKey::load(dir / "site.key").ok());
+  CHECK(log::warning_count() == before);
+  ::chmod((dir / "site.key").c_str(), 0644);
+  REQUIRE(PrivateKey::load(dir / "site.key").ok());
+  CHECK(log::warning_count() == before + 1);
+}
