@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Pack chart fixtures from ../shared/upstream and serve them as a Helm HTTP repo.
+"""Pack a chart folder (chart.py's stand-in, or a real one) and serve charts as a Helm HTTP repo.
 
   helmrepo.py pack  --from UPSTREAM_CHART_DIR --version V --out DIR   -> DIR/<name>-<V>.tgz
   helmrepo.py serve --dir DIR [--port P]   -> {"url": "http://127.0.0.1:PORT", "pid": N}
