@@ -18,8 +18,7 @@ standin_json() { "$PY" -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[
 
 standin_chart() {
   local dir=$1 tag=$2
-  "$PY" "$TOOLS/chart.py" --release "$tag" --out "$dir/chart-src/gpu-operator" >/dev/null
-  "$PY" "$TOOLS/helmrepo.py" pack --from "$dir/chart-src/gpu-operator" --version "$tag" --out "$dir/helm"
+  "$PY" "$TOOLS/helmrepo.py" pack --release "$tag" --out "$dir/helm"
 }
 
 standin_start() {

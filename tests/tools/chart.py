@@ -8,8 +8,9 @@ every image-bearing values key with repository/image/version (and enabled,
 imagePullPolicy, imagePullSecrets where the release has them), the settings the
 resolver and the install kit read, Chart.yaml with the release as version and
 appVersion and the node-feature-discovery dependency, and that subchart with
-its image.repository and an empty tag (its appVersion applies). Pack it with
-`helmrepo.py pack --from DIR --version V`. Same facts, same bytes.
+its image.repository and an empty tag (its appVersion applies).
+`helmrepo.py pack --release V` makes and packs it in one step. Same facts,
+same bytes.
 Needs python3-yaml.
 """
 
@@ -96,35 +97,40 @@ def write(path, text):
     os.replace(tmp, path)
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--release", required=True, help="a release in releases.yaml, e.g. v26.7.0")
-    p.add_argument("--out", required=True, help="the chart folder to write")
-    args = p.parse_args()
+def make(release, out):
+    """Writes the chart folder for `release` into `out`."""
     all_facts = load(FACTS) or {}
-    facts = all_facts.get(args.release)
+    facts = all_facts.get(release)
     if not facts:
-        harness.die(f"{FACTS}: no release {args.release} (it has {', '.join(all_facts) or 'none'})")
+        harness.die(f"{FACTS}: no release {release} (it has {', '.join(all_facts) or 'none'})")
     nfd = facts.get("nfd") or {}
     chart = {
         "apiVersion": "v2",
         "name": "gpu-operator",
-        "version": args.release,
-        "appVersion": facts.get("appVersion", args.release),
+        "version": release,
+        "appVersion": facts.get("appVersion", release),
         "description": "Stand-in for the NVIDIA GPU Operator chart (test fixture)",
     }
     if nfd:
         chart["dependencies"] = [{"name": NFD, "version": nfd["version"], "repository": "oci://registry.k8s.io/nfd/charts",
                                   "condition": "nfd.enabled"}]
-    out = os.path.abspath(args.out)
     write(os.path.join(out, "Chart.yaml"), dump(chart))
-    write(os.path.join(out, "values.yaml"), dump(values_of(args.release, facts)))
+    write(os.path.join(out, "values.yaml"), dump(values_of(release, facts)))
     if nfd:
         sub = os.path.join(out, "charts", NFD)
         write(os.path.join(sub, "Chart.yaml"), dump({"apiVersion": "v2", "name": NFD, "version": nfd["version"],
                                                      "appVersion": nfd["appVersion"], "type": "application"}))
         write(os.path.join(sub, "values.yaml"), dump({"image": {"repository": nfd["image"], "pullPolicy": "IfNotPresent", "tag": None},
                                                       "imagePullSecrets": []}))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--release", required=True, help="a release in releases.yaml, e.g. v26.7.0")
+    p.add_argument("--out", required=True, help="the chart folder to write")
+    args = p.parse_args()
+    out = os.path.abspath(args.out)
+    make(args.release, out)
     print(out)
 
 
