@@ -29,7 +29,7 @@ echo "configuring and building gpubundle in $build/ with CMake and Ninja"
 echo "(several minutes the first time on a small machine; [done/total] counts the compile steps):"
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 SECONDS=0
-cmake --build "$build" -j "$(nproc)"
+cmake --build "$build" -j "$(nproc)" --target gpubundle  # the tests are built by scripts/test.sh
 echo "built $build/builder/gpubundle in ${SECONDS}s"
 GB=$(cd "$build" && pwd)/builder/gpubundle
 TOOLS=$PWD/tests/tools
