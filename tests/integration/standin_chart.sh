@@ -78,8 +78,12 @@ def view(p):
     return {"images": l["images"], "driver": l.get("driver"), "target": l.get("target"), "warnings": l.get("warnings")}
 a, b = view(sys.argv[1]), view(sys.argv[2])
 for k in a:
+    if k == "images":
+        ra, rb = ({json.dumps(i, sort_keys=True) for i in x[k]} for x in (a, b))
+        for i in sorted(ra - rb): print(f"  only with the real chart: {i}", file=sys.stderr)
+        for i in sorted(rb - ra): print(f"  only with the stand-in:   {i}", file=sys.stderr)
     if a[k] != b[k]:
-        print(f"{k}:\n  real:     {json.dumps(a[k])}\n  stand-in: {json.dumps(b[k])}", file=sys.stderr)
+        print(f"{k} differs" + ("" if k == "images" else f":\n  real:     {json.dumps(a[k])}\n  stand-in: {json.dumps(b[k])}"), file=sys.stderr)
 assert a == b
 PYEOF
   diff -u "$W/$name.real.kit/values.yaml" "$W/$name.gen.kit/values.yaml" >&2 || fail "$name: install-kit values.yaml differs"

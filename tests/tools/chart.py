@@ -38,17 +38,17 @@ def load(path):
         harness.die(f"{path}: {e}")
 
 
-def image_node(key, fact, pull_secrets):
+def image_node(fact, pull_secrets):
     """The values map of one image key, in the order a release writes it."""
     node = {}
     if "enabled" in fact:
         node["enabled"] = fact["enabled"]
     ref = fact.get("ref")
     if ref is not None:
-        path, _, tag = ref.rpartition("/")[2].partition(":")
-        repo = ref.rpartition("/")[0]
+        repo, _, last = ref.rpartition("/")
+        image, _, tag = last.partition(":")
         node["repository"] = repo
-        node["image"] = path
+        node["image"] = image
         if tag or not repo:  # no tag: the operator's appVersion applies, the key is left out
             node["version"] = tag
         node["imagePullPolicy"] = "IfNotPresent"
@@ -80,7 +80,7 @@ def values_of(release, facts):
         for p in parts[:-1]:
             parent = parent.setdefault(p, {})
         node = parent.setdefault(parts[-1], {})
-        merge(node, image_node(key, fact or {}, len(parts) == 1 and key not in no_secrets))
+        merge(node, image_node(fact or {}, len(parts) == 1 and key not in no_secrets))
     merge(values, settings)
     return values
 
