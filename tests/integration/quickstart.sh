@@ -20,7 +20,7 @@ TOOLS=$src/tests/tools
 source "$src/scripts/standin.sh"
 command -v docker-registry skopeo >/dev/null || { echo "SKIP: docker-registry or skopeo missing"; exit 77; }
 W=$(mktemp -d /tmp/gb-quickstart.XXXXXX)
-trap 'standin_stop "$W"; rm -rf "$W"' EXIT
+trap 'standin_stop "$W/up"; rm -rf "$W"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 # The commands, from README.md.
