@@ -83,7 +83,7 @@ done
 
 # 4. A list of commands gives one line per command (its summary), as git and
 #    kubectl do; the paragraph is only in that command's own --help.
-for parent in "" bundle keys store node-image driver; do
+for parent in "" bundle keys store node-image node driver; do
   want=$(printf '%s\n' "${paths[@]}" | awk -v p="$parent" '(p == "" && NF == 1) || (NF == 2 && $1 == p) { n++ } END { print n + 0 }')
   # shellcheck disable=SC2086  # no parent: the top-level help
   "$gpubundle" $parent --help >"$work/list"
