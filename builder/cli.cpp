@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
+#include <memory>
+#include <sstream>
 
 #include "common/error.hpp"
 #include "common/log.hpp"
@@ -37,6 +39,18 @@ std::filesystem::path default_store() {
   return "gpubundle-store";
 }
 
+// Lists each command on one line (its summary), as git and kubectl do; the
+// paragraph stays in `gpubundle CMD --help`.
+class OneLineCommands : public CLI::Formatter {
+public:
+  std::string make_subcommand(const CLI::App* sub) const override {
+    const std::string& d = sub->get_description();
+    std::stringstream out;
+    CLI::detail::format_help(out, sub->get_display_name(true), d.substr(0, d.find('\n')), column_width_);
+    return out.str();
+  }
+};
+
 void print_failure(const std::string& message) {
   // A failure may carry several problems, one per line; a value with newlines
   // in it must not flood the terminal.
@@ -61,6 +75,7 @@ int run(int argc, char** argv) {
   CLI::App app{"gpubundle: make the NVIDIA GPU Operator installable on air-gapped Kubernetes sites"};
   app.footer("Exit codes: 0 ok, 1 operation failed, 2 bad usage or bad input.\nRun `gpubundle COMMAND --help` for a command's options and an example.");
   app.require_subcommand(1);
+  app.formatter(std::make_shared<OneLineCommands>());  // before the subcommands, which inherit it
   app.fallthrough();  // global flags work after the subcommand too
   Globals g;
   g.store = default_store();

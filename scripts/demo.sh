@@ -3,7 +3,8 @@
 #   1. install the dependencies and build;
 #   2. start a stand-in upstream on loopback: registries playing nvcr.io and
 #      registry.k8s.io, seeded with synthetic images named like a real GPU
-#      Operator release, and a Helm repo serving the chart from ../shared;
+#      Operator release, and a Helm repo serving a chart generated from the
+#      facts in tests/tools/releases.yaml (nothing outside the repository);
 #   3. gpubundle build: resolve, mirror, install kit, signed bundle, verify;
 #   4. verify the bundle as the site would, import it into a registry playing
 #      the site, and show the install kit and the next steps;
@@ -17,11 +18,20 @@ cd "$(dirname "$0")/.."
 keep=false
 [[ ${1:-} == --keep ]] && keep=true
 
+section() { printf '\n\033[1m==== %s\033[0m\n\n' "$*"; }
+run() { printf '$ %s\n' "$*"; "$@"; }
+
+section "0. Dependencies (Debian packages) and the build"
+echo "checking the Debian packages gpubundle needs (scripts/install-deps.sh installs what is missing):"
 bash scripts/install-deps.sh
 build=${GPUBUNDLE_BUILD_DIR:-build}
+echo "configuring and building gpubundle in $build/ with CMake and Ninja"
+echo "(several minutes the first time on a small machine; [done/total] counts the compile steps):"
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$build" -j "$(nproc)" >/dev/null
-GB=$PWD/$build/builder/gpubundle
+SECONDS=0
+cmake --build "$build" -j "$(nproc)" --target gpubundle  # the tests are built by scripts/test.sh
+echo "built $build/builder/gpubundle in ${SECONDS}s"
+GB=$(cd "$build" && pwd)/builder/gpubundle
 TOOLS=$PWD/tests/tools
 source scripts/standin.sh
 
@@ -36,17 +46,16 @@ finish() {
   fi
 }
 trap finish EXIT
-section() { printf '\n\033[1m==== %s\033[0m\n\n' "$*"; }
-run() { printf '$ %s\n' "$*"; "$@"; }
 
 section "1. A recipe: H200 nodes on Ubuntu 22.04, two kernels, precompiled driver 580, GPU Operator v26.7.0"
 cat examples/precompiled.yaml
 
 section "2. A stand-in upstream on loopback (no internet here)"
+echo "starting the registries and pushing synthetic images for every image the recipe resolves to..."
 standin_start "$W" v26.7.0 examples/precompiled.yaml
 echo "nvcr.io          -> http://$NVCR  ($("$PY" -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["images"]))' "$W/seed-nvcr.json") images)"
 echo "registry.k8s.io  -> http://$K8S"
-echo "Helm repository  -> $HELM"
+echo "Helm repository  -> $HELM  (gpu-operator v26.7.0: a stand-in chart made from tests/tools/releases.yaml)"
 echo "site registry    -> http://$SITE"
 cat "$W/registries.yaml"
 
@@ -67,8 +76,8 @@ run "$GB" import "$W/site-a.bundle" --registry "http://$SITE/gpu" --pubkey "$W/r
 section "5. The install kit for the site"
 (cd "$W/install-kit" && find . -type f | sort)
 echo
-echo "values.yaml (every image at the site registry):"
-grep -E '^[a-zA-Z-]+:|repository:|version:|tag:' "$W/install-kit/values.yaml" | head -40
+echo "values.yaml, the whole file (every image at the site registry, pinned by digest where the operator allows):"
+cat "$W/install-kit/values.yaml"
 echo
 "$W/install-kit/install.sh" --help 2>/dev/null | head -5 || true
 cat <<NEXT

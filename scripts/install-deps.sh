@@ -10,7 +10,7 @@ packages=(
   libsqlite3-dev libcli11-dev catch2 nlohmann-json3-dev
   # real peers used by the tests and the demo
   docker-registry skopeo umoci makeself kmod linux-headers-amd64
-  python3 openssl shellcheck apache2-utils ca-certificates curl time zstd
+  python3 python3-yaml openssl shellcheck apache2-utils ca-certificates curl time zstd
   debootstrap  # node-image bake test: minbase root, made once and cached
 )
 

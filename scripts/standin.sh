@@ -1,9 +1,12 @@
 # Sourced by scripts/demo.sh and tests/integration/e2e.sh: a stand-in
 # "upstream" on loopback, shaped like a real GPU Operator release, and a site.
+#   standin_chart DIR TAG          writes DIR/helm/gpu-operator-TAG.tgz, a chart
+#       shaped like release TAG, generated from tests/tools/releases.yaml
+#       (tests/tools/chart.py): nothing outside the repository is read.
 #   standin_start DIR TAG RECIPE   starts registries playing nvcr.io and
 #       registry.k8s.io, seeds them with synthetic images named exactly as the
-#       recipe's lock, serves a Helm repo with the chart packed from
-#       ../shared/upstream, starts an empty site registry, and writes
+#       recipe's lock, serves a Helm repo with that chart, starts an empty
+#       site registry, and writes
 #       DIR/recipe.yaml (the recipe, chart pointed at the Helm repo) and
 #       DIR/registries.yaml (nvcr.io and registry.k8s.io mapped to the stand-ins).
 #       Sets NVCR, K8S, SITE (host:port) and HELM (URL).
@@ -13,16 +16,17 @@ PY=/usr/bin/python3
 
 standin_json() { "$PY" -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"; }
 
+standin_chart() {
+  local dir=$1 tag=$2
+  "$PY" "$TOOLS/helmrepo.py" pack --release "$tag" --out "$dir/helm"
+}
+
 standin_start() {
   local dir=$1 tag=$2 recipe=$3
-  local shared
-  shared=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/shared/upstream/gpu-operator
-  [[ -d $shared/$tag ]] || { echo "standin: $shared/$tag is absent" >&2; return 1; }
-  mkdir -p "$dir/helm"
+  standin_chart "$dir" "$tag" >/dev/null
   NVCR=$("$PY" "$TOOLS/registry.py" start --dir "$dir/reg" --name nvcr | standin_json host)
   K8S=$("$PY" "$TOOLS/registry.py" start --dir "$dir/reg" --name k8s | standin_json host)
   SITE=$("$PY" "$TOOLS/registry.py" start --dir "$dir/reg" --name site | standin_json host)
-  "$PY" "$TOOLS/helmrepo.py" pack --from "$shared/$tag" --version "$tag" --out "$dir/helm" >/dev/null
   HELM=$("$PY" "$TOOLS/helmrepo.py" serve --dir "$dir/helm" | standin_json url)
   # The recipe as written, but fetching its chart from the stand-in Helm repo.
   "$PY" - "$recipe" "$dir/recipe.yaml" "$HELM" <<'PYEOF'

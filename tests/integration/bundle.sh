@@ -5,18 +5,17 @@
 # shuffled order, and a delta made against an earlier bundle.
 GB=$1
 source "$(dirname "$0")/mirror_lib.sh"
-SHARED=$(cd "$(dirname "$0")/../../.." && pwd)/shared/upstream/gpu-operator
-[[ -d $SHARED ]] || { echo "SKIP: $SHARED absent (the chart is packed from it)"; exit 77; }
 
 host=$(start_registry up)
 "$PY" "$TOOLS/seed.py" --registry "$host" --plain-http --set small > "$W/seed.json"
 registry_config "$W/reg.yaml" "$host" "http://$host"
 make_lock "$W/site.lock.json" "$W/seed.json" linux/amd64
-"$PY" "$TOOLS/helmrepo.py" pack --from "$SHARED/v24.9.2" --version v24.9.2 --out "$W/charts" >/dev/null
+"$PY" "$TOOLS/helmrepo.py" pack --release v26.7.0 --out "$W/charts" >/dev/null  # the stand-in chart
 store=$W/store
-"$PY" - "$W/site.lock.json" "$W/charts/gpu-operator-v24.9.2.tgz" <<'PYEOF'
+"$PY" - "$W/site.lock.json" "$W/charts/gpu-operator-v26.7.0.tgz" <<'PYEOF'
 import json, sys
 lock = json.load(open(sys.argv[1])); lock["chart"]["source"] = sys.argv[2]
+lock["operator"]["version"] = lock["chart"]["version"] = lock["chart"]["appVersion"] = "v26.7.0"
 json.dump(lock, open(sys.argv[1], "w"), indent=2)
 PYEOF
 "$GB" --store "$store" -q mirror "$W/site.lock.json" --registry-config "$W/reg.yaml" || fail "mirror"

@@ -80,4 +80,15 @@ for n in "${!paths[@]}"; do
     [[ $got == *" $spelling "* ]] || fail "gpubundle $p -<TAB> lacks $spelling (in its --help)"
   done < <(grep -E '^  -' "$work/help.$n" | awk '{print $1}' | tr ',' '\n')
 done
-echo "ok: ${#paths[@]} commands documented and completed"
+
+# 4. A list of commands gives one line per command (its summary), as git and
+#    kubectl do; the paragraph is only in that command's own --help.
+for parent in "" bundle keys store node-image node driver; do
+  want=$(printf '%s\n' "${paths[@]}" | awk -v p="$parent" '(p == "" && NF == 1) || (NF == 2 && $1 == p) { n++ } END { print n + 0 }')
+  # shellcheck disable=SC2086  # no parent: the top-level help
+  "$gpubundle" $parent --help >"$work/list"
+  got=$(awk '/^Subcommands:$/ { on = 1; next } on && /^$/ { exit } on { n++ } END { print n + 0 }' "$work/list")
+  (( want >= 1 )) || fail "completion --list has $want commands under '$parent'"
+  [[ $got == "$want" ]] || fail "gpubundle $parent --help: $got lines under Subcommands for $want commands (want one line each)"
+done
+echo "ok: ${#paths[@]} commands documented and completed; command lists one line per command"

@@ -7,7 +7,6 @@ GB=$1
 HERE=$(cd "$(dirname "$0")" && pwd)
 TOOLS=$HERE/../tools
 source "$HERE/../../scripts/standin.sh"
-[[ -d $HERE/../../../shared/upstream/gpu-operator ]] || { echo "SKIP: ../shared absent"; exit 77; }
 command -v docker-registry skopeo >/dev/null || { echo "SKIP: docker-registry or skopeo missing"; exit 77; }
 W=$(mktemp -d /tmp/gb-e2e.XXXXXX)
 trap 'standin_stop "$W"; rm -rf "$W"' EXIT

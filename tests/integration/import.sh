@@ -1,16 +1,14 @@
 #!/usr/bin/env bash
 # gpubundle import against real docker-registry instances: a lock resolved from
-# a real chart, mirrored from a stand-in nvcr.io/registry.k8s.io, bundled, then
+# the stand-in chart (tests/tools/chart.py), mirrored from a stand-in nvcr.io/registry.k8s.io, bundled, then
 # imported into site registries; skopeo cross-checks digests and blobs.
 GB=$1
 source "$(dirname "$0")/mirror_lib.sh"
-SHARED=$(cd "$(dirname "$0")/../../.." && pwd)/shared/upstream/gpu-operator
-[[ -d $SHARED ]] || { echo "SKIP: $SHARED absent (the chart is packed from it)"; exit 77; }
 EX=$(cd "$(dirname "$0")/../../examples" && pwd)
 
 up=$(start_registry upstream)
 site=$(start_registry site)
-"$PY" "$TOOLS/helmrepo.py" pack --from "$SHARED/v26.7.0" --version v26.7.0 --out "$W/charts" >/dev/null
+"$PY" "$TOOLS/helmrepo.py" pack --release v26.7.0 --out "$W/charts" >/dev/null
 sed -e "s|^  version: v26.7.0|  version: v26.7.0\n  chart: $W/charts/gpu-operator-v26.7.0.tgz|" "$EX/precompiled.yaml" > "$W/site.yaml"
 "$GB" -q resolve "$W/site.yaml" -o "$W/resolved.lock.json"
 "$PY" "$TOOLS/seed.py" --registry "$up" --plain-http --lock "$W/resolved.lock.json" --layer-kb 48 > "$W/seed.json"

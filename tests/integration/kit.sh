@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install kit end to end, no cluster: resolve a recipe against a shipped chart,
+# Install kit end to end, no cluster: resolve a recipe against the stand-in chart,
 # fill fake digests, run `gpubundle overrides`, then
 #   - shellcheck install.sh, mig.sh, verify.sh;
 #   - manifest.json matches the lock (YAML parsing is covered by the unit
@@ -9,27 +9,19 @@
 #   - install.sh names a missing prerequisite;
 #   - mig.sh labels nodes through the stub kubectl;
 #   - the same lock gives the same bytes.
-# Usage: kit.sh GPUBUNDLE SOURCE_DIR SHARED_DIR
+# Usage: kit.sh GPUBUNDLE SOURCE_DIR
 set -euo pipefail
 
 gpubundle="$1"
 src="$2"
-shared="$3"
-chart_dir="$shared/upstream/gpu-operator/v26.7.0"
-if [ ! -d "$chart_dir" ]; then
-  echo "SKIP: $chart_dir is absent (shared upstream charts)"
-  exit 77
-fi
 command -v shellcheck >/dev/null || { echo "SKIP: shellcheck is not installed"; exit 77; }
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-# A chart archive shaped like the NGC one (gpu-operator/ at the top).
-mkdir -p "$work/pack/gpu-operator"
-cp -r "$chart_dir"/. "$work/pack/gpu-operator/"
-tar -C "$work/pack" -czf "$work/gpu-operator-v26.7.0.tgz" gpu-operator
+# A chart archive shaped like the NGC one (gpu-operator/ at the top), from tests/tools/releases.yaml.
+/usr/bin/python3 "$src/tests/tools/helmrepo.py" pack --release v26.7.0 --out "$work" >/dev/null
 
 "$gpubundle" -q resolve "$src/examples/conventional.yaml" --chart "$work/gpu-operator-v26.7.0.tgz" -o "$work/lock.json"
 python3 - "$work/lock.json" <<'EOF'

@@ -4,10 +4,8 @@
 # Usage: mirror_chart.sh PATH/TO/gpubundle
 GB=$(realpath "$1")
 source "$(dirname "$0")/mirror_lib.sh"
-UP=/work/shared/upstream/gpu-operator/v24.9.2
-[ -d "$UP" ] || { echo "SKIP: $UP absent"; exit 77; }
 
-"$PY" "$TOOLS/helmrepo.py" pack --from "$UP" --version v24.9.2 --out "$W/charts" > /dev/null
+"$PY" "$TOOLS/helmrepo.py" pack --release v26.7.0 --out "$W/charts" > /dev/null  # the stand-in chart
 HELM=$("$PY" "$TOOLS/helmrepo.py" serve --dir "$W/charts" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["url"])')
 trap '"$PY" "$TOOLS/helmrepo.py" stop --dir "$W/charts" >/dev/null 2>&1 || true; cleanup' EXIT
 SRC=$(start_registry src)
@@ -17,7 +15,7 @@ apiVersion: gpubundle/v1
 kind: Recipe
 metadata: {name: site}
 operator:
-  version: v24.9.2
+  version: v26.7.0
   chart: $HELM
 target:
   gpus: [H100-SXM5-80GB]
@@ -25,11 +23,11 @@ target:
   platforms: [linux/amd64]
 driver:
   mode: conventional
-  version: "550.127.08"
+  version: "580.105.08"
 YAML
 
 # The closure, to seed the stand-in registry (one registry plays every upstream host).
-"$GB" resolve "$W/site.yaml" --chart "$W/charts/gpu-operator-v24.9.2.tgz" -o "$W/seedlock.json" > /dev/null
+"$GB" resolve "$W/site.yaml" --chart "$W/charts/gpu-operator-v26.7.0.tgz" -o "$W/seedlock.json" > /dev/null
 "$PY" "$TOOLS/seed.py" --registry "$SRC" --plain-http --lock "$W/seedlock.json" > "$W/seed.json"
 "$PY" - "$W/seedlock.json" "$SRC" > "$W/reg.yaml" <<'PYEOF'
 import json, sys
@@ -40,8 +38,8 @@ for h in hosts:
 PYEOF
 
 "$GB" --store "$W/store" mirror "$W/site.yaml" --registry-config "$W/reg.yaml" 2> "$W/err" || { cat "$W/err"; fail "mirror recipe"; }
-[ -f "$W/store/charts/gpu-operator-v24.9.2.tgz" ] || fail "chart not in the store"
-cmp -s "$W/store/charts/gpu-operator-v24.9.2.tgz" "$W/charts/gpu-operator-v24.9.2.tgz" || fail "chart bytes differ"
+[ -f "$W/store/charts/gpu-operator-v26.7.0.tgz" ] || fail "chart not in the store"
+cmp -s "$W/store/charts/gpu-operator-v26.7.0.tgz" "$W/charts/gpu-operator-v26.7.0.tgz" || fail "chart bytes differ"
 [ -f "$W/site.lock.json" ] || fail "lock not written next to the recipe"
 n=$(jget "$W/seed.json" 'len(d["images"])')
 got=$(jget "$W/site.lock.json" 'sum(1 for i in d["images"] if i["digest"].startswith("sha256:"))')

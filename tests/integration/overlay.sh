@@ -6,8 +6,6 @@
 # docker-registry, where skopeo reads it with the lock's digest.
 GB=$1
 source "$(dirname "$0")/mirror_lib.sh"
-SHARED=$(cd "$(dirname "$0")/../../.." && pwd)/shared/upstream/gpu-operator
-[[ -d $SHARED ]] || { echo "SKIP: $SHARED absent (the chart is packed from it)"; exit 77; }
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 kbuild=$(ls -d /lib/modules/*/build 2>/dev/null | head -n1 || true)
 [[ -n $kbuild && -f $kbuild/include/generated/utsrelease.h ]] ||
@@ -20,7 +18,7 @@ REF=localhost/gpubundle/node-overlay:$VER-ubuntu22.04
 
 up=$(start_registry upstream)
 site=$(start_registry site)
-"$PY" "$TOOLS/helmrepo.py" pack --from "$SHARED/v26.7.0" --version v26.7.0 --out "$W/charts" >/dev/null
+"$PY" "$TOOLS/helmrepo.py" pack --release v26.7.0 --out "$W/charts" >/dev/null  # the stand-in chart
 cat > "$W/site.yaml" <<R
 apiVersion: gpubundle/v1
 kind: Recipe

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Pack chart fixtures from ../shared/upstream and serve them as a Helm HTTP repo.
+"""Pack a chart folder (chart.py's stand-in, or a real one) and serve charts as a Helm HTTP repo.
 
-  helmrepo.py pack  --from UPSTREAM_CHART_DIR --version V --out DIR   -> DIR/<name>-<V>.tgz
+  helmrepo.py pack  --from CHART_DIR --version V --out DIR   -> DIR/<name>-<V>.tgz
+  helmrepo.py pack  --release V --out DIR                    -> DIR/gpu-operator-<V>.tgz (chart.py's stand-in)
   helmrepo.py serve --dir DIR [--port P]   -> {"url": "http://127.0.0.1:PORT", "pid": N}
   helmrepo.py stop  --dir DIR
 
@@ -26,6 +27,7 @@ import os
 import re
 import sys
 import tarfile
+import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
@@ -52,6 +54,16 @@ def set_field(text, key, value):
 
 
 def pack(args):
+    if args.release:
+        if args.src or args.version:
+            harness.die("pack: --release makes the stand-in chart; it takes neither --from nor --version")
+        import chart  # needs python3-yaml; only this path does
+        with tempfile.TemporaryDirectory() as tmp:
+            chart.make(args.release, tmp)
+            args.src, args.version, args.release = tmp, args.release, None
+            return pack(args)
+    if not (args.src and args.version):
+        harness.die("pack: give --from DIR and --version V, or --release V")
     src = os.path.abspath(args.src)
     chart_yaml = os.path.join(src, "Chart.yaml")
     try:
@@ -194,8 +206,9 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
     a = sub.add_parser("pack")
-    a.add_argument("--from", dest="src", required=True)
-    a.add_argument("--version", required=True)
+    a.add_argument("--from", dest="src")
+    a.add_argument("--version")
+    a.add_argument("--release", help="pack the stand-in chart chart.py makes for this release")
     a.add_argument("--out", required=True)
     a.set_defaults(fn=pack)
     s = sub.add_parser("serve")
