@@ -49,14 +49,14 @@ CommandSpec build_command() {
       "gpubundle build examples/precompiled.yaml -o site-a.bundle --key release.key --registry-config registries.yaml",
       [](CLI::App& app, Globals& g) -> std::function<int()> {
         auto q = std::make_shared<BuildRequest>();
-        app.add_option("recipe", q->recipe, "Recipe file")->required();
+        app.add_option("input", q->input, "Recipe, or a lock to build as is (no --installer)")->required();
         app.add_option("-o,--output", q->output, "Bundle file (volumes .001, .002, ... with --split)")->required();
         app.add_option("--key", q->key, "Private signing key (PEM)")->required();
         app.add_option("--passphrase-env", q->passphrase_env, "Environment variable holding the key's passphrase");
         app.add_option("--passphrase-file", q->passphrase_file, "File holding the key's passphrase");
         app.add_option("--registry-config", q->registry_config, "Per-host mirrors, TLS and credentials (docs/registries.md)");
         app.add_option("--chart", q->chart, "Chart .tgz or folder; overrides the recipe's operator.chart");
-        app.add_option("--lock", q->lock, "Where to write the lock (default: <recipe dir>/<name>.lock.json)");
+        app.add_option("--lock", q->lock, "Where to write the lock (default: <recipe folder>/<metadata.name>.lock.json, or the lock given)");
         app.add_option("--split", q->split, "Largest volume size, e.g. 4G, 700M");
         app.add_option("--since", q->since, "Inventory, lock or bundle the site already has: ship only what is missing");
         app.add_option("-j,--jobs", q->jobs, "Parallel blob transfers (default 8)");

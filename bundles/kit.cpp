@@ -8,7 +8,7 @@
 #include "bundles/kit_detail.hpp"
 #include "common/files.hpp"
 #include "common/strings.hpp"
-#include "recipes/resolver.hpp"
+#include "recipes/chart_source.hpp"
 
 namespace gb::kit {
 
