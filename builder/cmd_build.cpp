@@ -45,7 +45,9 @@ CommandSpec build_command() {
       "(driver.mode host, when --installer is given; written next to the bundle and carried in it) -> install kit (when the "
       "recipe has a destination) -> bundle -> verify, and prints the images with their sizes, the bytes downloaded and "
       "reused, the time of each step, and where the bundle and the lock are. It stops at the first failed step, naming "
-      "it and what to do; what was already mirrored stays in the store, so running it again continues from there.",
+      "it and what to do; what was already mirrored stays in the store, so running it again continues from there. Given a "
+      "lock instead of a recipe, it builds exactly that lock (chart from the store or the lock's chart.source). Chart sources "
+      "and the default lock: docs/lock.md.",
       "gpubundle build examples/precompiled.yaml -o site-a.bundle --key release.key --registry-config registries.yaml",
       [](CLI::App& app, Globals& g) -> std::function<int()> {
         auto q = std::make_shared<BuildRequest>();
