@@ -79,6 +79,7 @@ BuildSummary run_build(const BuildRequest& q, const std::filesystem::path& store
       return std::move(*in.lock);
     }
     Lock l = resolve_recipe(*in.recipe, q.chart.string(), access).value_or_throw().lock;
+    l.chart.source = chart_source_for_lock(*in.recipe, s.lock);
     for (const auto& w : l.warnings) log::warn(w);
     return l;
   });

@@ -57,6 +57,14 @@ std::string chart_file_name(const std::string& name, const std::string& version)
 
 fs::path default_lock_path(const Recipe& recipe) { return recipe.file.parent_path() / (recipe.name + ".lock.json"); }
 
+std::string chart_source_for_lock(const Recipe& recipe, const fs::path& lock_file) {
+  if (recipe.chart.empty() || is_remote_chart(recipe.chart) || fs::path(recipe.chart).is_absolute()) return recipe.chart;
+  fs::path recipe_dir = fs::absolute(recipe.file).parent_path().lexically_normal();
+  fs::path lock_dir = fs::absolute(lock_file).parent_path().lexically_normal();
+  if (recipe_dir == lock_dir) return recipe.chart;
+  return (recipe_dir / recipe.chart).lexically_normal().lexically_relative(lock_dir).generic_string();
+}
+
 bool looks_like_lock(std::string_view text) {
   auto t = trim(text);
   return !t.empty() && t.front() == '{';

@@ -49,6 +49,10 @@ std::string chart_file_name(const std::string& name, const std::string& version)
 // given, and the one `bundle create` and `overrides` read when given the recipe.
 std::filesystem::path default_lock_path(const Recipe& recipe);
 
+// The lock's chart.source for a lock written at `lock_file`: the recipe's
+// operator.chart, a relative local path rewritten to start at the lock's folder.
+std::string chart_source_for_lock(const Recipe& recipe, const std::filesystem::path& lock_file);
+
 // A lock is JSON; a recipe is YAML and never starts with '{'.
 bool looks_like_lock(std::string_view text);
 

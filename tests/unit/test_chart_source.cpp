@@ -155,3 +155,18 @@ TEST_CASE("a lock's local chart source is relative to the lock; a folder is pack
   REQUIRE_FALSE(missing);
   CHECK(missing.error().message.find("the lock names no source: pass --chart FILE") != std::string::npos);
 }
+
+TEST_CASE("a lock written away from its recipe points at the recipe's local chart from its own folder", "[chart-source]") {
+  gbtest::TempDir t;
+  fs::create_directories(t / "recipes");
+  std::string text = k_recipe;
+  text.replace(text.find("https://repo.test/charts"), std::string("https://repo.test/charts").size(), "charts/gpu-operator.tgz");
+  gbtest::spit(t / "recipes" / "site.yaml", text);
+  Recipe r = load_recipe(t / "recipes" / "site.yaml").value_or_throw();
+  CHECK(chart_source_for_lock(r, t / "recipes" / "site-a.lock.json") == "charts/gpu-operator.tgz");  // beside it: as written
+  CHECK(chart_source_for_lock(r, t / "locks" / "site-a.lock.json") == "../recipes/charts/gpu-operator.tgz");
+  auto s = select_chart_source("", chart_source_for_lock(r, t / "locks" / "a.lock.json"), t / "locks");
+  CHECK(fs::path(s.location) == (t / "recipes" / "charts" / "gpu-operator.tgz").lexically_normal());
+  r.chart = "oci://nvcr.io/nvidia/helm";
+  CHECK(chart_source_for_lock(r, t / "locks" / "a.lock.json") == "oci://nvcr.io/nvidia/helm");
+}
