@@ -45,18 +45,20 @@ CommandSpec build_command() {
       "(driver.mode host, when --installer is given; written next to the bundle and carried in it) -> install kit (when the "
       "recipe has a destination) -> bundle -> verify, and prints the images with their sizes, the bytes downloaded and "
       "reused, the time of each step, and where the bundle and the lock are. It stops at the first failed step, naming "
-      "it and what to do; what was already mirrored stays in the store, so running it again continues from there.",
+      "it and what to do; what was already mirrored stays in the store, so running it again continues from there. Given a "
+      "lock instead of a recipe, it builds exactly that lock (chart from the store or the lock's chart.source). Chart sources "
+      "and the default lock: docs/lock.md.",
       "gpubundle build examples/precompiled.yaml -o site-a.bundle --key release.key --registry-config registries.yaml",
       [](CLI::App& app, Globals& g) -> std::function<int()> {
         auto q = std::make_shared<BuildRequest>();
-        app.add_option("recipe", q->recipe, "Recipe file")->required();
+        app.add_option("input", q->input, "Recipe, or a lock to build as is (no --installer)")->required();
         app.add_option("-o,--output", q->output, "Bundle file (volumes .001, .002, ... with --split)")->required();
         app.add_option("--key", q->key, "Private signing key (PEM)")->required();
         app.add_option("--passphrase-env", q->passphrase_env, "Environment variable holding the key's passphrase");
         app.add_option("--passphrase-file", q->passphrase_file, "File holding the key's passphrase");
         app.add_option("--registry-config", q->registry_config, "Per-host mirrors, TLS and credentials (docs/registries.md)");
         app.add_option("--chart", q->chart, "Chart .tgz or folder; overrides the recipe's operator.chart");
-        app.add_option("--lock", q->lock, "Where to write the lock (default: <recipe dir>/<name>.lock.json)");
+        app.add_option("--lock", q->lock, "Where to write the lock (default: <recipe folder>/<metadata.name>.lock.json, or the lock given)");
         app.add_option("--split", q->split, "Largest volume size, e.g. 4G, 700M");
         app.add_option("--since", q->since, "Inventory, lock or bundle the site already has: ship only what is missing");
         app.add_option("-j,--jobs", q->jobs, "Parallel blob transfers (default 8)");

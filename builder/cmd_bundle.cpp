@@ -12,23 +12,12 @@
 #include "common/log.hpp"
 #include "common/progress.hpp"
 #include "mirror/store.hpp"
-#include "recipes/recipe.hpp"
+#include "recipes/chart_source.hpp"
 #include "signing/keys.hpp"
 
 namespace gb::cli {
 
 namespace {
-
-// A lock path, or the lock `gpubundle mirror` wrote next to a recipe.
-Lock load_lock_or_recipe(const std::string& input) {
-  auto text = read_file(input, k_lock_max_bytes).value_or_throw();  // a lock or a recipe; both are smaller
-  if (!text.empty() && text.front() == '{') return parse_lock(text, input).value_or_throw();
-  Recipe recipe = parse_recipe(text, input).value_or_throw();
-  auto lock_path = std::filesystem::path(input).parent_path() / (recipe.name + ".lock.json");
-  if (!std::filesystem::exists(lock_path))
-    throw Error(ErrorKind::Input, input + ": no lock at " + lock_path.string() + ": run `gpubundle mirror " + input + "` first");
-  return load_lock(lock_path.string()).value_or_throw();
-}
 
 Passphrase passphrase(const std::string& env, const std::string& file) {
   if (!env.empty()) return Passphrase::from_env(env).value_or_throw();
@@ -38,9 +27,12 @@ Passphrase passphrase(const std::string& env, const std::string& file) {
 
 int create(Globals& g, const std::string& input, const std::string& output, const std::string& key_path, const std::string& split,
            const std::string& since, const std::string& pass_env, const std::string& pass_file, bool no_compress) {
-  Lock lock = load_lock_or_recipe(input);
+  auto [lock, lock_file] = lock_for(input).value_or_throw();
   PrivateKey key = PrivateKey::load(key_path, passphrase(pass_env, pass_file)).value_or_throw();
   Store store = Store::open(g.store, StoreAccess::Shared).value_or_throw();
+  if (auto chart = store.chart_path(lock.chart.name, lock.chart.version); !std::filesystem::exists(chart))
+    throw Error(input_error(lock_file.string() + ": chart " + lock.chart.name + " " + lock.chart.version + " is not in the store (" +
+                            chart.string() + "): run `gpubundle mirror " + input + "` first"));
   CreateOptions o;
   o.output = output;
   if (!split.empty()) o.split_bytes = parse_size(split).value_or_throw();
@@ -152,7 +144,7 @@ CommandSpec bundle_command() {
         };
         auto c = std::make_shared<CreateArgs>();
         auto* cr = app.add_subcommand("create", "Write a bundle from the store");
-        cr->add_option("input", c->input, "Lock file, or a recipe whose lock `gpubundle mirror` wrote")->required();
+        cr->add_option("input", c->input, "Lock file, or a recipe: its lock <recipe folder>/<metadata.name>.lock.json, as `gpubundle mirror` writes it")->required();
         cr->add_option("-o,--output", c->output, "Bundle file (volumes get .001, .002, ... with --split)")->required();
         cr->add_option("--key", c->key, "Private signing key (PEM)")->required();
         cr->add_option("--split", c->split, "Largest volume size, e.g. 4G, 700M");

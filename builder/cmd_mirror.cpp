@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "builder/cli.hpp"
 #include "common/files.hpp"
@@ -12,19 +13,12 @@
 #include "mirror/mirror.hpp"
 #include "mirror/registry_config.hpp"
 #include "mirror/store.hpp"
-#include "recipes/resolver.hpp"
 
 namespace gb::cli {
 
 namespace fs = std::filesystem;
 
 namespace {
-
-// A lock is JSON; a recipe is YAML and never starts with '{'.
-bool looks_like_lock(const std::string& text) {
-  auto t = trim(text);
-  return !t.empty() && t.front() == '{';
-}
 
 int lock_wait_seconds() {
   if (const char* env = std::getenv("GPUBUNDLE_LOCK_WAIT_S"); env && *env) return std::atoi(env);
@@ -43,11 +37,12 @@ CommandSpec mirror_command() {
   return {
       "mirror",
       "Fetch every image of a recipe or lock (and the chart) into the content store",
-      "Given a recipe, fetches the GPU Operator chart first when it is remote (Helm HTTP repository, oci:// or a local "
-      ".tgz) into STORE/charts, then resolves the image list; given a lock, uses it. Checks that every image and "
+      "Given a recipe, takes its chart (--chart, else operator.chart: a folder, a .tgz, a Helm HTTP repository or oci://), "
+      "keeps it in STORE/charts and resolves the image list; given a lock, uses it and stores the chart it names. Checks that every image and "
       "platform exists before downloading any blob and names every missing reference. Indexes are copied sparsely: "
       "the index bytes stay intact but only the lock's platforms are fetched. Blobs already in the store are not "
-      "fetched again. Writes the digests into the lock (-o; default <recipe>.lock.json, or the lock in place). "
+      "fetched again. Writes the digests into the lock (-o; default <recipe folder>/<metadata.name>.lock.json, the lock `bundle create RECIPE` "
+      "reads, or the lock in place; docs/lock.md). "
       "With --locked, fails when an upstream digest differs from the lock.",
       "gpubundle --store /srv/gpubundle mirror site-a.yaml --registry-config registries.yaml -j 8",
       [](CLI::App& app, Globals& g) -> std::function<int()> {
@@ -64,7 +59,7 @@ CommandSpec mirror_command() {
         app.add_option("-o,--output", o->out, "Write the lock with digests here");
         app.add_option("--chart", o->chart, "Chart .tgz or folder; overrides the recipe's operator.chart");
         return [&g, o]() -> int {
-          std::string text = read_file(o->input, k_lock_max_bytes).value_or_throw();  // a recipe or a lock
+          auto in = read_recipe_or_lock(o->input).value_or_throw();
           RegistryConfig config;
           if (!o->registry_config.empty()) config = RegistryConfig::load(o->registry_config).value_or_throw();
           ClientOptions copts;
@@ -77,31 +72,23 @@ CommandSpec mirror_command() {
 
           Lock lock;
           fs::path out = o->out;
-          fs::path input = o->input;
-          if (looks_like_lock(text)) {
-            lock = parse_lock(text, o->input).value_or_throw();
-            if (out.empty()) out = input;
-            if (!o->chart.empty()) {
-              // An explicit chart file is used as is.
-            } else if (!lock.chart.source.empty() && !lock.chart.version.empty()) {
-              auto c = fetch_chart(lock.chart.source, input.parent_path(), lock.chart.name.empty() ? "gpu-operator" : lock.chart.name,
-                                   lock.chart.version, store, *source)
-                           .value_or_throw();
-              if (c.fetched) log::info("fetched chart into " + c.path.string());
-            }
+          ChartAccess access{store.root(), &store, source.get()};
+          std::optional<LoadedChart> chart;
+          if (in.lock) {
+            lock = std::move(*in.lock);
+            if (out.empty()) out = o->input;
+            // A hand-made lock may name no chart: its images still mirror.
+            if (o->chart.empty() && lock.chart.source.empty() && !fs::exists(store.chart_path(lock.chart.name, lock.chart.version)))
+              log::warn(o->input + ": names no chart source and chart " + lock.chart.name + " " + lock.chart.version +
+                        " is not in the store; `bundle create` needs it: mirror again with --chart FILE");
+            else
+              chart = lock_chart(lock, o->input, o->chart, access).value_or_throw();
           } else {
-            Recipe recipe = parse_recipe(text, input).value_or_throw();
-            if (out.empty()) out = input.parent_path() / (input.stem().string() + ".lock.json");
-            fs::path chart_path = o->chart;
-            if (chart_path.empty()) {
-              if (recipe.operator_version.empty()) throw Error(input_error(recipe.where("operator.version") + "operator.version is required to fetch the chart"));
-              auto c = fetch_chart(recipe.chart, recipe.file.parent_path(), "gpu-operator", recipe.operator_version, store, *source)
-                           .value_or_throw();
-              if (c.fetched) log::info("fetched chart into " + c.path.string());
-              chart_path = c.path;
-            }
-            Chart chart = load_chart(chart_path).value_or_throw();
-            lock = resolve(recipe, chart, Catalog::builtin()).value_or_throw();
+            if (out.empty()) out = default_lock_path(*in.recipe);
+            auto r = resolve_recipe(*in.recipe, o->chart, access).value_or_throw();
+            lock = std::move(r.lock);
+            lock.chart.source = chart_source_for_lock(*in.recipe, out);
+            chart = std::move(r.chart);
             for (const auto& w : lock.warnings) log::warn(w);
             if (o->locked) {
               // The digests to hold upstream to are the ones in the existing lock.
@@ -111,6 +98,8 @@ CommandSpec mirror_command() {
                 if (auto* prev = old->find(i.source)) i.digest = prev->digest;
             }
           }
+          if (chart && chart->fetched) log::info("fetched chart " + lock.chart.name + " " + lock.chart.version + " from " + chart->chart.path.string());
+          if (chart && chart->stored) log::info("stored chart in " + store.chart_path(lock.chart.name, lock.chart.version).string());
 
           auto progress = make_progress(progress_style(g));
           MirrorOptions mopts;

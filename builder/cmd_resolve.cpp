@@ -5,7 +5,7 @@
 #include "builder/cli.hpp"
 #include "common/files.hpp"
 #include "common/log.hpp"
-#include "recipes/resolver.hpp"
+#include "mirror/chart_fetch.hpp"
 
 namespace gb::cli {
 
@@ -46,7 +46,9 @@ CommandSpec resolve_command() {
       "Reads the recipe and the GPU Operator chart it names, takes every image from the chart's own values.yaml "
       "and subcharts, adds the driver tags the operator composes at run time (<version>-<osTag>, precompiled "
       "<branch>-<kernel>-<osTag>), and checks the GPUs against the driver branch and kernel module type. "
-      "Writes the lock with -o; prints a table, or the lock itself with --json.",
+      "Needs no network: a remote chart (Helm repository, oci://) is read from the store's copy that `gpubundle mirror` "
+      "fetched, or pass --chart. Writes the lock with -o; prints a table, or the lock itself with --json. "
+      "Chart sources and lock names: docs/lock.md.",
       "gpubundle resolve examples/precompiled.yaml --chart gpu-operator-v24.9.2.tgz -o site-a.lock.json",
       [](CLI::App& app, Globals& g) -> std::function<int()> {
         auto recipe_path = std::make_shared<std::string>();
@@ -56,13 +58,16 @@ CommandSpec resolve_command() {
         app.add_option("--chart", *chart, "Chart .tgz or folder; overrides the recipe's operator.chart");
         app.add_option("-o,--output", *out, "Write the lock file here");
         return [&g, recipe_path, chart, out]() -> int {
-          Recipe recipe = load_recipe(*recipe_path).value_or_throw();
-          auto chart_path = locate_chart(recipe, *chart, g.store).value_or_throw();
-          Chart c = load_chart(chart_path).value_or_throw();
-          Lock lock = resolve(recipe, c, Catalog::builtin()).value_or_throw();
+          auto in = read_recipe_or_lock(*recipe_path).value_or_throw();
+          if (!in.recipe)
+            throw Error(input_error(*recipe_path + ": is a lock; resolve reads a recipe (mirror, build, bundle create and overrides take a lock)"));
+          ChartAccess offline{g.store};
+          Lock lock = resolve_recipe(*in.recipe, *chart, offline).value_or_throw().lock;
           for (const auto& w : lock.warnings) log::warn(w);
           std::string json = lock_to_json(lock);
           if (!out->empty()) {
+            lock.chart.source = chart_source_for_lock(*in.recipe, *out);
+            json = lock_to_json(lock);
             write_atomic(*out, json).value_or_throw();
             log::info("wrote " + *out);
           }

@@ -15,7 +15,6 @@
 #include "node-images/bake.hpp"
 #include "node-images/driver_image.hpp"
 #include "node-images/overlay_artifact.hpp"
-#include "recipes/resolver.hpp"
 #include "signing/keys.hpp"
 
 namespace gb::cli {
@@ -62,31 +61,29 @@ BuildSummary run_build(const BuildRequest& q, const std::filesystem::path& store
   if (!q.passphrase_file.empty()) pass = Passphrase::from_file(q.passphrase_file).value_or_throw();
   PrivateKey key = PrivateKey::load(q.key, pass).value_or_throw();
   s.signer = key.id();
-  Recipe recipe = load_recipe(q.recipe).value_or_throw();
+  auto in = read_recipe_or_lock(q.input).value_or_throw();
+  if (in.lock && !q.installer.empty())
+    throw Error(ErrorKind::Input, q.input.string() + ": --installer needs the recipe (driver and kernels), not a lock");
   RegistryConfig config;
   if (!q.registry_config.empty()) config = RegistryConfig::load(q.registry_config).value_or_throw();
   ClientOptions co;
   co.max_parallel = q.jobs;
   auto source = registry_source(config, co);
   Store store = Store::open(store_dir, StoreAccess::Exclusive).value_or_throw();
-  s.lock = q.lock.empty() ? q.recipe.parent_path() / (recipe.name + ".lock.json") : q.lock;
+  s.lock = !q.lock.empty() ? q.lock : in.lock ? q.input : default_lock_path(*in.recipe);
 
   Lock lock = step(s, "resolve", "fix the recipe or the chart source, then run again", [&] {
-    std::filesystem::path chart_path = q.chart;
-    if (chart_path.empty()) {
-      if (recipe.operator_version.empty())
-        throw Error(ErrorKind::Input, recipe.where("operator.version") + "operator.version is required to fetch the chart");
-      chart_path = fetch_chart(recipe.chart, recipe.file.parent_path(), "gpu-operator", recipe.operator_version, store, *source)
-                       .value_or_throw()
-                       .path;
-    } else if (!std::filesystem::exists(store.chart_path("gpu-operator", recipe.operator_version))) {
-      store.put_chart("gpu-operator", recipe.operator_version, read_file(chart_path).value_or_throw(), chart_path.string())
-          .value_or_throw();
+    ChartAccess access{store.root(), &store, source.get()};
+    if (in.lock) {
+      lock_chart(*in.lock, q.input, q.chart.string(), access).value_or_throw();
+      return std::move(*in.lock);
     }
-    Lock l = resolve(recipe, load_chart(chart_path).value_or_throw(), Catalog::builtin()).value_or_throw();
+    Lock l = resolve_recipe(*in.recipe, q.chart.string(), access).value_or_throw().lock;
+    l.chart.source = chart_source_for_lock(*in.recipe, s.lock);
     for (const auto& w : l.warnings) log::warn(w);
     return l;
   });
+  const Recipe* recipe = in.recipe ? &*in.recipe : nullptr;  // set whenever --installer is
 
   // --installer: precompiled driver images (driver.mode precompiled), or a
   // baked node overlay (driver.mode host: the driver is in the node image).
@@ -112,7 +109,7 @@ BuildSummary run_build(const BuildRequest& q, const std::filesystem::path& store
 
   if (build_drivers) {
     step(s, "driver", "check the installer, the kernel trees and the signing key and certificate", [&] {
-      auto prepared = prepare_driver(recipe, driver_inputs(q)).value_or_throw();
+      auto prepared = prepare_driver(*recipe, driver_inputs(q)).value_or_throw();
       DriverImageOptions io;
       io.os_tag = lock.os_tag;
       io.base = q.driver_base;
@@ -136,10 +133,10 @@ BuildSummary run_build(const BuildRequest& q, const std::filesystem::path& store
 
   if (bake_overlay) {
     step(s, "bake", "check the installer, the kernel trees and the signing key and certificate", [&] {
-      auto prepared = prepare_driver(recipe, driver_inputs(q)).value_or_throw();
+      auto prepared = prepare_driver(*recipe, driver_inputs(q)).value_or_throw();
       BakeOptions bo;
-      bo.output = s.overlay_dir = q.output.parent_path() / (recipe.name + "-node-overlay");
-      bake_node_overlay(recipe, *prepared, bo).value_or_throw();
+      bo.output = s.overlay_dir = q.output.parent_path() / (recipe->name + "-node-overlay");
+      bake_node_overlay(*recipe, *prepared, bo).value_or_throw();
       std::string ref = std::string(k_node_overlay_repository) + ":" + overlay_tag(prepared->installer.manifest.version, lock.os_tag);
       auto stored = store_overlay(store, bo.output, ref).value_or_throw();
       record_overlay_in_lock(lock, stored);

@@ -16,9 +16,9 @@ class Progress;
 namespace gb::cli {
 
 struct BuildRequest {
-  std::filesystem::path recipe;
+  std::filesystem::path input;   // recipe, or a lock to build as is
   std::filesystem::path output;  // bundle
-  std::filesystem::path lock;    // "" = <recipe dir>/<name>.lock.json
+  std::filesystem::path lock;    // "": the lock given, else default_lock_path() (recipes/chart_source.hpp)
   std::filesystem::path key;
   std::string passphrase_env, passphrase_file;
   std::filesystem::path registry_config;

@@ -10,6 +10,7 @@
 #include "common/strings.hpp"
 #include "recipes/reference.hpp"
 #include "recipes/resolver.hpp"
+#include "recipes/chart_source.hpp"
 
 namespace gb::kit {
 

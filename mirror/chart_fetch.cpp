@@ -2,7 +2,9 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "common/files.hpp"
 #include "common/strings.hpp"
+#include "recipes/resolver.hpp"
 #include "signing/digest.hpp"
 
 namespace gb {
@@ -112,26 +114,109 @@ std::string resolve_chart_url(const std::string& repo_url, const std::string& ur
   return base + "/" + rel;
 }
 
-Result<ChartFetch> fetch_chart(const std::string& chart_source, const fs::path& relative_to, const std::string& name,
-                               const std::string& version, Store& store, ImageSource& source) {
-  auto dest = store.chart_path(name, version);
-  std::error_code ec;
-  if (fs::exists(dest, ec)) return ChartFetch{dest, false};
-  Result<std::string> bytes = std::string();
-  if (starts_with(chart_source, "oci://")) {
-    bytes = from_oci(chart_source, name, version, source);
-  } else if (starts_with(chart_source, "https://") || starts_with(chart_source, "http://")) {
-    bytes = from_helm_repo(chart_source, name, version, source);
+Result<std::string> fetch_chart_archive(const ChartSource& source, const std::string& name, const std::string& version,
+                                        ImageSource& network) {
+  Result<std::string> bytes = source.origin == ChartOrigin::Oci        ? from_oci(source.location, name, version, network)
+                              : source.origin == ChartOrigin::HelmRepo ? from_helm_repo(source.location, name, version, network)
+                                                                       : input_error(source.written + ": not a remote chart");
+  if (bytes && !is_gzip(*bytes)) return op_error(source.written + ": chart " + name + " " + version + " is not a .tgz");
+  return bytes;
+}
+
+namespace {
+
+// The bytes of `source`: a local .tgz or folder, else the store's copy of a
+// remote chart, else downloaded when the network is allowed.
+Result<LoadedChart> obtain(const ChartSource& source, const std::string& name, const std::string& version, const ChartAccess& access,
+                           const std::string& where) {
+  LoadedChart out;
+  fs::path label = source.location;
+  if (source.origin == ChartOrigin::Folder) {
+    auto packed = pack_chart_folder(source.location);
+    if (!packed) return packed.error();
+    out.archive = std::move(*packed);
+  } else if (source.origin == ChartOrigin::Archive) {
+    auto bytes = read_file(source.location);
+    if (!bytes) return input_error(where + "chart " + source.location + " not found");
+    out.archive = std::move(*bytes);
+  } else if (source.remote()) {
+    if (version.empty()) return input_error(where + "operator.version is required to fetch the chart from " + source.written);
+    fs::path cached = access.store_root / "charts" / chart_file_name(name, version);
+    std::error_code ec;
+    if (fs::exists(cached, ec)) {
+      auto bytes = read_file(cached);
+      if (!bytes) return bytes.error();
+      out.archive = std::move(*bytes);
+      label = cached;
+    } else if (!access.network) {
+      return input_error(where + "chart " + source.written + " is remote and not in the store yet: run `gpubundle mirror` to fetch it, "
+                                 "or pass --chart FILE");
+    } else {
+      auto bytes = fetch_chart_archive(source, name, version, *access.network);
+      if (!bytes) return bytes.error();
+      out.archive = std::move(*bytes);
+      out.fetched = true;
+    }
   } else {
-    fs::path p = chart_source;
-    if (p.is_relative() && !relative_to.empty()) p = relative_to / p;
-    if (fs::is_directory(p, ec)) return ChartFetch{p, false};  // an unpacked chart is used in place
-    bytes = read_file(p);
+    return input_error(where + "no chart source: pass --chart FILE");
   }
-  if (!bytes) return bytes.error();
-  if (!is_gzip(*bytes)) return op_error(chart_source + ": chart " + name + " " + version + " is not a .tgz");
-  if (auto r = store.put_chart(name, version, *bytes, chart_source); !r) return r.error();
-  return ChartFetch{dest, true};
+  auto chart = load_chart_archive(out.archive, label.string());
+  if (!chart) return chart.error();
+  out.chart = std::move(*chart);
+  out.chart.path = label;
+  return out;
+}
+
+// Puts the chart the lock names into the store, unless the same bytes are there.
+Result<void> keep(LoadedChart& c, const Lock& lock, const std::string& source, const ChartAccess& access) {
+  if (!access.store) return {};
+  fs::path dest = access.store->chart_path(lock.chart.name, lock.chart.version);
+  std::error_code ec;
+  if (fs::exists(dest, ec)) {
+    auto have = sha256_file_hex(dest);
+    if (have && *have == c.chart.sha256) return {};
+  }
+  if (auto r = access.store->put_chart(lock.chart.name, lock.chart.version, c.archive, source); !r) return r;
+  c.stored = true;
+  return {};
+}
+
+}  // namespace
+
+Result<ResolvedRecipe> resolve_recipe(const Recipe& recipe, const std::string& chart_flag, const ChartAccess& access) {
+  ChartSource source = select_chart_source(chart_flag, recipe.chart, recipe.file.parent_path());
+  std::string where = chart_flag.empty() ? recipe.where("operator.chart") : "--chart: ";
+  auto chart = obtain(source, k_operator_chart, recipe.operator_version, access, where);
+  if (!chart) return chart.error();
+  auto lock = resolve(recipe, chart->chart, Catalog::builtin());
+  if (!lock) return lock.error();
+  ResolvedRecipe out{std::move(*lock), std::move(*chart)};
+  if (auto r = keep(out.chart, out.lock, source.written, access); !r) return r.error();
+  return out;
+}
+
+Result<LoadedChart> lock_chart(const Lock& lock, const fs::path& lock_file, const std::string& chart_flag, const ChartAccess& access) {
+  std::string where = lock_file.string() + ": ";
+  fs::path stored = access.store_root / "charts" / chart_file_name(lock.chart.name, lock.chart.version);
+  std::error_code ec;
+  ChartSource source;
+  if (chart_flag.empty() && fs::exists(stored, ec)) {
+    source.origin = ChartOrigin::Archive;
+    source.location = source.written = stored.string();
+  } else {
+    source = select_chart_source(chart_flag, lock.chart.source, lock_file.parent_path());
+    if (source.origin == ChartOrigin::None)
+      return input_error(where + "chart " + lock.chart.name + " " + lock.chart.version + " is not in the store (" + stored.string() +
+                         ") and the lock names no source: pass --chart FILE");
+    if (!chart_flag.empty()) where = "--chart: ";
+  }
+  auto chart = obtain(source, lock.chart.name, lock.chart.version, access, where);
+  if (!chart) return chart.error();
+  if (!lock.chart.sha256.empty() && chart->chart.sha256 != lock.chart.sha256)
+    return input_error(where + "chart " + source.written + " (sha256 " + chart->chart.sha256.substr(0, 12) +
+                       ") is not the one the lock was resolved against (" + lock.chart.sha256.substr(0, 12) + ")");
+  if (auto r = keep(*chart, lock, lock.chart.source.empty() ? source.written : lock.chart.source, access); !r) return r.error();
+  return chart;
 }
 
 }  // namespace gb

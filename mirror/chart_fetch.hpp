@@ -1,12 +1,17 @@
 #pragma once
-// Fetches the Helm chart a recipe names into STORE/charts/<name>-<version>.tgz
-// (recipes/resolver.hpp chart_file_name(), where `gpubundle resolve` looks):
-//   https://REPO  a Helm HTTP repository: GET REPO/index.yaml, the entry of
+// The one path from a recipe or lock to its chart, for every command; the
+// rules (which source wins, file names, the default lock) are in
+// recipes/chart_source.hpp. Sources:
+//   http(s)://REPO  a Helm HTTP repository: GET REPO/index.yaml, the entry of
 //                 <name> whose version equals <version>, then its first URL
 //                 (relative to REPO or absolute); its sha256 "digest" is checked.
 //   oci://REG/PATH  an OCI artifact at REG/PATH[/<name>]:<version> ("+" -> "_");
 //                 the layer of type application/vnd.cncf.helm.chart.content.v1.tar+gzip.
-//   anything else a local .tgz (relative to `relative_to`), copied.
+//   a local path  a .tgz is read; a folder is packed (pack_chart_folder).
+// A remote chart is taken from the store's copy when it has one. The chart a
+// command used is kept at STORE/charts/<name>-<version>.tgz when it may
+// write the store, so `bundle create`, `overrides` and `resolve` find it
+// there without the network.
 
 #include <filesystem>
 #include <string>
@@ -14,18 +19,46 @@
 #include "common/error.hpp"
 #include "mirror/mirror.hpp"
 #include "mirror/store.hpp"
+#include "recipes/chart.hpp"
+#include "recipes/chart_source.hpp"
+#include "recipes/lock.hpp"
+#include "recipes/recipe.hpp"
 
 namespace gb {
 
 inline constexpr std::string_view k_helm_chart_layer = "application/vnd.cncf.helm.chart.content.v1.tar+gzip";
 
-struct ChartFetch {
-  std::filesystem::path path;  // in the store
-  bool fetched = false;        // false: already there
+// What a command may touch to get a chart. resolve and overrides set only
+// store_root: no network, nothing written.
+struct ChartAccess {
+  std::filesystem::path store_root;  // its charts/ is looked in
+  Store* store = nullptr;            // set: the chart used is kept there
+  ImageSource* network = nullptr;    // set: remote charts missing from the store are fetched
 };
 
-Result<ChartFetch> fetch_chart(const std::string& chart_source, const std::filesystem::path& relative_to, const std::string& name,
-                               const std::string& version, Store& store, ImageSource& source);
+struct LoadedChart {
+  Chart chart;
+  std::string archive;   // the .tgz bytes
+  bool fetched = false;  // downloaded by this call
+  bool stored = false;   // written into the store by this call
+};
+
+// The .tgz bytes of a remote chart, downloaded (no store involved).
+Result<std::string> fetch_chart_archive(const ChartSource& source, const std::string& name, const std::string& version, ImageSource& network);
+
+struct ResolvedRecipe {
+  Lock lock;
+  LoadedChart chart;
+};
+
+// Recipe -> chart (--chart `chart_flag`, else operator.chart) -> lock.
+Result<ResolvedRecipe> resolve_recipe(const Recipe& recipe, const std::string& chart_flag, const ChartAccess& access);
+
+// The chart a lock was resolved against: --chart, else the store's copy, else
+// the lock's chart.source (relative to the lock's folder). Refused when its
+// sha256 differs from the lock's chart.sha256.
+Result<LoadedChart> lock_chart(const Lock& lock, const std::filesystem::path& lock_file, const std::string& chart_flag,
+                               const ChartAccess& access);
 
 // Resolves a chart URL from index.yaml against the repository URL.
 std::string resolve_chart_url(const std::string& repo_url, const std::string& url);

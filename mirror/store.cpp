@@ -17,6 +17,7 @@
 
 #include "common/log.hpp"
 #include "common/strings.hpp"
+#include "recipes/chart_source.hpp"
 
 namespace gb {
 
@@ -366,7 +367,7 @@ Result<void> Store::add_images(const std::vector<StoredImage>& add) {
 }
 
 fs::path Store::chart_path(const std::string& name, const std::string& version) const {
-  return m_impl->root / "charts" / (name + "-" + version + ".tgz");
+  return m_impl->root / "charts" / chart_file_name(name, version);
 }
 
 Result<void> Store::put_chart(const std::string& name, const std::string& version, std::string_view bytes, const std::string& source) {

@@ -19,7 +19,7 @@
 //   STORE/blobs/sha256/<hex>    every manifest, index, config and layer, once (deduplicated
 //                               across images). Indexes are stored whole but sparse: only the
 //                               children for io.gpubundle.platforms (and their blobs) are present.
-//   STORE/charts/<name>-<version>.tgz   Helm charts (recipes/resolver.hpp chart_file_name())
+//   STORE/charts/<name>-<version>.tgz   Helm charts (recipes/chart_source.hpp chart_file_name())
 //   STORE/catalog.db            sqlite index of the above (mirror/catalog_db.hpp); written last
 //   STORE/.lock                 flock(2): exclusive for writers (mirror, gc), shared for fsck
 //

@@ -484,27 +484,4 @@ Result<Lock> resolve(const Recipe& recipe, const Chart& chart, const Catalog& ca
   return Resolver(recipe, chart, catalog).run();
 }
 
-bool is_remote_chart(const std::string& chart) {
-  return starts_with(chart, "https://") || starts_with(chart, "http://") || starts_with(chart, "oci://");
-}
-
-std::string chart_file_name(const std::string& name, const std::string& version) { return name + "-" + version + ".tgz"; }
-
-Result<std::filesystem::path> locate_chart(const Recipe& recipe, const std::filesystem::path& chart_override,
-                                           const std::filesystem::path& store) {
-  if (!chart_override.empty()) return chart_override;
-  if (!is_remote_chart(recipe.chart)) {
-    std::filesystem::path p = recipe.chart;
-    if (p.is_relative()) p = recipe.file.parent_path() / p;
-    if (!std::filesystem::exists(p)) return input_error(recipe.where("operator.chart") + "operator.chart " + p.string() + " does not exist");
-    return p;
-  }
-  if (!recipe.operator_version.empty()) {
-    auto cached = store / "charts" / chart_file_name("gpu-operator", recipe.operator_version);
-    if (std::filesystem::exists(cached)) return cached;
-  }
-  return input_error(recipe.where("operator.chart") + "operator.chart " + recipe.chart +
-                     " is remote and not in the store yet: run `gpubundle mirror` to fetch it, or pass --chart FILE");
-}
-
 }  // namespace gb

@@ -18,15 +18,4 @@ namespace gb {
 // Fails with one line per problem when the recipe is incompatible.
 Result<Lock> resolve(const Recipe& recipe, const Chart& chart, const Catalog& catalog);
 
-// Where the chart for this recipe is: --chart, a local path in the recipe
-// (relative to the recipe), or the copy `gpubundle mirror` left in the store.
-Result<std::filesystem::path> locate_chart(const Recipe& recipe, const std::filesystem::path& chart_override,
-                                           const std::filesystem::path& store);
-
-// File name the store keeps a chart under: "<name>-<version>.tgz".
-std::string chart_file_name(const std::string& name, const std::string& version);
-
-// True when the recipe's chart is a URL (https:// Helm repo or oci://).
-bool is_remote_chart(const std::string& chart);
-
 }  // namespace gb

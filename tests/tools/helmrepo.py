@@ -5,6 +5,13 @@
   helmrepo.py pack  --release V --out DIR                    -> DIR/gpu-operator-<V>.tgz (chart.py's stand-in)
   helmrepo.py serve --dir DIR [--port P]   -> {"url": "http://127.0.0.1:PORT", "pid": N}
   helmrepo.py stop  --dir DIR
+  helmrepo.py push-oci --registry HOST:PORT --chart FILE.tgz --repo PATH [--plain-http]
+                    -> {"ref": "oci://HOST:PORT/PATH", "digest": "sha256:..."}
+
+push-oci pushes the .tgz the way `helm push` does: an OCI manifest tagged with
+the chart version ("+" -> "_"), config application/vnd.cncf.helm.config.v1+json
+(name, version, appVersion) and one layer of type
+application/vnd.cncf.helm.chart.content.v1.tar+gzip, at PATH/<chart name>.
 
 pack writes a Helm-style chart archive: every file of the folder under <name>/
 (Chart.yaml with version and appVersion set to V, as the published chart has;
@@ -202,6 +209,26 @@ def serve(args):
     harness.die(f"helm repo did not start: {harness.log_tail(log)}")
 
 
+def push_oci(args):
+    import json
+    import seed  # noqa: E402 (same folder)
+    meta = read_chart_from_tgz(args.chart)
+    if not meta or "name" not in meta or "version" not in meta:
+        harness.die(f"{args.chart}: no Chart.yaml with name and version")
+    data = open(args.chart, "rb").read()
+    cfg = seed.Blob(json.dumps({k: meta[k] for k in ("name", "version", "appVersion") if k in meta}).encode())
+    layer = seed.Blob(data)
+    man = json.dumps({"schemaVersion": 2, "mediaType": seed.OCI_MANIFEST,
+                      "config": seed.descriptor("application/vnd.cncf.helm.config.v1+json", cfg.digest, cfg.size),
+                      "layers": [seed.descriptor("application/vnd.cncf.helm.chart.content.v1.tar+gzip", layer.digest, layer.size)]}).encode()
+    repo = args.repo.strip("/") + "/" + meta["name"]
+    reg = seed.Registry(args.registry, args.plain_http, None, None, None)
+    for b in (cfg, layer):
+        reg.push_blob(repo, b)
+    reg.push_manifest(repo, meta["version"].replace("+", "_"), man, seed.OCI_MANIFEST)
+    harness.print_json({"ref": f"oci://{args.registry}/{args.repo.strip('/')}", "digest": seed.sha256_digest(man)})
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -222,6 +249,12 @@ def main():
     t = sub.add_parser("stop")
     t.add_argument("--dir", required=True)
     t.set_defaults(fn=lambda a: harness.stop(os.path.abspath(a.dir), {"helmrepo"}))
+    o = sub.add_parser("push-oci")
+    o.add_argument("--registry", required=True)
+    o.add_argument("--chart", required=True)
+    o.add_argument("--repo", required=True)
+    o.add_argument("--plain-http", action="store_true")
+    o.set_defaults(fn=push_oci)
     args = p.parse_args()
     args.fn(args)
 

@@ -7,33 +7,33 @@
 using namespace gb;
 using storetest::blob;
 using storetest::FakeSource;
-using storetest::Scratch;
 
 namespace {
 const std::string k_tgz = std::string("\x1f\x8b\x08\x00", 4) + "pretend chart archive";
 }
 
 TEST_CASE("chart from a Helm HTTP repository: version match, relative URL, digest check", "[mirror]") {
-  Scratch t;
   FakeSource src;
   src.blobs["http://repo.test/charts/index.yaml"] =
       "apiVersion: v1\nentries:\n  gpu-operator:\n  - version: v24.9.1\n    urls: [gpu-operator-v24.9.1.tgz]\n"
       "  - version: v24.9.2\n    digest: " + sha256_hex(k_tgz) + "\n    urls: [gpu-operator-v24.9.2.tgz]\n";
   src.blobs["http://repo.test/charts/gpu-operator-v24.9.2.tgz"] = k_tgz;
-  auto store = Store::open(t / "store", StoreAccess::Exclusive).value_or_throw();
-  auto c = fetch_chart("http://repo.test/charts/", "", "gpu-operator", "v24.9.2", store, src).value_or_throw();
-  CHECK(c.fetched);
-  CHECK(c.path == t / "store" / "charts" / "gpu-operator-v24.9.2.tgz");
-  CHECK(read_file(c.path).value_or_throw() == k_tgz);
-  CHECK_FALSE(fetch_chart("http://repo.test/charts", "", "gpu-operator", "v24.9.2", store, src).value_or_throw().fetched);
+  auto repo = [](const std::string& url) { return select_chart_source("", url, ""); };
+  CHECK(fetch_chart_archive(repo("http://repo.test/charts/"), "gpu-operator", "v24.9.2", src).value_or_throw() == k_tgz);
+  CHECK(fetch_chart_archive(repo("http://repo.test/charts"), "gpu-operator", "24.9.2", src).value_or_throw() == k_tgz);
 
-  auto missing = fetch_chart("http://repo.test/charts", "", "gpu-operator", "v99.0.0", store, src);
+  auto missing = fetch_chart_archive(repo("http://repo.test/charts"), "gpu-operator", "v99.0.0", src);
   REQUIRE_FALSE(missing);
   CHECK(missing.error().message.find("has no version v99.0.0") != std::string::npos);
 
   src.blobs["http://repo.test/charts/gpu-operator-v24.9.1.tgz"] = "not gzip";
-  CHECK_FALSE(fetch_chart("http://repo.test/charts", "", "gpu-operator", "v24.9.1", store, src));
-  CHECK_FALSE(fs::exists(store.chart_path("gpu-operator", "v24.9.1")));
+  auto not_gzip = fetch_chart_archive(repo("http://repo.test/charts"), "gpu-operator", "v24.9.1", src);
+  REQUIRE_FALSE(not_gzip);
+  CHECK(not_gzip.error().message.find("is not a .tgz") != std::string::npos);
+  src.blobs["http://repo.test/charts/gpu-operator-v24.9.2.tgz"] = k_tgz + "x";
+  auto bad_digest = fetch_chart_archive(repo("http://repo.test/charts"), "gpu-operator", "v24.9.2", src);
+  REQUIRE_FALSE(bad_digest);
+  CHECK(bad_digest.error().message.find("differs from the repository index's") != std::string::npos);
 }
 
 TEST_CASE("chart URLs resolve like Helm's", "[mirror]") {
@@ -44,7 +44,6 @@ TEST_CASE("chart URLs resolve like Helm's", "[mirror]") {
 }
 
 TEST_CASE("chart from an oci:// artifact", "[mirror]") {
-  Scratch t;
   FakeSource src;
   auto layer = blob(k_tgz);
   auto cfg = blob("{}");
@@ -55,13 +54,8 @@ TEST_CASE("chart from an oci:// artifact", "[mirror]") {
                       {"config", {{"mediaType", "application/vnd.cncf.helm.config.v1+json"}, {"digest", cfg.digest}, {"size", 2}}},
                       {"layers", {{{"mediaType", std::string(k_helm_chart_layer)}, {"digest", layer.digest}, {"size", layer.bytes.size()}}}}};
   src.manifests["reg.test/nvidia/helm/gpu-operator:v24.9.2"] = {"application/vnd.oci.image.manifest.v1+json", m.dump()};
-  auto store = Store::open(t / "store", StoreAccess::Exclusive).value_or_throw();
   // The repository path with or without the chart name.
-  auto c = fetch_chart("oci://reg.test/nvidia/helm", "", "gpu-operator", "v24.9.2", store, src).value_or_throw();
-  CHECK(read_file(c.path).value_or_throw() == k_tgz);
-  auto rows = (*store.catalog().value_or_throw()).charts().value_or_throw();
-  REQUIRE(rows.size() == 1);
-  CHECK(rows[0].source == "oci://reg.test/nvidia/helm");
-  fs::remove(c.path);
-  CHECK(fetch_chart("oci://reg.test/nvidia/helm/gpu-operator", "", "gpu-operator", "v24.9.2", store, src).value_or_throw().fetched);
+  for (const char* url : {"oci://reg.test/nvidia/helm", "oci://reg.test/nvidia/helm/gpu-operator"})
+    CHECK(fetch_chart_archive(select_chart_source("", url, ""), "gpu-operator", "v24.9.2", src).value_or_throw() == k_tgz);
+  CHECK_FALSE(fetch_chart_archive(select_chart_source("", "oci://reg.test/nvidia/helm", ""), "gpu-operator", "v24.9.3", src));
 }

@@ -1,0 +1,138 @@
+#include "recipes/chart_source.hpp"
+
+#include <algorithm>
+#include <archive.h>
+#include <archive_entry.h>
+#include <memory>
+#include <vector>
+
+#include "common/files.hpp"
+#include "common/strings.hpp"
+#include "recipes/chart.hpp"
+
+namespace gb {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct ArchiveWriteFree {
+  void operator()(archive* a) const { archive_write_free(a); }
+};
+using ArchiveWriter = std::unique_ptr<archive, ArchiveWriteFree>;
+struct EntryFree {
+  void operator()(archive_entry* e) const { archive_entry_free(e); }
+};
+using Entry = std::unique_ptr<archive_entry, EntryFree>;
+
+la_ssize_t append_cb(archive*, void* out, const void* data, size_t n) {
+  static_cast<std::string*>(out)->append(static_cast<const char*>(data), n);
+  return static_cast<la_ssize_t>(n);
+}
+
+}  // namespace
+
+bool is_remote_chart(const std::string& chart) {
+  return starts_with(chart, "https://") || starts_with(chart, "http://") || starts_with(chart, "oci://");
+}
+
+ChartSource select_chart_source(const std::string& flag, const std::string& declared, const fs::path& declared_base) {
+  ChartSource s;
+  s.written = flag.empty() ? declared : flag;
+  if (s.written.empty()) return s;
+  if (is_remote_chart(s.written)) {
+    s.origin = starts_with(s.written, "oci://") ? ChartOrigin::Oci : ChartOrigin::HelmRepo;
+    s.location = s.written;
+    return s;
+  }
+  fs::path p = s.written;
+  if (flag.empty() && p.is_relative() && !declared_base.empty()) p = declared_base / p;
+  std::error_code ec;
+  s.origin = fs::is_directory(p, ec) ? ChartOrigin::Folder : ChartOrigin::Archive;
+  s.location = p.lexically_normal().string();
+  return s;
+}
+
+std::string chart_file_name(const std::string& name, const std::string& version) { return name + "-" + version + ".tgz"; }
+
+fs::path default_lock_path(const Recipe& recipe) { return recipe.file.parent_path() / (recipe.name + ".lock.json"); }
+
+std::string chart_source_for_lock(const Recipe& recipe, const fs::path& lock_file) {
+  if (recipe.chart.empty() || is_remote_chart(recipe.chart) || fs::path(recipe.chart).is_absolute()) return recipe.chart;
+  fs::path recipe_dir = fs::absolute(recipe.file).parent_path().lexically_normal();
+  fs::path lock_dir = fs::absolute(lock_file).parent_path().lexically_normal();
+  if (recipe_dir == lock_dir) return recipe.chart;
+  return (recipe_dir / recipe.chart).lexically_normal().lexically_relative(lock_dir).generic_string();
+}
+
+bool looks_like_lock(std::string_view text) {
+  auto t = trim(text);
+  return !t.empty() && t.front() == '{';
+}
+
+Result<RecipeOrLock> read_recipe_or_lock(const fs::path& file) {
+  auto text = read_file(file, k_lock_max_bytes);  // a lock or a recipe; both are smaller
+  if (!text) return text.error();
+  RecipeOrLock out;
+  if (looks_like_lock(*text)) {
+    auto lock = parse_lock(*text, file.string());
+    if (!lock) return lock.error();
+    out.lock = std::move(*lock);
+  } else {
+    auto recipe = parse_recipe(*text, file);
+    if (!recipe) return recipe.error();
+    out.recipe = std::move(*recipe);
+  }
+  return out;
+}
+
+Result<LockFile> lock_for(const fs::path& input) {
+  auto in = read_recipe_or_lock(input);
+  if (!in) return in.error();
+  if (in->lock) return LockFile{std::move(*in->lock), input};
+  fs::path file = default_lock_path(*in->recipe);
+  std::error_code ec;
+  if (!fs::exists(file, ec))
+    return input_error(input.string() + ": no lock at " + file.string() + ": run `gpubundle mirror " + input.string() + "` first");
+  auto lock = load_lock(file.string());
+  if (!lock) return lock.error();
+  return LockFile{std::move(*lock), file};
+}
+
+Result<std::string> pack_chart_folder(const fs::path& folder) {
+  auto chart = load_chart(folder);  // a folder without Chart.yaml is refused here
+  if (!chart) return chart.error();
+  std::vector<fs::path> files;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(folder, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
+    if (it->is_regular_file() && !it->is_symlink()) files.push_back(it->path());
+  if (ec) return input_error(folder.string() + ": " + ec.message());
+  std::sort(files.begin(), files.end());
+
+  std::string out;
+  ArchiveWriter a(archive_write_new());
+  archive_write_set_format_gnutar(a.get());
+  archive_write_add_filter_gzip(a.get());
+  archive_write_set_options(a.get(), "gzip:!timestamp");
+  archive_write_set_bytes_in_last_block(a.get(), 1);
+  if (archive_write_open(a.get(), &out, nullptr, append_cb, nullptr) != ARCHIVE_OK)
+    return op_error(folder.string() + ": packing: " + archive_error_string(a.get()));
+  for (const auto& f : files) {
+    auto bytes = read_file(f);
+    if (!bytes) return bytes.error();
+    Entry e(archive_entry_new());
+    std::string name = chart->name + "/" + f.lexically_relative(folder).generic_string();
+    archive_entry_set_pathname(e.get(), name.c_str());
+    archive_entry_set_filetype(e.get(), AE_IFREG);
+    archive_entry_set_perm(e.get(), 0644);
+    archive_entry_set_size(e.get(), static_cast<la_int64_t>(bytes->size()));
+    archive_entry_set_mtime(e.get(), 0, 0);
+    if (archive_write_header(a.get(), e.get()) != ARCHIVE_OK ||
+        archive_write_data(a.get(), bytes->data(), bytes->size()) != static_cast<la_ssize_t>(bytes->size()))
+      return op_error(folder.string() + ": packing " + name + ": " + archive_error_string(a.get()));
+  }
+  if (archive_write_close(a.get()) != ARCHIVE_OK) return op_error(folder.string() + ": packing: " + archive_error_string(a.get()));
+  return out;
+}
+
+}  // namespace gb
