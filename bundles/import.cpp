@@ -85,6 +85,12 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
     ko.registry = o.site;
     ko.layout = o.layout;
     ko.bundle_id = m.bundle_id;
+    // The CA gpubundle was told to trust for the site is the one its nodes need.
+    if (const HostConfig* h = o.config.host(o.site.host); h && !h->ca_file.empty() && !o.site.plain_http) {
+      auto pem = read_file(h->ca_file);
+      if (!pem) return pem.error();
+      ko.registry_ca = pem.value();
+    }
     for (const auto& img : m.images) {
       std::uint64_t size = 0;
       for (const auto& d : img.blobs)

@@ -25,7 +25,8 @@ struct ImportOptions {
   kit::SiteRegistry site;
   kit::Layout layout = kit::Layout::StripHost;
   const Keyring* trusted = nullptr;  // nullptr: --insecure-skip-signature
-  RegistryConfig config;             // TLS and credentials; the site host is added when plain HTTP
+  RegistryConfig config;             // TLS and credentials; the site host is added when plain HTTP;
+                                     // the site's caFile also goes into the kit, for the nodes
   int jobs = 8;
   std::filesystem::path kit_dir;     // "" writes no kit
 };

@@ -11,7 +11,9 @@
 //   time-slicing.yaml                 device-plugin ConfigMap (when sharing is set)
 //   alerts.yaml                       PrometheusRule on DCGM metrics
 //   containerd/certs.d/<host>/hosts.toml   one per source registry host, plus the site
-//   crio/registries.conf.d/99-gpubundle.conf
+//   containerd/certs.d/<site>/ca.crt  the site's CA, when KitOptions::registry_ca is set
+//   crio/registries.conf.d/99-gpubundle.conf   the source hosts and the site itself
+//   crio/certs.d/<site>/ca.crt        the same CA, for /etc/containers/certs.d
 //   manifest.json                     machine-readable install manifest (format below)
 //   <chart>.tgz                       copied in by the caller when it has the archive
 //
@@ -103,6 +105,10 @@ struct KitOptions {
   std::string bundle_id;                       // "" outside a bundle
   std::map<std::string, uint64_t> image_sizes;  // source -> bytes, when known
   std::string namespace_name = "gpu-operator";
+  // PEM of the CA that signed the site registry's certificate, when nodes do
+  // not trust it already: the kit then carries it as ca.crt for containerd
+  // and CRI-O and points the containerd config at it. Ignored for plain HTTP.
+  std::string registry_ca;
 };
 
 struct KitFile {

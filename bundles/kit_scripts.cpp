@@ -36,6 +36,18 @@ std::string script_header(const Lock& lock, const KitOptions& options) {
          lock.operator_version + ") for registry " + options.registry.str() + ".";
 }
 
+// Both scripts ask the API server before anything else, so that a dead
+// cluster reads as one plain line rather than kubectl's own errors (an openapi
+// download failure with a misleading --validate=false hint, say).
+constexpr const char* k_api_check = R"SH(# api_answers: true when the API server of the current context answers; else
+# api_error holds kubectl's last error line. api_server: its URL, for messages.
+api_answers() {
+  api_server="$(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}' 2>/dev/null || true)"
+  if api_error="$(kubectl get --raw /version --request-timeout=15s 2>&1 >/dev/null)"; then return 0; fi
+  api_error="$(grep -v '^[[:space:]]*$' <<<"$api_error" | tail -n 1)"
+  return 1
+})SH";
+
 constexpr const char* k_install = R"SH(#!/usr/bin/env bash
 # install.sh: install the GPU Operator from the site registry with the values in
 # this kit. Usage: ./install.sh [--dry-run]
@@ -65,12 +77,21 @@ done
 say() { echo "install.sh: $*"; }
 fail() { echo "install.sh: $*" >&2; exit 1; }
 
+@API_CHECK@
+
+# Every missing prerequisite is named, not just the first.
 missing=()
 command -v helm >/dev/null 2>&1 || missing+=("helm: not on PATH (copy the helm binary onto this machine; https://helm.sh)")
-command -v kubectl >/dev/null 2>&1 || missing+=("kubectl: not on PATH")
-if [ "${#missing[@]}" -eq 0 ]; then
+context=""
+if ! command -v kubectl >/dev/null 2>&1; then
+  missing+=("kubectl: not on PATH")
+else
   context="$(kubectl config current-context 2>/dev/null || true)"
-  [ -n "$context" ] || missing+=("kubectl context: none is set (kubectl config use-context NAME, or set KUBECONFIG)")
+  if [ -z "$context" ]; then
+    missing+=("kubectl context: none is set (kubectl config use-context NAME, or set KUBECONFIG)")
+  elif ! api_answers; then
+    missing+=("cluster: the Kubernetes API server of context $context${api_server:+ at $api_server} does not answer ($api_error)")
+  fi
 fi
 [ -e "$chart" ] || missing+=("chart: $chart not found (put @CHART_FILE@ next to this script, or set GPUBUNDLE_CHART)")
 [ -f "$here/values.yaml" ] || missing+=("values: $here/values.yaml not found")
@@ -191,16 +212,46 @@ failures=0
 pass() { echo "PASS: $*"; }
 failed() { echo "FAIL: $*"; failures=$((failures + 1)); }
 skip() { echo "SKIP: $*"; }
+finish() {
+  if [ "$failures" -gt 0 ]; then
+    echo "verify.sh: $failures check(s) failed"
+    exit 1
+  fi
+  echo "verify.sh: all checks passed"
+  exit 0
+}
 
-command -v kubectl >/dev/null 2>&1 || { echo "FAIL: kubectl is not on PATH"; exit 1; }
-if [ -z "$(kubectl config current-context 2>/dev/null || true)" ]; then
-  echo "FAIL: kubectl has no current context (kubectl config use-context NAME, or set KUBECONFIG)"
-  exit 1
+# kubectl's errors become FAIL lines: its stderr goes here, and kubectl_error
+# gives the last line.
+scratch="$(mktemp -d)"
+smoke_pod_made=0
+# shellcheck disable=SC2317 # run by the EXIT trap
+cleanup() {
+  if [ "$smoke_pod_made" -eq 1 ]; then
+    kubectl -n "$namespace" delete pod "$smoke_pod" --ignore-not-found --wait=false >/dev/null 2>&1 || true
+  fi
+  rm -rf "$scratch"
+}
+trap cleanup EXIT
+kubectl_error() { grep -v '^[[:space:]]*$' "$scratch/err" | tail -n 1; }
+
+@API_CHECK@
+
+command -v kubectl >/dev/null 2>&1 || { failed "kubectl is not on PATH"; finish; }
+context="$(kubectl config current-context 2>/dev/null || true)"
+if [ -z "$context" ]; then
+  failed "kubectl has no current context (kubectl config use-context NAME, or set KUBECONFIG)"
+  finish
+fi
+if ! api_answers; then
+  failed "the Kubernetes API server of context $context${api_server:+ at $api_server} does not answer ($api_error)"
+  finish
 fi
 
 # 1. Operator pods: every pod Running and Ready, or Succeeded (validators).
-pods="$(kubectl -n "$namespace" get pods -o jsonpath='{range .items[*]}{.metadata.name}{" "}{.status.phase}{" "}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}')"
-if [ -z "$pods" ]; then
+if ! pods="$(kubectl -n "$namespace" get pods -o jsonpath='{range .items[*]}{.metadata.name}{" "}{.status.phase}{" "}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' 2>"$scratch/err")"; then
+  failed "cannot list the pods in namespace $namespace ($(kubectl_error))"
+elif [ -z "$pods" ]; then
   failed "no pods in namespace $namespace"
 else
   not_ready=""
@@ -215,9 +266,10 @@ fi
 # 2. GPU resources allocatable on every GPU node.
 # shellcheck disable=SC2016 # a kubectl go-template, not shell expansion
 resource_template='{{range .items}}{{.metadata.name}}{{range $k, $v := .status.allocatable}} {{$k}}={{$v}}{{end}}{{"\n"}}{{end}}'
-gpu_nodes="$(kubectl get nodes -l nvidia.com/gpu.present=true -o go-template="$resource_template")"
 smoke_resource=""
-if [ -z "$gpu_nodes" ]; then
+if ! gpu_nodes="$(kubectl get nodes -l nvidia.com/gpu.present=true -o go-template="$resource_template" 2>"$scratch/err")"; then
+  failed "cannot list the GPU nodes ($(kubectl_error))"
+elif [ -z "$gpu_nodes" ]; then
   failed "no node carries nvidia.com/gpu.present=true"
 else
   while read -r node rest; do
@@ -237,7 +289,9 @@ fi
 
 # 3. MIG state (only when the recipe configures MIG).
 if [ -n "$mig_config" ]; then
-  states="$(kubectl get nodes -l nvidia.com/gpu.present=true -o jsonpath='{range .items[*]}{.metadata.name}{" "}{.metadata.labels.nvidia\.com/mig\.config}{" "}{.metadata.labels.nvidia\.com/mig\.config\.state}{"\n"}{end}')"
+  if ! states="$(kubectl get nodes -l nvidia.com/gpu.present=true -o jsonpath='{range .items[*]}{.metadata.name}{" "}{.metadata.labels.nvidia\.com/mig\.config}{" "}{.metadata.labels.nvidia\.com/mig\.config\.state}{"\n"}{end}' 2>"$scratch/err")"; then
+    failed "cannot read the MIG labels of the GPU nodes ($(kubectl_error))"
+  fi
   while read -r node config state; do
     [ -n "$node" ] || continue
     if [ "$config" != "$mig_config" ]; then
@@ -258,12 +312,11 @@ if [ -z "$cuda_image" ]; then
 elif [ -z "$smoke_resource" ]; then
   failed "CUDA smoke pod: no GPU resource to request"
 else
-  cleanup() { kubectl -n "$namespace" delete pod "$smoke_pod" --ignore-not-found --wait=false >/dev/null 2>&1 || true; }
-  trap cleanup EXIT
-  cleanup
+  smoke_pod_made=1
+  kubectl -n "$namespace" delete pod "$smoke_pod" --ignore-not-found --wait=false >/dev/null 2>&1 || true
   secrets=""
   if [ -n "$pull_secret" ]; then secrets="  imagePullSecrets: [{name: \"$pull_secret\"}]"; fi
-  kubectl -n "$namespace" apply -f - >/dev/null <<EOF
+  if ! kubectl -n "$namespace" apply -f - >/dev/null 2>"$scratch/err" <<EOF
 apiVersion: v1
 kind: Pod
 metadata:
@@ -280,6 +333,10 @@ $secrets
     resources:
       limits: {"$smoke_resource": 1}
 EOF
+  then
+    failed "CUDA smoke pod: cannot create it ($(kubectl_error))"
+    finish
+  fi
   phase=""
   for _ in $(seq "$timeout"); do
     phase="$(kubectl -n "$namespace" get pod "$smoke_pod" -o jsonpath='{.status.phase}' 2>/dev/null || true)"
@@ -294,11 +351,7 @@ EOF
   fi
 fi
 
-if [ "$failures" -gt 0 ]; then
-  echo "verify.sh: $failures check(s) failed"
-  exit 1
-fi
-echo "verify.sh: all checks passed"
+finish
 )SH";
 
 }  // namespace
@@ -309,7 +362,8 @@ std::string install_sh(const Lock& lock, const KitRecipe& recipe, const KitOptio
                           {"NAMESPACE", options.namespace_name},
                           {"CHART_FILE", kit_chart_file(lock)},
                           {"PULL_SECRET", shell_quote(recipe.pull_secret)},
-                          {"REGISTRY", shell_quote(options.registry.host)}});
+                          {"REGISTRY", shell_quote(options.registry.host)},
+                          {"API_CHECK", k_api_check}});
 }
 
 std::string mig_sh(const Lock& lock, const KitRecipe& recipe, const KitOptions& options) {
@@ -339,7 +393,8 @@ std::string verify_sh(const Lock& lock, const std::vector<Placement>& placements
                          {"CUDA_IMAGE", shell_quote(cuda)},
                          {"MIG_CONFIG", shell_quote(recipe.mig_config)},
                          {"MIG_STRATEGY", shell_quote(recipe.mig_strategy.empty() ? "chart default" : recipe.mig_strategy)},
-                         {"PULL_SECRET", shell_quote(recipe.pull_secret)}});
+                         {"PULL_SECRET", shell_quote(recipe.pull_secret)},
+                         {"API_CHECK", k_api_check}});
 }
 
 }  // namespace gb::kit::detail

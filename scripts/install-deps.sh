@@ -12,6 +12,7 @@ packages=(
   docker-registry skopeo umoci makeself kmod linux-headers-amd64
   python3 python3-yaml openssl shellcheck apache2-utils ca-certificates curl time zstd
   debootstrap  # node-image bake test: minbase root, made once and cached
+  containerd podman python3-yaml  # kit-runtimes test: the kit's runtime config read by real runtimes
 )
 
 missing=()

@@ -6,7 +6,9 @@
 #     tests with yaml-cpp);
 #   - install.sh --dry-run with stub helm and kubectl on PATH that record their
 #     arguments, and assert on those arguments;
-#   - install.sh names a missing prerequisite;
+#   - install.sh names every missing prerequisite at once, and says plainly when
+#     the API server does not answer (stub kubectl failing as real kubectl does);
+#   - verify.sh turns a dead cluster or a refused query into its own FAIL lines;
 #   - mig.sh labels nodes through the stub kubectl;
 #   - the same lock gives the same bytes.
 # Usage: kit.sh GPUBUNDLE SOURCE_DIR
@@ -104,6 +106,53 @@ grep -q "missing prerequisite: helm" "$work/nohelm.out" || fail "helm not named 
 if STUB_NO_CONTEXT=1 PATH="$stubs:$PATH" "$kit/install.sh" --dry-run >"$work/noctx.out" 2>&1; then fail "install.sh ran without a context"; fi
 grep -q "missing prerequisite: kubectl context" "$work/noctx.out" || fail "context not named: $(cat "$work/noctx.out")"
 
+# ...all of them at once: no helm and no context are both named.
+if STUB_NO_CONTEXT=1 PATH="$work/nohelm:/usr/bin:/bin" bash "$kit/install.sh" --dry-run >"$work/none.out" 2>&1; then fail "install.sh ran without helm or a context"; fi
+grep -q "missing prerequisite: helm" "$work/none.out" && grep -q "missing prerequisite: kubectl context" "$work/none.out" ||
+  fail "not every missing prerequisite named: $(cat "$work/none.out")"
+
+# A cluster that does not answer: kubectl's local config works, every request
+# fails the way real kubectl fails when the API server is down.
+dstubs="$work/dstubs"
+mkdir -p "$dstubs"
+cat >"$dstubs/kubectl" <<'EOF'
+#!/usr/bin/env bash
+printf '%s\n' "$*" >>"$STUB_LOG/dead.args"
+case "$*" in
+  "config current-context") echo stub-context; exit 0 ;;
+  "config view --minify -o jsonpath="*) printf 'https://127.0.0.1:6443'; exit 0 ;;
+  "create "*|"apply "*)
+    echo 'error: error validating "STDIN": error validating data: failed to download openapi: Get "https://127.0.0.1:6443/openapi/v2?timeout=32s": dial tcp 127.0.0.1:6443: connect: connection refused; if you choose to ignore these errors, turn validation off with --validate=false' >&2 ;;
+  *)
+    echo 'E1201 06:00:00.000000    4242 memcache.go:265] couldn'"'"'t get current server API group list: Get "https://127.0.0.1:6443/api?timeout=32s": dial tcp 127.0.0.1:6443: connect: connection refused' >&2
+    echo 'The connection to the server 127.0.0.1:6443 was refused - did you specify the right host or port?' >&2 ;;
+esac
+exit 1
+EOF
+chmod +x "$dstubs/kubectl"
+ln -s "$stubs/helm" "$dstubs/helm"
+rm -f "$STUB_LOG"/*.args
+dead_line="cluster: the Kubernetes API server of context stub-context at https://127.0.0.1:6443 does not answer (The connection to the server 127.0.0.1:6443 was refused"
+for mode in --dry-run ""; do
+  if PATH="$dstubs:$PATH" "$kit/install.sh" ${mode:+"$mode"} >"$work/dead.out" 2>&1; then fail "install.sh $mode succeeded against a dead cluster"; fi
+  grep -qF "install.sh: missing prerequisite: $dead_line" "$work/dead.out" || fail "install.sh $mode: no plain dead-cluster line: $(cat "$work/dead.out")"
+  if grep -e "creating namespace" -e "--validate=false" "$work/dead.out"; then fail "install.sh $mode went on against a dead cluster"; fi
+done
+[ ! -e "$STUB_LOG/helm.args" ] || fail "helm ran against a dead cluster"
+if grep -E '^(apply|create|label|delete)' "$STUB_LOG/dead.args"; then fail "install.sh tried to change a dead cluster"; fi
+# No helm as well: both are named in one run.
+mkdir -p "$work/deadnohelm"
+ln -s "$dstubs/kubectl" "$work/deadnohelm/kubectl"
+if PATH="$work/deadnohelm:/usr/bin:/bin" bash "$kit/install.sh" >"$work/dead2.out" 2>&1; then fail "install.sh ran without helm"; fi
+grep -q "missing prerequisite: helm" "$work/dead2.out" && grep -qF "$dead_line" "$work/dead2.out" ||
+  fail "no helm and a dead cluster not both named: $(cat "$work/dead2.out")"
+
+# verify.sh against the dead cluster: its own FAIL line, no raw kubectl output.
+if PATH="$dstubs:$PATH" "$kit/verify.sh" >"$work/vdead.out" 2>&1; then fail "verify.sh passed against a dead cluster"; fi
+grep -qxF "FAIL: the Kubernetes API server of context stub-context at https://127.0.0.1:6443 does not answer (The connection to the server 127.0.0.1:6443 was refused - did you specify the right host or port?)" \
+  "$work/vdead.out" || fail "verify.sh: no plain dead-cluster FAIL line: $(cat "$work/vdead.out")"
+if grep -v -e '^FAIL: ' -e '^verify.sh: ' "$work/vdead.out"; then fail "verify.sh printed raw kubectl output against a dead cluster"; fi
+
 # mig.sh.
 rm -f "$STUB_LOG"/*.args
 PATH="$stubs:$PATH" "$kit/mig.sh" node-a node-b >/dev/null
@@ -123,7 +172,12 @@ cat >"$vstubs/kubectl" <<'EOF'
 printf '%s\n' "$*" >>"$STUB_LOG/verify.args"
 case "$*" in
   "config current-context") echo stub-context ;;
-  "-n gpu-operator get pods -o jsonpath="*) printf 'gpu-operator-1 Running True\nnvidia-cuda-validator-x Succeeded False\n' ;;
+  "-n gpu-operator get pods -o jsonpath="*)
+    if [ -n "${STUB_PODS_FORBIDDEN:-}" ]; then
+      echo 'Error from server (Forbidden): pods is forbidden: User "viewer" cannot list resource "pods" in API group "" in the namespace "gpu-operator"' >&2
+      exit 1
+    fi
+    printf 'gpu-operator-1 Running True\nnvidia-cuda-validator-x Succeeded False\n' ;;
   "get nodes -l nvidia.com/gpu.present=true -o go-template="*) printf 'node-a cpu=64 nvidia.com/gpu=8 pods=110\n' ;;
   "get nodes -l nvidia.com/gpu.present=true -o jsonpath="*) printf 'node-a all-balanced %s\n' "${STUB_MIG_STATE:-success}" ;;
   "-n gpu-operator apply -f -") cat >"$STUB_LOG/smoke-pod.yaml" ;;
@@ -140,6 +194,12 @@ grep -q '"nvidia.com/gpu": 1' "$STUB_LOG/smoke-pod.yaml" || fail "smoke pod reso
 grep -q 'imagePullSecrets: \[{name: "site-registry"}\]' "$STUB_LOG/smoke-pod.yaml" || fail "smoke pod pull secret"
 if vout="$(STUB_MIG_STATE=failed PATH="$vstubs:$PATH" "$kit/verify.sh")"; then fail "verify.sh passed with a failed MIG state"; fi
 grep -q "^FAIL: node node-a: nvidia.com/mig.config.state is 'failed'" <<<"$vout" || fail "verify.sh MIG failure line: $vout"
+# A query the API server refuses is a FAIL line too, and the other checks still run.
+if STUB_PODS_FORBIDDEN=1 PATH="$vstubs:$PATH" "$kit/verify.sh" >"$work/vforbid.out" 2>&1; then fail "verify.sh passed without pods"; fi
+grep -qxF "FAIL: cannot list the pods in namespace gpu-operator (Error from server (Forbidden): pods is forbidden: User \"viewer\" cannot list resource \"pods\" in API group \"\" in the namespace \"gpu-operator\")" \
+  "$work/vforbid.out" || fail "verify.sh: pods FAIL line: $(cat "$work/vforbid.out")"
+[ "$(grep -c '^PASS:' "$work/vforbid.out")" -eq 3 ] || fail "verify.sh stopped after a refused query: $(cat "$work/vforbid.out")"
+if grep -v -e '^FAIL: ' -e '^PASS: ' -e '^verify.sh: ' "$work/vforbid.out"; then fail "verify.sh printed raw kubectl output"; fi
 
 # Precompiled recipe with time-slicing, plain HTTP, keep-host: the ConfigMap
 # goes in before the chart.

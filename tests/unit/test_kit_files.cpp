@@ -2,6 +2,7 @@
 // layouts, collisions, every YAML file parses, runtime config, manifest,
 // determinism. Lock fixtures are built by hand so these run without shared/.
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -279,6 +280,42 @@ TEST_CASE("keep-host, no prefix, plain HTTP, bundle id and sizes", "[kit][files]
   auto flat = kit::make_kit(l, fixture_chart(), options("reg.site")).value();
   CHECK_FALSE(contains(file(flat, "containerd/certs.d/nvcr.io/hosts.toml"), "override_path"));
   CHECK(contains(file(flat, "containerd/certs.d/nvcr.io/hosts.toml"), "[host.\"https://reg.site\"]"));
+}
+
+TEST_CASE("the CRI-O drop-in names the site registry itself; a given CA rides along for both runtimes", "[kit][files]") {
+  Lock l = fixture_lock();
+  // Plain HTTP: values.yaml names 127.0.0.1:5000/... for every pod, so CRI-O must
+  // reach that host over HTTP too, not only the mirrors of the source hosts.
+  auto http = kit::make_kit(l, fixture_chart(), options("http://127.0.0.1:5000/gpu")).value();
+  const std::string& crio = file(http, "crio/registries.conf.d/99-gpubundle.conf");
+  CHECK(contains(crio, "[[registry]]\nprefix = \"127.0.0.1:5000\"\nlocation = \"127.0.0.1:5000\"\ninsecure = true\n"));
+  CHECK(contains(crio, "location = \"127.0.0.1:5000/gpu\"\ninsecure = true"));
+  CHECK_FALSE(contains(crio, "ca.crt"));
+  CHECK_FALSE(contains(file(http, "containerd/certs.d/127.0.0.1:5000/hosts.toml"), "ca.crt"));
+
+  // HTTPS without a CA: the entry is there, TLS verified; the ca lines stay commented.
+  auto https = kit::make_kit(l, fixture_chart(), options()).value();
+  CHECK(contains(file(https, "crio/registries.conf.d/99-gpubundle.conf"),
+                 "prefix = \"registry.site:5000\"\nlocation = \"registry.site:5000\"\ninsecure = false\n"));
+  CHECK(contains(file(https, "containerd/certs.d/nvcr.io/hosts.toml"), "  # ca = \"../registry.site:5000/ca.crt\"\n"));
+  CHECK(https.find("containerd/certs.d/registry.site:5000/ca.crt") == nullptr);
+
+  // HTTPS with the site's CA: carried for both runtimes, and containerd points
+  // at it relative to each hosts.toml, so the path holds in the kit and on a node.
+  auto o = options();
+  o.registry_ca = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+  auto ca = kit::make_kit(l, fixture_chart(), o).value();
+  CHECK(file(ca, "containerd/certs.d/registry.site:5000/ca.crt") == o.registry_ca);
+  CHECK(file(ca, "crio/certs.d/registry.site:5000/ca.crt") == o.registry_ca);
+  CHECK(contains(file(ca, "containerd/certs.d/nvcr.io/hosts.toml"), "\n  ca = \"../registry.site:5000/ca.crt\"\n"));
+  CHECK(contains(file(ca, "containerd/certs.d/registry.k8s.io/hosts.toml"), "\n  ca = \"../registry.site:5000/ca.crt\"\n"));
+  CHECK(contains(file(ca, "containerd/certs.d/registry.site:5000/hosts.toml"), "\n  ca = \"ca.crt\"\n"));
+  json m = json::parse(file(ca, "manifest.json"));
+  CHECK(std::find(m["files"].begin(), m["files"].end(), "crio/certs.d/registry.site:5000/ca.crt") != m["files"].end());
+  // ...but never for plain HTTP.
+  auto o2 = options("http://127.0.0.1:5000");
+  o2.registry_ca = o.registry_ca;
+  CHECK(kit::make_kit(l, fixture_chart(), o2).value().find("crio/certs.d/127.0.0.1:5000/ca.crt") == nullptr);
 }
 
 TEST_CASE("optional files follow the recipe; output is deterministic", "[kit][files]") {
