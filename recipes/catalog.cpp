@@ -1,5 +1,6 @@
 #include "recipes/catalog.hpp"
 
+#include <algorithm>
 #include <yaml-cpp/yaml.h>
 
 #include "common/strings.hpp"
@@ -77,6 +78,7 @@ Result<Catalog> Catalog::from_files(const std::map<std::string, std::string>& fi
     for (auto it = os["osSupport"].begin(); it != os["osSupport"].end(); ++it)
       c.m_os_support[it->first.as<std::string>()] = str_list(it->second);
     c.m_precompiled_published = str_list(os["precompiledPublished"]);
+    c.m_minor_versioned = str_list(os["minorVersioned"]);
 
     auto comps = get("components.yaml");
     for (auto it = comps["components"].begin(); it != comps["components"].end(); ++it) {
@@ -113,17 +115,40 @@ const GpuInfo* Catalog::find_gpu(std::string_view name_or_pci) const {
   return nullptr;
 }
 
-std::string Catalog::os_tag(std::string_view operator_version, std::string_view os) const {
+const OsTagRule* Catalog::os_tag_rule(std::string_view operator_version) const {
   const OsTagRule* rule = nullptr;
   for (const auto& r : m_os_tag_rules)
     if (compare_versions(r.from, operator_version) <= 0) rule = &r;
-  auto [id, version] = split_os(os);
-  if (!rule) return std::string(os);
+  return rule;
+}
+
+bool Catalog::drops_minor(std::string_view operator_version, const std::string& id, const std::string& major) const {
+  const OsTagRule* rule = os_tag_rule(operator_version);
+  if (!rule || major.empty()) return false;
   auto it = rule->major_only.find(id);
-  if (it == rule->major_only.end()) return std::string(os);
+  return it != rule->major_only.end() && std::stoi(major) >= it->second;
+}
+
+std::string Catalog::os_tag(std::string_view operator_version, std::string_view os) const {
+  auto [id, version] = split_os(os);
   std::string major = split(version, '.')[0];
-  if (major.empty() || std::stoi(major) < it->second) return std::string(os);
-  return id + major;
+  return drops_minor(operator_version, id, major) ? id + major : std::string(os);
+}
+
+std::string Catalog::os_name_problem(std::string_view operator_version, std::string_view os) const {
+  auto [id, version] = split_os(os);
+  if (version.find('.') != std::string::npos) return "";
+  if (std::find(m_minor_versioned.begin(), m_minor_versioned.end(), id) == m_minor_versioned.end()) return "";
+  if (drops_minor(operator_version, id, version)) return "";
+  std::vector<std::string> examples;
+  for (const auto& [series, names] : m_os_support)
+    for (const auto& n : names)
+      if (starts_with(n, std::string(os) + ".") && std::find(examples.begin(), examples.end(), n) == examples.end())
+        examples.push_back(n);
+  std::sort(examples.begin(), examples.end(), [](const auto& a, const auto& b) { return compare_versions(a, b) < 0; });
+  return "GPU Operator " + std::string(operator_version) + " tags driver images with the node's full VERSION_ID (" +
+         std::string(os) + ".N), so '" + std::string(os) + "' names a tag no node asks for; write the version in the "
+         "node's /etc/os-release, e.g. " + (examples.empty() ? std::string(os) + ".0" : join(examples, ", "));
 }
 
 std::optional<bool> Catalog::os_supported(std::string_view operator_version, std::string_view os) const {

@@ -49,6 +49,9 @@ public:
 
   // The "-<osTag>" the given operator release appends for this OS.
   std::string os_tag(std::string_view operator_version, std::string_view os) const;
+  // Why `os` cannot be the node OS for this release, "" when it can: a
+  // major-only name ("rhel9") where the release tags with the full VERSION_ID.
+  std::string os_name_problem(std::string_view operator_version, std::string_view os) const;
   // nullopt when the catalog has no support data for that operator series.
   std::optional<bool> os_supported(std::string_view operator_version, std::string_view os) const;
   bool precompiled_published(std::string_view os) const;
@@ -63,13 +66,17 @@ private:
   std::vector<GpuInfo> m_gpus;
   std::map<std::string, std::vector<std::string>> m_branches;
   int m_auto_open_from_branch = 560;
+  const OsTagRule* os_tag_rule(std::string_view operator_version) const;
+  bool drops_minor(std::string_view operator_version, const std::string& id, const std::string& major) const;
+
   std::vector<OsTagRule> m_os_tag_rules;
+  std::vector<std::string> m_minor_versioned;
   std::map<std::string, std::vector<std::string>> m_os_support;
   std::vector<std::string> m_precompiled_published;
   std::map<std::string, ComponentInfo, std::less<>> m_components;
 };
 
-// "rhel9.4" -> {"rhel", "9.4"}
+// "rhel9.4" -> {"rhel", "9.4"}, "sl-micro6.1" -> {"sl-micro", "6.1"}
 std::pair<std::string, std::string> split_os(std::string_view os);
 
 }  // namespace gb

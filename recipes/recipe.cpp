@@ -150,9 +150,9 @@ void read(Reader& rd, const YAML::Node& root, Recipe& r) {
   if (r.gpus.empty()) rd.fail(t["gpus"], "target.gpus", "must name at least one GPU");
   if (!t["os"]) rd.fail(t, "target.os", "missing (e.g. ubuntu22.04, rhel9.4, rhcos4.16)");
   r.os = rd.str(t["os"], "target.os");
-  static const std::regex os_re("^[a-z]+[0-9]+(\\.[0-9]+)?$");
+  static const std::regex os_re("^[a-z]+(-[a-z]+)*[0-9]+(\\.[0-9]+)?$");  // ID + VERSION_ID: sl-micro6.1
   if (!std::regex_match(r.os, os_re))
-    rd.fail(t["os"], "target.os", "'" + r.os + "' is not an OS id and version like ubuntu22.04 or rhel9.4");
+    rd.fail(t["os"], "target.os", "'" + r.os + "' is not an OS id and version (os-release ID + VERSION_ID) like ubuntu22.04, rhel9.4 or sl-micro6.1");
   if (t["kernels"]) r.kernels = rd.strings(t["kernels"], "target.kernels");
   static const std::regex kernel_re("^[0-9]+\\.[0-9]+[A-Za-z0-9._+~-]*$");
   for (size_t i = 0; i < r.kernels.size(); ++i)

@@ -392,7 +392,9 @@ private:
     if (branch && branch < 580 && enabled("draDriver"))
       error("components.draDriver", "the DRA driver needs driver branch >= 580, not " + d.branch);
 
-    if (auto supported = m_cat.os_supported(m_version, m_r.os); !supported)
+    if (auto why = m_cat.os_name_problem(m_version, m_r.os); !why.empty())
+      error("target.os", "target.os " + m_r.os + ": " + why);
+    else if (auto supported = m_cat.os_supported(m_version, m_r.os); !supported)
       warn("the catalog has no OS support data for GPU Operator " + m_version + "; check that it supports " + m_r.os);
     else if (!*supported)
       warn("GPU Operator " + m_version + " does not list " + m_r.os + " as supported");

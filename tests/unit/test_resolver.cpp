@@ -149,6 +149,41 @@ TEST_CASE("driver OS tags follow each release's rule", "[resolver][ostag]") {
   CHECK(cat.os_tag("v27.1.0", "rhel10.2") == "rhel10");
 }
 
+TEST_CASE("major-only OS names only where the release drops the minor", "[resolver][ostag]") {
+  GB_REQUIRE_SHARED();
+  auto os_error = [](const std::string& tag, const std::string& os) {
+    return error_of(tag, "target: {gpus: [L4], os: " + os + "}\ndriver: {version: \"580.105.08\"}\n");
+  };
+  // v25.10.1 composes -rhel9.N from VERSION_ID: rhel9 would mirror a tag no node asks for.
+  CHECK(os_error("v25.10.1", "rhel9") ==
+        "recipe.yaml:5: target.os rhel9: GPU Operator v25.10.1 tags driver images with the node's full VERSION_ID "
+        "(rhel9.N), so 'rhel9' names a tag no node asks for; write the version in the node's /etc/os-release, e.g. "
+        "rhel9.2, rhel9.4, rhel9.5, rhel9.6, rhel9.7, rhel9.8");
+  // Every family whose VERSION_ID has a minor, on every shipped release before the rule.
+  for (const auto& tag : k_tags)
+    for (const char* os : {"ubuntu22", "rhcos4", "sles15", "sl-micro6"}) {
+      INFO(tag << " " << os);
+      CHECK(os_error(tag, os).find("target.os " + std::string(os) + ": GPU Operator " + tag) != std::string::npos);
+    }
+  for (const char* os : {"rhel9", "rocky9", "ol9"}) {
+    CHECK_FALSE(os_error("v25.10.1", os).empty());
+    auto o = resolve_shared("v26.7.0", "target: {gpus: [L4], os: " + std::string(os) + "}\ndriver: {version: \"580.105.08\"}\n");
+    REQUIRE(o.lock.ok());
+    CHECK(one(o, "driver") == "nvcr.io/nvidia/driver:580.105.08-" + std::string(os));
+  }
+  // Names with a hyphenated ID resolve verbatim.
+  auto micro = resolve_shared("v26.7.0", "target: {gpus: [L4], os: sl-micro6.1}\ndriver: {version: \"580.105.08\"}\n");
+  REQUIRE(micro.lock.ok());
+  CHECK(one(micro, "driver") == "nvcr.io/nvidia/driver:580.105.08-sl-micro6.1");
+  // v26.3 drops the minor for rocky and for rhel from 10 only.
+  const auto& cat = Catalog::builtin();
+  CHECK(cat.os_name_problem("v26.3.3", "rocky9").empty());
+  CHECK(cat.os_name_problem("v26.3.3", "rhel10").empty());
+  CHECK(cat.os_name_problem("v26.3.3", "rhel9").find("e.g. rhel9.2") != std::string::npos);
+  CHECK(cat.os_name_problem("v26.3.3", "ol9").find("(ol9.N)") != std::string::npos);
+  CHECK(cat.os_name_problem("v26.3.3", "debian12").empty());  // VERSION_ID has no minor
+}
+
 TEST_CASE("the Chart.yaml version trap", "[resolver]") {
   GB_REQUIRE_SHARED();
   // Packed from the git tag: version v1.0.0-devel, appVersion devel-ubi8.
