@@ -5,6 +5,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <tuple>
 
 #include "common/files.hpp"
 #include "common/strings.hpp"
@@ -379,14 +380,29 @@ private:
     }
 
     bool gds = enabled("gds");
+    // GDS (nvidia-fs) and GDRCopy (gdrdrv) run as sidecars of the driver
+    // DaemonSet: the operator refuses them with precompiled drivers and never
+    // starts them without a driver container.
+    bool gdrcopy = at_path(m_chart.values, "gdrcopy").IsDefined() && enabled("gdrcopy");
     if (m_r.driver_mode == DriverMode::Precompiled) {
       if (gds) error("components.gds", "precompiled drivers do not support GPUDirect Storage (gds); disable components.gds or use driver.mode: conventional");
+      if (gdrcopy)
+        error(m_r.components.count("gdrcopy") ? "components.gdrcopy" : "driver.mode",
+              "components.gdrcopy is on, but driver.mode is precompiled: GPU Operator " + m_version +
+                  " refuses GDRCopy with precompiled drivers; disable components.gdrcopy or use driver.mode: conventional");
       if (std::find(m_r.workloads.begin(), m_r.workloads.end(), "vm-vgpu") != m_r.workloads.end())
         error("target.workloads", "precompiled drivers do not support vGPU (target.workloads has vm-vgpu)");
       if (!m_cat.precompiled_published(m_r.os))
         warn("NVIDIA publishes precompiled driver images for Ubuntu only; for " + m_r.os +
              " build them with `gpubundle driver build`");
     }
+    if (m_r.driver_mode == DriverMode::Host)
+      for (auto [key, title, on] : {std::tuple{"gds", "GPUDirect Storage (nvidia-fs)", gds}, {"gdrcopy", "GDRCopy (gdrdrv)", gdrcopy}})
+        if (on)
+          error(m_r.components.count(key) ? "components." + std::string(key) : std::string("driver.mode"),
+                "components." + std::string(key) + " is on, but driver.mode is host: the operator runs " + title +
+                    " inside the driver DaemonSet, which host mode switches off, so it would never start; install it "
+                    "on the host and set components." + key + ": false, or use driver.mode: conventional");
     if (gds && kmt == "proprietary" && m_r.driver_mode != DriverMode::Host)
       error("components.gds", "GPUDirect Storage (nvidia-fs) needs open kernel modules; set driver.kernelModuleType: open");
     if (branch && branch < 580 && enabled("draDriver"))

@@ -292,6 +292,30 @@ TEST_CASE("compatibility checks refuse with both sides named", "[resolver][compa
   CHECK(std::count(many.begin(), many.end(), '\n') == 3);
 }
 
+TEST_CASE("the operator's run-time refusals are resolve-time refusals", "[resolver][compat]") {
+  GB_REQUIRE_SHARED();
+  const std::string pre = "target: {gpus: [L4], os: ubuntu22.04, kernels: [5.15.0-1065-nvidia]}\n"
+                          "driver: {mode: precompiled, kernelModuleType: open}\n";
+  // "GDRCopy is not supported along with pre-compiled NVIDIA drivers" (object_controls.go, since v24.3.0).
+  for (const char* tag : {"v24.3.0", "v24.9.2", "v25.10.1", "v26.7.0"}) {
+    INFO(tag);
+    CHECK(error_of(tag, pre + "components: {gdrcopy: true}\n") ==
+          "recipe.yaml:7: components.gdrcopy is on, but driver.mode is precompiled: GPU Operator " + std::string(tag) +
+              " refuses GDRCopy with precompiled drivers; disable components.gdrcopy or use driver.mode: conventional");
+    CHECK(error_of(tag, pre + "components: {gdrcopy: false}\n").empty());
+  }
+  // v23.9.2 has no GDRCopy at all: the component is unknown, not a conflict.
+  CHECK(error_of("v23.9.2", pre + "components: {gdrcopy: true}\n").find("has no such component") != std::string::npos);
+  // nvidia-fs and gdrdrv are sidecars of the driver DaemonSet: host mode never starts them.
+  CHECK(error_of("v26.7.0", "target: {gpus: [L4], os: ubuntu22.04}\ndriver: {mode: host}\ncomponents: {gds: true, gdrcopy: true}\n") ==
+        "recipe.yaml:7: components.gds is on, but driver.mode is host: the operator runs GPUDirect Storage (nvidia-fs) inside "
+        "the driver DaemonSet, which host mode switches off, so it would never start; install it on the host and set "
+        "components.gds: false, or use driver.mode: conventional\n"
+        "recipe.yaml:7: components.gdrcopy is on, but driver.mode is host: the operator runs GDRCopy (gdrdrv) inside the "
+        "driver DaemonSet, which host mode switches off, so it would never start; install it on the host and set "
+        "components.gdrcopy: false, or use driver.mode: conventional");
+}
+
 TEST_CASE("compatible recipes pass, with warnings where due", "[resolver][compat]") {
   GB_REQUIRE_SHARED();
   auto ok = resolve_shared("v26.7.0", "target: {gpus: [B200, GB200], os: ubuntu24.04}\ndriver: {version: \"580.105.08\"}\n");
