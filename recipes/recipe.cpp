@@ -200,6 +200,18 @@ void read(Reader& rd, const YAML::Node& root, Recipe& r) {
       r.kernel_module_type = rd.one_of(d["kernelModuleType"], "driver.kernelModuleType", {"auto", "open", "proprietary"});
   }
 
+  // The operator names precompiled driver images <branch>-<kernel>-<osTag>
+  // (gpubundle driver build too): a kernel with a character an image tag
+  // cannot hold has no image. Host-mode kernels name no image.
+  if (r.driver_mode != DriverMode::Host)
+    for (size_t i = 0; i < r.kernels.size(); ++i)
+      if (auto bad = r.kernels[i].find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-");
+          bad != std::string::npos)
+        rd.fail(t["kernels"][i], "target.kernels[" + std::to_string(i) + "]",
+                "'" + r.kernels[i] + "' has '" + r.kernels[i][bad] + "', which an image tag cannot hold, and driver.mode " +
+                    to_string(r.driver_mode) + " names driver images <branch>-<kernel>-<osTag>; build these nodes' driver "
+                    "on the node (driver.mode: conventional, without target.kernels) or bake it in (driver.mode: host)");
+
   if (auto tk = root["toolkit"]) {
     rd.only(tk, "toolkit", {"mode"});
     if (tk["mode"])

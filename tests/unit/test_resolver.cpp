@@ -25,9 +25,10 @@ struct Outcome {
 Outcome resolve_shared(const std::string& tag, const std::string& body, bool real_version = true) {
   TempDir dir;
   auto tgz = gbtest::pack_chart(gbtest::shared_chart(tag, real_version), dir / ("gpu-operator-" + tag + ".tgz"));
-  auto recipe = parse_recipe(recipe_text(tag, body), dir / "recipe.yaml").value_or_throw();
+  auto recipe = parse_recipe(recipe_text(tag, body), dir / "recipe.yaml");
+  if (!recipe) return Outcome{Result<Lock>(recipe.error()), {}};  // refused at the recipe line
   auto chart = load_chart(tgz).value_or_throw();
-  Outcome o{resolve(recipe, chart, Catalog::builtin()), {}};
+  Outcome o{resolve(recipe.value(), chart, Catalog::builtin()), {}};
   if (o.lock.ok())
     for (const auto& img : o.lock->images)
       for (const auto& c : img.components) o.by_component[c].insert(img.source);
@@ -335,11 +336,19 @@ TEST_CASE("compatible recipes pass, with warnings where due", "[resolver][compat
   CHECK(warned);
 }
 
-TEST_CASE("a kernel that makes an invalid tag is refused", "[resolver]") {
+TEST_CASE("a kernel that makes an invalid tag is refused at its recipe line", "[resolver][recipe]") {
   GB_REQUIRE_SHARED();
-  auto err = error_of("v26.7.0", "target: {gpus: [L4], os: rhel9.4, kernels: [5.14.0-284.54.1.el9_2.aarch64+64k]}\n"
+  auto err = error_of("v26.7.0", "target: {gpus: [L4], os: rhel9.4, kernels: [5.14.0-427.el9.x86_64, 5.14.0-284.54.1.el9_2.aarch64+64k]}\n"
                                  "driver: {mode: precompiled, branch: \"580\"}\n");
-  CHECK(err.find("malformed tag '580-5.14.0-284.54.1.el9_2.aarch64+64k-rhel9'") != std::string::npos);
+  CHECK(err == "recipe.yaml:5: target.kernels[1]: '5.14.0-284.54.1.el9_2.aarch64+64k' has '+', which an image tag cannot hold, "
+               "and driver.mode precompiled names driver images <branch>-<kernel>-<osTag>; build these nodes' driver on the "
+               "node (driver.mode: conventional, without target.kernels) or bake it in (driver.mode: host)");
+  CHECK(error_of("v26.7.0", "target: {gpus: [L4], os: ubuntu22.04, kernels: [\"6.8.0~rc1-generic\"]}\n"
+                            "driver: {mode: precompiled, branch: \"580\"}\n")
+            .find("target.kernels[0]: '6.8.0~rc1-generic' has '~'") != std::string::npos);
+  // A host driver names no image after the kernel.
+  CHECK(error_of("v26.7.0", "target: {gpus: [L4], os: rhel9.4, kernels: [5.14.0-284.54.1.el9_2.aarch64+64k]}\n"
+                            "driver: {mode: host}\n").empty());
 }
 
 TEST_CASE("workloads choose the VM operands; recipes can ask for any component", "[resolver]") {
