@@ -80,6 +80,26 @@ Result<Catalog> Catalog::from_files(const std::map<std::string, std::string>& fi
     c.m_precompiled_published = str_list(os["precompiledPublished"]);
     c.m_minor_versioned = str_list(os["minorVersioned"]);
 
+    auto mig = get("mig.yaml");
+    c.m_mig_generated_from = mig["generatedFrom"].as<std::string>();
+    for (const auto& r : mig["releases"]) {
+      MigLayouts layouts;
+      for (auto it = r["configs"].begin(); it != r["configs"].end(); ++it) {
+        auto& entries = layouts[it->first.as<std::string>()];
+        for (const auto& e : it->second) {
+          MigLayoutEntry entry;
+          entry.gpus = str_list(e["gpus"]);
+          if (e["devices"]) {
+            entry.devices.emplace();
+            for (auto d = e["devices"].begin(); d != e["devices"].end(); ++d)
+              (*entry.devices)[d->first.as<std::string>()] = d->second.as<int>();
+          }
+          entries.push_back(std::move(entry));
+        }
+      }
+      c.m_mig_layouts.emplace_back(r["from"].as<std::string>(), std::move(layouts));
+    }
+
     auto comps = get("components.yaml");
     for (auto it = comps["components"].begin(); it != comps["components"].end(); ++it) {
       ComponentInfo info;
@@ -169,6 +189,17 @@ bool Catalog::precompiled_published(std::string_view os) const {
   for (const auto& p : m_precompiled_published)
     if (p == id) return true;
   return false;
+}
+
+const MigLayouts* Catalog::mig_layouts(std::string_view operator_version) const {
+  const MigLayouts* found = nullptr;
+  for (const auto& [from, layouts] : m_mig_layouts)
+    if (compare_versions(from, operator_version) <= 0) found = &layouts;
+  return found;
+}
+
+bool Catalog::mig_layouts_generated(std::string_view operator_version) const {
+  return compare_versions(m_mig_generated_from, operator_version) <= 0;
 }
 
 std::vector<std::string> Catalog::versions_in_branch(std::string_view branch) const {

@@ -32,6 +32,14 @@ struct ComponentInfo {
   std::vector<std::string> images;  // extra image paths below the key, "*" for list items
 };
 
+// One entry of a mig-parted config: the GPUs it is limited to (empty: every
+// GPU) and its MIG profile -> count (nullopt: MIG off).
+struct MigLayoutEntry {
+  std::vector<std::string> gpus;  // "10de:2330"
+  std::optional<std::map<std::string, int>> devices;
+};
+using MigLayouts = std::map<std::string, std::vector<MigLayoutEntry>>;  // config name -> entries
+
 struct OsTagRule {
   std::string from;                     // first operator version it applies to
   std::map<std::string, int> major_only;  // os id -> first major that drops the minor
@@ -56,6 +64,13 @@ public:
   std::optional<bool> os_supported(std::string_view operator_version, std::string_view os) const;
   bool precompiled_published(std::string_view os) const;
 
+  // The default-mig-parted-config of this release (recipes/catalog/mig.yaml);
+  // nullptr before the first release the catalog has.
+  const MigLayouts* mig_layouts(std::string_view operator_version) const;
+  // From this release on the MIG manager also generates all-<profile> and
+  // all-balanced per node from the GPU's own profiles.
+  bool mig_layouts_generated(std::string_view operator_version) const;
+
   std::vector<std::string> versions_in_branch(std::string_view branch) const;
   int auto_open_from_branch() const { return m_auto_open_from_branch; }
 
@@ -70,6 +85,8 @@ private:
   bool drops_minor(std::string_view operator_version, const std::string& id, const std::string& major) const;
 
   std::vector<OsTagRule> m_os_tag_rules;
+  std::vector<std::pair<std::string, MigLayouts>> m_mig_layouts;  // by "from" release, ascending
+  std::string m_mig_generated_from;
   std::vector<std::string> m_minor_versioned;
   std::map<std::string, std::vector<std::string>> m_os_support;
   std::vector<std::string> m_precompiled_published;

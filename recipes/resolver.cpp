@@ -418,23 +418,90 @@ private:
     mig();
   }
 
+  // A profile of a layout fits a GPU that has it, or has its base profile
+  // ("1g.10gb+me", "1g.24gb+gfx", "1g.24gb-me" on 1g.10gb / 1g.24gb).
+  static bool has_profile(const GpuInfo& g, const std::string& profile) {
+    std::string base = profile.substr(0, profile.find('+'));
+    if (ends_with(base, "-me")) base.resize(base.size() - 3);
+    for (const auto& p : g.mig_profiles)
+      if (p == profile || p == base) return true;
+    return false;
+  }
+
+  // The entries of a layout mig-parted applies to this GPU; empty when the
+  // layout has none for it or asks for a profile it lacks.
+  static std::vector<const MigLayoutEntry*> entries_for(const GpuInfo& g, const std::vector<MigLayoutEntry>& layout) {
+    std::vector<const MigLayoutEntry*> out;
+    for (const auto& e : layout) {
+      bool listed = std::find(e.gpus.begin(), e.gpus.end(), g.pci) != e.gpus.end();
+      if (!e.gpus.empty() && !listed) continue;
+      if (e.gpus.empty() && e.devices)
+        for (const auto& [profile, count] : *e.devices)
+          if (!has_profile(g, profile)) return {};
+      out.push_back(&e);
+    }
+    return out;
+  }
+
+  // Kubernetes label value: the MIG manager reads the layout from the node
+  // label nvidia.com/mig.config.
+  static bool label_value(const std::string& v) {
+    auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); };
+    if (v.empty() || v.size() > 63 || !alnum(v.front()) || !alnum(v.back())) return false;
+    return std::all_of(v.begin(), v.end(), [&](char c) { return alnum(c) || c == '-' || c == '_' || c == '.'; });
+  }
+
   void mig() {
     if (m_r.mig_config.empty()) return;
-    static const std::set<std::string> generic = {"all-disabled", "all-enabled", "all-balanced"};
+    const std::string& name = m_r.mig_config;
+    if (!label_value(name)) {
+      error("mig.config", "mig.config '" + name + "' is not a Kubernetes label value (the MIG manager reads it from the "
+                          "node label nvidia.com/mig.config): use letters, digits, '-', '_' or '.', e.g. all-1g.10gb.me for 1g.10gb+me");
+      return;
+    }
+    std::string strategy = m_r.mig_strategy;
+    if (auto s = at_path(m_chart.values, "mig.strategy"); strategy.empty() && is_string(s)) strategy = s.as<std::string>();
+    const MigLayouts* layouts = m_cat.mig_layouts(m_version);
+    const bool generated = m_cat.mig_layouts_generated(m_version);
     for (const auto* g : m_gpus) {
       if (g->mig_profiles.empty()) {
-        if (m_r.mig_config != "all-disabled")
-          error("mig.config", "mig.config " + m_r.mig_config + ": " + g->name + " does not support MIG");
+        if (name != "all-disabled")
+          error("mig.config", "mig.config " + name + ": " + g->name + " does not support MIG; use all-disabled or leave mig.config out");
         continue;
       }
-      if (generic.count(m_r.mig_config)) continue;
-      if (starts_with(m_r.mig_config, "all-")) {
-        std::string profile = m_r.mig_config.substr(4);
-        if (std::find(g->mig_profiles.begin(), g->mig_profiles.end(), profile) == g->mig_profiles.end())
-          error("mig.config", "mig.config " + m_r.mig_config + ": " + g->name + " has no MIG profile " + profile +
-                                  " (it has " + join(g->mig_profiles, ", ") + ")");
-      } else {
-        warn("mig.config " + m_r.mig_config + " is not a built-in layout; the MIG manager's ConfigMap must define it");
+      if (!layouts) {
+        warn("mig.config " + name + ": the catalog has no MIG layouts for GPU Operator " + m_version + "; not checked");
+        return;
+      }
+      // What this release's MIG manager offers this GPU: its static config,
+      // plus what it generates from the GPU's profiles from v26.3 on.
+      std::map<std::string, std::set<std::string>> offered;  // name -> profiles it gives this GPU
+      for (const auto& [n, layout] : *layouts) {
+        auto entries = entries_for(*g, layout);
+        if (entries.empty()) continue;
+        auto& profiles = offered[n];
+        for (const auto* e : entries)
+          if (e->devices)
+            for (const auto& [p, count] : *e->devices) profiles.insert(p);
+      }
+      if (generated) {
+        offered.emplace("all-disabled", std::set<std::string>{});
+        offered.emplace("all-enabled", std::set<std::string>{});
+        for (const auto& p : g->mig_profiles) offered.emplace("all-" + p, std::set<std::string>{p});
+        offered.emplace("all-balanced", std::set<std::string>{g->mig_profiles.begin(), g->mig_profiles.end()});
+      }
+      auto it = offered.find(name);
+      if (it == offered.end()) {
+        std::vector<std::string> names;
+        for (const auto& [n, p] : offered) names.push_back(n);
+        error("mig.config", "mig.config " + name + ": GPU Operator " + m_version + "'s MIG manager has no layout " + name +
+                                " for " + g->name + " (" + g->pci + "); its layouts for " + g->name + ": " + join(names, ", "));
+      } else if (strategy == "single" && it->second.size() > 1) {
+        error(m_r.mig_strategy.empty() ? "mig.config" : "mig.strategy",
+              "mig.strategy single" + std::string(m_r.mig_strategy.empty() ? " (the chart's default)" : "") +
+                  " with mig.config " + name + ", which gives " + g->name + " the profiles " +
+                  join({it->second.begin(), it->second.end()}, ", ") +
+                  ": the single strategy needs one profile per node; set mig.strategy: mixed or choose a one-profile layout");
       }
     }
   }

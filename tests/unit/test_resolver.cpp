@@ -285,9 +285,7 @@ TEST_CASE("compatibility checks refuse with both sides named", "[resolver][compa
   // MIG layouts.
   CHECK(error_of("v24.9.2", "target: {gpus: [L40S], os: ubuntu22.04}\nmig: {config: all-1g.10gb}\n")
             .find("mig.config all-1g.10gb: L40S does not support MIG") != std::string::npos);
-  CHECK(error_of("v24.9.2", "target: {gpus: [H100-SXM5-80GB, H200], os: ubuntu22.04}\nmig: {config: all-1g.10gb}\n")
-            .find("H200-SXM-141GB has no MIG profile 1g.10gb") != std::string::npos);
-  CHECK(error_of("v24.9.2", "target: {gpus: [H100-SXM5-80GB, H200], os: ubuntu22.04}\nmig: {config: all-balanced}\n").empty());
+  CHECK(error_of("v24.9.2", "target: {gpus: [H100-SXM5-80GB, H200], os: ubuntu22.04}\nmig: {strategy: mixed, config: all-balanced}\n").empty());
   // Several problems: one line each.
   auto many = error_of("v24.9.2", "target: {gpus: [B200, GB200], os: ubuntu22.04}\ndriver: {version: \"550.127.08\"}\n");
   CHECK(std::count(many.begin(), many.end(), '\n') == 3);
@@ -315,6 +313,42 @@ TEST_CASE("the operator's run-time refusals are resolve-time refusals", "[resolv
         "recipe.yaml:7: components.gdrcopy is on, but driver.mode is host: the operator runs GDRCopy (gdrdrv) inside the "
         "driver DaemonSet, which host mode switches off, so it would never start; install it on the host and set "
         "components.gdrcopy: false, or use driver.mode: conventional");
+}
+
+TEST_CASE("MIG layouts are checked against the release's own mig-parted config", "[resolver][mig]") {
+  GB_REQUIRE_SHARED();
+  auto mig = [](const std::string& tag, const std::string& gpus, const std::string& section) {
+    return error_of(tag, "target: {gpus: [" + gpus + "], os: ubuntu22.04}\ndriver: {kernelModuleType: open}\nmig: " + section + "\n");
+  };
+  // Real config names, media-extension ones included.
+  for (const auto& tag : k_tags) {
+    INFO(tag);
+    CHECK(mig(tag, "H100-SXM5-80GB", "{config: all-1g.10gb}").empty());
+    CHECK(mig(tag, "A100-SXM4-40GB", "{config: all-1g.5gb.me}").empty());
+  }
+  CHECK(mig("v24.9.2", "H100-SXM5-80GB", "{config: all-1g.10gb.me}").empty());
+  // A name the release does not have, listing the ones it has for that GPU.
+  auto unknown = mig("v24.9.2", "H100-SXM5-80GB, H200", "{config: all-1g.10gb}");
+  CHECK(unknown.find("recipe.yaml:7: mig.config all-1g.10gb: GPU Operator v24.9.2's MIG manager has no layout all-1g.10gb "
+                     "for H200-SXM-141GB (10de:2335); its layouts for H200-SXM-141GB: all-1g.18gb, ") == 0);
+  CHECK(unknown.find("all-7g.141gb") != std::string::npos);
+  CHECK(unknown.find("all-7g.80gb") == std::string::npos);
+  // H200 layouts arrived with v24.6: v24.3.0's config has none.
+  CHECK(mig("v24.3.0", "H200", "{config: all-1g.18gb}").find("its layouts for H200-SXM-141GB: all-disabled, all-enabled") !=
+        std::string::npos);
+  CHECK(mig("v24.6.2", "H200", "{config: all-1g.18gb}").empty());
+  // Not a label value: never passes, whatever the GPU.
+  CHECK(mig("v26.7.0", "H100-SXM5-80GB", "{config: \"all-1g.10gb+me\"}") ==
+        "recipe.yaml:7: mig.config 'all-1g.10gb+me' is not a Kubernetes label value (the MIG manager reads it from the node "
+        "label nvidia.com/mig.config): use letters, digits, '-', '_' or '.', e.g. all-1g.10gb.me for 1g.10gb+me");
+  // The single strategy (also the chart's default) with a layout that mixes profiles.
+  CHECK(mig("v25.10.1", "H100-SXM5-80GB", "{strategy: single, config: all-balanced}") ==
+        "recipe.yaml:7: mig.strategy single with mig.config all-balanced, which gives H100-SXM5-80GB the profiles 1g.10gb, "
+        "2g.20gb, 3g.40gb: the single strategy needs one profile per node; set mig.strategy: mixed or choose a one-profile layout");
+  CHECK(mig("v25.10.1", "H100-SXM5-80GB", "{config: all-balanced}").find("mig.strategy single (the chart's default) with") !=
+        std::string::npos);
+  CHECK(mig("v25.10.1", "H100-SXM5-80GB", "{strategy: mixed, config: all-balanced}").empty());
+  CHECK(mig("v25.10.1", "H100-SXM5-80GB", "{strategy: single, config: all-3g.40gb}").empty());
 }
 
 TEST_CASE("compatible recipes pass, with warnings where due", "[resolver][compat]") {
