@@ -1,6 +1,7 @@
 #include "recipes/catalog.hpp"
 
 #include <algorithm>
+#include <fstream>
 #include <yaml-cpp/yaml.h>
 
 #include "common/strings.hpp"
@@ -43,18 +44,24 @@ Result<Catalog> Catalog::from_files(const std::map<std::string, std::string>& fi
       return YAML::Load(it->second);
     };
     auto gpus = get("gpus.yaml");
-    std::map<std::string, bool> open_required;
+    std::map<std::string, std::string> open_modules;  // architecture -> required | supported | unsupported
     for (auto it = gpus["architectures"].begin(); it != gpus["architectures"].end(); ++it)
-      open_required[it->first.as<std::string>()] = it->second["openModules"].as<std::string>() == "required";
+      open_modules[it->first.as<std::string>()] = it->second["openModules"].as<std::string>();
     for (const auto& g : gpus["gpus"]) {
       GpuInfo info;
       info.name = g["name"].as<std::string>();
       info.aliases = str_list(g["aliases"]);
-      info.pci = to_lower(g["pci"].as<std::string>());
+      auto pcis = g["pci"].IsSequence() ? str_list(g["pci"]) : std::vector<std::string>{g["pci"].as<std::string>()};
+      for (auto& p : pcis) p = to_lower(p);
+      info.pci = pcis.at(0);
+      info.other_pcis.assign(pcis.begin() + 1, pcis.end());
       info.architecture = g["architecture"].as<std::string>();
-      if (!open_required.count(info.architecture))
+      if (!open_modules.count(info.architecture))
         throw Error(ErrorKind::Failed, "GPU " + info.name + " has unknown architecture " + info.architecture);
-      info.open_modules_required = open_required[info.architecture];
+      info.open_modules_required = open_modules[info.architecture] == "required";
+      info.open_modules_unsupported = open_modules[info.architecture] == "unsupported";
+      if (g["maxBranch"]) info.max_branch = g["maxBranch"].as<int>();
+      if (g["operatorFrom"]) info.operator_from = g["operatorFrom"].as<std::string>();
       info.memory_gib = g["memoryGiB"].as<int>();
       info.min_branch = g["minBranch"].as<int>();
       if (g["minVersion"]) info.min_version = g["minVersion"].as<std::string>();
@@ -128,11 +135,36 @@ const GpuInfo* Catalog::find_gpu(std::string_view name_or_pci) const {
   std::string key = to_lower(name_or_pci);
   std::string pci = normalise_pci(name_or_pci);
   for (const auto& g : m_gpus) {
-    if (to_lower(g.name) == key || g.pci == pci) return &g;
+    if (to_lower(g.name) == key || g.has_pci(pci)) return &g;
     for (const auto& a : g.aliases)
       if (to_lower(a) == key) return &g;
   }
   return nullptr;
+}
+
+bool GpuInfo::has_pci(std::string_view id) const {
+  return pci == id || std::find(other_pcis.begin(), other_pcis.end(), id) != other_pcis.end();
+}
+
+std::string pci_ids_name(std::string_view id) {
+  auto parts = split(normalise_pci(id), ':');
+  if (parts.size() != 2 || parts[0].size() != 4 || parts[1].size() != 4) return "";
+  for (const char* path : {"/usr/share/misc/pci.ids", "/usr/share/hwdata/pci.ids"}) {
+    std::ifstream in(path);
+    if (!in) continue;
+    // Vendors start a line, their devices follow indented by one tab.
+    bool vendor = false;
+    for (std::string line; std::getline(in, line);) {
+      if (line.empty() || line[0] == '#') continue;
+      if (line[0] != '\t') {
+        vendor = to_lower(line.substr(0, 4)) == parts[0];
+      } else if (vendor && line.size() > 7 && line[1] != '\t' && to_lower(line.substr(1, 4)) == parts[1]) {
+        return std::string(trim(line.substr(5)));
+      }
+    }
+    return "";
+  }
+  return "";
 }
 
 const OsTagRule* Catalog::os_tag_rule(std::string_view operator_version) const {

@@ -15,12 +15,17 @@ namespace gb {
 struct GpuInfo {
   std::string name;
   std::vector<std::string> aliases;
-  std::string pci;  // "10de:2335"
+  std::string pci;                     // "10de:2335"
+  std::vector<std::string> other_pcis;  // more device ids of the same model
   std::string architecture;
   int memory_gib = 0;
   int min_branch = 0;
+  int max_branch = 0;         // 0: no limit
+  std::string operator_from;  // first GPU Operator release that supports it, "" for all
   std::string min_version;  // empty: any version of min_branch
   bool open_modules_required = false;
+  bool open_modules_unsupported = false;
+  bool has_pci(std::string_view id) const;
   std::vector<std::string> mig_profiles;
 };
 
@@ -92,6 +97,10 @@ private:
   std::vector<std::string> m_precompiled_published;
   std::map<std::string, ComponentInfo, std::less<>> m_components;
 };
+
+// The device's name in Debian's pci.ids ("GA102GL [A10G]"), "" when the
+// file or the id is absent. `pci` as find_gpu takes it.
+std::string pci_ids_name(std::string_view pci);
 
 // "rhel9.4" -> {"rhel", "9.4"}, "sl-micro6.1" -> {"sl-micro", "6.1"}
 std::pair<std::string, std::string> split_os(std::string_view os);

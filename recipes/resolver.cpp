@@ -123,14 +123,26 @@ private:
     if (m_chart.name != "gpu-operator") warn("chart is named '" + m_chart.name + "', not gpu-operator");
   }
 
+  // Index in target.gpus of the first entry that named this GPU.
+  size_t gpu_index(const GpuInfo* g) const {
+    for (size_t i = 0; i < m_r.gpus.size(); ++i)
+      if (m_cat.find_gpu(m_r.gpus[i]) == g) return i;
+    return 0;
+  }
+
   void gpus() {
     for (size_t i = 0; i < m_r.gpus.size(); ++i) {
       const GpuInfo* g = m_cat.find_gpu(m_r.gpus[i]);
       if (!g) {
+        std::string where = "target.gpus[" + std::to_string(i) + "]";
+        if (auto known = pci_ids_name(m_r.gpus[i]); !known.empty()) {
+          error(where, "target.gpus: " + m_r.gpus[i] + " is " + known + " (pci.ids), which the catalog has no driver, "
+                       "MIG or module facts for; add it to recipes/catalog/gpus.yaml or name a catalog GPU");
+          continue;
+        }
         std::vector<std::string> names;
         for (const auto& k : m_cat.gpus()) names.push_back(k.name);
-        error("target.gpus[" + std::to_string(i) + "]",
-              "target.gpus: unknown GPU '" + m_r.gpus[i] + "'; use a PCI id (10de:xxxx) or one of: " + join(names, ", "));
+        error(where, "target.gpus: unknown GPU '" + m_r.gpus[i] + "'; use a PCI id (10de:xxxx) or one of: " + join(names, ", "));
         continue;
       }
       if (std::find(m_gpus.begin(), m_gpus.end(), g) == m_gpus.end()) m_gpus.push_back(g);
@@ -361,13 +373,34 @@ private:
 
     for (size_t i = 0; i < m_gpus.size(); ++i) {
       const GpuInfo* g = m_gpus[i];
-      std::string needs = "needs >= " + (g->min_version.empty() ? std::to_string(g->min_branch) : g->min_version) +
+      // The stricter minimum version is NVIDIA's word on driver containers;
+      // a host driver is only held to the branch.
+      const bool container = m_r.driver_mode != DriverMode::Host;
+      const bool version_minimum = container && !g->min_version.empty();
+      std::string needs = "needs >= " + (version_minimum ? g->min_version : std::to_string(g->min_branch)) +
                           (g->open_modules_required ? ", open modules" : "");
+      if (!g->operator_from.empty() && compare_versions(m_version, g->operator_from) < 0)
+        error("target.gpus[" + std::to_string(gpu_index(g)) + "]",
+              "target.gpus: " + g->name + " is supported from GPU Operator " + g->operator_from + " on, but operator.version is " +
+                  m_version + "; use " + g->operator_from + " or later");
       if (branch) {
         bool too_old = branch < g->min_branch;
-        if (!too_old && !g->min_version.empty() && !d.version.empty() && branch == g->min_branch)
+        if (!too_old && version_minimum && !d.version.empty() && branch == g->min_branch)
           too_old = compare_versions(d.version, g->min_version) < 0;
         if (too_old) error(m_version_field, field + " does not support " + g->name + " (" + needs + ")");
+        if (g->max_branch && branch > g->max_branch)
+          error(m_version_field, field + " does not support " + g->name + " (" + g->architecture + "): branch " +
+                                     std::to_string(g->max_branch) + " is the last that does; pin driver.branch: \"" +
+                                     std::to_string(g->max_branch) + "\" or older");
+      }
+      if (g->open_modules_unsupported && kmt == "open") {
+        error(m_r.kernel_module_type == "auto" ? m_version_field : "driver.kernelModuleType",
+              g->name + " (" + g->architecture + ") has no open kernel modules, but " +
+                  (m_r.kernel_module_type == "open" ? std::string("driver.kernelModuleType is open")
+                                                    : "driver.kernelModuleType auto installs open modules with branch " + d.branch) +
+                  "; set driver.kernelModuleType: proprietary");
+      }
+      if (branch) {
       }
       if (g->open_modules_required && kmt == "proprietary") {
         std::string why = m_r.kernel_module_type == "proprietary"
@@ -433,7 +466,7 @@ private:
   static std::vector<const MigLayoutEntry*> entries_for(const GpuInfo& g, const std::vector<MigLayoutEntry>& layout) {
     std::vector<const MigLayoutEntry*> out;
     for (const auto& e : layout) {
-      bool listed = std::find(e.gpus.begin(), e.gpus.end(), g.pci) != e.gpus.end();
+      bool listed = std::any_of(e.gpus.begin(), e.gpus.end(), [&](const std::string& id) { return g.has_pci(id); });
       if (!e.gpus.empty() && !listed) continue;
       if (e.gpus.empty() && e.devices)
         for (const auto& [profile, count] : *e.devices)

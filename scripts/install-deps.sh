@@ -12,6 +12,7 @@ packages=(
   docker-registry skopeo umoci makeself kmod linux-headers-amd64
   python3 openssl shellcheck apache2-utils ca-certificates curl time zstd
   debootstrap  # node-image bake test: minbase root, made once and cached
+  pci.ids  # GPU names for PCI ids the catalog lacks (resolver messages)
 )
 
 missing=()

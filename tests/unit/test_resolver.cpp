@@ -248,7 +248,7 @@ TEST_CASE("a chart the catalog has never seen resolves to exactly its values", "
 
 TEST_CASE("compatibility checks refuse with both sides named", "[resolver][compat]") {
   GB_REQUIRE_SHARED();
-  CHECK(error_of("v24.9.2", "target: {gpus: [B200], os: ubuntu22.04}\ndriver: {version: \"550.127.08\", kernelModuleType: open}\n") ==
+  CHECK(error_of("v25.10.1", "target: {gpus: [B200], os: ubuntu22.04}\ndriver: {version: \"550.127.08\", kernelModuleType: open}\n") ==
         "recipe.yaml:6: driver.version 550.127.08 does not support B200 (needs >= 570.133.20, open modules)");
   CHECK(error_of("v26.7.0", "target: {gpus: [B200], os: ubuntu22.04}\ndriver: {version: \"570.124.06\", kernelModuleType: open}\n")
             .find("driver.version 570.124.06 does not support B200") != std::string::npos);
@@ -287,7 +287,7 @@ TEST_CASE("compatibility checks refuse with both sides named", "[resolver][compa
             .find("mig.config all-1g.10gb: L40S does not support MIG") != std::string::npos);
   CHECK(error_of("v24.9.2", "target: {gpus: [H100-SXM5-80GB, H200], os: ubuntu22.04}\nmig: {strategy: mixed, config: all-balanced}\n").empty());
   // Several problems: one line each.
-  auto many = error_of("v24.9.2", "target: {gpus: [B200, GB200], os: ubuntu22.04}\ndriver: {version: \"550.127.08\"}\n");
+  auto many = error_of("v25.10.1", "target: {gpus: [B200, GB200], os: ubuntu22.04}\ndriver: {version: \"550.127.08\"}\n");
   CHECK(std::count(many.begin(), many.end(), '\n') == 3);
 }
 
@@ -349,6 +349,52 @@ TEST_CASE("MIG layouts are checked against the release's own mig-parted config",
         std::string::npos);
   CHECK(mig("v25.10.1", "H100-SXM5-80GB", "{strategy: mixed, config: all-balanced}").empty());
   CHECK(mig("v25.10.1", "H100-SXM5-80GB", "{strategy: single, config: all-3g.40gb}").empty());
+}
+
+TEST_CASE("data-center GPUs of the releases are in the catalog", "[resolver][catalog]") {
+  GB_REQUIRE_SHARED();
+  // Every GPU the shipped MIG configs name by device id, and the data-center GPUs without MIG.
+  for (const char* gpu : {"A30", "A10", "A10G", "A40", "A16", "A2", "L4", "L40", "L40S", "T4", "10de:20b1", "0x20B710DE",
+                          "A800-80GB", "H800", "H800-NVL", "H100-96GB", "H20", "PG506-96GB", "H100-NVL",
+                          "V100-SXM2-32GB", "V100S"}) {
+    INFO(gpu);
+    CHECK(error_of("v24.9.2", "target: {gpus: [\"" + std::string(gpu) + "\"], os: ubuntu22.04}\ndriver: {kernelModuleType: proprietary}\n") == "");
+  }
+  CHECK(Catalog::builtin().find_gpu("10de:20b1") == Catalog::builtin().find_gpu("A100-PCIE-40GB"));
+  // An id the catalog lacks is named from Debian's pci.ids.
+  if (pci_ids_name("10de:2230").empty()) {
+    WARN("skipped: /usr/share/misc/pci.ids is absent (Debian package pci.ids)");
+  } else {
+    CHECK(error_of("v24.9.2", "target: {gpus: [\"10de:2230\"], os: ubuntu22.04}\n") ==
+          "recipe.yaml:5: target.gpus: 10de:2230 is GA102GL [RTX A6000] (pci.ids), which the catalog has no driver, MIG or "
+          "module facts for; add it to recipes/catalog/gpus.yaml or name a catalog GPU");
+    CHECK(pci_ids_name("0x223010DE") == "GA102GL [RTX A6000]");
+  }
+  CHECK(pci_ids_name("10de:ffff").empty());
+}
+
+TEST_CASE("GPU and driver branch against the operator release", "[resolver][compat]") {
+  GB_REQUIRE_SHARED();
+  CHECK(error_of("v23.9.2", "target: {gpus: [B200], os: ubuntu22.04}\ndriver: {version: \"570.133.20\", kernelModuleType: open}\n") ==
+        "recipe.yaml:5: target.gpus: B200 is supported from GPU Operator v25.3.0 on, but operator.version is v23.9.2; use "
+        "v25.3.0 or later");
+  CHECK(error_of("v24.9.2", "target: {gpus: [L4, B300], os: ubuntu22.04}\ndriver: {version: \"580.105.08\", kernelModuleType: open}\n")
+            .find("recipe.yaml:5: target.gpus: B300 is supported from GPU Operator v25.10.0 on, but operator.version is v24.9.2") == 0);
+  CHECK(error_of("v25.10.1", "target: {gpus: [B300], os: ubuntu22.04}\ndriver: {version: \"580.105.08\"}\n").empty());
+  // Volta: R580 is the last branch, proprietary modules only.
+  CHECK(error_of("v26.7.0", "target: {gpus: [V100-SXM2-16GB], os: ubuntu22.04}\ndriver: {version: \"595.91.07\", kernelModuleType: proprietary}\n") ==
+        "recipe.yaml:6: driver.version 595.91.07 does not support V100-SXM2-16GB (volta): branch 580 is the last that "
+        "does; pin driver.branch: \"580\" or older");
+  CHECK(error_of("v26.7.0", "target: {gpus: [V100-SXM2-16GB], os: ubuntu22.04}\ndriver: {version: \"580.105.08\"}\n") ==
+        "recipe.yaml:6: V100-SXM2-16GB (volta) has no open kernel modules, but driver.kernelModuleType auto installs open "
+        "modules with branch 580; set driver.kernelModuleType: proprietary");
+  // HGX B200's >= 570.133.20 is for driver containers; a host driver is held to the branch.
+  const std::string b200 = "target: {gpus: [B200], os: ubuntu22.04}\ndriver: {mode: MODE, version: \"570.124.06\", kernelModuleType: open}\n";
+  auto with_mode = [&](const std::string& mode) { return std::regex_replace(b200, std::regex("MODE"), mode); };
+  CHECK(error_of("v25.10.1", with_mode("conventional")).find("does not support B200 (needs >= 570.133.20") != std::string::npos);
+  CHECK(error_of("v25.10.1", with_mode("host")).empty());
+  CHECK(error_of("v25.10.1", std::regex_replace(with_mode("host"), std::regex("570.124.06"), "565.57.01"))
+            .find("driver.version 565.57.01 does not support B200 (needs >= 570, open modules)") != std::string::npos);
 }
 
 TEST_CASE("compatible recipes pass, with warnings where due", "[resolver][compat]") {
