@@ -268,6 +268,19 @@ Result<std::string> make_values_yaml(const Lock& lock, const Chart& chart, const
   }
 
   v.set("toolkit.enabled", recipe->toolkit_mode != "host");
+
+  // VM workloads: the operator deploys the sandbox operands only with
+  // sandboxWorkloads.enabled, on nodes labelled for a VM workload or, without
+  // a label, per defaultWorkload. The kit's mode is KubeVirt (the default).
+  std::vector<std::string> vm_workloads;
+  for (const auto& w : lock.workloads)
+    if (w != "container") vm_workloads.push_back(w);
+  if (!vm_workloads.empty()) {
+    bool container = vm_workloads.size() < lock.workloads.size();
+    v.set("sandboxWorkloads.enabled", true);
+    v.set("sandboxWorkloads.defaultWorkload", container ? "container" : vm_workloads.front());
+    v.set_if_present("sandboxWorkloads.mode", "kubevirt");
+  }
   if (!recipe->mig_strategy.empty()) v.set("mig.strategy", recipe->mig_strategy);
   if (recipe->time_slicing_replicas > 0) {
     v.set("devicePlugin.config.name", k_time_slicing_configmap);

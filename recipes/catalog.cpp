@@ -1,5 +1,7 @@
 #include "recipes/catalog.hpp"
 
+#include <algorithm>
+#include <fstream>
 #include <yaml-cpp/yaml.h>
 
 #include "common/strings.hpp"
@@ -43,18 +45,24 @@ Result<Catalog> Catalog::from_files(const std::map<std::string, std::string>& fi
       return load_yaml_input(it->second, name).value_or_throw();
     };
     auto gpus = get("gpus.yaml");
-    std::map<std::string, bool> open_required;
+    std::map<std::string, std::string> open_modules;  // architecture -> required | supported | unsupported
     for (auto it = gpus["architectures"].begin(); it != gpus["architectures"].end(); ++it)
-      open_required[it->first.as<std::string>()] = it->second["openModules"].as<std::string>() == "required";
+      open_modules[it->first.as<std::string>()] = it->second["openModules"].as<std::string>();
     for (const auto& g : gpus["gpus"]) {
       GpuInfo info;
       info.name = g["name"].as<std::string>();
       info.aliases = str_list(g["aliases"]);
-      info.pci = to_lower(g["pci"].as<std::string>());
+      auto pcis = g["pci"].IsSequence() ? str_list(g["pci"]) : std::vector<std::string>{g["pci"].as<std::string>()};
+      for (auto& p : pcis) p = to_lower(p);
+      info.pci = pcis.at(0);
+      info.other_pcis.assign(pcis.begin() + 1, pcis.end());
       info.architecture = g["architecture"].as<std::string>();
-      if (!open_required.count(info.architecture))
+      if (!open_modules.count(info.architecture))
         throw Error(ErrorKind::Failed, "GPU " + info.name + " has unknown architecture " + info.architecture);
-      info.open_modules_required = open_required[info.architecture];
+      info.open_modules_required = open_modules[info.architecture] == "required";
+      info.open_modules_unsupported = open_modules[info.architecture] == "unsupported";
+      if (g["maxBranch"]) info.max_branch = g["maxBranch"].as<int>();
+      if (g["operatorFrom"]) info.operator_from = g["operatorFrom"].as<std::string>();
       info.memory_gib = g["memoryGiB"].as<int>();
       info.min_branch = g["minBranch"].as<int>();
       if (g["minVersion"]) info.min_version = g["minVersion"].as<std::string>();
@@ -78,6 +86,27 @@ Result<Catalog> Catalog::from_files(const std::map<std::string, std::string>& fi
     for (auto it = os["osSupport"].begin(); it != os["osSupport"].end(); ++it)
       c.m_os_support[it->first.as<std::string>()] = str_list(it->second);
     c.m_precompiled_published = str_list(os["precompiledPublished"]);
+    c.m_minor_versioned = str_list(os["minorVersioned"]);
+
+    auto mig = get("mig.yaml");
+    c.m_mig_generated_from = mig["generatedFrom"].as<std::string>();
+    for (const auto& r : mig["releases"]) {
+      MigLayouts layouts;
+      for (auto it = r["configs"].begin(); it != r["configs"].end(); ++it) {
+        auto& entries = layouts[it->first.as<std::string>()];
+        for (const auto& e : it->second) {
+          MigLayoutEntry entry;
+          entry.gpus = str_list(e["gpus"]);
+          if (e["devices"]) {
+            entry.devices.emplace();
+            for (auto d = e["devices"].begin(); d != e["devices"].end(); ++d)
+              (*entry.devices)[d->first.as<std::string>()] = d->second.as<int>();
+          }
+          entries.push_back(std::move(entry));
+        }
+      }
+      c.m_mig_layouts.emplace_back(r["from"].as<std::string>(), std::move(layouts));
+    }
 
     auto comps = get("components.yaml");
     for (auto it = comps["components"].begin(); it != comps["components"].end(); ++it) {
@@ -108,24 +137,72 @@ const GpuInfo* Catalog::find_gpu(std::string_view name_or_pci) const {
   std::string key = to_lower(name_or_pci);
   std::string pci = normalise_pci(name_or_pci);
   for (const auto& g : m_gpus) {
-    if (to_lower(g.name) == key || g.pci == pci) return &g;
+    if (to_lower(g.name) == key || g.has_pci(pci)) return &g;
     for (const auto& a : g.aliases)
       if (to_lower(a) == key) return &g;
   }
   return nullptr;
 }
 
-std::string Catalog::os_tag(std::string_view operator_version, std::string_view os) const {
+bool GpuInfo::has_pci(std::string_view id) const {
+  return pci == id || std::find(other_pcis.begin(), other_pcis.end(), id) != other_pcis.end();
+}
+
+std::string pci_ids_name(std::string_view id) {
+  auto parts = split(normalise_pci(id), ':');
+  if (parts.size() != 2 || parts[0].size() != 4 || parts[1].size() != 4) return "";
+  for (const char* path : {"/usr/share/misc/pci.ids", "/usr/share/hwdata/pci.ids"}) {
+    std::ifstream in(path);
+    if (!in) continue;
+    // Vendors start a line, their devices follow indented by one tab.
+    bool vendor = false;
+    for (std::string line; std::getline(in, line);) {
+      if (line.empty() || line[0] == '#') continue;
+      if (line[0] != '\t') {
+        vendor = to_lower(line.substr(0, 4)) == parts[0];
+      } else if (vendor && line.size() > 7 && line[1] != '\t' && to_lower(line.substr(1, 4)) == parts[1]) {
+        return std::string(trim(line.substr(5)));
+      }
+    }
+    return "";
+  }
+  return "";
+}
+
+const OsTagRule* Catalog::os_tag_rule(std::string_view operator_version) const {
   const OsTagRule* rule = nullptr;
   for (const auto& r : m_os_tag_rules)
     if (compare_versions(r.from, operator_version) <= 0) rule = &r;
-  auto [id, version] = split_os(os);
-  if (!rule) return std::string(os);
+  return rule;
+}
+
+bool Catalog::drops_minor(std::string_view operator_version, const std::string& id, const std::string& major) const {
+  const OsTagRule* rule = os_tag_rule(operator_version);
+  if (!rule || major.empty()) return false;
   auto it = rule->major_only.find(id);
-  if (it == rule->major_only.end()) return std::string(os);
+  return it != rule->major_only.end() && std::stoi(major) >= it->second;
+}
+
+std::string Catalog::os_tag(std::string_view operator_version, std::string_view os) const {
+  auto [id, version] = split_os(os);
   std::string major = split(version, '.')[0];
-  if (major.empty() || std::stoi(major) < it->second) return std::string(os);
-  return id + major;
+  return drops_minor(operator_version, id, major) ? id + major : std::string(os);
+}
+
+std::string Catalog::os_name_problem(std::string_view operator_version, std::string_view os) const {
+  auto [id, version] = split_os(os);
+  if (version.find('.') != std::string::npos) return "";
+  if (std::find(m_minor_versioned.begin(), m_minor_versioned.end(), id) == m_minor_versioned.end()) return "";
+  if (drops_minor(operator_version, id, version)) return "";
+  std::vector<std::string> examples;
+  for (const auto& [series, names] : m_os_support)
+    for (const auto& n : names)
+      if (starts_with(n, std::string(os) + ".") && std::find(examples.begin(), examples.end(), n) == examples.end())
+        examples.push_back(n);
+  std::sort(examples.begin(), examples.end(), [](const auto& a, const auto& b) { return compare_versions(a, b) < 0; });
+  return "GPU Operator " + std::string(operator_version) + " tags driver images with the node's full VERSION_ID (" +
+         std::string(os) + ".N), so '" + std::string(os) + "' names a tag no node asks for; write the version in the "
+         "node's /etc/os-release, e.g. " + (examples.empty() ? std::string(os) + ".0" : join(examples, ", "));
 }
 
 std::optional<bool> Catalog::os_supported(std::string_view operator_version, std::string_view os) const {
@@ -146,6 +223,17 @@ bool Catalog::precompiled_published(std::string_view os) const {
   for (const auto& p : m_precompiled_published)
     if (p == id) return true;
   return false;
+}
+
+const MigLayouts* Catalog::mig_layouts(std::string_view operator_version) const {
+  const MigLayouts* found = nullptr;
+  for (const auto& [from, layouts] : m_mig_layouts)
+    if (compare_versions(from, operator_version) <= 0) found = &layouts;
+  return found;
+}
+
+bool Catalog::mig_layouts_generated(std::string_view operator_version) const {
+  return compare_versions(m_mig_generated_from, operator_version) <= 0;
 }
 
 std::vector<std::string> Catalog::versions_in_branch(std::string_view branch) const {

@@ -15,12 +15,17 @@ namespace gb {
 struct GpuInfo {
   std::string name;
   std::vector<std::string> aliases;
-  std::string pci;  // "10de:2335"
+  std::string pci;                     // "10de:2335"
+  std::vector<std::string> other_pcis;  // more device ids of the same model
   std::string architecture;
   int memory_gib = 0;
   int min_branch = 0;
+  int max_branch = 0;         // 0: no limit
+  std::string operator_from;  // first GPU Operator release that supports it, "" for all
   std::string min_version;  // empty: any version of min_branch
   bool open_modules_required = false;
+  bool open_modules_unsupported = false;
+  bool has_pci(std::string_view id) const;
   std::vector<std::string> mig_profiles;
 };
 
@@ -31,6 +36,14 @@ struct ComponentInfo {
   std::string enabled_by;           // values path, e.g. gpuCluster.deployCR
   std::vector<std::string> images;  // extra image paths below the key, "*" for list items
 };
+
+// One entry of a mig-parted config: the GPUs it is limited to (empty: every
+// GPU) and its MIG profile -> count (nullopt: MIG off).
+struct MigLayoutEntry {
+  std::vector<std::string> gpus;  // "10de:2330"
+  std::optional<std::map<std::string, int>> devices;
+};
+using MigLayouts = std::map<std::string, std::vector<MigLayoutEntry>>;  // config name -> entries
 
 struct OsTagRule {
   std::string from;                     // first operator version it applies to
@@ -49,9 +62,19 @@ public:
 
   // The "-<osTag>" the given operator release appends for this OS.
   std::string os_tag(std::string_view operator_version, std::string_view os) const;
+  // Why `os` cannot be the node OS for this release, "" when it can: a
+  // major-only name ("rhel9") where the release tags with the full VERSION_ID.
+  std::string os_name_problem(std::string_view operator_version, std::string_view os) const;
   // nullopt when the catalog has no support data for that operator series.
   std::optional<bool> os_supported(std::string_view operator_version, std::string_view os) const;
   bool precompiled_published(std::string_view os) const;
+
+  // The default-mig-parted-config of this release (recipes/catalog/mig.yaml);
+  // nullptr before the first release the catalog has.
+  const MigLayouts* mig_layouts(std::string_view operator_version) const;
+  // From this release on the MIG manager also generates all-<profile> and
+  // all-balanced per node from the GPU's own profiles.
+  bool mig_layouts_generated(std::string_view operator_version) const;
 
   std::vector<std::string> versions_in_branch(std::string_view branch) const;
   int auto_open_from_branch() const { return m_auto_open_from_branch; }
@@ -63,13 +86,23 @@ private:
   std::vector<GpuInfo> m_gpus;
   std::map<std::string, std::vector<std::string>> m_branches;
   int m_auto_open_from_branch = 560;
+  const OsTagRule* os_tag_rule(std::string_view operator_version) const;
+  bool drops_minor(std::string_view operator_version, const std::string& id, const std::string& major) const;
+
   std::vector<OsTagRule> m_os_tag_rules;
+  std::vector<std::pair<std::string, MigLayouts>> m_mig_layouts;  // by "from" release, ascending
+  std::string m_mig_generated_from;
+  std::vector<std::string> m_minor_versioned;
   std::map<std::string, std::vector<std::string>> m_os_support;
   std::vector<std::string> m_precompiled_published;
   std::map<std::string, ComponentInfo, std::less<>> m_components;
 };
 
-// "rhel9.4" -> {"rhel", "9.4"}
+// The device's name in Debian's pci.ids ("GA102GL [A10G]"), "" when the
+// file or the id is absent. `pci` as find_gpu takes it.
+std::string pci_ids_name(std::string_view pci);
+
+// "rhel9.4" -> {"rhel", "9.4"}, "sl-micro6.1" -> {"sl-micro", "6.1"}
 std::pair<std::string, std::string> split_os(std::string_view os);
 
 }  // namespace gb

@@ -30,8 +30,10 @@ bool is_release_tag(std::string_view s) { return starts_with(s, "v") && is_dotte
 
 bool is_os_name(std::string_view s) {
   auto [id, version] = split_os(s);
-  return !id.empty() && std::all_of(id.begin(), id.end(), [](char c) { return c >= 'a' && c <= 'z'; }) &&
-         is_dotted_number(version, 1, 2);
+  // os-release IDs may be hyphenated: sl-micro6.1.
+  bool letters = !id.empty() && id.front() != '-' && id.back() != '-' && id.find("--") == std::string::npos &&
+                 std::all_of(id.begin(), id.end(), [](char c) { return (c >= 'a' && c <= 'z') || c == '-'; });
+  return letters && is_dotted_number(version, 1, 2);
 }
 
 bool is_kernel_release(std::string_view s) {
@@ -177,7 +179,7 @@ void read(Reader& rd, const YAML::Node& root, Recipe& r) {
   if (!t["os"]) rd.fail(t, "target.os", "missing (e.g. ubuntu22.04, rhel9.4, rhcos4.16)");
   r.os = rd.str(t["os"], "target.os");
   if (!is_os_name(r.os))
-    rd.fail(t["os"], "target.os", quote(r.os) + " is not an OS id and version like ubuntu22.04 or rhel9.4");
+    rd.fail(t["os"], "target.os", quote(r.os) + " is not an OS id and version (os-release ID + VERSION_ID) like ubuntu22.04, rhel9.4 or sl-micro6.1");
   if (t["kernels"]) r.kernels = rd.strings(t["kernels"], "target.kernels");
   for (size_t i = 0; i < r.kernels.size(); ++i)
     if (!is_kernel_release(r.kernels[i]))
@@ -221,6 +223,18 @@ void read(Reader& rd, const YAML::Node& root, Recipe& r) {
     if (d["kernelModuleType"])
       r.kernel_module_type = rd.one_of(d["kernelModuleType"], "driver.kernelModuleType", {"auto", "open", "proprietary"});
   }
+
+  // The operator names precompiled driver images <branch>-<kernel>-<osTag>
+  // (gpubundle driver build too): a kernel with a character an image tag
+  // cannot hold has no image. Host-mode kernels name no image.
+  if (r.driver_mode != DriverMode::Host)
+    for (size_t i = 0; i < r.kernels.size(); ++i)
+      if (auto bad = r.kernels[i].find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-");
+          bad != std::string::npos)
+        rd.fail(t["kernels"][i], "target.kernels[" + std::to_string(i) + "]",
+                "'" + r.kernels[i] + "' has '" + r.kernels[i][bad] + "', which an image tag cannot hold, and driver.mode " +
+                    to_string(r.driver_mode) + " names driver images <branch>-<kernel>-<osTag>; build these nodes' driver "
+                    "on the node (driver.mode: conventional, without target.kernels) or bake it in (driver.mode: host)");
 
   if (auto tk = root["toolkit"]) {
     rd.only(tk, "toolkit", {"mode"});

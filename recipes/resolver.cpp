@@ -5,6 +5,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <tuple>
 
 #include "common/files.hpp"
 #include "common/strings.hpp"
@@ -122,14 +123,26 @@ private:
     if (m_chart.name != "gpu-operator") warn("chart is named '" + m_chart.name + "', not gpu-operator");
   }
 
+  // Index in target.gpus of the first entry that named this GPU.
+  size_t gpu_index(const GpuInfo* g) const {
+    for (size_t i = 0; i < m_r.gpus.size(); ++i)
+      if (m_cat.find_gpu(m_r.gpus[i]) == g) return i;
+    return 0;
+  }
+
   void gpus() {
     for (size_t i = 0; i < m_r.gpus.size(); ++i) {
       const GpuInfo* g = m_cat.find_gpu(m_r.gpus[i]);
       if (!g) {
+        std::string where = "target.gpus[" + std::to_string(i) + "]";
+        if (auto known = pci_ids_name(m_r.gpus[i]); !known.empty()) {
+          error(where, "target.gpus: " + m_r.gpus[i] + " is " + known + " (pci.ids), which the catalog has no driver, "
+                       "MIG or module facts for; add it to recipes/catalog/gpus.yaml or name a catalog GPU");
+          continue;
+        }
         std::vector<std::string> names;
         for (const auto& k : m_cat.gpus()) names.push_back(k.name);
-        error("target.gpus[" + std::to_string(i) + "]",
-              "target.gpus: unknown GPU '" + m_r.gpus[i] + "'; use a PCI id (10de:xxxx) or one of: " + join(names, ", "));
+        error(where, "target.gpus: unknown GPU '" + m_r.gpus[i] + "'; use a PCI id (10de:xxxx) or one of: " + join(names, ", "));
         continue;
       }
       if (std::find(m_gpus.begin(), m_gpus.end(), g) == m_gpus.end()) m_gpus.push_back(g);
@@ -360,13 +373,34 @@ private:
 
     for (size_t i = 0; i < m_gpus.size(); ++i) {
       const GpuInfo* g = m_gpus[i];
-      std::string needs = "needs >= " + (g->min_version.empty() ? std::to_string(g->min_branch) : g->min_version) +
+      // The stricter minimum version is NVIDIA's word on driver containers;
+      // a host driver is only held to the branch.
+      const bool container = m_r.driver_mode != DriverMode::Host;
+      const bool version_minimum = container && !g->min_version.empty();
+      std::string needs = "needs >= " + (version_minimum ? g->min_version : std::to_string(g->min_branch)) +
                           (g->open_modules_required ? ", open modules" : "");
+      if (!g->operator_from.empty() && compare_versions(m_version, g->operator_from) < 0)
+        error("target.gpus[" + std::to_string(gpu_index(g)) + "]",
+              "target.gpus: " + g->name + " is supported from GPU Operator " + g->operator_from + " on, but operator.version is " +
+                  m_version + "; use " + g->operator_from + " or later");
       if (branch) {
         bool too_old = branch < g->min_branch;
-        if (!too_old && !g->min_version.empty() && !d.version.empty() && branch == g->min_branch)
+        if (!too_old && version_minimum && !d.version.empty() && branch == g->min_branch)
           too_old = compare_versions(d.version, g->min_version) < 0;
         if (too_old) error(m_version_field, field + " does not support " + g->name + " (" + needs + ")");
+        if (g->max_branch && branch > g->max_branch)
+          error(m_version_field, field + " does not support " + g->name + " (" + g->architecture + "): branch " +
+                                     std::to_string(g->max_branch) + " is the last that does; pin driver.branch: \"" +
+                                     std::to_string(g->max_branch) + "\" or older");
+      }
+      if (g->open_modules_unsupported && kmt == "open") {
+        error(m_r.kernel_module_type == "auto" ? m_version_field : "driver.kernelModuleType",
+              g->name + " (" + g->architecture + ") has no open kernel modules, but " +
+                  (m_r.kernel_module_type == "open" ? std::string("driver.kernelModuleType is open")
+                                                    : "driver.kernelModuleType auto installs open modules with branch " + d.branch) +
+                  "; set driver.kernelModuleType: proprietary");
+      }
+      if (branch) {
       }
       if (g->open_modules_required && kmt == "proprietary") {
         std::string why = m_r.kernel_module_type == "proprietary"
@@ -379,20 +413,37 @@ private:
     }
 
     bool gds = enabled("gds");
+    // GDS (nvidia-fs) and GDRCopy (gdrdrv) run as sidecars of the driver
+    // DaemonSet: the operator refuses them with precompiled drivers and never
+    // starts them without a driver container.
+    bool gdrcopy = at_path(m_chart.values, "gdrcopy").IsDefined() && enabled("gdrcopy");
     if (m_r.driver_mode == DriverMode::Precompiled) {
       if (gds) error("components.gds", "precompiled drivers do not support GPUDirect Storage (gds); disable components.gds or use driver.mode: conventional");
+      if (gdrcopy)
+        error(m_r.components.count("gdrcopy") ? "components.gdrcopy" : "driver.mode",
+              "components.gdrcopy is on, but driver.mode is precompiled: GPU Operator " + m_version +
+                  " refuses GDRCopy with precompiled drivers; disable components.gdrcopy or use driver.mode: conventional");
       if (std::find(m_r.workloads.begin(), m_r.workloads.end(), "vm-vgpu") != m_r.workloads.end())
         error("target.workloads", "precompiled drivers do not support vGPU (target.workloads has vm-vgpu)");
       if (!m_cat.precompiled_published(m_r.os))
         warn("NVIDIA publishes precompiled driver images for Ubuntu only; for " + m_r.os +
              " build them with `gpubundle driver build`");
     }
+    if (m_r.driver_mode == DriverMode::Host)
+      for (auto [key, title, on] : {std::tuple{"gds", "GPUDirect Storage (nvidia-fs)", gds}, {"gdrcopy", "GDRCopy (gdrdrv)", gdrcopy}})
+        if (on)
+          error(m_r.components.count(key) ? "components." + std::string(key) : std::string("driver.mode"),
+                "components." + std::string(key) + " is on, but driver.mode is host: the operator runs " + title +
+                    " inside the driver DaemonSet, which host mode switches off, so it would never start; install it "
+                    "on the host and set components." + key + ": false, or use driver.mode: conventional");
     if (gds && kmt == "proprietary" && m_r.driver_mode != DriverMode::Host)
       error("components.gds", "GPUDirect Storage (nvidia-fs) needs open kernel modules; set driver.kernelModuleType: open");
     if (branch && branch < 580 && enabled("draDriver"))
       error("components.draDriver", "the DRA driver needs driver branch >= 580, not " + d.branch);
 
-    if (auto supported = m_cat.os_supported(m_version, m_r.os); !supported)
+    if (auto why = m_cat.os_name_problem(m_version, m_r.os); !why.empty())
+      error("target.os", "target.os " + m_r.os + ": " + why);
+    else if (auto supported = m_cat.os_supported(m_version, m_r.os); !supported)
       warn("the catalog has no OS support data for GPU Operator " + m_version + "; check that it supports " + m_r.os);
     else if (!*supported)
       warn("GPU Operator " + m_version + " does not list " + m_r.os + " as supported");
@@ -400,23 +451,90 @@ private:
     mig();
   }
 
+  // A profile of a layout fits a GPU that has it, or has its base profile
+  // ("1g.10gb+me", "1g.24gb+gfx", "1g.24gb-me" on 1g.10gb / 1g.24gb).
+  static bool has_profile(const GpuInfo& g, const std::string& profile) {
+    std::string base = profile.substr(0, profile.find('+'));
+    if (ends_with(base, "-me")) base.resize(base.size() - 3);
+    for (const auto& p : g.mig_profiles)
+      if (p == profile || p == base) return true;
+    return false;
+  }
+
+  // The entries of a layout mig-parted applies to this GPU; empty when the
+  // layout has none for it or asks for a profile it lacks.
+  static std::vector<const MigLayoutEntry*> entries_for(const GpuInfo& g, const std::vector<MigLayoutEntry>& layout) {
+    std::vector<const MigLayoutEntry*> out;
+    for (const auto& e : layout) {
+      bool listed = std::any_of(e.gpus.begin(), e.gpus.end(), [&](const std::string& id) { return g.has_pci(id); });
+      if (!e.gpus.empty() && !listed) continue;
+      if (e.gpus.empty() && e.devices)
+        for (const auto& [profile, count] : *e.devices)
+          if (!has_profile(g, profile)) return {};
+      out.push_back(&e);
+    }
+    return out;
+  }
+
+  // Kubernetes label value: the MIG manager reads the layout from the node
+  // label nvidia.com/mig.config.
+  static bool label_value(const std::string& v) {
+    auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); };
+    if (v.empty() || v.size() > 63 || !alnum(v.front()) || !alnum(v.back())) return false;
+    return std::all_of(v.begin(), v.end(), [&](char c) { return alnum(c) || c == '-' || c == '_' || c == '.'; });
+  }
+
   void mig() {
     if (m_r.mig_config.empty()) return;
-    static const std::set<std::string> generic = {"all-disabled", "all-enabled", "all-balanced"};
+    const std::string& name = m_r.mig_config;
+    if (!label_value(name)) {
+      error("mig.config", "mig.config '" + name + "' is not a Kubernetes label value (the MIG manager reads it from the "
+                          "node label nvidia.com/mig.config): use letters, digits, '-', '_' or '.', e.g. all-1g.10gb.me for 1g.10gb+me");
+      return;
+    }
+    std::string strategy = m_r.mig_strategy;
+    if (auto s = at_path(m_chart.values, "mig.strategy"); strategy.empty() && is_string(s)) strategy = s.as<std::string>();
+    const MigLayouts* layouts = m_cat.mig_layouts(m_version);
+    const bool generated = m_cat.mig_layouts_generated(m_version);
     for (const auto* g : m_gpus) {
       if (g->mig_profiles.empty()) {
-        if (m_r.mig_config != "all-disabled")
-          error("mig.config", "mig.config " + m_r.mig_config + ": " + g->name + " does not support MIG");
+        if (name != "all-disabled")
+          error("mig.config", "mig.config " + name + ": " + g->name + " does not support MIG; use all-disabled or leave mig.config out");
         continue;
       }
-      if (generic.count(m_r.mig_config)) continue;
-      if (starts_with(m_r.mig_config, "all-")) {
-        std::string profile = m_r.mig_config.substr(4);
-        if (std::find(g->mig_profiles.begin(), g->mig_profiles.end(), profile) == g->mig_profiles.end())
-          error("mig.config", "mig.config " + m_r.mig_config + ": " + g->name + " has no MIG profile " + profile +
-                                  " (it has " + join(g->mig_profiles, ", ") + ")");
-      } else {
-        warn("mig.config " + m_r.mig_config + " is not a built-in layout; the MIG manager's ConfigMap must define it");
+      if (!layouts) {
+        warn("mig.config " + name + ": the catalog has no MIG layouts for GPU Operator " + m_version + "; not checked");
+        return;
+      }
+      // What this release's MIG manager offers this GPU: its static config,
+      // plus what it generates from the GPU's profiles from v26.3 on.
+      std::map<std::string, std::set<std::string>> offered;  // name -> profiles it gives this GPU
+      for (const auto& [n, layout] : *layouts) {
+        auto entries = entries_for(*g, layout);
+        if (entries.empty()) continue;
+        auto& profiles = offered[n];
+        for (const auto* e : entries)
+          if (e->devices)
+            for (const auto& [p, count] : *e->devices) profiles.insert(p);
+      }
+      if (generated) {
+        offered.emplace("all-disabled", std::set<std::string>{});
+        offered.emplace("all-enabled", std::set<std::string>{});
+        for (const auto& p : g->mig_profiles) offered.emplace("all-" + p, std::set<std::string>{p});
+        offered.emplace("all-balanced", std::set<std::string>{g->mig_profiles.begin(), g->mig_profiles.end()});
+      }
+      auto it = offered.find(name);
+      if (it == offered.end()) {
+        std::vector<std::string> names;
+        for (const auto& [n, p] : offered) names.push_back(n);
+        error("mig.config", "mig.config " + name + ": GPU Operator " + m_version + "'s MIG manager has no layout " + name +
+                                " for " + g->name + " (" + g->pci + "); its layouts for " + g->name + ": " + join(names, ", "));
+      } else if (strategy == "single" && it->second.size() > 1) {
+        error(m_r.mig_strategy.empty() ? "mig.config" : "mig.strategy",
+              "mig.strategy single" + std::string(m_r.mig_strategy.empty() ? " (the chart's default)" : "") +
+                  " with mig.config " + name + ", which gives " + g->name + " the profiles " +
+                  join({it->second.begin(), it->second.end()}, ", ") +
+                  ": the single strategy needs one profile per node; set mig.strategy: mixed or choose a one-profile layout");
       }
     }
   }

@@ -116,7 +116,7 @@ std::string replaced(std::string s, const std::string& from, const std::string& 
 TEST_CASE("hand-written shape checks accept exactly what the old regexes did", "[hostile][shapes]") {
   same_language("^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", samples(chars("az09-.A_/\n "), 8), [](auto& s) { return is_recipe_name(s); });
   same_language("^v[0-9]+\\.[0-9]+\\.[0-9]+$", samples(chars("v019.-a"), 9), [](auto& s) { return is_release_tag(s); });
-  same_language("^[a-z]+[0-9]+(\\.[0-9]+)?$", samples(chars("abz09.-A"), 8), [](auto& s) { return is_os_name(s); });
+  same_language("^[a-z]+(-[a-z]+)*[0-9]+(\\.[0-9]+)?$", samples(chars("abz09.-A"), 8), [](auto& s) { return is_os_name(s); });
   same_language("^[0-9]+\\.[0-9]+[A-Za-z0-9._+~-]*$", samples(chars("09.aZ_+~-/ \n"), 8), [](auto& s) { return is_kernel_release(s); });
   same_language("^([0-9]+\\.[0-9]+(\\.[0-9]+)?|sha256:[0-9a-f]{64})$",
                 samples({"0", "5", ".", "a", "sha256:", std::string(64, 'f'), std::string(63, '0'), "g"}, 6),

@@ -42,6 +42,7 @@ struct Case {
   std::string toolkit = "container";
   bool digests = true;
   bool pull_secret = true;
+  std::string workloads = "[container]";
 };
 
 std::string recipe_text(const Case& c) {
@@ -49,7 +50,8 @@ std::string recipe_text(const Case& c) {
                                                : "{mode: " + c.mode + ", version: \"550.127.08\", kernelModuleType: open}";
   std::string s = "apiVersion: gpubundle/v1\nkind: Recipe\nmetadata: {name: kit-test}\n";
   s += "operator: {version: " + c.version + "}\n";
-  s += "target: {gpus: [H100-SXM5-80GB], os: ubuntu22.04, kernels: [5.15.0-126-generic], platforms: [linux/amd64]}\n";
+  s += "target: {gpus: [H100-SXM5-80GB], os: ubuntu22.04, kernels: [5.15.0-126-generic], platforms: [linux/amd64], "
+       "workloads: " + c.workloads + "}\n";
   s += "driver: " + driver + "\n";
   s += "toolkit: {mode: " + c.toolkit + "}\n";
   s += "components: {dcgmExporter: {enabled: true, serviceMonitor: true}, gds: {enabled: false}}\n";
@@ -316,4 +318,23 @@ TEST_CASE("draDriver and the VM driver managers are rehomed on v26.7", "[kit][va
   CHECK(str(v["vgpuManager"]["driverManager"]["repository"]) == "registry.site:5000/gpu/nvidia/cloud-native");
   CHECK(str(v["vfioManager"]["driverManager"]["image"]) == "k8s-driver-manager");
   CHECK(kit::unknown_keys(v, r.chart).empty());
+}
+
+TEST_CASE("VM workloads switch on the sandbox operands", "[kit][values]") {
+  if (!have_upstream()) return;
+  for (const auto& version : shipped_versions()) {
+    INFO(version);
+    Case c{version};
+    auto container = values_of(resolve_case(c));
+    CHECK_FALSE(container["sandboxWorkloads"]);
+    c.workloads = "[container, vm-passthrough]";
+    auto mixed = values_of(resolve_case(c));
+    CHECK(str(mixed["sandboxWorkloads"]["enabled"]) == "true");
+    CHECK(str(mixed["sandboxWorkloads"]["defaultWorkload"]) == "container");
+    c.workloads = "[vm-vgpu]";
+    auto vgpu = values_of(resolve_case(c));
+    CHECK(str(vgpu["sandboxWorkloads"]["defaultWorkload"]) == "vm-vgpu");
+    // The mode only where the release has one (v26.x).
+    CHECK(str(vgpu["sandboxWorkloads"]["mode"]) == (in_values_file(upstream() / version, "sandboxWorkloads.mode") ? "kubevirt" : "<absent>"));
+  }
 }

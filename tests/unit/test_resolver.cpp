@@ -25,9 +25,10 @@ struct Outcome {
 Outcome resolve_shared(const std::string& tag, const std::string& body, bool real_version = true) {
   TempDir dir;
   auto tgz = gbtest::pack_chart(gbtest::shared_chart(tag, real_version), dir / ("gpu-operator-" + tag + ".tgz"));
-  auto recipe = parse_recipe(recipe_text(tag, body), dir / "recipe.yaml").value_or_throw();
+  auto recipe = parse_recipe(recipe_text(tag, body), dir / "recipe.yaml");
+  if (!recipe) return Outcome{Result<Lock>(recipe.error()), {}};  // refused at the recipe line
   auto chart = load_chart(tgz).value_or_throw();
-  Outcome o{resolve(recipe, chart, Catalog::builtin()), {}};
+  Outcome o{resolve(recipe.value(), chart, Catalog::builtin()), {}};
   if (o.lock.ok())
     for (const auto& img : o.lock->images)
       for (const auto& c : img.components) o.by_component[c].insert(img.source);
@@ -149,6 +150,41 @@ TEST_CASE("driver OS tags follow each release's rule", "[resolver][ostag]") {
   CHECK(cat.os_tag("v27.1.0", "rhel10.2") == "rhel10");
 }
 
+TEST_CASE("major-only OS names only where the release drops the minor", "[resolver][ostag]") {
+  GB_REQUIRE_SHARED();
+  auto os_error = [](const std::string& tag, const std::string& os) {
+    return error_of(tag, "target: {gpus: [L4], os: " + os + "}\ndriver: {version: \"580.105.08\"}\n");
+  };
+  // v25.10.1 composes -rhel9.N from VERSION_ID: rhel9 would mirror a tag no node asks for.
+  CHECK(os_error("v25.10.1", "rhel9") ==
+        "recipe.yaml:5: target.os rhel9: GPU Operator v25.10.1 tags driver images with the node's full VERSION_ID "
+        "(rhel9.N), so 'rhel9' names a tag no node asks for; write the version in the node's /etc/os-release, e.g. "
+        "rhel9.2, rhel9.4, rhel9.5, rhel9.6, rhel9.7, rhel9.8");
+  // Every family whose VERSION_ID has a minor, on every shipped release before the rule.
+  for (const auto& tag : k_tags)
+    for (const char* os : {"ubuntu22", "rhcos4", "sles15", "sl-micro6"}) {
+      INFO(tag << " " << os);
+      CHECK(os_error(tag, os).find("target.os " + std::string(os) + ": GPU Operator " + tag) != std::string::npos);
+    }
+  for (const char* os : {"rhel9", "rocky9", "ol9"}) {
+    CHECK_FALSE(os_error("v25.10.1", os).empty());
+    auto o = resolve_shared("v26.7.0", "target: {gpus: [L4], os: " + std::string(os) + "}\ndriver: {version: \"580.105.08\"}\n");
+    REQUIRE(o.lock.ok());
+    CHECK(one(o, "driver") == "nvcr.io/nvidia/driver:580.105.08-" + std::string(os));
+  }
+  // Names with a hyphenated ID resolve verbatim.
+  auto micro = resolve_shared("v26.7.0", "target: {gpus: [L4], os: sl-micro6.1}\ndriver: {version: \"580.105.08\"}\n");
+  REQUIRE(micro.lock.ok());
+  CHECK(one(micro, "driver") == "nvcr.io/nvidia/driver:580.105.08-sl-micro6.1");
+  // v26.3 drops the minor for rocky and for rhel from 10 only.
+  const auto& cat = Catalog::builtin();
+  CHECK(cat.os_name_problem("v26.3.3", "rocky9").empty());
+  CHECK(cat.os_name_problem("v26.3.3", "rhel10").empty());
+  CHECK(cat.os_name_problem("v26.3.3", "rhel9").find("e.g. rhel9.2") != std::string::npos);
+  CHECK(cat.os_name_problem("v26.3.3", "ol9").find("(ol9.N)") != std::string::npos);
+  CHECK(cat.os_name_problem("v26.3.3", "debian12").empty());  // VERSION_ID has no minor
+}
+
 TEST_CASE("the Chart.yaml version trap", "[resolver]") {
   GB_REQUIRE_SHARED();
   // Packed from the git tag: version v1.0.0-devel, appVersion devel-ubi8.
@@ -212,7 +248,7 @@ TEST_CASE("a chart the catalog has never seen resolves to exactly its values", "
 
 TEST_CASE("compatibility checks refuse with both sides named", "[resolver][compat]") {
   GB_REQUIRE_SHARED();
-  CHECK(error_of("v24.9.2", "target: {gpus: [B200], os: ubuntu22.04}\ndriver: {version: \"550.127.08\", kernelModuleType: open}\n") ==
+  CHECK(error_of("v25.10.1", "target: {gpus: [B200], os: ubuntu22.04}\ndriver: {version: \"550.127.08\", kernelModuleType: open}\n") ==
         "recipe.yaml:6: driver.version 550.127.08 does not support B200 (needs >= 570.133.20, open modules)");
   CHECK(error_of("v26.7.0", "target: {gpus: [B200], os: ubuntu22.04}\ndriver: {version: \"570.124.06\", kernelModuleType: open}\n")
             .find("driver.version 570.124.06 does not support B200") != std::string::npos);
@@ -249,12 +285,116 @@ TEST_CASE("compatibility checks refuse with both sides named", "[resolver][compa
   // MIG layouts.
   CHECK(error_of("v24.9.2", "target: {gpus: [L40S], os: ubuntu22.04}\nmig: {config: all-1g.10gb}\n")
             .find("mig.config all-1g.10gb: L40S does not support MIG") != std::string::npos);
-  CHECK(error_of("v24.9.2", "target: {gpus: [H100-SXM5-80GB, H200], os: ubuntu22.04}\nmig: {config: all-1g.10gb}\n")
-            .find("H200-SXM-141GB has no MIG profile 1g.10gb") != std::string::npos);
-  CHECK(error_of("v24.9.2", "target: {gpus: [H100-SXM5-80GB, H200], os: ubuntu22.04}\nmig: {config: all-balanced}\n").empty());
+  CHECK(error_of("v24.9.2", "target: {gpus: [H100-SXM5-80GB, H200], os: ubuntu22.04}\nmig: {strategy: mixed, config: all-balanced}\n").empty());
   // Several problems: one line each.
-  auto many = error_of("v24.9.2", "target: {gpus: [B200, GB200], os: ubuntu22.04}\ndriver: {version: \"550.127.08\"}\n");
+  auto many = error_of("v25.10.1", "target: {gpus: [B200, GB200], os: ubuntu22.04}\ndriver: {version: \"550.127.08\"}\n");
   CHECK(std::count(many.begin(), many.end(), '\n') == 3);
+}
+
+TEST_CASE("the operator's run-time refusals are resolve-time refusals", "[resolver][compat]") {
+  GB_REQUIRE_SHARED();
+  const std::string pre = "target: {gpus: [L4], os: ubuntu22.04, kernels: [5.15.0-1065-nvidia]}\n"
+                          "driver: {mode: precompiled, kernelModuleType: open}\n";
+  // "GDRCopy is not supported along with pre-compiled NVIDIA drivers" (object_controls.go, since v24.3.0).
+  for (const char* tag : {"v24.3.0", "v24.9.2", "v25.10.1", "v26.7.0"}) {
+    INFO(tag);
+    CHECK(error_of(tag, pre + "components: {gdrcopy: true}\n") ==
+          "recipe.yaml:7: components.gdrcopy is on, but driver.mode is precompiled: GPU Operator " + std::string(tag) +
+              " refuses GDRCopy with precompiled drivers; disable components.gdrcopy or use driver.mode: conventional");
+    CHECK(error_of(tag, pre + "components: {gdrcopy: false}\n").empty());
+  }
+  // v23.9.2 has no GDRCopy at all: the component is unknown, not a conflict.
+  CHECK(error_of("v23.9.2", pre + "components: {gdrcopy: true}\n").find("has no such component") != std::string::npos);
+  // nvidia-fs and gdrdrv are sidecars of the driver DaemonSet: host mode never starts them.
+  CHECK(error_of("v26.7.0", "target: {gpus: [L4], os: ubuntu22.04}\ndriver: {mode: host}\ncomponents: {gds: true, gdrcopy: true}\n") ==
+        "recipe.yaml:7: components.gds is on, but driver.mode is host: the operator runs GPUDirect Storage (nvidia-fs) inside "
+        "the driver DaemonSet, which host mode switches off, so it would never start; install it on the host and set "
+        "components.gds: false, or use driver.mode: conventional\n"
+        "recipe.yaml:7: components.gdrcopy is on, but driver.mode is host: the operator runs GDRCopy (gdrdrv) inside the "
+        "driver DaemonSet, which host mode switches off, so it would never start; install it on the host and set "
+        "components.gdrcopy: false, or use driver.mode: conventional");
+}
+
+TEST_CASE("MIG layouts are checked against the release's own mig-parted config", "[resolver][mig]") {
+  GB_REQUIRE_SHARED();
+  auto mig = [](const std::string& tag, const std::string& gpus, const std::string& section) {
+    return error_of(tag, "target: {gpus: [" + gpus + "], os: ubuntu22.04}\ndriver: {kernelModuleType: open}\nmig: " + section + "\n");
+  };
+  // Real config names, media-extension ones included.
+  for (const auto& tag : k_tags) {
+    INFO(tag);
+    CHECK(mig(tag, "H100-SXM5-80GB", "{config: all-1g.10gb}").empty());
+    CHECK(mig(tag, "A100-SXM4-40GB", "{config: all-1g.5gb.me}").empty());
+  }
+  CHECK(mig("v24.9.2", "H100-SXM5-80GB", "{config: all-1g.10gb.me}").empty());
+  // A name the release does not have, listing the ones it has for that GPU.
+  auto unknown = mig("v24.9.2", "H100-SXM5-80GB, H200", "{config: all-1g.10gb}");
+  CHECK(unknown.find("recipe.yaml:7: mig.config all-1g.10gb: GPU Operator v24.9.2's MIG manager has no layout all-1g.10gb "
+                     "for H200-SXM-141GB (10de:2335); its layouts for H200-SXM-141GB: all-1g.18gb, ") == 0);
+  CHECK(unknown.find("all-7g.141gb") != std::string::npos);
+  CHECK(unknown.find("all-7g.80gb") == std::string::npos);
+  // H200 layouts arrived with v24.6: v24.3.0's config has none.
+  CHECK(mig("v24.3.0", "H200", "{config: all-1g.18gb}").find("its layouts for H200-SXM-141GB: all-disabled, all-enabled") !=
+        std::string::npos);
+  CHECK(mig("v24.6.2", "H200", "{config: all-1g.18gb}").empty());
+  // Not a label value: never passes, whatever the GPU.
+  CHECK(mig("v26.7.0", "H100-SXM5-80GB", "{config: \"all-1g.10gb+me\"}") ==
+        "recipe.yaml:7: mig.config 'all-1g.10gb+me' is not a Kubernetes label value (the MIG manager reads it from the node "
+        "label nvidia.com/mig.config): use letters, digits, '-', '_' or '.', e.g. all-1g.10gb.me for 1g.10gb+me");
+  // The single strategy (also the chart's default) with a layout that mixes profiles.
+  CHECK(mig("v25.10.1", "H100-SXM5-80GB", "{strategy: single, config: all-balanced}") ==
+        "recipe.yaml:7: mig.strategy single with mig.config all-balanced, which gives H100-SXM5-80GB the profiles 1g.10gb, "
+        "2g.20gb, 3g.40gb: the single strategy needs one profile per node; set mig.strategy: mixed or choose a one-profile layout");
+  CHECK(mig("v25.10.1", "H100-SXM5-80GB", "{config: all-balanced}").find("mig.strategy single (the chart's default) with") !=
+        std::string::npos);
+  CHECK(mig("v25.10.1", "H100-SXM5-80GB", "{strategy: mixed, config: all-balanced}").empty());
+  CHECK(mig("v25.10.1", "H100-SXM5-80GB", "{strategy: single, config: all-3g.40gb}").empty());
+}
+
+TEST_CASE("data-center GPUs of the releases are in the catalog", "[resolver][catalog]") {
+  GB_REQUIRE_SHARED();
+  // Every GPU the shipped MIG configs name by device id, and the data-center GPUs without MIG.
+  for (const char* gpu : {"A30", "A10", "A10G", "A40", "A16", "A2", "L4", "L40", "L40S", "T4", "10de:20b1", "0x20B710DE",
+                          "A800-80GB", "H800", "H800-NVL", "H100-96GB", "H20", "PG506-96GB", "H100-NVL",
+                          "V100-SXM2-32GB", "V100S"}) {
+    INFO(gpu);
+    CHECK(error_of("v24.9.2", "target: {gpus: [\"" + std::string(gpu) + "\"], os: ubuntu22.04}\ndriver: {kernelModuleType: proprietary}\n") == "");
+  }
+  CHECK(Catalog::builtin().find_gpu("10de:20b1") == Catalog::builtin().find_gpu("A100-PCIE-40GB"));
+  // An id the catalog lacks is named from Debian's pci.ids.
+  if (pci_ids_name("10de:2230").empty()) {
+    WARN("skipped: /usr/share/misc/pci.ids is absent (Debian package pci.ids)");
+  } else {
+    CHECK(error_of("v24.9.2", "target: {gpus: [\"10de:2230\"], os: ubuntu22.04}\n") ==
+          "recipe.yaml:5: target.gpus: 10de:2230 is GA102GL [RTX A6000] (pci.ids), which the catalog has no driver, MIG or "
+          "module facts for; add it to recipes/catalog/gpus.yaml or name a catalog GPU");
+    CHECK(pci_ids_name("0x223010DE") == "GA102GL [RTX A6000]");
+  }
+  CHECK(pci_ids_name("10de:ffff").empty());
+}
+
+TEST_CASE("GPU and driver branch against the operator release", "[resolver][compat]") {
+  GB_REQUIRE_SHARED();
+  CHECK(error_of("v23.9.2", "target: {gpus: [B200], os: ubuntu22.04}\ndriver: {version: \"570.133.20\", kernelModuleType: open}\n") ==
+        "recipe.yaml:5: target.gpus: B200 is supported from GPU Operator v25.3.0 on, but operator.version is v23.9.2; use "
+        "v25.3.0 or later");
+  CHECK(error_of("v24.9.2", "target: {gpus: [L4, B300], os: ubuntu22.04}\ndriver: {version: \"580.105.08\", kernelModuleType: open}\n")
+            .find("recipe.yaml:5: target.gpus: B300 is supported from GPU Operator v25.10.0 on, but operator.version is v24.9.2") == 0);
+  CHECK(error_of("v25.10.1", "target: {gpus: [B300], os: ubuntu22.04}\ndriver: {version: \"580.105.08\"}\n").empty());
+  // Volta: R580 is the last branch, proprietary modules only.
+  CHECK(error_of("v26.7.0", "target: {gpus: [V100-SXM2-16GB], os: ubuntu22.04}\ndriver: {version: \"595.91.07\", kernelModuleType: proprietary}\n") ==
+        "recipe.yaml:6: driver.version 595.91.07 does not support V100-SXM2-16GB (volta): branch 580 is the last that "
+        "does; pin driver.branch: \"580\" or older");
+  CHECK(error_of("v26.7.0", "target: {gpus: [V100-SXM2-16GB], os: ubuntu22.04}\ndriver: {version: \"580.105.08\"}\n") ==
+        "recipe.yaml:6: V100-SXM2-16GB (volta) has no open kernel modules, but driver.kernelModuleType auto installs open "
+        "modules with branch 580; set driver.kernelModuleType: proprietary");
+  // HGX B200's >= 570.133.20 is for driver containers; a host driver is held to the branch.
+  const std::string b200 = "target: {gpus: [B200], os: ubuntu22.04}\ndriver: {mode: MODE, version: \"570.124.06\", kernelModuleType: open}\n";
+  auto with_mode = [&](const std::string& mode) { return std::regex_replace(b200, std::regex("MODE"), mode); };
+  CHECK(error_of("v25.10.1", with_mode("conventional")).find("does not support B200 (needs >= 570.133.20") != std::string::npos);
+  CHECK(error_of("v25.10.1", with_mode("host")).empty());
+  CHECK(error_of("v25.10.1", std::regex_replace(with_mode("host"), std::regex("570.124.06"), "565.57.01"))
+            .find("driver.version 565.57.01 does not support B200 (needs >= 570, open modules)") != std::string::npos);
 }
 
 TEST_CASE("compatible recipes pass, with warnings where due", "[resolver][compat]") {
@@ -276,11 +416,19 @@ TEST_CASE("compatible recipes pass, with warnings where due", "[resolver][compat
   CHECK(warned);
 }
 
-TEST_CASE("a kernel that makes an invalid tag is refused", "[resolver]") {
+TEST_CASE("a kernel that makes an invalid tag is refused at its recipe line", "[resolver][recipe]") {
   GB_REQUIRE_SHARED();
-  auto err = error_of("v26.7.0", "target: {gpus: [L4], os: rhel9.4, kernels: [5.14.0-284.54.1.el9_2.aarch64+64k]}\n"
+  auto err = error_of("v26.7.0", "target: {gpus: [L4], os: rhel9.4, kernels: [5.14.0-427.el9.x86_64, 5.14.0-284.54.1.el9_2.aarch64+64k]}\n"
                                  "driver: {mode: precompiled, branch: \"580\"}\n");
-  CHECK(err.find("malformed tag '580-5.14.0-284.54.1.el9_2.aarch64+64k-rhel9'") != std::string::npos);
+  CHECK(err == "recipe.yaml:5: target.kernels[1]: '5.14.0-284.54.1.el9_2.aarch64+64k' has '+', which an image tag cannot hold, "
+               "and driver.mode precompiled names driver images <branch>-<kernel>-<osTag>; build these nodes' driver on the "
+               "node (driver.mode: conventional, without target.kernels) or bake it in (driver.mode: host)");
+  CHECK(error_of("v26.7.0", "target: {gpus: [L4], os: ubuntu22.04, kernels: [\"6.8.0~rc1-generic\"]}\n"
+                            "driver: {mode: precompiled, branch: \"580\"}\n")
+            .find("target.kernels[0]: '6.8.0~rc1-generic' has '~'") != std::string::npos);
+  // A host driver names no image after the kernel.
+  CHECK(error_of("v26.7.0", "target: {gpus: [L4], os: rhel9.4, kernels: [5.14.0-284.54.1.el9_2.aarch64+64k]}\n"
+                            "driver: {mode: host}\n").empty());
 }
 
 TEST_CASE("workloads choose the VM operands; recipes can ask for any component", "[resolver]") {
