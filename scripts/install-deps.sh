@@ -12,6 +12,8 @@ packages=(
   docker-registry skopeo umoci makeself kmod linux-headers-amd64
   python3 openssl shellcheck apache2-utils ca-certificates curl time zstd
   debootstrap  # node-image bake test: minbase root, made once and cached
+  # sanitizer and fuzz jobs: clang with libFuzzer and the sanitizer runtimes
+  clang libclang-rt-14-dev
 )
 
 missing=()
