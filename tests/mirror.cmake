@@ -5,3 +5,5 @@ add_test(NAME mirror-faults COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration
 add_test(NAME mirror-auth COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/mirror_auth.sh $<TARGET_FILE:gpubundle>)
 add_test(NAME mirror-chart COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/mirror_chart.sh $<TARGET_FILE:gpubundle>)
 set_tests_properties(mirror-e2e mirror-faults mirror-auth mirror-chart PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+# Faulty registries and bad credentials: also run by the sanitizer job (docs/security.md).
+set_tests_properties(mirror-faults mirror-auth PROPERTIES LABELS hostile)
