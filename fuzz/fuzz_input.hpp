@@ -16,13 +16,19 @@ inline std::string_view text(const std::uint8_t* data, std::size_t size) {
   return {reinterpret_cast<const char*>(data), size};
 }
 
+// Removed when the process exits normally; a crash leaves it for a look.
+struct ScratchDir {
+  std::filesystem::path path = std::filesystem::temp_directory_path() / ("gpubundle-fuzz." + std::to_string(::getpid()));
+  ScratchDir() { std::filesystem::create_directories(path); }
+  ~ScratchDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
 inline const std::filesystem::path& scratch_dir() {
-  static const std::filesystem::path dir = [] {
-    auto d = std::filesystem::temp_directory_path() / ("gpubundle-fuzz." + std::to_string(::getpid()));
-    std::filesystem::create_directories(d);
-    return d;
-  }();
-  return dir;
+  static const ScratchDir dir;
+  return dir.path;
 }
 
 inline std::filesystem::path scratch_file(const std::string& name, std::string_view bytes) {

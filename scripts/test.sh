@@ -29,13 +29,14 @@ cmake -S . -B "$asan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUBUNDLE_SAN
 cmake --build "$asan" -j "$(nproc)"
 # Reports go to files as well as failing the process: a hostile-input test
 # expects non-zero exits, so only the files tell a sanitizer abort apart.
+# One prefix for both: a process with both runtimes writes where UBSan says.
 reports=$PWD/$asan/sanitizer-reports
 rm -rf "$reports"
 mkdir -p "$reports"
 common=halt_on_error=1:abort_on_error=1
 suites_rc=0
-ASAN_OPTIONS=$common:detect_leaks=1:detect_stack_use_after_return=1:check_initialization_order=1:strict_string_checks=1:log_path=$reports/asan \
-UBSAN_OPTIONS=$common:print_stacktrace=1:log_path=$reports/ubsan \
+ASAN_OPTIONS=$common:detect_leaks=1:detect_stack_use_after_return=1:check_initialization_order=1:strict_string_checks=1:log_path=$reports/report \
+UBSAN_OPTIONS=$common:print_stacktrace=1:log_path=$reports/report \
   ctest --test-dir "$asan" -L 'unit|hostile' --output-on-failure -j 2 --timeout 900 || suites_rc=$?
 if compgen -G "$reports/*" >/dev/null; then
   echo "test.sh: sanitizer reports:"
