@@ -136,9 +136,13 @@ int main(int argc, char** argv) try {
   lock.chart = {"gpu-operator", "v24.9.2", "v24.9.2", "seed", ""};
   lock.driver.mode = "conventional";
 
-  // Seeds are reproducible: a fixed key is not needed (targets skip or fix
-  // the keyring), and Ed25519 signs deterministically per key.
-  PrivateKey key = PrivateKey::generate(KeyType::Ed25519).value_or_throw();
+  // A fixed key, for seed files only: Ed25519 signs deterministically, so the
+  // same build writes the same seeds.
+  PrivateKey key = PrivateKey::parse("-----BEGIN PRIVATE KEY-----\n"
+                                     "MC4CAQAwBQYDK2VwBCIEIJmdBrWbIoectDk3zjxm7w/0v9Tw9NydByV9mW/a5KE8\n"
+                                     "-----END PRIVATE KEY-----\n",
+                                     "make_seeds")
+                       .value_or_throw();
   Keyring keys = Keyring::of(key.public_key());
   CreateOptions o;
   o.output = work / "one.bundle";
