@@ -8,3 +8,5 @@ set_tests_properties(mirror-e2e mirror-faults mirror-auth mirror-chart PROPERTIE
 # Every command x every chart source x recipe or lock (issue 12): one seeded registry, one Helm repo.
 add_test(NAME chart-paths COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/chart_paths.sh $<TARGET_FILE:gpubundle>)
 set_tests_properties(chart-paths PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 400)
+# Faulty registries and bad credentials: also run by the sanitizer job (docs/security.md).
+set_tests_properties(mirror-faults mirror-auth PROPERTIES LABELS hostile)

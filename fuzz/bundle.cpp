@@ -1,0 +1,32 @@
+// The bundle reader (bundles/bundle.hpp, bundle_blobs.hpp) the way import and
+// `node-image export` use it: verify every given volume in one pass, then
+// read each located blob back from its place in the volumes. Signatures are
+// not checked (--insecure-skip-signature), so that the fuzzer reaches what
+// comes after them; signature parsing has its own target (bundle_manifest).
+
+#include "bundles/bundle.hpp"
+#include "bundles/bundle_blobs.hpp"
+#include "fuzz/bundle_volumes.hpp"
+#include "fuzz/fuzz_input.hpp"
+#include "recipes/lock.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  auto parts = gbfuzz::split_volumes(gbfuzz::text(data, size));
+  if (parts.size() > 8) return 0;
+  std::vector<std::filesystem::path> volumes;
+  for (std::size_t i = 0; i < parts.size(); ++i)
+    volumes.push_back(gbfuzz::scratch_file("fuzz.bundle." + std::to_string(i + 1), parts[i]));
+  for (const auto& v : volumes) (void)gb::read_volume_manifest(v);  // bundle inspect
+
+  gb::VerifyOptions options;
+  options.locate = true;
+  gb::VerifyReport verified = gb::verify_bundle(volumes, options);
+  if (!verified.problems.empty()) return 0;
+  (void)gb::parse_lock(verified.manifest.lock_json, "bundle lock");
+  auto blobs = gb::BundleBlobs::from(verified);
+  if (!blobs) return 0;
+  for (const auto& image : verified.manifest.images)
+    for (const auto& digest : image.blobs)
+      (void)blobs->stream_content(digest, [](std::string_view) -> gb::Result<void> { return {}; });
+  return 0;
+}

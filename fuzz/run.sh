@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Runs every fuzz target of a GPUBUNDLE_FUZZ build (docs/security.md):
+#   1. replays fuzz/regressions/<target>/ (inputs that once crashed it);
+#   2. fuzzes for SECONDS from fuzz/corpus/<target>/ (replayed first), new
+#      inputs going to a scratch folder so the committed corpus stays as is.
+# A crash, leak, timeout or out-of-memory fails the run; the input is kept
+# under OUT_DIR/<target>/ and named in the output: copy it into
+# fuzz/regressions/<target>/ once fixed.
+#   fuzz/run.sh BUILD_FUZZ_DIR [SECONDS] [OUT_DIR] [TARGET...]
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+build=${1:?usage: fuzz/run.sh BUILD_FUZZ_DIR [SECONDS] [OUT_DIR] [TARGET...]}
+seconds=${2:-25}
+out=${3:-$build/fuzz-findings}
+shift $(($# < 3 ? $# : 3))
+targets=("$@")
+if ((${#targets[@]} == 0)); then
+  for c in fuzz/corpus/*/; do targets+=("$(basename "$c")"); done
+fi
+# Same sanitizer settings as the ASan job; leaks count as failures in both.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-halt_on_error=1:abort_on_error=1:detect_leaks=1:detect_stack_use_after_return=1:check_initialization_order=1:strict_string_checks=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:abort_on_error=1:print_stacktrace=1}
+# Per input: 10 s and 2 GiB, far above what any reader needs for a few KB.
+limits=(-timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=2048 -max_len=65536)
+
+failed=()
+for t in "${targets[@]}"; do
+  bin=$build/fuzz/fuzz_$t
+  [[ -x $bin ]] || { echo "fuzz: $bin missing (build the fuzz_targets target)"; failed+=("$t (not built)"); continue; }
+  mkdir -p "$out/$t"
+  log=$out/$t.log
+  regressions=("fuzz/regressions/$t"/*)
+  if [[ -e ${regressions[0]} ]]; then
+    if ! "$bin" "${limits[@]}" "${regressions[@]}" >"$log.regressions" 2>&1; then
+      tail -n 40 "$log.regressions"
+      failed+=("$t (regression input)")
+      continue
+    fi
+  fi
+  scratch=$(mktemp -d)
+  start=$SECONDS
+  "$bin" "${limits[@]}" -max_total_time="$seconds" -print_final_stats=1 -artifact_prefix="$out/$t/" \
+    "$scratch" "fuzz/corpus/$t" >"$log" 2>&1
+  rc=$?
+  rm -rf "$scratch"
+  runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
+  cov=$(grep -o 'cov: [0-9]*' "$log" | tail -n 1)
+  if ((rc != 0)); then
+    echo "fuzz: $t FAILED (exit $rc) after $((SECONDS - start)) s; input kept in $out/$t/:"
+    grep -E '^(==[0-9]+==ERROR|SUMMARY|.*runtime error|    #[0-9] )' "$log" | head -n 30
+    ls "$out/$t/"
+    failed+=("$t")
+  else
+    echo "fuzz: $t ok: ${runs:-?} inputs in $((SECONDS - start)) s, ${cov:-cov: ?}"
+  fi
+done
+if ((${#failed[@]})); then
+  echo "fuzz: FAILED: ${failed[*]} (logs in $out)"
+  exit 1
+fi
+echo "fuzz: all ${#targets[@]} targets clean"
