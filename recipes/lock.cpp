@@ -74,18 +74,21 @@ std::string check_lock(const Lock& l) {
   auto bad = [](const std::string& field, const std::string& value, const std::string& what) {
     return field + ": " + quote(value) + " " + what;
   };
-  if (!is_recipe_name(l.recipe_name)) return bad("recipe.name", l.recipe_name, "is not a recipe name");
+  // Hand-written locks that only list images may leave the recipe-derived
+  // fields empty: nothing is composed from an empty one.
+  if (!l.recipe_name.empty() && !is_recipe_name(l.recipe_name)) return bad("recipe.name", l.recipe_name, "is not a recipe name");
   if (!l.recipe_sha256.empty() && !is_hex64(l.recipe_sha256)) return bad("recipe.sha256", l.recipe_sha256, "is not 64 hex digits");
-  if (!is_release_tag(l.operator_version)) return bad("operator.version", l.operator_version, "is not a release tag like v24.9.2");
-  if (l.chart.name.size() > k_lock_max_chart_word || !is_word(l.chart.name, "._-"))
+  if (!l.operator_version.empty() && !is_release_tag(l.operator_version)) return bad("operator.version", l.operator_version, "is not a release tag like v24.9.2");
+  if (l.chart.name.size() > k_lock_max_chart_word || (!l.chart.name.empty() && !is_word(l.chart.name, "._-")))
     return bad("chart.name", l.chart.name, "is not a chart name");
-  if (l.chart.version.size() > k_lock_max_chart_word || !is_word(l.chart.version, "._+-"))
+  if (l.chart.version.size() > k_lock_max_chart_word || (!l.chart.version.empty() && !is_word(l.chart.version, "._+-")))
     return bad("chart.version", l.chart.version, "is not a chart version");
   if (!l.chart.app_version.empty() && !is_word(l.chart.app_version, "._+-"))
     return bad("chart.appVersion", l.chart.app_version, "is not a version");
   if (!l.chart.sha256.empty() && !is_hex64(l.chart.sha256)) return bad("chart.sha256", l.chart.sha256, "is not 64 hex digits");
-  if (!is_os_name(l.os)) return bad("target.os", l.os, "is not an OS name like ubuntu22.04");
-  if (!is_os_name(l.os_tag)) return bad("target.osTag", l.os_tag, "is not an OS tag like ubuntu22.04");
+  // Empty in hand-written locks that only list images: nothing is composed from it then.
+  if (!l.os.empty() && !is_os_name(l.os)) return bad("target.os", l.os, "is not an OS name like ubuntu22.04");
+  if (!l.os_tag.empty() && !is_os_name(l.os_tag)) return bad("target.osTag", l.os_tag, "is not an OS tag like ubuntu22.04");
   for (size_t i = 0; i < l.kernels.size(); ++i)
     if (!is_kernel_release(l.kernels[i])) return bad("target.kernels[" + std::to_string(i) + "]", l.kernels[i], "is not a kernel release");
   for (size_t i = 0; i < l.platforms.size(); ++i)
@@ -94,12 +97,12 @@ std::string check_lock(const Lock& l) {
   for (size_t i = 0; i < l.workloads.size(); ++i)
     if (!one_of(l.workloads[i], {"container", "vm-passthrough", "vm-vgpu"}))
       return bad("target.workloads[" + std::to_string(i) + "]", l.workloads[i], "is not container, vm-passthrough or vm-vgpu");
-  if (!one_of(l.driver.mode, {"conventional", "precompiled", "host"}))
+  if (!l.driver.mode.empty() && !one_of(l.driver.mode, {"conventional", "precompiled", "host"}))
     return bad("driver.mode", l.driver.mode, "is not conventional, precompiled or host");
   if (!l.driver.version.empty() && !is_driver_version(l.driver.version))
     return bad("driver.version", l.driver.version, "is not a driver version or sha256 digest");
   if (!l.driver.branch.empty() && !is_driver_branch(l.driver.branch)) return bad("driver.branch", l.driver.branch, "is not a driver branch");
-  if (!one_of(l.driver.kernel_module_type, {"auto", "open", "proprietary"}))
+  if (!l.driver.kernel_module_type.empty() && !one_of(l.driver.kernel_module_type, {"auto", "open", "proprietary"}))
     return bad("driver.kernelModuleType", l.driver.kernel_module_type, "is not auto, open or proprietary");
   if (!l.destination_registry.empty()) {
     auto probe = Reference::parse(l.destination_registry + "/" +

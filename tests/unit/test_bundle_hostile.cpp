@@ -364,7 +364,7 @@ TEST_CASE("verify checks every field import and export rely on (issue 11.9)", "[
   says([&](json& j) { file(j, "")["encoding"] = "gzip"; }, "unknown encoding 'gzip'");
   says([](json& j) { j["lock"]["schemaVersion"] = 99; }, "lock schema 99");
   says([](json& j) { j["lock"] = json::array({1}); }, "lock is not an object");
-  says([](json& j) { j["lock"]["chart"]["name"] = "../../etc/x"; }, "name or version holds characters a file name cannot");
+  says([](json& j) { j["lock"]["chart"]["name"] = "../../etc/x"; }, "chart.name: '../../etc/x' is not a chart name");
   says([&](json& j) { file(j, "")["path"] = "../x"; }, "has a '..' component");
   says([&](json& j) { file(j, "")["path"] = std::string(2000, 'a'); }, "is longer than 1024 bytes");
   says([&](json& j) { file(j, "")["size"] = -3000; }, "size is not a count of bytes");
