@@ -92,8 +92,8 @@ std::string check_lock(const Lock& l) {
   for (size_t i = 0; i < l.kernels.size(); ++i)
     if (!is_kernel_release(l.kernels[i])) return bad("target.kernels[" + std::to_string(i) + "]", l.kernels[i], "is not a kernel release");
   for (size_t i = 0; i < l.platforms.size(); ++i)
-    if (!one_of(l.platforms[i], {"linux/amd64", "linux/arm64"}))
-      return bad("target.platforms[" + std::to_string(i) + "]", l.platforms[i], "is not linux/amd64 or linux/arm64");
+    if (!starts_with(l.platforms[i], "linux/") || !is_word(l.platforms[i], "/._-"))
+      return bad("target.platforms[" + std::to_string(i) + "]", l.platforms[i], "is not a platform like linux/amd64");
   for (size_t i = 0; i < l.workloads.size(); ++i)
     if (!one_of(l.workloads[i], {"container", "vm-passthrough", "vm-vgpu"}))
       return bad("target.workloads[" + std::to_string(i) + "]", l.workloads[i], "is not container, vm-passthrough or vm-vgpu");

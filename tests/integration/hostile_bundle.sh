@@ -86,7 +86,7 @@ format-version-2^40 formatVersion 1099511627776 is out of range a
 unknown-encoding unknown encoding 'gzip' a
 lock-schema-99 lock schema 99 a
 lock-not-object lock is not an object a
-chart-name-dotdot name or version holds characters a file name cannot a
+chart-name-dotdot is not a chart name a
 path-dotdot has a '..' component a
 deep-index nests deeper than 8 levels a
 zstd-bomb more than the 16777216 a
