@@ -139,10 +139,11 @@ Result<LayerBlob> LayerBuilder::write_tar(const fs::path& out, std::vector<Layer
       if (archive_write_header(a.get(), ae.get()) != ARCHIVE_OK)
         return op_error(out.string() + ": writing " + path + ": " + (sink.error.empty() ? archive_error_string(a.get()) : sink.error));
       Sha256 hash;
-      auto put = [&](const char* data, std::size_t n) -> Result<void> {
+      // Clang 14 cannot capture a structured binding: name the path explicitly.
+      auto put = [&, &entry_path = path](const char* data, std::size_t n) -> Result<void> {
         hash.update(data, n);
         if (n && archive_write_data(a.get(), data, n) < 0)
-          return op_error(out.string() + ": writing " + path + ": " + (sink.error.empty() ? archive_error_string(a.get()) : sink.error));
+          return op_error(out.string() + ": writing " + entry_path + ": " + (sink.error.empty() ? archive_error_string(a.get()) : sink.error));
         return {};
       };
       if (e.source.empty()) {

@@ -1,4 +1,5 @@
 #include "recipes/chart.hpp"
+#include "recipes/yaml_input.hpp"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -68,7 +69,7 @@ Result<Chart> build_chart(std::map<std::string, std::string>& files, const std::
     }
     auto values = files.find(prefix + "values.yaml");
     if (values != files.end()) c.values_text = values->second;
-    c.values = YAML::Load(c.values_text);
+    c.values = load_yaml_last_wins(c.values_text);  // Helm: the last of a duplicate key wins
     if (!c.values.IsMap()) c.values = YAML::Node(YAML::NodeType::Map);
   } catch (const YAML::Exception& e) {
     return input_error(label + ": " + prefix + "Chart.yaml or values.yaml: " + e.what());

@@ -45,6 +45,40 @@ std::string find_duplicate_key(const YAML::Node& root, const std::string& label)
 
 }  // namespace
 
+YAML::Node load_yaml_last_wins(const std::string& text) {
+  YAML::Node root = YAML::Load(text);
+  std::vector<YAML::Node> todo{root};
+  std::set<int> seen;  // as above: aliases are visited once
+  while (!todo.empty()) {
+    YAML::Node node = todo.back();
+    todo.pop_back();
+    if (!node.IsMap() && !node.IsSequence()) continue;
+    if (!seen.insert(node.Mark().pos).second) continue;
+    if (node.IsMap()) {
+      std::set<std::string> keys;
+      bool twice = false;
+      for (const auto& kv : node)
+        if (kv.first.IsScalar() && !keys.insert(kv.first.Scalar()).second) twice = true;
+      if (twice) {
+        // Rebuilt in order; assigning a scalar key again replaces its value.
+        YAML::Node last(YAML::NodeType::Map);
+        for (const auto& kv : node) {
+          if (kv.first.IsScalar()) last[kv.first.Scalar()] = kv.second;
+          else last[kv.first] = kv.second;
+        }
+        node = last;  // rebinds the node in place, so its parent sees it
+      }
+      for (const auto& kv : node) {
+        todo.push_back(kv.first);
+        todo.push_back(kv.second);
+      }
+    } else {
+      for (const auto& item : node) todo.push_back(item);
+    }
+  }
+  return root;
+}
+
 Result<YAML::Node> load_yaml_input(const std::string& text, const std::string& label) {
   YAML::Node root;
   try {

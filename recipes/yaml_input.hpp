@@ -17,4 +17,9 @@ namespace gb {
 // "recipe.yaml:7: duplicate key 'os' (first at line 5)".
 Result<YAML::Node> load_yaml_input(const std::string& text, const std::string& label);
 
+// Upstream YAML read as Helm reads it (chart values): a key written twice in
+// one mapping keeps its last entry, so node["key"] agrees with what Helm
+// renders. Throws YAML::Exception on a syntax error, like YAML::Load.
+YAML::Node load_yaml_last_wins(const std::string& text);
+
 }  // namespace gb

@@ -235,6 +235,29 @@ TEST_CASE("duplicate keys in the registry config and the catalog are refused", "
   CHECK(cat.error().message.find("duplicate key 'autoOpenFromBranch'") != std::string::npos);
 }
 
+TEST_CASE("chart values read a key written twice as Helm does: the last wins", "[hostile][yaml]") {
+  gbtest::TempDir dir;
+  gbtest::spit(dir / "Chart.yaml", "apiVersion: v2\nname: gpu-operator\nversion: v1.0.0\n");
+  gbtest::spit(dir / "values.yaml",
+               "driver:\n  repository: nvcr.io/nvidia\n  version: \"1.0\"\n  version: \"2.0\"\n"
+               "toolkit: {version: a}\ntoolkit:\n  version: b\n  env: [{name: X, value: \"1\"}]\n"
+               "list:\n  - {k: first, k: second}\n");
+  auto chart = load_chart(dir.path());
+  REQUIRE(chart.ok());
+  const YAML::Node& v = chart.value().values;
+  CHECK(v["driver"]["version"].as<std::string>() == "2.0");
+  CHECK(v["driver"]["repository"].as<std::string>() == "nvcr.io/nvidia");
+  CHECK(v["toolkit"]["version"].as<std::string>() == "b");
+  CHECK(v["toolkit"]["env"][0]["value"].as<std::string>() == "1");
+  CHECK(v["list"][0]["k"].as<std::string>() == "second");
+  size_t entries = 0;
+  for (const auto& kv : v) {
+    (void)kv;
+    ++entries;
+  }
+  CHECK(entries == 3);  // driver, toolkit, list: each once
+}
+
 TEST_CASE("the catalog's component entries survive loading", "[hostile][catalog]") {
   // Catalog::from_files once held a reference into yaml-cpp's temporary
   // iterator proxy here (ASan: stack-use-after-scope).
