@@ -6,6 +6,8 @@
 #include <mutex>
 #include <unistd.h>
 
+#include "common/strings.hpp"
+
 namespace gb {
 
 std::string human_bytes(std::uint64_t bytes) {
@@ -22,6 +24,12 @@ std::string human_bytes(std::uint64_t bytes) {
 }
 
 namespace {
+
+// Item names come from locks, bundles and registries: bounded and escaped
+// like every log line, so a hostile name cannot flood or rewrite the terminal.
+std::string item_line(std::string_view name, std::string_view state) {
+  return bounded_line(std::string(state) + " " + std::string(name));
+}
 
 using Clock = std::chrono::steady_clock;
 
@@ -73,13 +81,12 @@ public:
   }
   void item(std::string_view name, std::string_view state) override {
     std::lock_guard l(m_mutex);
-    std::fprintf(stderr, "\r\033[K  %.*s %.*s\n", static_cast<int>(state.size()), state.data(),
-                 static_cast<int>(name.size()), name.data());
+    std::fprintf(stderr, "\r\033[K  %s\n", item_line(name, state).c_str());
     draw(true);
   }
   void end(std::string_view summary) override {
     std::lock_guard l(m_mutex);
-    std::fprintf(stderr, "\r\033[K%s: %.*s\n", m_phase.c_str(), static_cast<int>(summary.size()), summary.data());
+    std::fprintf(stderr, "\r\033[K%s\n", bounded_line(m_phase + ": " + std::string(summary)).c_str());
   }
 };
 
@@ -96,13 +103,11 @@ public:
   }
   void item(std::string_view name, std::string_view state) override {
     std::lock_guard l(m_mutex);
-    std::fprintf(stderr, "  %.*s %.*s\n", static_cast<int>(state.size()), state.data(), static_cast<int>(name.size()),
-                 name.data());
+    std::fprintf(stderr, "  %s\n", item_line(name, state).c_str());
   }
   void end(std::string_view summary) override {
     std::lock_guard l(m_mutex);
-    std::fprintf(stderr, "%s: %.*s (%.1fs)\n", m_phase.c_str(), static_cast<int>(summary.size()), summary.data(),
-                 seconds());
+    std::fprintf(stderr, "%s (%.1fs)\n", bounded_line(m_phase + ": " + std::string(summary)).c_str(), seconds());
   }
 };
 

@@ -8,11 +8,14 @@
 #include <functional>
 #include <random>
 #include <regex>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "bundles/kit.hpp"
 #include "common/files.hpp"
 #include "common/log.hpp"
+#include "common/progress.hpp"
 #include "common/strings.hpp"
 #include "fixtures.hpp"
 #include "mirror/registry_config.hpp"
@@ -353,4 +356,33 @@ TEST_CASE("a private key others can read gets a warning that says chmod 600", "[
   ::chmod((dir / "site.key").c_str(), 0644);
   REQUIRE(PrivateKey::load(dir / "site.key").ok());
   CHECK(log::warning_count() == before + 1);
+}
+
+TEST_CASE("progress lines escape and bound names from untrusted input", "[hostile][progress]") {
+  gbtest::TempDir dir;
+  const fs::path out = dir / "stderr";
+  std::string hostile = "nvcr.io/x:\x1b]0;owned\x07\r" + std::string(100000, 'A') + "\nforged line";
+  for (auto style : {ProgressStyle::Plain, ProgressStyle::Tty}) {
+    std::fflush(stderr);
+    int saved = dup(2);
+    int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    REQUIRE(fd >= 0);
+    dup2(fd, 2);
+    ::close(fd);
+    {
+      auto progress = make_progress(style);
+      progress->begin("mirror", 0);
+      progress->item(hostile, "done");
+      progress->end(hostile);
+    }
+    std::fflush(stderr);
+    dup2(saved, 2);
+    ::close(saved);
+    std::string text = gbtest::slurp(out);
+    CHECK(text.find('\x07') == std::string::npos);
+    CHECK(text.find("\x1b]") == std::string::npos);  // only the TTY's own clear-line codes
+    CHECK(text.find("\nforged") == std::string::npos);
+    CHECK(text.size() < 12000);
+    CHECK(text.find("done nvcr.io/x:") != std::string::npos);
+  }
 }
