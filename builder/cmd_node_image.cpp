@@ -150,7 +150,7 @@ CommandSpec node_image_command() {
         exp->add_option("--keyring", e->keyring, "Folder of trusted *.pub keys, with --bundle");
         exp->add_flag("--insecure-skip-signature", e->skip_signature, "Do not check the bundle's signature (loudly warned)");
 
-        return [&g, b, e, bake_cmd, exp]() -> int {
+        return [&g, b, e, bake_cmd]() -> int {
           if (bake_cmd->parsed()) return bake(g, *b);
           return export_overlay(g, *e);
         };
