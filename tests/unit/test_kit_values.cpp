@@ -43,6 +43,9 @@ struct Case {
   bool digests = true;
   bool pull_secret = true;
   std::string workloads = "[container]";
+  std::string os = "ubuntu22.04";
+  std::string components = "{dcgmExporter: {enabled: true, serviceMonitor: true}, gds: {enabled: false}}";
+  bool settings = true;  // mig and sharing
 };
 
 std::string recipe_text(const Case& c) {
@@ -50,13 +53,15 @@ std::string recipe_text(const Case& c) {
                                                : "{mode: " + c.mode + ", version: \"550.127.08\", kernelModuleType: open}";
   std::string s = "apiVersion: gpubundle/v1\nkind: Recipe\nmetadata: {name: kit-test}\n";
   s += "operator: {version: " + c.version + "}\n";
-  s += "target: {gpus: [H100-SXM5-80GB], os: ubuntu22.04, kernels: [5.15.0-126-generic], platforms: [linux/amd64], "
+  s += "target: {gpus: [H100-SXM5-80GB], os: " + c.os + ", kernels: [5.15.0-126-generic], platforms: [linux/amd64], "
        "workloads: " + c.workloads + "}\n";
   s += "driver: " + driver + "\n";
   s += "toolkit: {mode: " + c.toolkit + "}\n";
-  s += "components: {dcgmExporter: {enabled: true, serviceMonitor: true}, gds: {enabled: false}}\n";
-  s += "mig: {strategy: mixed, config: all-1g.10gb}\n";
-  s += "sharing: {timeSlicing: {replicas: 4}}\n";
+  s += "components: " + c.components + "\n";
+  if (c.settings) {
+    s += "mig: {strategy: mixed, config: all-1g.10gb}\n";
+    s += "sharing: {timeSlicing: {replicas: 4}}\n";
+  }
   s += "extraImages: [nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04]\n";
   if (c.pull_secret) s += "pullSecret: site-pull\n";
   return s;
@@ -190,8 +195,10 @@ TEST_CASE("digest pins for ClusterPolicy operands, tags for Helm-rendered images
   // driver.manager is also rendered into the operator's DRIVER_MANAGER_IMAGE env: tag.
   CHECK(str(v["driver"]["manager"]["version"]) == "v0.12.0");
   CHECK(str(v["driver"]["manager"]["repository"]) == "registry.site:5000/gpu/nvidia/cloud-native");
+  // v26.7 renders the validator into the operator's VALIDATOR_IMAGE env
+  // (the DRA validator) as repository/image:version: tag.
+  CHECK(str(v["validator"]["version"]) == "v26.7.0");
   // ClusterPolicy operands: digests.
-  CHECK(str(v["validator"]["version"]) == digest_of("gpu-operator:"));
   CHECK(str(v["devicePlugin"]["version"]) == digest_of("k8s-device-plugin"));
   CHECK(str(v["gfd"]["version"]) == digest_of("k8s-device-plugin"));
   CHECK(str(v["toolkit"]["version"]) == digest_of("container-toolkit"));
@@ -237,7 +244,9 @@ TEST_CASE("unmirrored locks pin tags; precompiled and host drivers", "[kit][valu
 
 TEST_CASE("v24.x charts get useOpenKernelModules and operator.initContainer", "[kit][values]") {
   if (!have_upstream()) return;
-  auto r = resolve_case({"v24.9.2"});
+  Case c{"v24.9.2"};
+  c.os = "rhcos4.16";  // the init container is OpenShift's
+  auto r = resolve_case(c);
   YAML::Node v = values_of(r);
   CHECK(v["driver"]["useOpenKernelModules"].as<bool>());
   CHECK_FALSE(v["driver"]["kernelModuleType"]);
@@ -332,6 +341,7 @@ TEST_CASE("VM workloads switch on the sandbox operands", "[kit][values]") {
     CHECK(str(mixed["sandboxWorkloads"]["enabled"]) == "true");
     CHECK(str(mixed["sandboxWorkloads"]["defaultWorkload"]) == "container");
     c.workloads = "[vm-vgpu]";
+    c.components = "{gds: false}";  // the DCGM exporter is a container-workload operand
     auto vgpu = values_of(resolve_case(c));
     CHECK(str(vgpu["sandboxWorkloads"]["defaultWorkload"]) == "vm-vgpu");
     // The mode only where the release has one (v26.x).
