@@ -308,7 +308,7 @@ Result<std::string> make_values_yaml(const Lock& lock, const Chart& chart, const
     }
   }
 
-  for (auto& [path, l] : lists) {
+  for (const auto& [path, l] : lists) {
     YAML::Node list;
     list.reset(chart.values);  // rebinds; the const lookups below never insert
     for (const auto& part : split(path, '.')) {
@@ -316,18 +316,20 @@ Result<std::string> make_values_yaml(const Lock& lock, const Chart& chart, const
       list.reset(view[part]);
     }
     json items = json_of(list);
+    std::set<std::string> placed;
     for (auto& item : items) {
       json* ref = &item;
-      for (const auto& part : l.item_path) ref = ref->is_object() && ref->contains(part) ? &(*ref)[part] : nullptr;
+      for (const auto& part : l.item_path) ref = ref && ref->is_object() && ref->contains(part) ? &(*ref)[part] : nullptr;
       if (!ref || !ref->is_string()) continue;
       auto parsed = Reference::parse(ref->get<std::string>());
       if (auto it = parsed ? l.moved.find(parsed->str()) : l.moved.end(); it != l.moved.end()) {
         *ref = it->second;
-        l.moved.erase(it);
+        placed.insert(it->first);
       }
     }
     for (const auto& [source, site] : l.moved)
-      problems.push_back("image " + source + " is not in " + path + " of chart " + v.chart_label() +
+      if (!placed.count(source))
+        problems.push_back("image " + source + " is not in " + path + " of chart " + v.chart_label() +
                          "; was the lock resolved against another chart?");
     v.set(path, std::move(items));
   }

@@ -378,6 +378,14 @@ TEST_CASE("Kata manager: every runtime class's artifacts from the site, by tag",
       CHECK(classes[i]["nodeSelector"].size() == chart_classes[i]["nodeSelector"].size());
     }
     CHECK(kit::unknown_keys(v, r.chart).empty());
+    // An artifact the chart's runtime classes do not name: the lock is not this chart's.
+    LockImage stray;
+    stray.components = {"kataManager.url"};
+    stray.source = "nvcr.io/nvidia/cloud-native/kata-gpu-artifacts:ubuntu24.04-999.1.1";
+    r.lock.images.push_back(stray);
+    auto refused = kit::make_values_yaml(r.lock, r.chart, site());
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().message.find("image " + stray.source + " is not in kataManager.config.runtimeClasses") != std::string::npos);
   }
   CHECK(charts >= 5);
 }
