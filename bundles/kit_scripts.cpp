@@ -206,6 +206,7 @@ cuda_image=@CUDA_IMAGE@
 mig_config=@MIG_CONFIG@
 mig_strategy=@MIG_STRATEGY@
 pull_secret=@PULL_SECRET@
+dra=@DRA@  # 1: the GPUCluster (DRA) stack, whose GPUs are ResourceSlice devices
 smoke_pod=gpubundle-cuda-smoke
 
 failures=0
@@ -267,7 +268,18 @@ fi
 # shellcheck disable=SC2016 # a kubectl go-template, not shell expansion
 resource_template='{{range .items}}{{.metadata.name}}{{range $k, $v := .status.allocatable}} {{$k}}={{$v}}{{end}}{{"\n"}}{{end}}'
 smoke_resource=""
-if ! gpu_nodes="$(kubectl get nodes -l nvidia.com/gpu.present=true -o go-template="$resource_template" 2>"$scratch/err")"; then
+if [ -n "$dra" ]; then
+  if ! slices="$(kubectl get resourceslices -o jsonpath='{range .items[?(@.spec.driver=="gpu.nvidia.com")]}{.spec.nodeName}{" "}{.spec.devices[*].name}{"\n"}{end}' 2>"$scratch/err")"; then
+    failed "cannot list the DRA ResourceSlices ($(kubectl_error))"
+  elif [ -z "$slices" ]; then
+    failed "no ResourceSlice of the DRA driver gpu.nvidia.com: no node offers a GPU"
+  else
+    while read -r node devices; do
+      [ -n "$node" ] || continue
+      if [ -n "$devices" ]; then pass "node $node DRA devices: $devices"; else failed "node $node: a gpu.nvidia.com ResourceSlice without devices"; fi
+    done <<<"$slices"
+  fi
+elif ! gpu_nodes="$(kubectl get nodes -l nvidia.com/gpu.present=true -o go-template="$resource_template" 2>"$scratch/err")"; then
   failed "cannot list the GPU nodes ($(kubectl_error))"
 elif [ -z "$gpu_nodes" ]; then
   failed "no node carries nvidia.com/gpu.present=true"
@@ -309,6 +321,8 @@ fi
 # 4. CUDA smoke pod from the mirrored CUDA image.
 if [ -z "$cuda_image" ]; then
   skip "CUDA smoke pod: no CUDA image in the recipe's extraImages"
+elif [ -n "$dra" ]; then
+  skip "CUDA smoke pod: the DRA stack hands out GPUs through ResourceClaims (device class gpu.nvidia.com), not nvidia.com/gpu"
 elif [ -z "$smoke_resource" ]; then
   failed "CUDA smoke pod: no GPU resource to request"
 else
@@ -388,12 +402,15 @@ std::string verify_sh(const Lock& lock, const std::vector<Placement>& placements
       break;
     }
   }
+  auto dra_it = recipe.components.find("draDriver");
+  bool dra = dra_it != recipe.components.end() && dra_it->second.has_enabled && dra_it->second.enabled;
   return fill(k_verify, {{"HEADER", script_header(lock, options)},
                          {"NAMESPACE", options.namespace_name},
                          {"CUDA_IMAGE", shell_quote(cuda)},
                          {"MIG_CONFIG", shell_quote(recipe.mig_config)},
                          {"MIG_STRATEGY", shell_quote(recipe.mig_strategy.empty() ? "chart default" : recipe.mig_strategy)},
                          {"PULL_SECRET", shell_quote(recipe.pull_secret)},
+                         {"DRA", shell_quote(dra ? "1" : "")},
                          {"API_CHECK", k_api_check}});
 }
 

@@ -4,12 +4,17 @@
 // docs/install-kit.md; the chart facts behind them in gpu-operator-facts.md
 // §1.3, §1.4 and §3.
 
+#include <algorithm>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 
 #include "bundles/kit.hpp"
 #include "bundles/kit_detail.hpp"
 #include "common/strings.hpp"
+#include "recipes/catalog.hpp"
+#include "recipes/reference.hpp"
 
 namespace gb::kit {
 
@@ -128,11 +133,67 @@ bool takes_os_suffix(const std::string& component) {
   return component == "gds" || component == "gdrcopy" || component == "vgpuManager";
 }
 
-// Images Helm renders as repository/image:version (no digest support).
-bool helm_rendered(const std::string& component) {
-  // driver.manager is also rendered into the operator Deployment's
-  // DRIVER_MANAGER_IMAGE env as repo/image:version.
-  return component == "operator" || component == "driver.manager";
+// Images Helm renders as repository/image:version, where a digest would make
+// "image:sha256:..." (the catalog's helmRenderedFrom: the "*.fullimage"
+// helpers behind the operator Deployment, its CRD hooks and its
+// DRIVER_MANAGER_IMAGE and VALIDATOR_IMAGE env).
+bool helm_rendered(const std::string& component, const std::string& operator_version) {
+  const ComponentInfo* info = Catalog::builtin().component(component);
+  return info && !info->helm_rendered_from.empty() && !operator_version.empty() &&
+         compare_versions(operator_version, info->helm_rendered_from) >= 0;
+}
+
+// A values subtree as JSON, plain scalars typed the way YAML reads them.
+json json_of(const YAML::Node& n) {
+  if (n.IsMap()) {
+    json o = json::object();
+    for (const auto& kv : n) o[kv.first.as<std::string>()] = json_of(kv.second);
+    return o;
+  }
+  if (n.IsSequence()) {
+    json a = json::array();
+    for (const auto& item : n) a.push_back(json_of(item));
+    return a;
+  }
+  if (!n.IsScalar()) return nullptr;
+  if (n.Tag() != "!") {  // unquoted
+    bool b = false;
+    if (YAML::convert<bool>::decode(n, b)) return b;
+    long long i = 0;
+    if (YAML::convert<long long>::decode(n, i)) return i;
+  }
+  return n.as<std::string>();
+}
+
+// Image references inside a list of a component's values (the catalog's
+// images, e.g. kataManager config.runtimeClasses.*.artifacts.url): Helm lists
+// are replaced whole, so the kit writes the chart's list back with every
+// reference pointed at the site. The consumer pulls the reference as written,
+// so it keeps the tag.
+struct ListImages {
+  std::string list_path;                     // kataManager.config.runtimeClasses
+  std::vector<std::string> item_path;        // artifacts, url
+  std::map<std::string, std::string> moved;  // source -> site reference
+};
+
+// The list an image component such as "kataManager.url" comes from, or
+// nullopt when the component is a plain repository/image/version key.
+std::optional<ListImages> list_images_of(const std::string& component) {
+  auto dot = component.rfind('.');
+  if (dot == std::string::npos) return std::nullopt;
+  const ComponentInfo* info = Catalog::builtin().component(component.substr(0, dot));
+  if (!info) return std::nullopt;
+  for (const auto& pattern : info->images) {
+    auto parts = split(pattern, '.');
+    auto star = std::find(parts.begin(), parts.end(), "*");
+    if (parts.back() != component.substr(dot + 1) || star == parts.end()) continue;
+    ListImages l;
+    l.list_path = component.substr(0, dot);
+    for (auto it = parts.begin(); it != star; ++it) l.list_path += "." + *it;
+    l.item_path.assign(star + 1, parts.end());
+    return l;
+  }
+  return std::nullopt;
 }
 
 void emit_node(YAML::Emitter& out, const json& j) {
@@ -192,6 +253,7 @@ Result<std::string> make_values_yaml(const Lock& lock, const Chart& chart, const
   std::vector<std::string> problems;
   Overrides v(chart, problems);
   const bool secret = !recipe->pull_secret.empty();
+  std::map<std::string, ListImages> lists;  // by list path
 
   for (const auto& p : *placements) {
     const std::string& tag = p.source.tag;
@@ -199,6 +261,10 @@ Result<std::string> make_values_yaml(const Lock& lock, const Chart& chart, const
     for (const auto& c : p.image->components) {
       if (c == "extraImages") continue;  // mirrored for workloads (verify.sh); no values key
       if (c == k_node_overlay_component) continue;  // for node image pipelines; no values key
+      if (auto l = list_images_of(c); l && chart_has_key(chart, l->list_path)) {
+        lists.emplace(l->list_path, *l).first->second.moved[p.source.str()] = p.destination.pinned();
+        continue;
+      }
       if (c == k_nfd) {
         // The subchart's repository is the full image path; tag only.
         v.set(std::string(k_nfd) + ".image.repository", p.destination.name());
@@ -224,7 +290,7 @@ Result<std::string> make_values_yaml(const Lock& lock, const Chart& chart, const
         // The operator composes the tag (<version>-<osTag>, precompiled
         // <branch>-<kernel>-<osTag>); a digest is refused with precompiled.
         version = lock.driver.use_precompiled ? lock.driver.branch : lock.driver.version;
-      } else if (helm_rendered(c)) {
+      } else if (helm_rendered(c, lock.operator_version)) {
         version = tag;
       } else if (!digest.empty()) {
         version = digest;
@@ -240,6 +306,32 @@ Result<std::string> make_values_yaml(const Lock& lock, const Chart& chart, const
       v.set(c + ".version", version);
       if (secret) v.set_if_present(c + ".imagePullSecrets", json::array({recipe->pull_secret}));
     }
+  }
+
+  for (const auto& [path, l] : lists) {
+    YAML::Node list;
+    list.reset(chart.values);  // rebinds; the const lookups below never insert
+    for (const auto& part : split(path, '.')) {
+      const YAML::Node& view = list;
+      list.reset(view[part]);
+    }
+    json items = json_of(list);
+    std::set<std::string> placed;
+    for (auto& item : items) {
+      json* ref = &item;
+      for (const auto& part : l.item_path) ref = ref && ref->is_object() && ref->contains(part) ? &(*ref)[part] : nullptr;
+      if (!ref || !ref->is_string()) continue;
+      auto parsed = Reference::parse(ref->get<std::string>());
+      if (auto it = parsed ? l.moved.find(parsed->str()) : l.moved.end(); it != l.moved.end()) {
+        *ref = it->second;
+        placed.insert(it->first);
+      }
+    }
+    for (const auto& [source, site] : l.moved)
+      if (!placed.count(source))
+        problems.push_back("image " + source + " is not in " + path + " of chart " + v.chart_label() +
+                         "; was the lock resolved against another chart?");
+    v.set(path, std::move(items));
   }
 
   // The Chart.yaml appVersion trap: the three images that default to it get
@@ -287,15 +379,31 @@ Result<std::string> make_values_yaml(const Lock& lock, const Chart& chart, const
     v.set("devicePlugin.config.default", k_time_slicing_key);
   }
 
+  bool dra = false;
   for (const auto& [key, comp] : recipe->components) {
     std::string base = (key == k_nfd || key == "nfd") ? "nfd" : key;
     if (comp.has_enabled) {
-      if (!chart_has_key(chart, base + ".enabled"))
+      // A component without a switch of its own follows another values key
+      // (draDriver: gpuCluster.deployCR).
+      const ComponentInfo* info = Catalog::builtin().component(base);
+      std::string gate = info && !info->enabled_by.empty() && !chart_has_key(chart, base + ".enabled") ? info->enabled_by : "";
+      if (!gate.empty() && chart_has_key(chart, gate)) {
+        v.set(gate, comp.enabled);
+        dra = dra || (base == "draDriver" && comp.enabled);
+      } else if (!chart_has_key(chart, base + ".enabled")) {
         problems.push_back("recipe component " + key + ": chart " + v.chart_label() + " has no " + base + ".enabled");
-      else if (!(base == "driver" || base == "toolkit"))  // set above from the driver/toolkit mode
+      } else if (!(base == "driver" || base == "toolkit")) {  // set above from the driver/toolkit mode
         v.set(base + ".enabled", comp.enabled);
+      }
     }
     if (comp.has_service_monitor) v.set(base + ".serviceMonitor.enabled", comp.service_monitor);
+  }
+
+  if (dra) {
+    // The GPUCluster CR replaces the ClusterPolicy (templates/validations.yaml
+    // refuses both) and takes the driver from an NVIDIADriver CR.
+    v.set("clusterPolicy.deployCR", false);
+    if (!host_driver) v.set("driver.nvidiaDriverCRD.enabled", true);
   }
 
   if (!problems.empty()) return input_error(join(problems, "\n"));

@@ -118,6 +118,12 @@ Result<Catalog> Catalog::from_files(const std::map<std::string, std::string>& fi
       if (v["workloads"]) info.workloads = str_list(v["workloads"]);
       if (v["enabledBy"]) info.enabled_by = v["enabledBy"].as<std::string>();
       info.images = str_list(v["images"]);
+      if (v["sandboxMode"]) info.sandbox_mode = v["sandboxMode"].as<std::string>();
+      if (v["migCapable"]) info.mig_capable = v["migCapable"].as<bool>();
+      if (v["openShift"]) info.openshift = v["openShift"].as<bool>();
+      if (v["removedIn"]) info.removed_in = v["removedIn"].as<std::string>();
+      if (v["gpuCluster"]) info.gpu_cluster = v["gpuCluster"].as<bool>();
+      if (v["helmRenderedFrom"]) info.helm_rendered_from = v["helmRenderedFrom"].as<std::string>();
       c.m_components[it->first.as<std::string>()] = std::move(info);
     }
   } catch (const YAML::Exception& e) {

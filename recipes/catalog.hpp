@@ -35,7 +35,18 @@ struct ComponentInfo {
   std::vector<std::string> workloads{"container"};
   std::string enabled_by;           // values path, e.g. gpuCluster.deployCR
   std::vector<std::string> images;  // extra image paths below the key, "*" for list items
+  // When the operator runs it (components.yaml says where each fact comes from).
+  std::string sandbox_mode;        // "kata" | "kubevirt" where the release has sandboxWorkloads.mode
+  bool mig_capable = false;        // only on nodes with a MIG-capable GPU
+  bool openshift = false;          // only on OpenShift
+  std::string removed_in;          // first release that never deploys it
+  bool gpu_cluster = false;        // part of the GPUCluster (DRA) stack
+  std::string helm_rendered_from;  // Helm renders repository/image:version from this release on
 };
+
+// The sandboxWorkloads.mode the install kit deploys VM workloads in, where
+// the release has a mode (v26.3 on).
+inline constexpr const char* k_sandbox_mode = "kubevirt";
 
 // One entry of a mig-parted config: the GPUs it is limited to (empty: every
 // GPU) and its MIG profile -> count (nullopt: MIG off).

@@ -231,6 +231,8 @@ private:
     for (std::string k = key; !k.empty(); k = parent_of(k)) {
       const auto* info = m_cat.component(k);
       if (info && !info->enabled_by.empty()) {
+        // Another component's switch ("dcgmExporter.enabled") follows the recipe too.
+        if (ends_with(info->enabled_by, ".enabled")) return enabled(parent_of(info->enabled_by));
         auto e = at_path(m_chart.values, info->enabled_by);
         bool v = false;
         if (is_string(e)) YAML::convert<bool>::decode(e, v);
@@ -238,6 +240,57 @@ private:
       }
     }
     return workload_allows(key);
+  }
+
+  // The nearest catalog entry at or above a values key.
+  const ComponentInfo* info_of(const std::string& key) const {
+    for (std::string k = key; !k.empty(); k = parent_of(k))
+      if (const auto* info = m_cat.component(k)) return info;
+    return nullptr;
+  }
+
+  struct NeverRuns {
+    std::string why;  // "" when the operator may run it
+    std::string fix;
+  };
+
+  // Why the operator, as the kit deploys it, never runs the operand at `key`
+  // (so its images stay out of the lock), from the catalog's facts.
+  NeverRuns never_runs(const std::string& key) const {
+    const ComponentInfo* info = info_of(key);
+    if (!info) return {};
+    const std::string title = "the " + info->title;
+    const std::string drop = "remove components." + key;
+    if (!info->removed_in.empty() && compare_versions(m_version, info->removed_in) >= 0)
+      return {"GPU Operator " + m_version + " never deploys " + title + " (its state is always off from " + info->removed_in + " on)",
+              drop + " or use an operator release before " + info->removed_in};
+    if (m_dra && !info->gpu_cluster)
+      return {"components.draDriver makes the chart deploy the GPUCluster (DRA) stack instead of the ClusterPolicy, and " +
+                  title + " is a ClusterPolicy operand",
+              drop + " or components.draDriver"};
+    bool listed = std::any_of(info->workloads.begin(), info->workloads.end(), [&](const std::string& w) {
+      return std::find(m_r.workloads.begin(), m_r.workloads.end(), w) != m_r.workloads.end();
+    });
+    if (!listed)
+      return {"the operator runs " + title + " only for target.workloads " + join(info->workloads, " or ") +
+                  ", which the recipe does not list",
+              "add the workload to target.workloads or " + drop};
+    if (!info->sandbox_mode.empty() && info->sandbox_mode != k_sandbox_mode && at_path(m_chart.values, "sandboxWorkloads.mode"))
+      return {"GPU Operator " + m_version + " runs " + title + " only in sandboxWorkloads.mode " + info->sandbox_mode +
+                  ", and the kit deploys VM workloads in " + k_sandbox_mode + " mode",
+              drop};
+    if (info->mig_capable && !m_gpus.empty() &&
+        std::none_of(m_gpus.begin(), m_gpus.end(), [](const GpuInfo* g) { return !g->mig_profiles.empty(); })) {
+      std::vector<std::string> names;
+      for (const auto* g : m_gpus) names.push_back(g->name);
+      return {"the operator runs " + title + " only on nodes with a MIG-capable GPU, and none of target.gpus (" + join(names, ", ") +
+                  ") is one",
+              drop + " or add the MIG-capable GPUs to target.gpus"};
+    }
+    if (info->openshift && split_os(m_r.os).first != "rhcos")
+      return {"GPU Operator " + m_version + " uses " + title + " only on OpenShift (RHCOS nodes), and target.os is " + m_r.os,
+              drop};
+    return {};
   }
 
   void add(const std::string& component, const std::string& ref_text) {
@@ -262,12 +315,26 @@ private:
     std::set<std::string> known;
     for (const auto& f : found) known.insert(f.key);
     for (const auto& dep : m_chart.dependencies) known.insert(dep.name);
+    std::set<std::string> listed = known;
     for (const auto& [key, o] : m_r.components) {
       bool ok = known.count(key) > 0;
       if (!ok && at_path(m_chart.values, key + ".enabled")) ok = true;
+      if (ok) listed.insert(key);
       if (!ok)
         error("components." + key, "components." + key + ": chart " + m_chart.name + " " + m_version +
-                                       " has no such component; its components: " + join({known.begin(), known.end()}, ", "));
+                                       " has no such component; remove components." + key +
+                                       " or use a release that has it; its components: " + join({known.begin(), known.end()}, ", "));
+    }
+
+    // The DRA driver comes only with the GPUCluster CR (gpuCluster.deployCR),
+    // which templates/validations.yaml allows only without the ClusterPolicy.
+    m_dra = at_path(m_chart.values, "draDriver").IsDefined() && enabled("draDriver");
+    // A component the recipe switches on that would never run: refused, as
+    // the kit could not make the operator run it.
+    for (const auto& [key, o] : m_r.components) {
+      if (!o.enabled || !*o.enabled || !listed.count(key)) continue;
+      if (auto n = never_runs(key); !n.why.empty())
+        error("components." + key, "components." + key + " is on, but " + n.why + "; " + n.fix);
     }
 
     std::string os_tag = m_cat.os_tag(m_version, m_r.os);
@@ -275,6 +342,7 @@ private:
     for (const auto& f : found) {
       bool explicitly = false;
       if (!enabled(f.key, &explicitly)) continue;
+      if (!never_runs(f.key).why.empty()) continue;
       std::string repo = f.node["repository"].as<std::string>();
       std::string image = f.node["image"].as<std::string>();
       std::string version = is_string(f.node["version"]) ? f.node["version"].as<std::string>() : "";
@@ -438,8 +506,9 @@ private:
                     "on the host and set components." + key + ": false, or use driver.mode: conventional");
     if (gds && kmt == "proprietary" && m_r.driver_mode != DriverMode::Host)
       error("components.gds", "GPUDirect Storage (nvidia-fs) needs open kernel modules; set driver.kernelModuleType: open");
-    if (branch && branch < 580 && enabled("draDriver"))
+    if (branch && branch < 580 && m_dra)
       error("components.draDriver", "the DRA driver needs driver branch >= 580, not " + d.branch);
+    if (m_dra) dra_stack();
 
     if (auto why = m_cat.os_name_problem(m_version, m_r.os); !why.empty())
       error("target.os", "target.os " + m_r.os + ": " + why);
@@ -449,6 +518,28 @@ private:
       warn("GPU Operator " + m_version + " does not list " + m_r.os + " as supported");
 
     mig();
+  }
+
+  // Settings for ClusterPolicy operands mean nothing in the GPUCluster (DRA)
+  // stack, which has no sandbox operands, MIG manager or device plugin.
+  void dra_stack() {
+    const std::string dra = "components.draDriver deploys the GPUCluster (DRA) stack instead of the ClusterPolicy";
+    for (const auto& w : m_r.workloads)
+      if (w != "container")
+        error("target.workloads", "target.workloads lists " + w + ", but " + dra +
+                                      ", and only the ClusterPolicy runs VM workloads; remove " + w + " or components.draDriver");
+    if (!m_r.mig_config.empty())
+      error("mig.config", "mig.config is set, but " + dra + ", which has no MIG manager (the DRA driver manages MIG "
+                          "devices itself); remove mig.config or components.draDriver");
+    if (!m_r.mig_strategy.empty())
+      error("mig.strategy", "mig.strategy is set, but " + dra + ", whose device plugin and GFD read it; remove mig.strategy "
+                            "or components.draDriver");
+    if (m_r.time_slicing_replicas > 0)
+      error("sharing.timeSlicing.replicas", "sharing.timeSlicing is set, but " + dra +
+                                                ", which has no device plugin to share GPUs; remove sharing or components.draDriver");
+    if (m_r.toolkit_mode == ToolkitMode::Container)
+      warn("components.draDriver: the GPUCluster (DRA) stack deploys no container toolkit; the nodes' container runtime "
+           "must support CDI (the DRA driver writes CDI specs)");
   }
 
   // A profile of a layout fits a GPU that has it, or has its base profile
@@ -591,6 +682,7 @@ private:
   std::string m_version;
   std::string m_version_field;
   bool m_digest_pinned = false;
+  bool m_dra = false;  // components.draDriver: the GPUCluster stack instead of the ClusterPolicy
   std::vector<const GpuInfo*> m_gpus;
   std::map<std::string, LockImage> m_images;
   std::vector<std::string> m_errors;

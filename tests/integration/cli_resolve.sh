@@ -2,7 +2,8 @@
 # gpubundle resolve as a user runs it: exit codes, one-line errors, --json,
 # -o, and the examples against the stand-in v26.7.0 chart (tests/tools/chart.py);
 # with the real chart values in ../shared (GB_SHARED_DIR), against those for
-# v26.7.0 and v24.9.2, and B200 with driver 550 on v24.9.2.
+# v26.7.0 and v24.9.2, and B200 with driver 550 on v24.9.2; and the Kata
+# manager and DRA driver, resolve and overrides, over every shipped chart.
 set -euo pipefail
 gpubundle=$1
 src=${GB_SOURCE_DIR:?}
@@ -80,4 +81,41 @@ grep -q 'missing.yaml' "$work/err" || fail "missing file not named"
 sed 's/^operator:.*/operator: {version: v24.9.2, chart: "https:\/\/helm.example.invalid\/nvidia"}/' "$work/bad.yaml" | sed '/^driver:/d' >"$work/remote.yaml"
 expect_rc 2 "$gpubundle" --store "$work/store" resolve "$work/remote.yaml"
 grep -q 'is remote and not in the store yet: run `gpubundle mirror`' "$work/err" || { cat "$work/err"; fail "remote chart hint"; }
+# Kata manager and DRA driver over every shipped chart: what resolve accepts,
+# overrides expresses; where a release lacks one, exit 2 with one line naming
+# the recipe line and what to do.
+if [[ -d $shared ]]; then
+  for dir in "$shared"/v*/; do
+    tag=$(basename "$dir")
+    read -r kata dra < <(python3 -c 'import sys, yaml; v = yaml.safe_load(open(sys.argv[1]))
+print(int("repository" in (v.get("kataManager") or {})), int("draDriver" in v))' "$dir/values.yaml")
+    head="apiVersion: gpubundle/v1\nkind: Recipe\nmetadata: {name: modes}\noperator: {version: $tag}\n"
+    printf "${head}target: {gpus: [H100-SXM5-80GB], os: ubuntu22.04, workloads: [vm-passthrough]}\ncomponents: {kataManager: true}\n" >"$work/kata.yaml"
+    printf "${head}target: {gpus: [H100-SXM5-80GB], os: ubuntu22.04}\ndriver: {version: \"580.105.08\"}\ncomponents: {draDriver: true}\n" >"$work/dra.yaml"
+    for what in kata dra; do
+      if [[ ${!what} == 1 ]]; then
+        expect_rc 0 "$gpubundle" -q resolve "$work/$what.yaml" --chart "$dir" -o "$work/$what.lock.json"
+        expect_rc 0 "$gpubundle" -q overrides "$work/$what.lock.json" --registry registry.site:5000/gpu --chart "$dir" -o "$work/$what.$tag.kit"
+        values=$work/$what.$tag.kit/values.yaml
+        if [[ $what == kata ]]; then
+          grep -q 'url: "registry.site:5000/gpu/nvidia/cloud-native/kata-gpu-artifacts:' "$values" || fail "$tag: kata artifacts not at the site"
+          grep -q 'nvcr.io' "$values" && fail "$tag: values.yaml still names nvcr.io: $(grep nvcr.io "$values")"
+        else
+          python3 - "$values" <<'PY' || fail "$tag: DRA values"
+import sys, yaml
+v = yaml.safe_load(open(sys.argv[1]))
+assert v["gpuCluster"]["deployCR"] is True and v["clusterPolicy"]["deployCR"] is False, v
+assert v["driver"]["nvidiaDriverCRD"]["enabled"] is True, v["driver"]
+assert v["draDriver"]["repository"] == "registry.site:5000/gpu/nvidia", v["draDriver"]
+PY
+        fi
+      else
+        expect_rc 2 "$gpubundle" resolve "$work/$what.yaml" --chart "$dir"
+        want="error: $what.yaml:7: components.draDriver: chart gpu-operator $tag has no such component; remove components.draDriver"
+        [[ $what == kata ]] && want="error: $what.yaml:6: components.kataManager is on, but GPU Operator $tag never deploys the Kata manager"
+        [[ $(wc -l <"$work/err") == 1 && $(cat "$work/err") == "$want"* ]] || { cat "$work/err"; fail "$tag: $what refusal"; }
+      fi
+    done
+  done
+fi
 echo "cli-resolve: ok"

@@ -179,6 +179,7 @@ case "$*" in
     fi
     printf 'gpu-operator-1 Running True\nnvidia-cuda-validator-x Succeeded False\n' ;;
   "get nodes -l nvidia.com/gpu.present=true -o go-template="*) printf 'node-a cpu=64 nvidia.com/gpu=8 pods=110\n' ;;
+  "get resourceslices -o jsonpath="*) printf 'node-a gpu-0 gpu-1\n' ;;
   "get nodes -l nvidia.com/gpu.present=true -o jsonpath="*) printf 'node-a all-balanced %s\n' "${STUB_MIG_STATE:-success}" ;;
   "-n gpu-operator apply -f -") cat >"$STUB_LOG/smoke-pod.yaml" ;;
   "-n gpu-operator get pod gpubundle-cuda-smoke -o jsonpath={.status.phase}") echo Succeeded ;;
@@ -200,6 +201,17 @@ grep -qxF "FAIL: cannot list the pods in namespace gpu-operator (Error from serv
   "$work/vforbid.out" || fail "verify.sh: pods FAIL line: $(cat "$work/vforbid.out")"
 [ "$(grep -c '^PASS:' "$work/vforbid.out")" -eq 3 ] || fail "verify.sh stopped after a refused query: $(cat "$work/vforbid.out")"
 if grep -v -e '^FAIL: ' -e '^PASS: ' -e '^verify.sh: ' "$work/vforbid.out"; then fail "verify.sh printed raw kubectl output"; fi
+
+# The DRA driver: GPUs are ResourceSlice devices, not nvidia.com/gpu.
+sed -e '/^mig:/d' -e 's/^components:/components:\n  draDriver: true/' "$src/examples/conventional.yaml" >"$work/dra.yaml"
+"$gpubundle" -q resolve "$work/dra.yaml" --chart "$work/gpu-operator-v26.7.0.tgz" -o "$work/dra.lock.json"
+"$gpubundle" -q overrides "$work/dra.lock.json" --registry registry.site:5000/gpu --chart "$work/gpu-operator-v26.7.0.tgz" -o "$work/drakit"
+: >"$STUB_LOG/verify.args"
+vout="$(PATH="$vstubs:$PATH" "$work/drakit/verify.sh")" || fail "verify.sh (DRA) failed on a healthy stub cluster: $vout"
+grep -qx 'PASS: node node-a DRA devices: gpu-0 gpu-1' <<<"$vout" || fail "verify.sh (DRA): no ResourceSlice line: $vout"
+grep -q '^SKIP: CUDA smoke pod: the DRA stack' <<<"$vout" || fail "verify.sh (DRA): smoke pod: $vout"
+grep -q '^get resourceslices' "$STUB_LOG/verify.args" && ! grep -q 'go-template' "$STUB_LOG/verify.args" ||
+  fail "verify.sh (DRA) queries: $(cat "$STUB_LOG/verify.args")"
 
 # Precompiled recipe with time-slicing, plain HTTP, keep-host: the ConfigMap
 # goes in before the chart.

@@ -51,7 +51,7 @@ realtgz=$W/real/gpu-operator-$tag.tgz
 
 # Recipes: the examples for this release, and variants that switch on what
 # the examples leave off (VM workloads, DCGM, GDS, node status exporter,
-# NFD off, host toolkit).
+# NFD off, host toolkit, the DRA driver).
 mkdir -p "$W/recipes"
 for ex in "$src"/examples/*.yaml; do grep -q "version: $tag" "$ex" && cp "$ex" "$W/recipes/"; done
 base=$src/examples/conventional.yaml
@@ -60,6 +60,8 @@ variant all-on 'dcgm: true\n  gds: true\n  gdrcopy: true\n  nodeStatusExporter: 
 variant nfd-off 'node-feature-discovery: false\n  migManager: false'
 sed -e 's/^  platforms: .*/  platforms: [linux\/amd64]\n  workloads: [container, vm-passthrough, vm-vgpu]/' "$base" > "$W/recipes/vm.yaml"
 sed -e 's/^sharing:.*/toolkit: {mode: host}/' "$src/examples/precompiled.yaml" > "$W/recipes/host-toolkit.yaml"
+# The DRA driver: the GPUCluster stack (no MIG manager, so no mig settings).
+sed -e '/^mig:/d' -e 's/^components:/components:\n  draDriver: true/' "$base" > "$W/recipes/dra.yaml"
 
 n=0
 for r in "$W"/recipes/*.yaml; do

@@ -43,20 +43,26 @@ struct Case {
   bool digests = true;
   bool pull_secret = true;
   std::string workloads = "[container]";
+  std::string os = "ubuntu22.04";
+  std::string components = "{dcgmExporter: {enabled: true, serviceMonitor: true}, gds: {enabled: false}}";
+  bool settings = true;  // mig and sharing
+  std::string driver_version = "550.127.08";
 };
 
 std::string recipe_text(const Case& c) {
   std::string driver = c.mode == "precompiled" ? "{mode: precompiled, branch: \"550\", kernelModuleType: open}"
-                                               : "{mode: " + c.mode + ", version: \"550.127.08\", kernelModuleType: open}";
+                                               : "{mode: " + c.mode + ", version: \"" + c.driver_version + "\", kernelModuleType: open}";
   std::string s = "apiVersion: gpubundle/v1\nkind: Recipe\nmetadata: {name: kit-test}\n";
   s += "operator: {version: " + c.version + "}\n";
-  s += "target: {gpus: [H100-SXM5-80GB], os: ubuntu22.04, kernels: [5.15.0-126-generic], platforms: [linux/amd64], "
+  s += "target: {gpus: [H100-SXM5-80GB], os: " + c.os + ", kernels: [5.15.0-126-generic], platforms: [linux/amd64], "
        "workloads: " + c.workloads + "}\n";
   s += "driver: " + driver + "\n";
   s += "toolkit: {mode: " + c.toolkit + "}\n";
-  s += "components: {dcgmExporter: {enabled: true, serviceMonitor: true}, gds: {enabled: false}}\n";
-  s += "mig: {strategy: mixed, config: all-1g.10gb}\n";
-  s += "sharing: {timeSlicing: {replicas: 4}}\n";
+  s += "components: " + c.components + "\n";
+  if (c.settings) {
+    s += "mig: {strategy: mixed, config: all-1g.10gb}\n";
+    s += "sharing: {timeSlicing: {replicas: 4}}\n";
+  }
   s += "extraImages: [nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04]\n";
   if (c.pull_secret) s += "pullSecret: site-pull\n";
   return s;
@@ -190,8 +196,10 @@ TEST_CASE("digest pins for ClusterPolicy operands, tags for Helm-rendered images
   // driver.manager is also rendered into the operator's DRIVER_MANAGER_IMAGE env: tag.
   CHECK(str(v["driver"]["manager"]["version"]) == "v0.12.0");
   CHECK(str(v["driver"]["manager"]["repository"]) == "registry.site:5000/gpu/nvidia/cloud-native");
+  // v26.7 renders the validator into the operator's VALIDATOR_IMAGE env
+  // (the DRA validator) as repository/image:version: tag.
+  CHECK(str(v["validator"]["version"]) == "v26.7.0");
   // ClusterPolicy operands: digests.
-  CHECK(str(v["validator"]["version"]) == digest_of("gpu-operator:"));
   CHECK(str(v["devicePlugin"]["version"]) == digest_of("k8s-device-plugin"));
   CHECK(str(v["gfd"]["version"]) == digest_of("k8s-device-plugin"));
   CHECK(str(v["toolkit"]["version"]) == digest_of("container-toolkit"));
@@ -237,7 +245,9 @@ TEST_CASE("unmirrored locks pin tags; precompiled and host drivers", "[kit][valu
 
 TEST_CASE("v24.x charts get useOpenKernelModules and operator.initContainer", "[kit][values]") {
   if (!have_upstream()) return;
-  auto r = resolve_case({"v24.9.2"});
+  Case c{"v24.9.2"};
+  c.os = "rhcos4.16";  // the init container is OpenShift's
+  auto r = resolve_case(c);
   YAML::Node v = values_of(r);
   CHECK(v["driver"]["useOpenKernelModules"].as<bool>());
   CHECK_FALSE(v["driver"]["kernelModuleType"]);
@@ -332,9 +342,90 @@ TEST_CASE("VM workloads switch on the sandbox operands", "[kit][values]") {
     CHECK(str(mixed["sandboxWorkloads"]["enabled"]) == "true");
     CHECK(str(mixed["sandboxWorkloads"]["defaultWorkload"]) == "container");
     c.workloads = "[vm-vgpu]";
+    c.components = "{gds: false}";  // the DCGM exporter is a container-workload operand
     auto vgpu = values_of(resolve_case(c));
     CHECK(str(vgpu["sandboxWorkloads"]["defaultWorkload"]) == "vm-vgpu");
     // The mode only where the release has one (v26.x).
     CHECK(str(vgpu["sandboxWorkloads"]["mode"]) == (in_values_file(upstream() / version, "sandboxWorkloads.mode") ? "kubevirt" : "<absent>"));
+  }
+}
+
+TEST_CASE("Kata manager: every runtime class's artifacts from the site, by tag", "[kit][values][modes]") {
+  if (!have_upstream()) return;
+  int charts = 0;
+  for (const auto& version : shipped_versions()) {
+    if (!in_values_file(upstream() / version, "kataManager.repository")) continue;  // v26.7 never deploys it
+    INFO(version);
+    ++charts;
+    Case c{version};
+    c.workloads = "[vm-passthrough]";
+    c.components = "{kataManager: true}";
+    c.settings = false;
+    auto r = resolve_case(c);
+    YAML::Node v = values_of(r);
+    CHECK(v["kataManager"]["enabled"].as<bool>());
+    CHECK(str(v["kataManager"]["repository"]) == "registry.site:5000/gpu/nvidia/cloud-native");
+    YAML::Node chart_classes = YAML::LoadFile((upstream() / version / "values.yaml").string())["kataManager"]["config"]["runtimeClasses"];
+    YAML::Node classes = v["kataManager"]["config"]["runtimeClasses"];
+    REQUIRE(classes.IsSequence());
+    REQUIRE(classes.size() == chart_classes.size());
+    for (size_t i = 0; i < classes.size(); ++i) {
+      std::string url = str(chart_classes[i]["artifacts"]["url"]);
+      std::string tag = url.substr(url.rfind(':'));
+      // The kata manager pulls the reference as written: the site path, the tag kept.
+      CHECK(str(classes[i]["artifacts"]["url"]) == "registry.site:5000/gpu/nvidia/cloud-native/kata-gpu-artifacts" + tag);
+      CHECK(str(classes[i]["name"]) == str(chart_classes[i]["name"]));
+      CHECK(classes[i]["nodeSelector"].size() == chart_classes[i]["nodeSelector"].size());
+    }
+    CHECK(kit::unknown_keys(v, r.chart).empty());
+    // An artifact the chart's runtime classes do not name: the lock is not this chart's.
+    LockImage stray;
+    stray.components = {"kataManager.url"};
+    stray.source = "nvcr.io/nvidia/cloud-native/kata-gpu-artifacts:ubuntu24.04-999.1.1";
+    r.lock.images.push_back(stray);
+    auto refused = kit::make_values_yaml(r.lock, r.chart, site());
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().message.find("image " + stray.source + " is not in kataManager.config.runtimeClasses") != std::string::npos);
+  }
+  CHECK(charts >= 5);
+}
+
+TEST_CASE("DRA driver: the kit deploys the GPUCluster CR instead of the ClusterPolicy", "[kit][values][modes]") {
+  if (!have_upstream()) return;
+  Case c{"v26.7.0"};
+  c.components = "{draDriver: true}";
+  c.settings = false;
+  c.driver_version = "580.105.08";
+  auto r = resolve_case(c);
+  YAML::Node v = values_of(r);
+  CHECK(v["gpuCluster"]["deployCR"].as<bool>());
+  CHECK_FALSE(v["clusterPolicy"]["deployCR"].as<bool>());  // templates/validations.yaml refuses both
+  CHECK(v["driver"]["nvidiaDriverCRD"]["enabled"].as<bool>());  // and a driver needs the NVIDIADriver CR
+  CHECK_FALSE(v["draDriver"]["enabled"]);                          // the chart has no such key
+  CHECK(starts_with(str(v["draDriver"]["version"]), "sha256:"));    // the operator's ImagePath takes digests
+  CHECK(str(v["validator"]["version"]) == "v26.7.0");              // VALIDATOR_IMAGE, rendered by Helm
+  CHECK_FALSE(v["toolkit"]["repository"]);                         // not in the GPUCluster stack
+  CHECK(kit::unknown_keys(v, r.chart).empty());
+
+  c.mode = "host";
+  auto host = values_of(resolve_case(c));
+  CHECK(host["gpuCluster"]["deployCR"].as<bool>());
+  CHECK_FALSE(host["driver"]["nvidiaDriverCRD"]);
+}
+
+TEST_CASE("no digest where Helm renders repository/image:version, in any shipped chart", "[kit][values][modes]") {
+  if (!have_upstream()) return;
+  for (const auto& version : shipped_versions()) {
+    INFO(version);
+    auto r = resolve_case({version});
+    YAML::Node v = values_of(r);
+    // _helpers.tpl: gpu-operator.fullimage and driver-manager.fullimage in
+    // every release, validator.fullimage (VALIDATOR_IMAGE) from v26.7.
+    CHECK_FALSE(starts_with(str(v["operator"]["version"]), "sha256:"));
+    CHECK_FALSE(starts_with(str(v["driver"]["manager"]["version"]), "sha256:"));
+    bool rendered = version == "v26.7.0";
+    CHECK(starts_with(str(v["validator"]["version"]), "sha256:") == !rendered);
+    // The ClusterPolicy's own operands keep their digest pins.
+    CHECK(starts_with(str(v["devicePlugin"]["version"]), "sha256:"));
   }
 }

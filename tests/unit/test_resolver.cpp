@@ -47,6 +47,12 @@ std::string error_of(const std::string& tag, const std::string& body) {
   return o.lock.ok() ? "" : o.lock.error().message;
 }
 
+bool contains(const std::string& hay, const std::string& needle) {
+  if (hay.find(needle) != std::string::npos) return true;
+  UNSCOPED_INFO("message: " << hay);
+  return false;
+}
+
 const char* k_h100_conventional = "target: {gpus: [H100-SXM5-80GB], os: ubuntu22.04}\n";
 
 }  // namespace
@@ -117,7 +123,9 @@ TEST_CASE("known per-release facts", "[resolver]") {
     CHECK(one(o, "gfd") == one(o, "devicePlugin"));
     CHECK(one(o, "gfd").rfind("nvcr.io/nvidia/k8s-device-plugin:", 0) == 0);
   }
-  auto v24 = resolve_shared("v24.9.2", k_h100_conventional);
+  // The CUDA init container: the dcgm-exporter's, on OpenShift only.
+  auto v24 = resolve_shared("v24.9.2", "target: {gpus: [H100-SXM5-80GB], os: rhcos4.16}\n");
+  REQUIRE(v24.lock.ok());
   CHECK(one(v24, "operator.initContainer") == "nvcr.io/nvidia/cuda:12.6.3-base-ubi9");
   auto v26 = resolve_shared("v26.7.0", k_h100_conventional);
   CHECK(v26.by_component.count("operator.initContainer") == 0);
@@ -234,8 +242,8 @@ TEST_CASE("a chart the catalog has never seen resolves to exactly its values", "
       "nvcr.io/nvidia/k8s/container-toolkit:v9.1.0",
       "nvcr.io/nvidia/k8s-device-plugin:v9.2.0",
       "nvcr.io/nvidia/k8s/dcgm-exporter:3.3.9-3.6.1-ubuntu22.04",
-      "nvcr.io/nvidia/cloud-native/k8s-mig-manager:v0.10.0-ubuntu20.04",
-      "nvcr.io/nvidia/cuda:12.6.3-base-ubi9",
+      // operator.initContainer (cuda) is OpenShift-only; the MIG manager runs
+      // only with a MIG-capable GPU, and L4 is none.
       "registry.k8s.io/nfd/node-feature-discovery:v0.16.6",
       "nvcr.io/nvidia/future/foo-exporter:v1.2.3",
       "quay.io/acme/foo-sidecar:0.1",
@@ -437,18 +445,122 @@ TEST_CASE("workloads choose the VM operands; recipes can ask for any component",
   REQUIRE(vm.lock.ok());
   CHECK(one(vm, "sandboxDevicePlugin") == "nvcr.io/nvidia/kubevirt-gpu-device-plugin:v1.6.0");
   CHECK(vm.by_component.count("vfioManager") == 1);
-  CHECK(vm.by_component.count("ccManager") == 1);
+  // v26.x runs the CC manager and the Kata device plugin only in Kata mode,
+  // and the kit deploys kubevirt mode.
+  CHECK(vm.by_component.count("ccManager") == 0);
+  CHECK(vm.by_component.count("kataSandboxDevicePlugin") == 0);
   CHECK(vm.by_component.count("vgpuDeviceManager") == 0);
   auto kata = resolve_shared("v24.9.2", "target: {gpus: [H100-SXM5-80GB], os: ubuntu22.04, workloads: [vm-passthrough]}\n"
                                         "components: {kataManager: true}\n");
   REQUIRE(kata.lock.ok());
   CHECK(kata.by_component.at("kataManager.url").count("nvcr.io/nvidia/cloud-native/kata-gpu-artifacts:ubuntu22.04-535.54.03") == 1);
-  auto asked = resolve_shared("v24.9.2", "target: {gpus: [L4], os: ubuntu22.04}\ncomponents: {dcgm: true, "
-                                         "sandboxDevicePlugin: {enabled: true}, node-feature-discovery: false}\n");
+  auto asked = resolve_shared("v24.9.2", "target: {gpus: [L4], os: ubuntu22.04, workloads: [container, vm-vgpu]}\n"
+                                         "components: {dcgm: true, sandboxDevicePlugin: {enabled: true}, node-feature-discovery: false}\n");
   REQUIRE(asked.lock.ok());
   CHECK(asked.by_component.count("dcgm") == 1);
   CHECK(asked.by_component.count("sandboxDevicePlugin") == 1);
   CHECK(asked.by_component.count("node-feature-discovery") == 0);
+}
+
+TEST_CASE("operands the operator never runs stay out of the lock", "[resolver][modes]") {
+  GB_REQUIRE_SHARED();
+  auto has = [](const Outcome& o, const char* c) { return o.by_component.count(c) > 0; };
+  for (const auto& tag : k_tags) {
+    INFO(tag);
+    // MIG manager: only nodes with a MIG-capable GPU get its label.
+    auto l4 = resolve_shared(tag, "target: {gpus: [L4], os: ubuntu22.04}\n");
+    REQUIRE(l4.lock.ok());
+    CHECK_FALSE(has(l4, "migManager"));
+    auto mixed = resolve_shared(tag, "target: {gpus: [L4, H100-SXM5-80GB], os: ubuntu22.04}\n");
+    REQUIRE(mixed.lock.ok());
+    CHECK(has(mixed, "migManager"));
+    CHECK(contains(error_of(tag, "target: {gpus: [L4], os: ubuntu22.04}\ncomponents: {migManager: true}\n"),
+                   "recipe.yaml:6: components.migManager is on, but the operator runs the MIG manager only on nodes with a "
+                   "MIG-capable GPU, and none of target.gpus (L4) is one"));
+    // The CUDA init container: the dcgm-exporter's, on OpenShift only.
+    auto ubuntu = resolve_shared(tag, k_h100_conventional);
+    REQUIRE(ubuntu.lock.ok());
+    CHECK_FALSE(has(ubuntu, "operator.initContainer"));
+    // VM workloads in kubevirt mode: never both sandbox device plugins.
+    auto vm = resolve_shared(tag, "target: {gpus: [H100-SXM5-80GB], os: ubuntu22.04, workloads: [vm-passthrough, vm-vgpu]}\n");
+    REQUIRE(vm.lock.ok());
+    CHECK(has(vm, "sandboxDevicePlugin"));
+    CHECK_FALSE(has(vm, "kataSandboxDevicePlugin"));
+    CHECK_FALSE(has(vm, "ccManager"));
+    CHECK_FALSE(has(vm, "migManager"));  // a container-workload operand
+  }
+  // OpenShift, v25.10.1 and older: the init container when the exporter runs.
+  for (const char* tag : {"v23.9.2", "v24.9.2", "v25.10.1"}) {
+    INFO(tag);
+    auto ocp = resolve_shared(tag, "target: {gpus: [H100-SXM5-80GB], os: rhcos4.15}\n");
+    REQUIRE(ocp.lock.ok());
+    CHECK(has(ocp, "operator.initContainer"));
+    auto quiet = resolve_shared(tag, "target: {gpus: [H100-SXM5-80GB], os: rhcos4.15}\ncomponents: {dcgmExporter: false}\n");
+    REQUIRE(quiet.lock.ok());
+    CHECK_FALSE(has(quiet, "operator.initContainer"));
+  }
+  // Before the sandbox mode (v26.3) the CC manager runs for either VM workload.
+  auto cc = resolve_shared("v25.10.1", "target: {gpus: [H100-SXM5-80GB], os: ubuntu22.04, workloads: [vm-vgpu]}\n"
+                                       "components: {ccManager: true}\n");
+  REQUIRE(cc.lock.ok());
+  CHECK(has(cc, "ccManager"));
+  // v26.7 runs it only in Kata mode; the kit deploys kubevirt: refused at the line.
+  std::string kata_only = error_of("v26.7.0", "target: {gpus: [H100-SXM5-80GB], os: ubuntu22.04, workloads: [vm-passthrough]}\n"
+                                              "components: {kataSandboxDevicePlugin: true}\n");
+  CHECK(contains(kata_only, "recipe.yaml:6: components.kataSandboxDevicePlugin is on, but GPU Operator v26.7.0 runs the Kata "
+                            "sandbox device plugin only in sandboxWorkloads.mode kata, and the kit deploys VM workloads in "
+                            "kubevirt mode; remove components.kataSandboxDevicePlugin"));
+  // A VM operand without its workload never starts.
+  CHECK(contains(error_of("v24.9.2", "target: {gpus: [L4], os: ubuntu22.04}\ncomponents: {vfioManager: true}\n"),
+                 "components.vfioManager is on, but the operator runs the VFIO manager only for target.workloads "
+                 "vm-passthrough, which the recipe does not list; add the workload to target.workloads"));
+}
+
+TEST_CASE("Kata manager and DRA driver: accepted where the release deploys them", "[resolver][modes]") {
+  GB_REQUIRE_SHARED();
+  // The Kata manager up to v26.3 (v26.7 never deploys it; its chart has no image).
+  for (const char* tag : {"v23.9.2", "v24.3.0", "v24.6.2", "v24.9.2", "v25.10.1"}) {
+    INFO(tag);
+    auto kata = resolve_shared(tag, "target: {gpus: [H100-SXM5-80GB], os: ubuntu22.04, workloads: [vm-passthrough]}\n"
+                                    "components: {kataManager: true}\n");
+    REQUIRE(kata.lock.ok());
+    CHECK(kata.by_component.count("kataManager") == 1);
+    CHECK(kata.by_component.at("kataManager.url").size() == 2);
+    CHECK(contains(error_of(tag, "target: {gpus: [H100-SXM5-80GB], os: ubuntu22.04}\ncomponents: {kataManager: true}\n"),
+                   "components.kataManager is on, but the operator runs the Kata manager only for target.workloads vm-passthrough"));
+    // No DRA driver before v26.7: refused at the line, saying what to do.
+    CHECK(contains(error_of(tag, "target: {gpus: [L4], os: ubuntu22.04}\ndriver: {version: \"580.105.08\"}\n"
+                                 "components: {draDriver: true}\n"),
+                   "recipe.yaml:7: components.draDriver: chart gpu-operator " + std::string(tag) +
+                       " has no such component; remove components.draDriver or use a release that has it"));
+  }
+  CHECK(contains(error_of("v26.7.0", "target: {gpus: [H100-SXM5-80GB], os: ubuntu22.04, workloads: [vm-passthrough]}\n"
+                                     "components: {kataManager: true}\n"),
+                 "recipe.yaml:6: components.kataManager is on, but GPU Operator v26.7.0 never deploys the Kata manager (its state "
+                 "is always off from v26.7.0 on); remove components.kataManager or use an operator release before v26.7.0"));
+
+  // The DRA driver: the GPUCluster stack instead of the ClusterPolicy.
+  const std::string dra = "target: {gpus: [H100-SXM5-80GB], os: ubuntu22.04}\ndriver: {version: \"580.105.08\"}\n"
+                          "components: {draDriver: true";
+  auto o = resolve_shared("v26.7.0", dra + "}\n");
+  REQUIRE(o.lock.ok());
+  CHECK(one(o, "draDriver") == "nvcr.io/nvidia/dra-driver-nvidia-gpu:v0.5.0");
+  for (const char* on : {"operator", "validator", "driver", "driver.manager", "dcgmExporter", "node-feature-discovery"})
+    CHECK(o.by_component.count(on) == 1);
+  for (const char* off : {"toolkit", "devicePlugin", "gfd", "migManager", "nodeStatusExporter"}) {
+    INFO(off);
+    CHECK(o.by_component.count(off) == 0);
+  }
+  CHECK(contains(error_of("v26.7.0", dra + ", gfd: true}\n"),
+                 "components.gfd is on, but components.draDriver makes the chart deploy the GPUCluster (DRA) stack instead of "
+                 "the ClusterPolicy, and the GPU feature discovery is a ClusterPolicy operand"));
+  CHECK(contains(error_of("v26.7.0", dra + "}\nmig: {config: all-1g.10gb}\n"), "recipe.yaml:8: mig.config is set, but components.draDriver"));
+  CHECK(contains(error_of("v26.7.0", dra + "}\nmig: {strategy: mixed}\n"), "mig.strategy is set, but components.draDriver"));
+  CHECK(contains(error_of("v26.7.0", dra + "}\nsharing: {timeSlicing: {replicas: 4}}\n"),
+                 "sharing.timeSlicing is set, but components.draDriver"));
+  CHECK(contains(error_of("v26.7.0", "target: {gpus: [H100-SXM5-80GB], os: ubuntu22.04, workloads: [container, vm-vgpu]}\n"
+                                     "driver: {version: \"580.105.08\"}\ncomponents: {draDriver: true}\n"),
+                 "target.workloads lists vm-vgpu, but components.draDriver"));
 }
 
 TEST_CASE("destinations and the lock round trip", "[resolver][lock]") {
