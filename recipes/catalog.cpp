@@ -92,9 +92,10 @@ Result<Catalog> Catalog::from_files(const std::map<std::string, std::string>& fi
     c.m_mig_generated_from = mig["generatedFrom"].as<std::string>();
     for (const auto& r : mig["releases"]) {
       MigLayouts layouts;
-      for (auto it = r["configs"].begin(); it != r["configs"].end(); ++it) {
-        auto& entries = layouts[it->first.as<std::string>()];
-        for (const auto& e : it->second) {
+      // By value: it->second would point into the iterator's temporary proxy.
+      for (const auto& config : r["configs"]) {
+        auto& entries = layouts[config.first.as<std::string>()];
+        for (const auto& e : config.second) {
           MigLayoutEntry entry;
           entry.gpus = str_list(e["gpus"]);
           if (e["devices"]) {
