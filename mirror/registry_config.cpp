@@ -70,6 +70,7 @@ Result<RegistryConfig> RegistryConfig::load(const std::filesystem::path& file) {
   if (root.IsNull()) return cfg;
   if (!root.IsMap()) return rd.fail(root, "(top level)", "must be a mapping with a 'hosts' key");
   for (auto it = root.begin(); it != root.end(); ++it) {
+    if (!it->first.IsScalar()) return rd.fail(it->first, "(top level)", "keys must be plain names");
     auto key = it->first.as<std::string>();
     if (key != "hosts") return rd.fail(it->first, key, "unknown key (expected 'hosts')");
   }
@@ -77,6 +78,7 @@ Result<RegistryConfig> RegistryConfig::load(const std::filesystem::path& file) {
   if (!hosts || hosts.IsNull()) return cfg;
   if (!hosts.IsMap()) return rd.fail(hosts, "hosts", "must be a mapping of host names");
   for (auto it = hosts.begin(); it != hosts.end(); ++it) {
+    if (!it->first.IsScalar()) return rd.fail(it->first, "hosts", "host names must be plain strings");
     std::string name = it->first.as<std::string>();
     std::string path = "hosts." + name;
     if (name.find("://") != std::string::npos || name.find('/') != std::string::npos)
@@ -86,6 +88,7 @@ Result<RegistryConfig> RegistryConfig::load(const std::filesystem::path& file) {
     if (!h.IsNull()) {
       if (!h.IsMap()) return rd.fail(h, path, "must be a mapping");
       for (auto f = h.begin(); f != h.end(); ++f) {
+        if (!f->first.IsScalar()) return rd.fail(f->first, path, "field names must be plain strings");
         std::string field = f->first.as<std::string>();
         std::string fpath = path + "." + field;
         YAML::Node v = f->second;

@@ -261,6 +261,17 @@ TEST_CASE("chart values read a key written twice as Helm does: the last wins", "
   CHECK(entries == 3);  // driver, toolkit, list: each once
 }
 
+TEST_CASE("a registry config with a non-scalar key is refused with the line", "[hostile][yaml]") {
+  gbtest::TempDir dir;
+  for (std::string text : {"hosts:\n  ? [a, b]\n  : {}\n", "? {x: 1}\n: 2\n", "hosts:\n  nvcr.io:\n    ? [m]\n    : x\n"}) {
+    gbtest::spit(dir / "registries.yaml", text);
+    auto cfg = RegistryConfig::load(dir / "registries.yaml");  // threw YAML::TypedBadConversion before
+    REQUIRE_FALSE(cfg.ok());
+    CHECK(cfg.error().message.find((dir / "registries.yaml").string() + ":") == 0);
+    CHECK(cfg.error().message.find("must be plain") != std::string::npos);
+  }
+}
+
 TEST_CASE("the catalog's component entries survive loading", "[hostile][catalog]") {
   // Catalog::from_files once held a reference into yaml-cpp's temporary
   // iterator proxy here (ASan: stack-use-after-scope).
