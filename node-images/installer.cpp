@@ -3,6 +3,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -247,74 +248,57 @@ struct TypeFlags {
   bool arch = false, path = false, symlink = false, inherit = false;
 };
 
-// nvidia-installer manifest.c type table (the fields each TYPE carries).
+// nvidia-installer's manifest.c type table: which optional fields each TYPE
+// carries (has_arch, has_path, is_symlink, inherit_path). The table of
+// 590.48.01, plus the types dropped since 415.27 (LIBGL_LA, ALLOCATOR_JSON,
+// NVIFR_*, XMODULE_*) and the older OPENGL_HEADER and VDPAU_WRAPPER_*, with
+// the flags of the last tag that had them.
 const std::map<std::string, TypeFlags, std::less<>>& type_table() {
+  constexpr TypeFlags none{}, arch{true, false, false, false}, path{false, true, false, false},
+      arch_path{true, true, false, false}, arch_link{true, false, true, false}, path_link{false, true, true, false},
+      arch_path_link{true, true, true, false}, link{false, false, true, false}, inherit{false, false, false, true};
   static const std::map<std::string, TypeFlags, std::less<>> t = {
-      {"KERNEL_MODULE_SRC", {false, false, false, true}},
-      {"KERNEL_MODULE", {}},
-      {"DKMS_CONF", {false, false, false, true}},
-      {"FIRMWARE", {false, false, false, true}},
-      {"MODULE_SIGNING_KEY", {}},
-      {"OPENGL_HEADER", {false, true, false, false}},
-      {"OPENGL_LIB", {true, false, false, false}},
-      {"OPENGL_SYMLINK", {true, false, true, false}},
-      {"OPENGL_DATA", {false, true, false, false}},
-      {"GLVND_LIB", {true, false, false, false}},
-      {"GLVND_SYMLINK", {true, false, true, false}},
-      {"GLX_CLIENT_LIB", {true, false, false, false}},
-      {"GLX_CLIENT_SYMLINK", {true, false, true, false}},
-      {"EGL_CLIENT_LIB", {true, false, false, false}},
-      {"EGL_CLIENT_SYMLINK", {true, false, true, false}},
-      {"GLX_MODULE_SHARED_LIB", {false, true, false, false}},
-      {"GLX_MODULE_SYMLINK", {false, true, true, false}},
-      {"TLS_LIB", {true, true, false, false}},
-      {"UTILITY_LIB", {true, false, false, false}},
-      {"UTILITY_LIB_SYMLINK", {true, false, true, false}},
-      {"CUDA_LIB", {true, true, false, false}},
-      {"CUDA_SYMLINK", {true, true, true, false}},
-      {"OPENCL_LIB", {true, true, false, false}},
-      {"OPENCL_LIB_SYMLINK", {true, true, true, false}},
-      {"OPENCL_WRAPPER_LIB", {true, true, false, false}},
-      {"OPENCL_WRAPPER_SYMLINK", {true, true, true, false}},
-      {"NVCUVID_LIB", {true, false, false, false}},
-      {"NVCUVID_LIB_SYMLINK", {true, false, true, false}},
-      {"ENCODEAPI_LIB", {true, false, false, false}},
-      {"ENCODEAPI_LIB_SYMLINK", {true, false, true, false}},
-      {"NVIFR_LIB", {true, false, false, false}},
-      {"NVIFR_LIB_SYMLINK", {true, false, true, false}},
-      {"VDPAU_LIB", {true, true, false, false}},
-      {"VDPAU_SYMLINK", {true, true, true, false}},
-      {"VDPAU_WRAPPER_LIB", {true, true, false, false}},
-      {"VDPAU_WRAPPER_SYMLINK", {true, true, true, false}},
-      {"GBM_BACKEND_LIB_SYMLINK", {true, false, true, false}},
-      {"WINE_LIB", {false, true, false, false}},
-      {"XMODULE_SHARED_LIB", {false, true, false, false}},
-      {"XMODULE_SYMLINK", {false, true, true, false}},
-      {"XMODULE_NEWSYM", {false, true, true, false}},
-      {"XORG_OUTPUTCLASS_CONFIG", {}},
-      {"INSTALLER_BINARY", {}},
-      {"UTILITY_BINARY", {}},
-      {"UTILITY_BIN_SYMLINK", {false, false, true, false}},
-      {"NVIDIA_MODPROBE", {}},
-      {"NVIDIA_MODPROBE_MANPAGE", {}},
-      {"INTERNAL_UTILITY_BINARY", {}},
-      {"INTERNAL_UTILITY_LIB", {}},
-      {"INTERNAL_UTILITY_DATA", {}},
-      {"EXPLICIT_PATH", {false, true, false, false}},
-      {"DOCUMENTATION", {false, true, false, false}},
-      {"MANPAGE", {false, true, false, false}},
-      {"DOT_DESKTOP", {false, true, false, false}},
-      {"ICON", {false, true, false, false}},
-      {"APPLICATION_PROFILE", {false, true, false, false}},
-      {"CUDA_ICD", {}},
-      {"VULKAN_ICD_JSON", {}},
-      {"VULKANSC_ICD_JSON", {}},
-      {"GLVND_EGL_ICD_JSON", {}},
-      {"EGL_EXTERNAL_PLATFORM_JSON", {}},
-      {"SYSTEMD_UNIT", {}},
-      {"SYSTEMD_UNIT_SYMLINK", {false, true, true, false}},
-      {"SYSTEMD_SLEEP_SCRIPT", {}},
-      {"SANDBOXUTILS_FILELIST_JSON", {}},
+      {"KERNEL_MODULE_SRC", inherit},       {"KERNEL_MODULE", none},
+      {"CUDA_ICD", none},                   {"OPENGL_LIB", arch},
+      {"WINE_LIB", arch},                   {"CUDA_LIB", arch_path},
+      {"OPENCL_LIB", arch_path},            {"OPENCL_WRAPPER_LIB", arch_path},
+      {"OPENCL_LIB_SYMLINK", arch_path_link}, {"OPENCL_WRAPPER_SYMLINK", arch_path_link},
+      {"TLS_LIB", arch_path},               {"UTILITY_LIB", arch},
+      {"GBM_BACKEND_LIB", arch},            {"DOCUMENTATION", path},
+      {"APPLICATION_PROFILE", path},        {"MANPAGE", path},
+      {"EXPLICIT_PATH", path},              {"OPENGL_SYMLINK", arch_link},
+      {"CUDA_SYMLINK", arch_path_link},     {"UTILITY_LIB_SYMLINK", arch_link},
+      {"GBM_BACKEND_LIB_SYMLINK", arch_link}, {"INSTALLER_BINARY", none},
+      {"UTILITY_BINARY", none},             {"UTILITY_BIN_SYMLINK", link},
+      {"DOT_DESKTOP", path},                {"ICON", path},
+      {"XMODULE_SHARED_LIB", path},         {"GLX_MODULE_SHARED_LIB", path},
+      {"GLX_MODULE_SYMLINK", path_link},    {"VDPAU_LIB", arch_path},
+      {"VDPAU_SYMLINK", arch_path_link},    {"NVCUVID_LIB", arch},
+      {"NVCUVID_LIB_SYMLINK", arch_link},   {"ENCODEAPI_LIB", arch},
+      {"ENCODEAPI_LIB_SYMLINK", arch_link}, {"VGX_LIB", none},
+      {"VGX_LIB_SYMLINK", link},            {"GRID_LIB", path},
+      {"GRID_LIB_SYMLINK", path_link},      {"NVIDIA_MODPROBE", path},
+      {"NVIDIA_MODPROBE_MANPAGE", path},    {"MODULE_SIGNING_KEY", none},
+      {"XORG_OUTPUTCLASS_CONFIG", none},    {"DKMS_CONF", inherit},
+      {"GLVND_LIB", arch},                  {"GLVND_SYMLINK", arch_link},
+      {"GLX_CLIENT_LIB", arch},             {"GLX_CLIENT_SYMLINK", arch_link},
+      {"VULKAN_ICD_JSON", path},            {"GLVND_EGL_ICD_JSON", none},
+      {"EGL_CLIENT_LIB", arch},             {"EGL_CLIENT_SYMLINK", arch_link},
+      {"EGL_EXTERNAL_PLATFORM_JSON", none}, {"FLEXERA_LIB", path},
+      {"FLEXERA_LIB_SYMLINK", path_link},   {"INTERNAL_UTILITY_BINARY", arch},
+      {"INTERNAL_UTILITY_LIB", arch},       {"INTERNAL_UTILITY_DATA", none},
+      {"FIRMWARE", inherit},                {"SYSTEMD_UNIT", none},
+      {"SYSTEMD_UNIT_SYMLINK", path_link},  {"SYSTEMD_SLEEP_SCRIPT", none},
+      {"OPENGL_DATA", path},                {"VULKANSC_ICD_JSON", path},
+      {"SANDBOXUTILS_FILELIST_JSON", path},
+      // Dropped from the table: 470.256.02 and before ...
+      {"NVIFR_LIB", arch},                  {"NVIFR_LIB_SYMLINK", arch_link},
+      {"ALLOCATOR_JSON", none},             {"LIBGL_LA", arch},
+      // ... 415.27 and before ...
+      {"XMODULE_SYMLINK", path_link},       {"XMODULE_NEWSYM", path_link},
+      // ... 396.54 and 358.16 and before.
+      {"OPENGL_HEADER", path},              {"VDPAU_WRAPPER_LIB", arch_path},
+      {"VDPAU_WRAPPER_SYMLINK", arch_path_link},
   };
   return t;
 }
@@ -383,20 +367,24 @@ Result<InstallerManifest> parse_manifest(std::string_view text, const std::strin
       if (*a != "NATIVE" && *a != "COMPAT32") return input_error(where + "expected NATIVE or COMPAT32, got '" + *a + "'");
       e.arch = *a;
     }
-    if (f.inherit) {
-      auto p = next("INHERIT_PATH_DEPTH:n");
-      if (!p) return p.error();
-      if (!starts_with(*p, "INHERIT_PATH_DEPTH:")) return input_error(where + "expected INHERIT_PATH_DEPTH:n, got '" + *p + "'");
-      auto d = to_u64(p->substr(19));
-      if (!d || *d > 64) return input_error(where + "bad " + *p);
-      e.inherit_depth = static_cast<int>(*d);
-    } else if (f.path) {
+    // has_path wins over inherit_path, as in nvidia-installer (no type has both).
+    if (f.path) {
       auto p = next("path");
       if (!p) return p.error();
       // Real packages omit the path of some entries and go straight to MODULE:x.
       if (starts_with(*p, "MODULE:")) --k;
       else e.path = *p;
       if (e.path.find("..") != std::string::npos) return input_error(where + "unsafe path '" + e.path + "'");
+    } else if (f.inherit) {
+      auto p = next("INHERIT_PATH_DEPTH:n");
+      if (!p) return p.error();
+      if (!starts_with(*p, "INHERIT_PATH_DEPTH:")) return input_error(where + "expected INHERIT_PATH_DEPTH:n, got '" + *p + "'");
+      auto d = to_u64(p->substr(19));
+      // The installer strips that many leading folders from the file's own folder.
+      auto folders = static_cast<std::size_t>(std::count(e.file.begin(), e.file.end(), '/'));
+      if (!d || folders == 0 || *d > folders)
+        return input_error(where + *p + " but " + e.file + " has " + std::to_string(folders) + " folder(s) to strip");
+      e.inherit_depth = static_cast<int>(*d);
     }
     if (f.symlink) {
       auto s = next("symlink target");
@@ -418,14 +406,19 @@ std::optional<std::string> manifest_destination(const ManifestEntry& e, const st
     return out + "/" + n;
   };
   const std::string& t = e.type;
-  if (t == "UTILITY_LIB" || t == "UTILITY_LIB_SYMLINK" || t == "NVCUVID_LIB" || t == "NVCUVID_LIB_SYMLINK" ||
-      t == "ENCODEAPI_LIB" || t == "ENCODEAPI_LIB_SYMLINK")
+  auto is = [&](std::initializer_list<std::string_view> types) {
+    return std::find(types.begin(), types.end(), t) != types.end();
+  };
+  if (is({"UTILITY_LIB", "UTILITY_LIB_SYMLINK", "NVCUVID_LIB", "NVCUVID_LIB_SYMLINK", "ENCODEAPI_LIB",
+          "ENCODEAPI_LIB_SYMLINK", "VGX_LIB", "VGX_LIB_SYMLINK"}))
     return join_path(libdir, "", name);
-  if (t == "CUDA_LIB" || t == "CUDA_SYMLINK" || t == "OPENCL_LIB" || t == "OPENCL_LIB_SYMLINK")
+  // GRID and FLEXERA (vGPU guest licensing) go below the libdir like CUDA_LIB.
+  if (is({"CUDA_LIB", "CUDA_SYMLINK", "OPENCL_LIB", "OPENCL_LIB_SYMLINK", "GRID_LIB", "GRID_LIB_SYMLINK", "FLEXERA_LIB",
+          "FLEXERA_LIB_SYMLINK"}))
     return join_path(libdir, e.path, name);
-  if (t == "UTILITY_BINARY" || t == "UTILITY_BIN_SYMLINK" || t == "NVIDIA_MODPROBE") return "usr/bin/" + name;
-  if (t == "INTERNAL_UTILITY_BINARY" || t == "INTERNAL_UTILITY_LIB" || t == "INTERNAL_UTILITY_DATA")
-    return "usr/lib/nvidia/" + name;
+  if (t == "NVIDIA_MODPROBE" && !e.path.empty()) return join_path("", e.path, name).substr(1);
+  if (is({"UTILITY_BINARY", "UTILITY_BIN_SYMLINK", "NVIDIA_MODPROBE"})) return "usr/bin/" + name;
+  if (is({"INTERNAL_UTILITY_BINARY", "INTERNAL_UTILITY_LIB", "INTERNAL_UTILITY_DATA"})) return "usr/lib/nvidia/" + name;
   if (t == "FIRMWARE") {
     auto parts = split(e.file, '/');
     std::vector<std::string> rest(parts.begin() + std::min<std::size_t>(parts.size() - 1, static_cast<std::size_t>(std::max(e.inherit_depth, 0))), parts.end());

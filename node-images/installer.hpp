@@ -18,7 +18,8 @@
 //   <file> <octal mode> <TYPE> [NATIVE|COMPAT32] [path | INHERIT_PATH_DEPTH:n] [symlink target] [ignored...]
 // Which optional fields a TYPE carries comes from nvidia-installer's type
 // table (manifest.c); an unknown TYPE rejects the whole manifest, as
-// nvidia-installer does.
+// nvidia-installer does. INHERIT_PATH_DEPTH:n strips n leading folders from
+// the file's own folder, so n may not exceed the folders it has.
 
 #include <cstdint>
 #include <filesystem>
@@ -80,7 +81,11 @@ bool is_known_manifest_type(std::string_view type);
 
 // Where an entry goes on the target root ("usr/bin/nvidia-smi", no leading
 // slash), or nullopt when a headless compute node does not need it (sources,
-// docs, X/graphics files, 32-bit compat). libdir e.g. "usr/lib/x86_64-linux-gnu".
+// docs, X/graphics files, 32-bit compat). Destinations follow nvidia-installer's
+// set_destinations: <libdir>/<path>/name for CUDA_*, OPENCL_*, GRID_* and
+// FLEXERA_* (the vGPU guest's licensing libraries), <libdir>/name for
+// UTILITY_*, NVCUVID_*, ENCODEAPI_* and VGX_*, <path>/name for NVIDIA_MODPROBE.
+// libdir e.g. "usr/lib/x86_64-linux-gnu".
 std::optional<std::string> manifest_destination(const ManifestEntry& e, const std::string& version,
                                                 const std::string& libdir);
 

@@ -117,8 +117,11 @@ for f in overlay.tar install.sh manifest.json values.yaml packages/nvidia-fabric
 done
 ok "bake wrote overlay.tar, install.sh, manifest.json, values.yaml, packages/"
 
-# Without packages it says what is missing, and still ships the FM unit.
-"$gb" --store "$work/store2" node-image bake "$work/site.yaml" --installer "$work/inst/NVIDIA-Linux-x86_64-$VER.run" \
+# Without packages it says what is missing, and still ships the FM unit. This
+# bake takes a vGPU guest (GRID) installer: its licensing libraries land where
+# nvidia-installer puts them.
+bash "$src/tests/integration/fixtures/make-installer.sh" "$work/grid" "$VER" grid >/dev/null
+"$gb" --store "$work/store2" node-image bake "$work/site.yaml" --installer "$work/grid/NVIDIA-Linux-x86_64-$VER-grid.run" \
   --kernel-build "$kbuild" -j 2 -o "$work/bare" --fabric-manager --no-store > /dev/null 2> "$work/stderr2" ||
   { cat "$work/stderr2" >&2; fail "bake without packages"; }
 grep -q "no --toolkit-packages" "$work/stderr2" || fail "missing toolkit packages not reported"
@@ -127,6 +130,15 @@ grep -q "nvidia-fabricmanager $VER package" "$work/stderr2" || fail "missing fab
 tar -tf "$work/bare/overlay.tar" | grep -x usr/lib/systemd/system/nvidia-fabricmanager.service >/dev/null || fail "FM unit missing"
 [ ! -e "$work/store2" ] || fail "--no-store created a store"
 ok "missing toolkit and fabric manager packages are reported; --no-store stores nothing"
+tar -tvf "$work/bare/overlay.tar" > "$work/grid-list"
+lib=usr/lib/x86_64-linux-gnu
+for p in "$lib/libnvidia-vgxcfg.so.$VER" "$lib/libnvidia-vgxcfg.so.1 -> libnvidia-vgxcfg.so.$VER" \
+  "$lib/nvidia/grid/libnvidia-gridd.so.$VER" "$lib/nvidia/grid/libnvidia-gridd.so.1 -> libnvidia-gridd.so.$VER" \
+  "$lib/libFlxCore64.so.2021.02" "$lib/libFlxCore64.so -> libFlxCore64.so.2021.02"; do
+  grep -q " $p$" "$work/grid-list" || fail "GRID overlay lacks $p: $(grep -i -e grid -e vgx -e flx "$work/grid-list")"
+done
+grep -q "^-rwxr-xr-x .* $lib/nvidia/grid/libnvidia-gridd.so.$VER$" "$work/grid-list" || fail "GRID_LIB mode"
+ok "GRID installer: VGX_LIB in the libdir, GRID_LIB below libdir/<path>, FLEXERA_LIB, their symlinks"
 
 tar -tvf "$out/overlay.tar" > "$work/list"
 for p in "lib/modules/$kver/updates/nvidia/nvidia.ko" "lib/modules/$kver/updates/nvidia/nvidia-uvm.ko" \

@@ -152,17 +152,29 @@ openssl cms -verify -binary -inform DER -in "$work/sig.der" -content "$work/cont
   -CAfile "$work/cert.pem" -purpose any -out /dev/null 2>"$work/cms.err" || { cat "$work/cms.err"; fail "openssl cms -verify"; }
 ok "openssl cms -verify accepts the module signature"
 
-# --kernel-headers: Debian's header packages unpacked into the sandbox; unsigned.
+# --kernel-headers: Debian's header packages unpacked into the sandbox; unsigned;
+# a vGPU guest (GRID) installer, whose licensing libraries must land in the image
+# where nvidia-installer puts them.
+bash "$src/tests/integration/fixtures/make-installer.sh" "$work/grid" "$VER" grid >/dev/null
 debs=(/var/cache/apt/archives/linux-headers-"$kver"_*.deb /var/cache/apt/archives/linux-headers-"${kver%-*}"-common_*.deb
   /var/cache/apt/archives/linux-kbuild-*.deb)
 if ls "${debs[@]}" > /dev/null 2>&1; then
-  GPUBUNDLE_STORE=$store "$gb" driver build "$work/site.yaml" --installer "$uprun" --kernel-headers "${debs[@]}" \
+  GPUBUNDLE_STORE=$store "$gb" driver build "$work/site.yaml" --installer "$work/grid/NVIDIA-Linux-x86_64-$VER-grid.run" --kernel-headers "${debs[@]}" \
     --base "oci:$work/base:latest" --os-tag headers-test -j 2 > "$work/out" 2> "$work/err" || { cat "$work/err" >&2; fail "--kernel-headers build"; }
   href=nvcr.io/nvidia/driver:580-$kver-headers-test
   grep -q "^$href@" "$work/out" || fail "--kernel-headers: no $href"
   [ "$(skopeo inspect --config "oci:$store:$href" | python3 -c 'import json,sys; print(json.load(sys.stdin)["config"]["Labels"]["io.gpubundle.driver.signer"])')" = unsigned ] ||
     fail "unsigned image not labelled unsigned"
-  ok "--kernel-headers (dpkg-deb -x into the sandbox), upstream makeself header, unsigned: $href"
+  skopeo copy -q "oci:$store:$href" "oci:$work/copy:grid" || fail "skopeo copy $href"
+  umoci unpack --rootless --image "$work/copy:grid" "$work/grid-bundle" >/dev/null || fail "umoci unpack $href"
+  glib=$work/grid-bundle/rootfs/usr/lib/x86_64-linux-gnu
+  [ "$(readlink "$glib/libnvidia-vgxcfg.so.1")" = "libnvidia-vgxcfg.so.$VER" ] || fail "VGX_LIB_SYMLINK"
+  [ "$(readlink "$glib/nvidia/grid/libnvidia-gridd.so.1")" = "libnvidia-gridd.so.$VER" ] || fail "GRID_LIB_SYMLINK"
+  [ "$(readlink "$glib/libFlxCore64.so")" = libFlxCore64.so.2021.02 ] || fail "FLEXERA_LIB_SYMLINK"
+  cmp -s "$glib/nvidia/grid/libnvidia-gridd.so.$VER" "$work/grid/tree/grid/libnvidia-gridd.so.$VER" || fail "GRID_LIB content"
+  [ "$(mode "$glib/nvidia/grid/libnvidia-gridd.so.$VER")" = 755 ] && [ -f "$glib/libnvidia-vgxcfg.so.$VER" ] &&
+    [ -f "$glib/libFlxCore64.so.2021.02" ] || fail "GRID/VGX/FLEXERA libraries"
+  ok "--kernel-headers (dpkg-deb -x into the sandbox), upstream makeself header, unsigned, GRID files placed: $href"
 else
   echo "note: linux-headers/kbuild .deb files not in /var/cache/apt/archives: --kernel-headers not checked"
 fi

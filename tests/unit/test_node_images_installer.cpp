@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 
 #include "common/files.hpp"
 #include "fixtures.hpp"
@@ -222,6 +223,159 @@ TEST_CASE(".manifest destinations for a headless compute node", "[node-images][m
   CHECK(dst(5) == std::optional<std::string>(lib + "/libcuda.so.580.95.05"));
   CHECK(dst(6) == std::optional<std::string>("usr/bin/nvidia-smi"));
   CHECK_FALSE(dst(7));  // documentation
+}
+
+namespace {
+
+// One entry of every TYPE in nvidia-installer's manifest.c table (590.48.01
+// and the types dropped since), written with the fields that type carries.
+// Expected: arch, path, symlink target, inherit depth.
+struct TypedLine {
+  const char* line;
+  const char* arch;
+  const char* path;
+  const char* target;
+  int inherit;
+};
+const TypedLine k_every_type[] = {
+    {"kernel/nvidia/nv.c 0644 KERNEL_MODULE_SRC INHERIT_PATH_DEPTH:1 MODULE:resman", "", "", "", 1},
+    {"nvidia.ko 0644 KERNEL_MODULE", "", "", "", -1},
+    {"nvidia.icd 0644 CUDA_ICD", "", "", "", -1},
+    {"libGLX_nvidia.so.1 0755 OPENGL_LIB NATIVE", "NATIVE", "", "", -1},
+    {"nvngx.dll 0644 WINE_LIB NATIVE", "NATIVE", "", "", -1},
+    {"libcuda.so.1 0755 CUDA_LIB NATIVE vdpau", "NATIVE", "vdpau", "", -1},
+    {"libnvidia-opencl.so.1 0755 OPENCL_LIB NATIVE /", "NATIVE", "/", "", -1},
+    {"libOpenCL.so.1.0.0 0755 OPENCL_WRAPPER_LIB NATIVE /", "NATIVE", "/", "", -1},
+    {"libnvidia-opencl.so 0777 OPENCL_LIB_SYMLINK NATIVE / libnvidia-opencl.so.1", "NATIVE", "/", "libnvidia-opencl.so.1", -1},
+    {"libOpenCL.so.1 0777 OPENCL_WRAPPER_SYMLINK NATIVE / libOpenCL.so.1.0.0", "NATIVE", "/", "libOpenCL.so.1.0.0", -1},
+    {"libnvidia-tls.so.1 0755 TLS_LIB NATIVE tls", "NATIVE", "tls", "", -1},
+    {"libnvidia-ml.so.1 0755 UTILITY_LIB NATIVE", "NATIVE", "", "", -1},
+    {"nvidia-drm_gbm.so 0755 GBM_BACKEND_LIB NATIVE", "NATIVE", "", "", -1},
+    {"README.txt 0644 DOCUMENTATION share/doc/NVIDIA_GLX-1.0", "", "share/doc/NVIDIA_GLX-1.0", "", -1},
+    {"nvidia-application-profiles-rc 0644 APPLICATION_PROFILE /usr/share/nvidia", "", "/usr/share/nvidia", "", -1},
+    {"nvidia-smi.1.gz 0644 MANPAGE share/man/man1", "", "share/man/man1", "", -1},
+    {"nvoptix.bin 0644 EXPLICIT_PATH /usr/share/nvidia", "", "/usr/share/nvidia", "", -1},
+    {"libGL.so 0777 OPENGL_SYMLINK NATIVE libGL.so.1", "NATIVE", "", "libGL.so.1", -1},
+    {"libcuda.so 0777 CUDA_SYMLINK NATIVE / libcuda.so.1", "NATIVE", "/", "libcuda.so.1", -1},
+    {"libnvidia-ml.so 0777 UTILITY_LIB_SYMLINK NATIVE libnvidia-ml.so.1", "NATIVE", "", "libnvidia-ml.so.1", -1},
+    {"nvidia-drm_gbm.so.1 0777 GBM_BACKEND_LIB_SYMLINK NATIVE ../nvidia-drm_gbm.so", "NATIVE", "", "../nvidia-drm_gbm.so", -1},
+    {"nvidia-installer 0755 INSTALLER_BINARY", "", "", "", -1},
+    {"nvidia-smi 0755 UTILITY_BINARY", "", "", "", -1},
+    {"nvidia-uninstall 0777 UTILITY_BIN_SYMLINK nvidia-installer", "", "", "nvidia-installer", -1},
+    {"nvidia-settings.desktop 0644 DOT_DESKTOP share/applications", "", "share/applications", "", -1},
+    {"nvidia-settings.png 0644 ICON share/pixmaps", "", "share/pixmaps", "", -1},
+    {"nvidia_drv.so 0755 XMODULE_SHARED_LIB drivers", "", "drivers", "", -1},
+    {"libglxserver_nvidia.so.1 0755 GLX_MODULE_SHARED_LIB extensions", "", "extensions", "", -1},
+    {"libglxserver_nvidia.so 0777 GLX_MODULE_SYMLINK extensions libglxserver_nvidia.so.1", "", "extensions", "libglxserver_nvidia.so.1", -1},
+    {"libvdpau_nvidia.so.1 0755 VDPAU_LIB NATIVE vdpau", "NATIVE", "vdpau", "", -1},
+    {"libvdpau_nvidia.so 0777 VDPAU_SYMLINK NATIVE vdpau libvdpau_nvidia.so.1", "NATIVE", "vdpau", "libvdpau_nvidia.so.1", -1},
+    {"libnvcuvid.so.1 0755 NVCUVID_LIB NATIVE", "NATIVE", "", "", -1},
+    {"libnvcuvid.so 0777 NVCUVID_LIB_SYMLINK NATIVE libnvcuvid.so.1", "NATIVE", "", "libnvcuvid.so.1", -1},
+    {"libnvidia-encode.so.1 0755 ENCODEAPI_LIB NATIVE", "NATIVE", "", "", -1},
+    {"libnvidia-encode.so 0777 ENCODEAPI_LIB_SYMLINK NATIVE libnvidia-encode.so.1", "NATIVE", "", "libnvidia-encode.so.1", -1},
+    {"libnvidia-vgxcfg.so.1 0755 VGX_LIB", "", "", "", -1},
+    {"libnvidia-vgxcfg.so 0777 VGX_LIB_SYMLINK libnvidia-vgxcfg.so.1", "", "", "libnvidia-vgxcfg.so.1", -1},
+    {"libnvidia-gridd.so.1 0755 GRID_LIB nvidia/gridd", "", "nvidia/gridd", "", -1},
+    {"libnvidia-gridd.so 0777 GRID_LIB_SYMLINK nvidia/gridd libnvidia-gridd.so.1", "", "nvidia/gridd", "libnvidia-gridd.so.1", -1},
+    {"nvidia-modprobe 4755 NVIDIA_MODPROBE /usr/bin", "", "/usr/bin", "", -1},
+    {"nvidia-modprobe.1.gz 0644 NVIDIA_MODPROBE_MANPAGE share/man/man1", "", "share/man/man1", "", -1},
+    {"signing.key 0600 MODULE_SIGNING_KEY", "", "", "", -1},
+    {"nvidia-drm-outputclass.conf 0644 XORG_OUTPUTCLASS_CONFIG", "", "", "", -1},
+    {"kernel/dkms.conf 0644 DKMS_CONF INHERIT_PATH_DEPTH:1", "", "", "", 1},
+    {"libGLX.so.0 0755 GLVND_LIB NATIVE", "NATIVE", "", "", -1},
+    {"libGLX.so 0777 GLVND_SYMLINK NATIVE libGLX.so.0", "NATIVE", "", "libGLX.so.0", -1},
+    {"libGLX_nvidia.so.0 0755 GLX_CLIENT_LIB NATIVE", "NATIVE", "", "", -1},
+    {"libGLX_indirect.so.0 0777 GLX_CLIENT_SYMLINK NATIVE libGLX_nvidia.so.0", "NATIVE", "", "libGLX_nvidia.so.0", -1},
+    {"nvidia_icd.json 0644 VULKAN_ICD_JSON vulkan/icd.d", "", "vulkan/icd.d", "", -1},
+    {"10_nvidia.json 0644 GLVND_EGL_ICD_JSON", "", "", "", -1},
+    {"libEGL_nvidia.so.0 0755 EGL_CLIENT_LIB NATIVE", "NATIVE", "", "", -1},
+    {"libEGL_nvidia.so 0777 EGL_CLIENT_SYMLINK NATIVE libEGL_nvidia.so.0", "NATIVE", "", "libEGL_nvidia.so.0", -1},
+    {"15_nvidia_gbm.json 0644 EGL_EXTERNAL_PLATFORM_JSON", "", "", "", -1},
+    {"libFlxCore64.so.2021.02 0755 FLEXERA_LIB /", "", "/", "", -1},
+    {"libFlxCore64.so 0777 FLEXERA_LIB_SYMLINK / libFlxCore64.so.2021.02", "", "/", "libFlxCore64.so.2021.02", -1},
+    {"32/nvidia-pcc 0755 INTERNAL_UTILITY_BINARY COMPAT32", "COMPAT32", "", "", -1},
+    {"libnvidia-pkcs11.so.1 0755 INTERNAL_UTILITY_LIB NATIVE", "NATIVE", "", "", -1},
+    {"nvidia-pcc.data 0644 INTERNAL_UTILITY_DATA", "", "", "", -1},
+    {"firmware/tu/gsp_tu10x.bin 0644 FIRMWARE INHERIT_PATH_DEPTH:2", "", "", "", 2},
+    {"systemd/nvidia-suspend.service 0644 SYSTEMD_UNIT", "", "", "", -1},
+    {"nvidia-suspend.service 0777 SYSTEMD_UNIT_SYMLINK systemd/system/systemd-suspend.service.wants x",
+     "", "systemd/system/systemd-suspend.service.wants", "x", -1},
+    {"systemd/nvidia 0755 SYSTEMD_SLEEP_SCRIPT", "", "", "", -1},
+    {"nvidia-dbus.conf 0644 OPENGL_DATA /usr/share/dbus-1/system.d", "", "/usr/share/dbus-1/system.d", "", -1},
+    {"nvidia_icd_vksc.json 0644 VULKANSC_ICD_JSON vulkansc/icd.d", "", "vulkansc/icd.d", "", -1},
+    {"sandboxutils-filelist.json 0644 SANDBOXUTILS_FILELIST_JSON /", "", "/", "", -1},
+    {"libnvidia-ifr.so.1 0755 NVIFR_LIB NATIVE", "NATIVE", "", "", -1},
+    {"libnvidia-ifr.so 0777 NVIFR_LIB_SYMLINK NATIVE libnvidia-ifr.so.1", "NATIVE", "", "libnvidia-ifr.so.1", -1},
+    {"nvidia.json 0644 ALLOCATOR_JSON", "", "", "", -1},
+    {"libGL.la 0644 LIBGL_LA NATIVE", "NATIVE", "", "", -1},
+    {"nvidia_drv.o 0777 XMODULE_SYMLINK drivers nvidia_drv.so", "", "drivers", "nvidia_drv.so", -1},
+    {"libglx.so 0777 XMODULE_NEWSYM extensions libglx.so.1", "", "extensions", "libglx.so.1", -1},
+    {"gl.h 0644 OPENGL_HEADER include/GL", "", "include/GL", "", -1},
+    {"libvdpau.so.1.0.0 0755 VDPAU_WRAPPER_LIB NATIVE /", "NATIVE", "/", "", -1},
+    {"libvdpau.so.1 0777 VDPAU_WRAPPER_SYMLINK NATIVE / libvdpau.so.1.0.0", "NATIVE", "/", "libvdpau.so.1.0.0", -1},
+};
+
+std::string manifest_with(const std::string& entries) {
+  return "GRID driver\n535.230.02\n\nnvidia nvidia-uvm\n\n\n\n\n" + entries;
+}
+
+}  // namespace
+
+TEST_CASE(".manifest: every type of nvidia-installer's table, with the fields it carries", "[node-images][manifest]") {
+  std::string entries;
+  for (const auto& t : k_every_type) entries += std::string(t.line) + "\n";
+  auto m = parse_manifest(manifest_with(entries), "grid/.manifest");
+  REQUIRE(m.ok());
+  REQUIRE(m->entries.size() == std::size(k_every_type));
+  for (std::size_t i = 0; i < m->entries.size(); ++i) {
+    const auto& e = m->entries[i];
+    INFO(k_every_type[i].line);
+    CHECK(is_known_manifest_type(e.type));
+    CHECK(e.arch == k_every_type[i].arch);
+    CHECK(e.path == k_every_type[i].path);
+    CHECK(e.symlink_target == k_every_type[i].target);
+    CHECK(e.inherit_depth == k_every_type[i].inherit);
+  }
+}
+
+TEST_CASE(".manifest: a GRID entry lacking a field its type carries is refused", "[node-images][manifest]") {
+  auto bad = [](const std::string& line) { return parse_manifest(manifest_with(line + "\n"), "g/.manifest"); };
+  auto m = bad("libnvidia-gridd.so 0777 GRID_LIB_SYMLINK nvidia/gridd");
+  REQUIRE_FALSE(m.ok());
+  CHECK(m.error().message == "g/.manifest:9: GRID_LIB_SYMLINK entry libnvidia-gridd.so lacks its symlink target");
+  CHECK(bad("libFlxCore64.so 0755 FLEXERA_LIB").error().message == "g/.manifest:9: FLEXERA_LIB entry libFlxCore64.so lacks its path");
+  CHECK(bad("libnvidia-vgxcfg.so 0777 VGX_LIB_SYMLINK").error().message ==
+        "g/.manifest:9: VGX_LIB_SYMLINK entry libnvidia-vgxcfg.so lacks its symlink target");
+  // VGX_LIB has no arch word: NATIVE is an ignored extra token, not its arch.
+  CHECK(bad("libnvidia-vgxcfg.so.1 0755 VGX_LIB NATIVE")->entries[0].arch.empty());
+  // INHERIT_PATH_DEPTH strips folders the file has, no more.
+  CHECK(bad("gsp.bin 0644 FIRMWARE INHERIT_PATH_DEPTH:0").error().message ==
+        "g/.manifest:9: INHERIT_PATH_DEPTH:0 but gsp.bin has 0 folder(s) to strip");
+  CHECK_FALSE(bad("firmware/gsp.bin 0644 FIRMWARE INHERIT_PATH_DEPTH:2").ok());
+  CHECK(bad("firmware/gsp.bin 0644 FIRMWARE INHERIT_PATH_DEPTH:1").ok());
+}
+
+TEST_CASE(".manifest destinations: vGPU guest (GRID) files land where nvidia-installer puts them", "[node-images][manifest]") {
+  std::string entries;
+  for (const auto& t : k_every_type) entries += std::string(t.line) + "\n";
+  auto m = parse_manifest(manifest_with(entries), "grid/.manifest").value_or_throw();
+  const std::string lib = "usr/lib/x86_64-linux-gnu";
+  std::map<std::string, std::string> placed;
+  for (const auto& e : m.entries)
+    if (auto d = manifest_destination(e, m.version, lib)) placed[e.type] = *d;
+  CHECK(placed["VGX_LIB"] == lib + "/libnvidia-vgxcfg.so.1");
+  CHECK(placed["VGX_LIB_SYMLINK"] == lib + "/libnvidia-vgxcfg.so");
+  CHECK(placed["GRID_LIB"] == lib + "/nvidia/gridd/libnvidia-gridd.so.1");
+  CHECK(placed["GRID_LIB_SYMLINK"] == lib + "/nvidia/gridd/libnvidia-gridd.so");
+  CHECK(placed["FLEXERA_LIB"] == lib + "/libFlxCore64.so.2021.02");
+  CHECK(placed["FLEXERA_LIB_SYMLINK"] == lib + "/libFlxCore64.so");
+  CHECK(placed["CUDA_LIB"] == lib + "/vdpau/libcuda.so.1");
+  CHECK(placed["NVIDIA_MODPROBE"] == "usr/bin/nvidia-modprobe");
+  CHECK(placed["FIRMWARE"] == "lib/firmware/nvidia/535.230.02/gsp_tu10x.bin");
+  CHECK(placed["INTERNAL_UTILITY_LIB"] == "usr/lib/nvidia/libnvidia-pkcs11.so.1");
+  CHECK(placed.count("INTERNAL_UTILITY_BINARY") == 0);  // COMPAT32: not on a headless node
+  CHECK(placed.count("SYSTEMD_UNIT") == 0);
+  CHECK(placed.count("DOCUMENTATION") == 0);
 }
 
 TEST_CASE("vermagic release", "[node-images][kbuild]") {
