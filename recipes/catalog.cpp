@@ -74,6 +74,13 @@ Result<Catalog> Catalog::from_files(const std::map<std::string, std::string>& fi
     c.m_auto_open_from_branch = drivers["autoOpenFromBranch"].as<int>();
     for (auto it = drivers["branches"].begin(); it != drivers["branches"].end(); ++it)
       c.m_branches[it->first.as<std::string>()] = str_list(it->second["versions"]);
+    for (auto it = drivers["operatorBranches"].begin(); it != drivers["operatorBranches"].end(); ++it) {
+      auto branches = it->second.as<std::vector<int>>();
+      std::sort(branches.begin(), branches.end());
+      c.m_operator_branches.emplace_back(it->first.as<std::string>(), std::move(branches));
+    }
+    std::sort(c.m_operator_branches.begin(), c.m_operator_branches.end(),
+              [](const auto& a, const auto& b) { return compare_versions(a.first, b.first) < 0; });
 
     auto os = get("os.yaml");
     for (const auto& r : os["osTagRules"]) {
@@ -241,6 +248,26 @@ const MigLayouts* Catalog::mig_layouts(std::string_view operator_version) const 
 
 bool Catalog::mig_layouts_generated(std::string_view operator_version) const {
   return compare_versions(m_mig_generated_from, operator_version) <= 0;
+}
+
+namespace {
+std::string series_of(std::string_view version) {
+  auto parts = split(version, '.');
+  return parts.size() < 2 ? std::string(version) : parts[0] + "." + parts[1];
+}
+}  // namespace
+
+std::optional<std::vector<int>> Catalog::operator_driver_branches(std::string_view operator_version) const {
+  std::optional<std::vector<int>> found;
+  for (const auto& [from, branches] : m_operator_branches)
+    if (series_of(from) == series_of(operator_version) && compare_versions(from, operator_version) <= 0) found = branches;
+  return found;
+}
+
+std::string Catalog::first_operator_with_branch(int branch, std::string_view operator_version) const {
+  for (const auto& [from, branches] : m_operator_branches)
+    if (compare_versions(from, operator_version) > 0 && std::count(branches.begin(), branches.end(), branch)) return from;
+  return "";
 }
 
 std::vector<std::string> Catalog::versions_in_branch(std::string_view branch) const {

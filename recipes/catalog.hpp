@@ -89,6 +89,11 @@ public:
 
   std::vector<std::string> versions_in_branch(std::string_view branch) const;
   int auto_open_from_branch() const { return m_auto_open_from_branch; }
+  // The driver branches this release's component matrix lists, ascending;
+  // nullopt for a YY.MM series the catalog has no matrix for.
+  std::optional<std::vector<int>> operator_driver_branches(std::string_view operator_version) const;
+  // The first release after `operator_version` whose matrix lists `branch`, "" if none.
+  std::string first_operator_with_branch(int branch, std::string_view operator_version) const;
 
   // nullptr for components the catalog does not know (found in a new chart).
   const ComponentInfo* component(std::string_view values_key) const;
@@ -97,6 +102,7 @@ private:
   std::vector<GpuInfo> m_gpus;
   std::map<std::string, std::vector<std::string>> m_branches;
   int m_auto_open_from_branch = 560;
+  std::vector<std::pair<std::string, std::vector<int>>> m_operator_branches;  // by release, ascending
   const OsTagRule* os_tag_rule(std::string_view operator_version) const;
   bool drops_minor(std::string_view operator_version, const std::string& id, const std::string& major) const;
 

@@ -1,6 +1,7 @@
 #include "recipes/resolver.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -480,6 +481,8 @@ private:
       }
     }
 
+    if (branch) driver_support(branch, field);
+
     bool gds = enabled("gds");
     // GDS (nvidia-fs) and GDRCopy (gdrdrv) run as sidecars of the driver
     // DaemonSet: the operator refuses them with precompiled drivers and never
@@ -540,6 +543,45 @@ private:
     if (m_r.toolkit_mode == ToolkitMode::Container)
       warn("components.draDriver: the GPUCluster (DRA) stack deploys no container toolkit; the nodes' container runtime "
            "must support CDI (the DRA driver writes CDI specs)");
+  }
+
+  // The driver branch against the release's component matrix. A newer branch
+  // than the matrix lists is refused for driver containers: their entrypoint
+  // and the operator's env contract move together (KERNEL_MODULE_TYPE, for
+  // one, came with 570-era containers), and this release was never tested
+  // with it. A host driver only meets the operator through NVML, which stays
+  // compatible with older clients: a warning. A branch inside the range that
+  // the matrix skips is a warning too. Without a matrix for the release, the
+  // chart's own default driver stands in, and newer is only warned about.
+  void driver_support(int branch, const std::string& field) {
+    std::string chart_default;
+    if (auto v = at_path(m_chart.values, "driver.version"); is_string(v)) chart_default = v.as<std::string>();
+    const int chart_branch = std::atoi(major_of(chart_default).c_str());
+    const auto listed = m_cat.operator_driver_branches(m_version);
+    std::vector<int> supported = listed.value_or(std::vector<int>{});
+    if (chart_branch && std::find(supported.begin(), supported.end(), chart_branch) == supported.end())
+      supported.push_back(chart_branch);
+    if (supported.empty()) return;
+    std::sort(supported.begin(), supported.end());
+    std::vector<std::string> names;
+    for (int b : supported) names.push_back(std::to_string(b));
+    const std::string facts = listed ? "its component matrix lists driver branches " + join(names, ", ")
+                                     : "the catalog has no component matrix for it, and its chart defaults to branch " +
+                                           std::to_string(chart_branch);
+    const bool container = m_r.driver_mode != DriverMode::Host;
+    if (branch > supported.back()) {
+      std::string later = m_cat.first_operator_with_branch(branch, m_version);
+      std::string fix = "pin driver.branch: \"" + std::to_string(supported.back()) + "\" or older" +
+                        (later.empty() ? "" : ", or use operator.version " + later + " or later, which lists it");
+      std::string what = field + " is newer than GPU Operator " + m_version + " supports: " + facts;
+      if (container && listed)
+        error(m_version_field, what + "; " + fix);
+      else
+        warn(what + (container ? "" : " (a host driver meets the operator only through NVML)") + "; consider: " + fix);
+    } else if (listed && std::find(supported.begin(), supported.end(), branch) == supported.end()) {
+      warn(field + " is not in GPU Operator " + m_version + "'s component matrix, which lists driver branches " +
+           join(names, ", ") + ": NVIDIA has not tested this pair");
+    }
   }
 
   // A profile of a layout fits a GPU that has it, or has its base profile

@@ -383,9 +383,9 @@ TEST_CASE("data-center GPUs of the releases are in the catalog", "[resolver][cat
 
 TEST_CASE("GPU and driver branch against the operator release", "[resolver][compat]") {
   GB_REQUIRE_SHARED();
-  CHECK(error_of("v23.9.2", "target: {gpus: [B200], os: ubuntu22.04}\ndriver: {version: \"570.133.20\", kernelModuleType: open}\n") ==
-        "recipe.yaml:5: target.gpus: B200 is supported from GPU Operator v25.3.0 on, but operator.version is v23.9.2; use "
-        "v25.3.0 or later");
+  CHECK(error_of("v23.9.2", "target: {gpus: [B200], os: ubuntu22.04}\ndriver: {version: \"570.133.20\", kernelModuleType: open}\n")
+            .find("recipe.yaml:5: target.gpus: B200 is supported from GPU Operator v25.3.0 on, but operator.version is v23.9.2; use "
+                  "v25.3.0 or later\n") == 0);
   CHECK(error_of("v24.9.2", "target: {gpus: [L4, B300], os: ubuntu22.04}\ndriver: {version: \"580.105.08\", kernelModuleType: open}\n")
             .find("recipe.yaml:5: target.gpus: B300 is supported from GPU Operator v25.10.0 on, but operator.version is v24.9.2") == 0);
   CHECK(error_of("v25.10.1", "target: {gpus: [B300], os: ubuntu22.04}\ndriver: {version: \"580.105.08\"}\n").empty());
@@ -403,6 +403,58 @@ TEST_CASE("GPU and driver branch against the operator release", "[resolver][comp
   CHECK(error_of("v25.10.1", with_mode("host")).empty());
   CHECK(error_of("v25.10.1", std::regex_replace(with_mode("host"), std::regex("570.124.06"), "565.57.01"))
             .find("driver.version 565.57.01 does not support B200 (needs >= 570, open modules)") != std::string::npos);
+}
+
+namespace {
+bool has_warning(const Lock& lock, const std::string& text) {
+  return std::any_of(lock.warnings.begin(), lock.warnings.end(), [&](const std::string& w) { return w == text; });
+}
+}  // namespace
+
+TEST_CASE("driver branch against the release's component matrix", "[resolver][compat]") {
+  GB_REQUIRE_SHARED();
+  // Newer than v24.6's matrix (535, 550, 560): refused for a driver container,
+  // naming the release that first lists it.
+  CHECK(error_of("v24.6.2", "target: {gpus: [L4], os: ubuntu22.04}\ndriver: {version: \"570.195.03\"}\n") ==
+        "recipe.yaml:6: driver.version 570.195.03 is newer than GPU Operator v24.6.2 supports: its component matrix lists "
+        "driver branches 535, 550, 560; pin driver.branch: \"560\" or older, or use operator.version v24.9.0 or later, which lists it");
+  auto pre = "target: {gpus: [L4], os: ubuntu22.04, kernels: [5.15.0-126-generic]}\ndriver: {mode: precompiled, branch: \"610\"}\n";
+  CHECK(error_of("v24.9.2", pre).find("recipe.yaml:6: driver.branch 610 is newer than GPU Operator v24.9.2 supports: its "
+                                      "component matrix lists driver branches 535, 550, 560, 565, 570, 575, 580; pin "
+                                      "driver.branch: \"580\" or older, or use operator.version v25.10.1 or later") == 0);
+  CHECK(error_of("v26.7.0", pre).empty());
+  // A host driver meets the operator only through NVML: a warning.
+  auto host = resolve_shared("v24.6.2", "target: {gpus: [L4], os: ubuntu22.04}\ndriver: {mode: host, version: \"570.195.03\"}\n");
+  REQUIRE(host.lock.ok());
+  CHECK(has_warning(*host.lock, "driver.version 570.195.03 is newer than GPU Operator v24.6.2 supports: its component matrix "
+                                "lists driver branches 535, 550, 560 (a host driver meets the operator only through NVML); "
+                                "consider: pin driver.branch: \"560\" or older, or use operator.version v24.9.0 or later, which lists it"));
+  // Inside the range but skipped by the matrix: a warning.
+  auto skipped = resolve_shared("v26.7.0", "target: {gpus: [L4], os: ubuntu22.04}\ndriver: {version: \"590.48.01\"}\n");
+  REQUIRE(skipped.lock.ok());
+  CHECK(has_warning(*skipped.lock, "driver.version 590.48.01 is not in GPU Operator v26.7.0's component matrix, which lists "
+                                   "driver branches 535, 580, 595, 610: NVIDIA has not tested this pair"));
+  auto listed = resolve_shared("v25.10.1", "target: {gpus: [L4], os: ubuntu22.04}\ndriver: {version: \"610.57.04\"}\n");
+  REQUIRE(listed.lock.ok());
+  for (const auto& w : listed.lock->warnings) CHECK(w.find("component matrix") == std::string::npos);
+}
+
+TEST_CASE("without a component matrix, the chart's default driver is the newest branch known", "[resolver][compat]") {
+  GB_REQUIRE_SHARED();
+  const auto& cat = Catalog::builtin();
+  CHECK(cat.operator_driver_branches("v26.3.2") == std::optional<std::vector<int>>({535, 570, 580, 590, 595}));
+  CHECK(cat.operator_driver_branches("v26.3.3") == std::optional<std::vector<int>>({535, 570, 580, 590, 595, 610}));
+  CHECK_FALSE(cat.operator_driver_branches("v26.9.0"));  // a series the catalog has no matrix for
+  CHECK_FALSE(cat.operator_driver_branches("v23.6.2"));
+  // The v26.7.0 chart packed from git (placeholder version) named as a later release.
+  TempDir dir;
+  auto tgz = gbtest::pack_chart(gbtest::shared_chart("v26.7.0", false), dir / "gpu-operator.tgz");
+  auto recipe = parse_recipe(recipe_text("v26.9.0", "target: {gpus: [L4], os: ubuntu22.04}\ndriver: {version: \"610.57.04\"}\n"),
+                             dir / "recipe.yaml").value_or_throw();
+  auto lock = resolve(recipe, load_chart(tgz).value_or_throw(), cat);
+  REQUIRE(lock.ok());
+  CHECK(has_warning(*lock, "driver.version 610.57.04 is newer than GPU Operator v26.9.0 supports: the catalog has no component "
+                           "matrix for it, and its chart defaults to branch 595; consider: pin driver.branch: \"595\" or older"));
 }
 
 TEST_CASE("compatible recipes pass, with warnings where due", "[resolver][compat]") {
