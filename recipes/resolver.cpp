@@ -482,6 +482,7 @@ private:
     }
 
     if (branch) driver_support(branch, field);
+    operator_spec_checks();
 
     bool gds = enabled("gds");
     // GDS (nvidia-fs) and GDRCopy (gdrdrv) run as sidecars of the driver
@@ -495,7 +496,8 @@ private:
               "components.gdrcopy is on, but driver.mode is precompiled: GPU Operator " + m_version +
                   " refuses GDRCopy with precompiled drivers; disable components.gdrcopy or use driver.mode: conventional");
       if (std::find(m_r.workloads.begin(), m_r.workloads.end(), "vm-vgpu") != m_r.workloads.end())
-        error("target.workloads", "precompiled drivers do not support vGPU (target.workloads has vm-vgpu)");
+        error("target.workloads", "target.workloads has vm-vgpu, but driver.mode is precompiled: precompiled drivers do not "
+                                  "support vGPU; remove vm-vgpu or use driver.mode: conventional");
       if (!m_cat.precompiled_published(m_r.os))
         warn("NVIDIA publishes precompiled driver images for Ubuntu only; for " + m_r.os +
              " build them with `gpubundle driver build`");
@@ -508,7 +510,12 @@ private:
                     " inside the driver DaemonSet, which host mode switches off, so it would never start; install it "
                     "on the host and set components." + key + ": false, or use driver.mode: conventional");
     if (gds && kmt == "proprietary" && m_r.driver_mode != DriverMode::Host)
-      error("components.gds", "GPUDirect Storage (nvidia-fs) needs open kernel modules; set driver.kernelModuleType: open");
+      error("components.gds", "components.gds is on, but " +
+                                  (m_r.kernel_module_type == "proprietary"
+                                       ? std::string("driver.kernelModuleType is proprietary")
+                                       : "driver.kernelModuleType auto installs proprietary modules with branch " + d.branch) +
+                                  ": GPUDirect Storage (nvidia-fs) needs open kernel modules; set driver.kernelModuleType: open "
+                                  "or disable components.gds");
     if (branch && branch < 580 && m_dra)
       error("components.draDriver", "the DRA driver needs driver branch >= 580, not " + d.branch);
     if (m_dra) dra_stack();
@@ -543,6 +550,30 @@ private:
     if (m_r.toolkit_mode == ToolkitMode::Container)
       warn("components.draDriver: the GPUCluster (DRA) stack deploys no container toolkit; the nodes' container runtime "
            "must support CDI (the DRA driver writes CDI specs)");
+  }
+
+  // What the operator's ClusterPolicy checks refuse or switch off at run time
+  // for values the recipe decides (controllers/state_manager.go,
+  // upgrade_controller.go).
+  void operator_spec_checks() {
+    auto flag = [&](const std::string& path) {
+      bool v = false;
+      if (auto n = at_path(m_chart.values, path); is_string(n)) YAML::convert<bool>::decode(n, v);
+      return v;
+    };
+    // validateClusterPolicySpec (v26.3 on): the NRI plugin runs inside the toolkit.
+    if (m_r.toolkit_mode == ToolkitMode::Host && flag("cdi.nriPluginEnabled"))
+      error("toolkit.mode", "toolkit.mode is host, but chart " + m_chart.name + " " + m_version +
+                                " sets cdi.nriPluginEnabled: GPU Operator " + m_version +
+                                " refuses the NRI plugin without its container toolkit; use toolkit.mode: container or a "
+                                "chart with cdi.nriPluginEnabled: false");
+    // The upgrade controller skips ClusterPolicy driver upgrades whenever
+    // sandboxWorkloads.enabled, which the kit sets for VM workloads.
+    bool vm = std::any_of(m_r.workloads.begin(), m_r.workloads.end(), [](const std::string& w) { return w != "container"; });
+    if (vm && m_r.driver_mode != DriverMode::Host && flag("driver.upgradePolicy.autoUpgrade"))
+      warn("target.workloads lists a VM workload, so the kit sets sandboxWorkloads.enabled, and GPU Operator " + m_version +
+           " then skips driver.upgradePolicy.autoUpgrade: a new driver version is not rolled out node by node; drain and "
+           "restart the driver pods yourself when you change driver.version");
   }
 
   // The driver branch against the release's component matrix. A newer branch

@@ -69,6 +69,18 @@ if [[ -n ${chart[v24.9.2]:-} ]]; then
     { cat "$work/err"; fail "B200 message"; }
 fi
 
+# A driver branch newer than the release's component matrix lists: refused for
+# a driver container with the release that lists it; a warning for a host driver.
+printf 'apiVersion: gpubundle/v1\nkind: Recipe\noperator: {version: v26.7.0}\ntarget: {gpus: [L4], os: ubuntu22.04}\ndriver: {version: "620.10.01"}\n' >"$work/new.yaml"
+expect_rc 2 "$gpubundle" resolve "$work/new.yaml" --chart "${chart[v26.7.0]}" -o "$work/new.lock.json"
+[[ $(cat "$work/err") == 'error: new.yaml:5: driver.version 620.10.01 is newer than GPU Operator v26.7.0 supports: its component matrix lists driver branches 535, 580, 595, 610; pin driver.branch: "610" or older' ]] ||
+  { cat "$work/err"; fail "newer branch message"; }
+[[ ! -e $work/new.lock.json ]] || fail "lock written for a refused branch"
+sed -i 's/^driver: {/driver: {mode: host, /' "$work/new.yaml"
+expect_rc 0 "$gpubundle" resolve "$work/new.yaml" --chart "${chart[v26.7.0]}" -o "$work/new.lock.json"
+grep -q 'driver.version 620.10.01 is newer than GPU Operator v26.7.0 supports.*(a host driver meets the operator only through NVML)' "$work/err" ||
+  { cat "$work/err"; fail "host driver: no warning"; }
+
 # Bad input: one line naming the file and field, exit 2, no lock written.
 printf 'apiVersion: gpubundle/v1\nkind: Recipe\noperator: {version: v24.9.2}\ntarget: {gpus: [L4], os: ubuntu22.04}\ndriver: {mode: compiled}\n' >"$work/bad.yaml"
 expect_rc 2 "$gpubundle" resolve "$work/bad.yaml" --chart "${chart[v26.7.0]}" -o "$work/bad.lock.json"

@@ -276,14 +276,15 @@ TEST_CASE("compatibility checks refuse with both sides named", "[resolver][compa
   CHECK(error_of("v24.9.2", "target: {gpus: [L4], os: ubuntu22.04, kernels: [5.15.0-1]}\n" + pre + "components: {gds: true}\n")
             .find("precompiled drivers do not support GPUDirect Storage") != std::string::npos);
   CHECK(error_of("v24.9.2", "target: {gpus: [L4], os: ubuntu22.04, kernels: [5.15.0-1], workloads: [vm-vgpu]}\n" + pre)
-            .find("precompiled drivers do not support vGPU") != std::string::npos);
+            .find("precompiled drivers do not support vGPU; remove vm-vgpu") != std::string::npos);
   CHECK(error_of("v24.9.2", "target: {gpus: [L4], os: ubuntu22.04}\n" + pre)
             .find("target.kernels: precompiled drivers need the kernel release") != std::string::npos);
   CHECK(error_of("v24.9.2", "target: {gpus: [L4], os: ubuntu22.04, kernels: [5.15.0-1]}\ndriver: {mode: precompiled, version: \"sha256:" +
                                 std::string(64, 'a') + "\"}\n")
             .find("a digest-pinned driver cannot be used with precompiled drivers") != std::string::npos);
   CHECK(error_of("v24.9.2", "target: {gpus: [L4], os: ubuntu22.04}\ndriver: {kernelModuleType: proprietary}\ncomponents: {gds: true}\n")
-            .find("GPUDirect Storage (nvidia-fs) needs open kernel modules") != std::string::npos);
+            .find("components.gds is on, but driver.kernelModuleType is proprietary: GPUDirect Storage (nvidia-fs) needs "
+                  "open kernel modules") != std::string::npos);
   CHECK(error_of("v26.7.0", "target: {gpus: [L4], os: ubuntu22.04}\ndriver: {version: \"570.195.03\"}\ncomponents: {draDriver: true}\n")
             .find("the DRA driver needs driver branch >= 580") != std::string::npos);
   // GPU and component names.
@@ -321,6 +322,64 @@ TEST_CASE("the operator's run-time refusals are resolve-time refusals", "[resolv
         "recipe.yaml:7: components.gdrcopy is on, but driver.mode is host: the operator runs GDRCopy (gdrdrv) inside the "
         "driver DaemonSet, which host mode switches off, so it would never start; install it on the host and set "
         "components.gdrcopy: false, or use driver.mode: conventional");
+  // "GPUDirect Storage driver ... is only supported with NVIDIA OpenRM drivers" (ClusterPolicy up to v24.9, NVIDIADriver since).
+  CHECK(error_of("v24.9.2", "target: {gpus: [L4], os: ubuntu22.04}\ncomponents: {gds: true}\n") ==
+        "recipe.yaml:6: components.gds is on, but driver.kernelModuleType auto installs proprietary modules with branch 550: "
+        "GPUDirect Storage (nvidia-fs) needs open kernel modules; set driver.kernelModuleType: open or disable components.gds");
+  CHECK(error_of("v24.9.2", "target: {gpus: [L4], os: ubuntu22.04}\ndriver: {kernelModuleType: open}\ncomponents: {gds: true}\n").empty());
+  // Precompiled drivers and vGPU.
+  CHECK(error_of("v24.9.2", "target: {gpus: [L4], os: ubuntu22.04, kernels: [5.15.0-1], workloads: [vm-vgpu]}\n"
+                            "driver: {mode: precompiled, kernelModuleType: open}\n") ==
+        "recipe.yaml:5: target.workloads has vm-vgpu, but driver.mode is precompiled: precompiled drivers do not support "
+        "vGPU; remove vm-vgpu or use driver.mode: conventional");
+}
+
+namespace {
+// Resolves against the shared chart of `tag` with one values.yaml line replaced.
+Result<Lock> resolve_edited(const std::string& tag, const std::string& from, const std::string& to, const std::string& body) {
+  TempDir dir;
+  auto files = gbtest::shared_chart(tag);
+  auto& values = files.at("values.yaml");
+  auto at = values.find(from);
+  REQUIRE(at != std::string::npos);
+  values.replace(at, from.size(), to);
+  auto tgz = gbtest::pack_chart(files, dir / ("gpu-operator-" + tag + ".tgz"));
+  auto recipe = parse_recipe(recipe_text(tag, body), dir / "recipe.yaml").value_or_throw();
+  return resolve(recipe, load_chart(tgz).value_or_throw(), Catalog::builtin());
+}
+}  // namespace
+
+TEST_CASE("the NRI plugin needs the operator's toolkit", "[resolver][compat]") {
+  GB_REQUIRE_SHARED();
+  // validateClusterPolicySpec: "the NRI Plugin cannot be enabled when the Container Toolkit is disabled".
+  const std::string host = "target: {gpus: [L4], os: ubuntu22.04}\ntoolkit: {mode: host}\n";
+  auto nri = resolve_edited("v26.7.0", "nriPluginEnabled: false", "nriPluginEnabled: true", host);
+  REQUIRE_FALSE(nri.ok());
+  CHECK(nri.error().message ==
+        "recipe.yaml:6: toolkit.mode is host, but chart gpu-operator v26.7.0 sets cdi.nriPluginEnabled: GPU Operator v26.7.0 "
+        "refuses the NRI plugin without its container toolkit; use toolkit.mode: container or a chart with "
+        "cdi.nriPluginEnabled: false");
+  CHECK(resolve_edited("v26.7.0", "nriPluginEnabled: false", "nriPluginEnabled: true",
+                       "target: {gpus: [L4], os: ubuntu22.04}\n").ok());
+  CHECK(error_of("v26.7.0", host).empty());  // the shipped default is off
+}
+
+TEST_CASE("VM workloads switch off the operator's driver auto-upgrade: a warning", "[resolver][compat]") {
+  GB_REQUIRE_SHARED();
+  const std::string warning =
+      "target.workloads lists a VM workload, so the kit sets sandboxWorkloads.enabled, and GPU Operator v26.7.0 then skips "
+      "driver.upgradePolicy.autoUpgrade: a new driver version is not rolled out node by node; drain and restart the driver "
+      "pods yourself when you change driver.version";
+  auto vm = resolve_shared("v26.7.0", "target: {gpus: [L4], os: ubuntu22.04, workloads: [container, vm-passthrough]}\n");
+  REQUIRE(vm.lock.ok());
+  CHECK(std::count(vm.lock->warnings.begin(), vm.lock->warnings.end(), warning) == 1);
+  auto off = resolve_edited("v26.7.0", "autoUpgrade: true", "autoUpgrade: false",
+                            "target: {gpus: [L4], os: ubuntu22.04, workloads: [container, vm-passthrough]}\n");
+  REQUIRE(off.ok());
+  CHECK(std::count(off->warnings.begin(), off->warnings.end(), warning) == 0);
+  auto containers = resolve_shared("v26.7.0", "target: {gpus: [L4], os: ubuntu22.04}\n");
+  REQUIRE(containers.lock.ok());
+  CHECK(std::count(containers.lock->warnings.begin(), containers.lock->warnings.end(), warning) == 0);
 }
 
 TEST_CASE("MIG layouts are checked against the release's own mig-parted config", "[resolver][mig]") {
