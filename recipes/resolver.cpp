@@ -578,9 +578,9 @@ private:
 
   // The driver branch against the release's component matrix. A newer branch
   // than the matrix lists is refused for driver containers: their entrypoint
-  // and the operator's env contract move together (KERNEL_MODULE_TYPE, for
-  // one, came with 570-era containers), and this release was never tested
-  // with it. A host driver only meets the operator through NVML, which stays
+  // and the operator's env contract move together (containers from
+  // 570.133.20/550.163.01/535.247.01 on read KERNEL_MODULE_TYPE, which v24.x
+  // never sets), and this release was never tested with it. A host driver only meets the operator through NVML, which stays
   // compatible with older clients: a warning. A branch inside the range that
   // the matrix skips is a warning too. Without a matrix for the release, the
   // chart's own default driver stands in, and newer is only warned about.
