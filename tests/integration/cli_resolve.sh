@@ -103,7 +103,11 @@ if [[ -d $shared ]]; then
 print(int("repository" in (v.get("kataManager") or {})), int("draDriver" in v))' "$dir/values.yaml")
     head="apiVersion: gpubundle/v1\nkind: Recipe\nmetadata: {name: modes}\noperator: {version: $tag}\n"
     printf "${head}target: {gpus: [H100-SXM5-80GB], os: ubuntu22.04, workloads: [vm-passthrough]}\ncomponents: {kataManager: true}\n" >"$work/kata.yaml"
-    printf "${head}target: {gpus: [H100-SXM5-80GB], os: ubuntu22.04}\ndriver: {version: \"580.105.08\"}\ncomponents: {draDriver: true}\n" >"$work/dra.yaml"
+    # The DRA driver needs branch 580; a release without it keeps its chart's driver
+    # (580 is newer than v23.9-v24.6 support, which resolve would refuse too).
+    driver='driver: {version: \"580.105.08\"}'
+    [[ $dra == 1 ]] || driver='driver: {kernelModuleType: auto}'
+    printf "${head}target: {gpus: [H100-SXM5-80GB], os: ubuntu22.04}\n${driver}\ncomponents: {draDriver: true}\n" >"$work/dra.yaml"
     for what in kata dra; do
       if [[ ${!what} == 1 ]]; then
         expect_rc 0 "$gpubundle" -q resolve "$work/$what.yaml" --chart "$dir" -o "$work/$what.lock.json"
