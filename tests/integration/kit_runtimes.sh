@@ -12,12 +12,9 @@
 # lock image by its upstream name (nothing resolves nvcr.io here: only the
 # kit's mirror config can route it) and by the site name values.yaml gives it,
 # for linux/amd64, and the digests must be the lock's.
-# Usage: kit_runtimes.sh GPUBUNDLE SHARED_DIR
+# Usage: kit_runtimes.sh GPUBUNDLE
 GB=$1
-SHARED_DIR=$2
 source "$(dirname "$0")/mirror_lib.sh"
-chart_dir=$SHARED_DIR/upstream/gpu-operator/v26.7.0
-[[ -d $chart_dir ]] || { echo "SKIP: $chart_dir absent (the chart is packed from it)"; exit 77; }
 for tool in containerd ctr podman; do
   command -v "$tool" >/dev/null || { echo "SKIP: $tool not installed (scripts/install-deps.sh installs it)"; exit 77; }
 done
@@ -71,13 +68,13 @@ podman_() {  # podman_ HOME ARGS...
 probe=$(podman_for probe)
 podman_ "$probe" images >/dev/null 2>"$W/podman-probe.err" || { echo "SKIP: podman does not run here: $(tail -n 3 "$W/podman-probe.err")"; exit 77; }
 
-# The site: a small lock from a real chart, seeded upstream, mirrored, bundled.
+# The site: a small lock from the stand-in chart (tests/tools/chart.py), seeded upstream, mirrored, bundled.
 up=$(start_registry upstream)
 http_site=$(start_registry site-http)
 "$PY" "$TOOLS/registry.py" start --dir "$W/reg" --name site-tls --tls > "$W/site-tls.json"
 tls_site=$(jget "$W/site-tls.json" 'd["host"]')
 tls_ca=$(jget "$W/site-tls.json" 'd["ca"]')
-"$PY" "$TOOLS/helmrepo.py" pack --from "$chart_dir" --version v26.7.0 --out "$W/charts" >/dev/null
+"$PY" "$TOOLS/helmrepo.py" pack --release v26.7.0 --out "$W/charts" >/dev/null
 sed -e "s|^  version: v26.7.0|  version: v26.7.0\n  chart: $W/charts/gpu-operator-v26.7.0.tgz|" "$EX/precompiled.yaml" > "$W/site.yaml"
 "$GB" -q resolve "$W/site.yaml" -o "$W/full.lock.json"
 "$PY" - "$W/full.lock.json" "$W/site.lock.json" <<'PYEOF'
