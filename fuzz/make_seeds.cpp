@@ -93,7 +93,7 @@ int main(int argc, char** argv) try {
       part.part = n;
       part.parts = 2;
       files.push_back(part);
-      (n == 1 ? vol1 : vol2).push_back({part.path, half[n - 1], {}, {}});
+      (n == 1 ? vol1 : vol2).push_back({part.path, half[n - 1], gbtest::k_tar_file, ""});
     }
   }
   m.files = files;
@@ -103,8 +103,8 @@ int main(int argc, char** argv) try {
   for (int n = 1; n <= 2; ++n) {
     m.volume = n;
     std::string text = manifest_to_json(m);
-    std::vector<gbtest::TarEntry> tar = {{std::string(k_volume_manifest), text, {}, {}},
-                                         {std::string(k_volume_signature), sign_detached(key, text).value_or_throw(), {}, {}}};
+    std::vector<gbtest::TarEntry> tar = {{std::string(k_volume_manifest), text, gbtest::k_tar_file, ""},
+                                         {std::string(k_volume_signature), sign_detached(key, text).value_or_throw(), gbtest::k_tar_file, ""}};
     for (const auto& e : n == 1 ? vol1 : vol2) tar.push_back(e);
     split.push_back(work / ("split.bundle." + std::to_string(n)));
     gbtest::write_tar(split.back(), tar);

@@ -90,7 +90,7 @@ BundleStore fill_bundle_store(Store& store, std::size_t base_bytes, std::size_t 
   return b;
 }
 
-static_assert(AE_IFREG == 0100000, "TarEntry::type defaults to a regular file");
+static_assert(AE_IFREG == k_tar_file, "TarEntry::type defaults to a regular file");
 
 std::vector<TarEntry> read_tar(const fs::path& p) {
   std::vector<TarEntry> out;

@@ -33,11 +33,12 @@ BundleStore fill_bundle_store(gb::Store& store, std::size_t base_bytes, std::siz
 std::string pseudo_random(std::size_t n, unsigned seed);
 
 // A tar entry as the bundle tests and seeds copy and edit them.
+inline constexpr int k_tar_file = 0100000;  // AE_IFREG, without libarchive's header
 struct TarEntry {
   std::string path;
   std::string data;
-  int type = 0100000;  // AE_IFREG
-  std::string link;    // for a symlink (AE_IFLNK)
+  int type = k_tar_file;  // or AE_IFLNK, AE_IFDIR, ...
+  std::string link;       // for a symlink
 };
 std::vector<TarEntry> read_tar(const std::filesystem::path& p);
 void write_tar(const std::filesystem::path& p, const std::vector<TarEntry>& entries);  // pax, mode 0644
