@@ -8,20 +8,19 @@ PY=/usr/bin/python3
 TOOLS=$PWD/tests/tools
 W=$(mktemp -d /tmp/gb-bench.XXXXXX)
 trap '"$PY" "$TOOLS/registry.py" stop --dir "$W/reg" >/dev/null 2>&1 || true; rm -rf "$W"' EXIT
-SHARED=$(cd .. && pwd)/shared/upstream/gpu-operator
 
 HOST=$("$PY" "$TOOLS/registry.py" start --dir "$W/reg" --name up | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["host"])')
 echo "seeding the bench set into $HOST ..."
 "$PY" "$TOOLS/seed.py" --registry "$HOST" --plain-http --set bench > "$W/seed.json"
 printf 'hosts:\n  "%s":\n    mirrors: ["http://%s"]\n    fallback: false\n' "$HOST" "$HOST" > "$W/reg.yaml"
-"$PY" "$TOOLS/helmrepo.py" pack --from "$SHARED/v24.9.2" --version v24.9.2 --out "$W/charts" >/dev/null
-"$PY" - "$W/seed.json" "$W/site.lock.json" "$W/charts/gpu-operator-v24.9.2.tgz" <<'PYEOF'
+"$PY" "$TOOLS/helmrepo.py" pack --release v26.7.0 --out "$W/charts" >/dev/null  # the stand-in chart
+"$PY" - "$W/seed.json" "$W/site.lock.json" "$W/charts/gpu-operator-v26.7.0.tgz" <<'PYEOF'
 import json, sys
 refs = sorted(i["ref"] for i in json.load(open(sys.argv[1]))["images"])
 plats = ["linux/amd64", "linux/arm64"]
 lock = {"schemaVersion": 1, "generator": "bench", "recipe": {"name": "bench", "file": "", "sha256": "", "spec": {}},
-        "operator": {"version": "v24.9.2"},
-        "chart": {"name": "gpu-operator", "version": "v24.9.2", "appVersion": "v24.9.2", "source": sys.argv[3], "sha256": ""},
+        "operator": {"version": "v26.7.0"},
+        "chart": {"name": "gpu-operator", "version": "v26.7.0", "appVersion": "v26.7.0", "source": sys.argv[3], "sha256": ""},
         "target": {"gpus": [], "os": "ubuntu22.04", "osTag": "ubuntu22.04", "kernels": [], "platforms": plats, "workloads": []},
         "driver": {"mode": "conventional", "version": "", "branch": "", "kernelModuleType": "auto", "usePrecompiled": False},
         "destination": None, "warnings": [],

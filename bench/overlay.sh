@@ -11,7 +11,6 @@ cd "$(dirname "$0")/.."
 GB=$(realpath "${1:-build}")/builder/gpubundle
 PY=/usr/bin/python3
 TOOLS=$PWD/tests/tools
-SHARED=$(cd .. && pwd)/shared/upstream/gpu-operator
 W=$(mktemp -d /tmp/gb-bench-overlay.XXXXXX)
 trap 'rm -rf "$W"' EXIT
 kbuild=$(ls -d /lib/modules/*/build | head -n1)
@@ -33,7 +32,7 @@ operator: {version: v26.7.0, chart: $W/gpu-operator-v26.7.0.tgz}
 target: {gpus: [H200-SXM-141GB], os: ubuntu22.04, kernels: [$kver], platforms: [linux/amd64]}
 driver: {mode: host, version: "$VER", kernelModuleType: open}
 R
-"$PY" "$TOOLS/helmrepo.py" pack --from "$SHARED/v26.7.0" --version v26.7.0 --out "$W" >/dev/null
+"$PY" "$TOOLS/helmrepo.py" pack --release v26.7.0 --out "$W" >/dev/null  # the stand-in chart
 "$GB" -q resolve "$W/site.yaml" -o "$W/site.lock.json"
 "$PY" -c 'import json,sys; p=sys.argv[1]; l=json.load(open(p)); l["images"]=[]; json.dump(l, open(p,"w"))' "$W/site.lock.json"
 "$GB" --store "$W/store" -q mirror "$W/site.lock.json"   # the chart only

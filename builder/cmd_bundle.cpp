@@ -131,7 +131,9 @@ CommandSpec bundle_command() {
       "Write, verify and inspect signed bundles",
       "`bundle create` writes the mirrored closure of a lock (images, chart, install kit) from the store into one signed "
       "bundle: a plain tar whose signed manifest comes first, so a reader checks the signature and then each blob as it "
-      "streams by. --split cuts it into volumes while writing; --since leaves out what the site already has. "
+      "streams by. The install kit is made for the lock's destination registry (the recipe's destination; "
+      "`registry: http://HOST` for a plain-HTTP site), when it has one; `import` writes a kit for the registry it pushes to. "
+      "--split cuts it into volumes while writing; --since leaves out what the site already has. "
       "`bundle verify` checks signature, every file, the image closure and unsafe entries; `bundle inspect` summarises.",
       "gpubundle bundle create site-a.lock.json -o site-a.bundle --key release.key && "
       "gpubundle bundle verify site-a.bundle --pubkey release.pub",

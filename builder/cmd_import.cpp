@@ -80,7 +80,7 @@ CommandSpec import_command() {
         app.add_option("--registry", a->registry, "Site registry HOST[:PORT][/PREFIX]; http://HOST... for plain HTTP")->required();
         app.add_option("--pubkey", a->pubkeys, "Trusted public key (repeatable)");
         app.add_option("--keyring", a->keyring, "Folder of trusted *.pub keys");
-        app.add_option("--registry-config", a->registry_config, "Per-host TLS and credentials (docs/registries.md)");
+        app.add_option("--registry-config", a->registry_config, "Per-host TLS and credentials (docs/registries.md); the site host's plainHttp or caFile shapes the kit's node config too");
         app.add_option("--layout", a->layout, "strip-host (default) or keep-host");
         app.add_option("-j,--jobs", a->jobs, "Parallel blob uploads (default 8)");
         app.add_option("-o,--output", a->out, "Install kit folder (default: beside the bundle)");

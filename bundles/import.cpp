@@ -57,11 +57,15 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
     return op_error(join(verified.problems, "\n") + "\nimport refused: nothing was pushed");
   const VolumeManifest& m = verified.manifest;
   Lock lock = parse_lock(m.lock_json, "bundle lock").value_or_throw();
+  // Plain HTTP when --registry says http:// or the registry config says
+  // plainHttp for the site host: the push and the kit's node config agree.
+  kit::SiteRegistry site = o.site;
+  if (const HostConfig* h = o.config.host(site.host); h && h->plain_http) site.plain_http = true;
 
   auto blobs = BundleBlobs::from(verified);
   if (!blobs) return blobs.error();
 
-  auto placements = kit::place_images(lock, o.site, o.layout);
+  auto placements = kit::place_images(lock, site, o.layout);
   if (!placements) return placements.error();
 
   // The install kit for this registry, with the chart from the bundle: made
@@ -82,11 +86,11 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
     auto chart = load_chart_archive(chart_bytes, chart_file->path);
     if (!chart) return chart.error();
     kit::KitOptions ko;
-    ko.registry = o.site;
+    ko.registry = site;
     ko.layout = o.layout;
     ko.bundle_id = m.bundle_id;
     // The CA gpubundle was told to trust for the site is the one its nodes need.
-    if (const HostConfig* h = o.config.host(o.site.host); h && !h->ca_file.empty() && !o.site.plain_http) {
+    if (const HostConfig* h = o.config.host(site.host); h && !h->ca_file.empty() && !site.plain_http) {
       auto pem = read_file(h->ca_file);
       if (!pem) return pem.error();
       ko.registry_ca = pem.value();
@@ -105,8 +109,8 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
   for (const auto& p : placements.value()) dest_of[p.source.str()] = p.destination;
 
   RegistryConfig config = o.config;
-  if (o.site.plain_http) {
-    config.hosts[o.site.host].plain_http = true;
+  if (site.plain_http) {
+    config.hosts[site.host].plain_http = true;
   }
   ClientOptions co;
   co.max_parallel = o.jobs;

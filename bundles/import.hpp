@@ -26,7 +26,8 @@ struct ImportOptions {
   kit::Layout layout = kit::Layout::StripHost;
   const Keyring* trusted = nullptr;  // nullptr: --insecure-skip-signature
   RegistryConfig config;             // TLS and credentials; the site host is added when plain HTTP;
-                                     // the site's caFile also goes into the kit, for the nodes
+                                     // its plainHttp makes the site plain HTTP (push and kit) as
+                                     // http:// does; its caFile also goes into the kit, for the nodes
   int jobs = 8;
   std::filesystem::path kit_dir;     // "" writes no kit
 };

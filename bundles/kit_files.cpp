@@ -15,6 +15,7 @@ Result<void> add_kit_files(const Lock& lock, const Store& store, const std::stri
                                        (lock.destination_prefix.empty() ? "" : "/" + lock.destination_prefix));
   if (!site) return site.error();
   o.registry = site.value();
+  o.registry.plain_http = lock.destination_plain_http;
   o.bundle_id = bundle_id;
   auto k = kit::make_kit(lock, chart.value(), o);
   if (!k) return k.error();

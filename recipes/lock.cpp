@@ -42,6 +42,7 @@ std::string lock_to_json(const Lock& l) {
   j["destination"] = l.destination_registry.empty()
                          ? json(nullptr)
                          : json{{"registry", l.destination_registry}, {"prefix", l.destination_prefix}};
+  if (l.destination_plain_http) j["destination"]["plainHttp"] = true;
   json images = json::array();
   for (const auto& i : l.images) {
     images.push_back({{"components", i.components},
@@ -198,6 +199,7 @@ Result<Lock> parse_lock(const std::string& text, const std::string& file) {
     if (!dest.is_null()) {
       l.destination_registry = str(dest, "registry");
       l.destination_prefix = str(dest, "prefix");
+      if (dest.contains("plainHttp")) l.destination_plain_http = need(dest, "plainHttp").get<bool>();
     }
     const auto& images = list(j, "images", k_lock_max_images);
     for (size_t n = 0; n < images.size(); ++n) {

@@ -11,7 +11,7 @@
 //     "chart":    {name, version, appVersion, source, sha256},
 //     "target":   {gpus[], os, osTag, kernels[], platforms[], workloads[]},
 //     "driver":   {mode, version, branch, kernelModuleType, usePrecompiled},
-//     "destination": {registry, prefix} | null,
+//     "destination": {registry, prefix, plainHttp?} | null,   // plainHttp only when true
 //     "images": [ {components[], source, platforms[], destination, digest, origin} ],
 //     "warnings": []
 //   }
@@ -96,6 +96,7 @@ struct Lock {
   LockDriver driver;
   std::string destination_registry;
   std::string destination_prefix;
+  bool destination_plain_http = false;
   std::vector<LockImage> images;
   std::vector<std::string> warnings;
 

@@ -295,6 +295,13 @@ void read(Reader& rd, const YAML::Node& root, Recipe& r) {
     rd.only(d, "destination", {"registry", "prefix"});
     if (!d["registry"]) rd.fail(d, "destination.registry", "missing");
     r.destination_registry = rd.str(d["registry"], "destination.registry");
+    // As --registry: http:// marks a plain-HTTP site, for the kit bundle create carries.
+    if (starts_with(r.destination_registry, "http://")) {
+      r.destination_plain_http = true;
+      r.destination_registry.erase(0, 7);
+    } else if (starts_with(r.destination_registry, "https://")) {
+      r.destination_registry.erase(0, 8);
+    }
     if (d["prefix"]) r.destination_prefix = rd.str(d["prefix"], "destination.prefix");
     while (!r.destination_prefix.empty() && r.destination_prefix.back() == '/') r.destination_prefix.pop_back();
     auto probe = Reference::parse(r.destination_registry + "/" +

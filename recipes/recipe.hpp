@@ -90,6 +90,7 @@ struct Recipe {
   std::vector<std::string> extra_images;
   std::string destination_registry;  // host[:port]
   std::string destination_prefix;
+  bool destination_plain_http = false;  // registry given as http://host[:port]
   std::string pull_secret;
 
   // "driver.version" -> 14: lets later checks point at the recipe line.

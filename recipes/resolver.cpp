@@ -719,6 +719,7 @@ private:
     l.workloads = m_r.workloads;
     l.destination_registry = m_r.destination_registry;
     l.destination_prefix = m_r.destination_prefix;
+    l.destination_plain_http = m_r.destination_plain_http;
     for (auto& [source, img] : m_images) {
       img.platforms = m_r.platforms;
       if (!l.destination_registry.empty())

@@ -5,8 +5,8 @@ add_test(NAME kit-overrides
 set_tests_properties(kit-overrides PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
 # The kit's containerd and CRI-O config read by real runtimes: a private containerd
 # (ctr --hosts-dir) and podman (containers-registries.conf.d, as CRI-O) pull a small
-# lock through it from an HTTP and an HTTPS site. Skips (77) when ../shared, a
-# runtime or docker-registry is absent, or when a runtime cannot start here.
+# lock through it from an HTTP and an HTTPS site. Skips (77) when a runtime or
+# docker-registry is absent, or when a runtime cannot start here.
 add_test(NAME kit-runtimes
-         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/kit_runtimes.sh $<TARGET_FILE:gpubundle> ${GB_SHARED_DIR})
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/kit_runtimes.sh $<TARGET_FILE:gpubundle>)
 set_tests_properties(kit-runtimes PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 400)

@@ -6,20 +6,7 @@
 GB=$1
 source "$(dirname "$0")/mirror_lib.sh"
 
-host=$(start_registry up)
-"$PY" "$TOOLS/seed.py" --registry "$host" --plain-http --set small > "$W/seed.json"
-registry_config "$W/reg.yaml" "$host" "http://$host"
-make_lock "$W/site.lock.json" "$W/seed.json" linux/amd64
-"$PY" "$TOOLS/helmrepo.py" pack --release v26.7.0 --out "$W/charts" >/dev/null  # the stand-in chart
-store=$W/store
-"$PY" - "$W/site.lock.json" "$W/charts/gpu-operator-v26.7.0.tgz" <<'PYEOF'
-import json, sys
-lock = json.load(open(sys.argv[1])); lock["chart"]["source"] = sys.argv[2]
-lock["operator"]["version"] = lock["chart"]["version"] = lock["chart"]["appVersion"] = "v26.7.0"
-json.dump(lock, open(sys.argv[1], "w"), indent=2)
-PYEOF
-"$GB" --store "$store" -q mirror "$W/site.lock.json" --registry-config "$W/reg.yaml" || fail "mirror"
-"$GB" keys generate --out "$W/release" >/dev/null
+small_bundle_store
 "$GB" keys generate --out "$W/other" >/dev/null
 
 export SOURCE_DATE_EPOCH=1764460800

@@ -4,8 +4,6 @@
 # under the final names nor as temp files. Needs mount (root); skips otherwise.
 GB=$1
 source "$(dirname "$0")/mirror_lib.sh"
-SHARED=$(cd "$(dirname "$0")/../../.." && pwd)/shared/upstream/gpu-operator
-[[ -d $SHARED ]] || { echo "SKIP: $SHARED absent (the chart is packed from it)"; exit 77; }
 full=$W/full
 mkdir -p "$full"
 if ! mount -t tmpfs -o size=64k tmpfs "$full" 2>/dev/null; then
@@ -15,20 +13,7 @@ fi
 umount "$full"
 trap 'umount "$full" 2>/dev/null || true; cleanup' EXIT
 
-host=$(start_registry up)
-"$PY" "$TOOLS/seed.py" --registry "$host" --plain-http --set small > "$W/seed.json"
-registry_config "$W/reg.yaml" "$host" "http://$host"
-make_lock "$W/site.lock.json" "$W/seed.json" linux/amd64
-"$PY" "$TOOLS/helmrepo.py" pack --from "$SHARED/v24.9.2" --version v24.9.2 --out "$W/charts" >/dev/null
-"$PY" - "$W/site.lock.json" "$W/charts/gpu-operator-v24.9.2.tgz" <<'PYEOF'
-import json, sys
-lock = json.load(open(sys.argv[1])); lock["chart"]["source"] = sys.argv[2]
-json.dump(lock, open(sys.argv[1], "w"), indent=2)
-PYEOF
-store=$W/store
-"$GB" --store "$store" -q mirror "$W/site.lock.json" --registry-config "$W/reg.yaml" || fail "mirror"
-"$GB" keys generate --out "$W/release" >/dev/null
-create() { "$GB" --store "$store" -q bundle create "$W/site.lock.json" --key "$W/release.key" "$@"; }
+small_bundle_store
 create -o "$W/ref.bundle" || fail "bundle create"
 size=$(stat -c %s "$W/ref.bundle")
 

@@ -7,9 +7,7 @@
 # Usage: chart_paths.sh PATH/TO/gpubundle
 GB=$(realpath "$1")
 source "$(dirname "$0")/mirror_lib.sh"
-UP=/work/shared/upstream/gpu-operator/v24.9.2
-[ -d "$UP" ] || { echo "SKIP: $UP absent (the chart is packed from ../shared)"; exit 77; }
-V=v24.9.2
+V=v26.7.0  # the stand-in chart (tests/tools/chart.py): nothing outside the repository
 TGZ=$W/charts/gpu-operator-$V.tgz
 
 # expect RC NAME CMD...: runs CMD, output in $W/out; fails unless it exits RC.
@@ -21,7 +19,7 @@ expect() {
 }
 images() { jget "$1" 'sorted(i["source"] for i in d["images"])'; }
 
-"$PY" "$TOOLS/helmrepo.py" pack --from "$UP" --version $V --out "$W/charts" > /dev/null
+"$PY" "$TOOLS/helmrepo.py" pack --release $V --out "$W/charts" > /dev/null
 HELM=$("$PY" "$TOOLS/helmrepo.py" serve --dir "$W/charts" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["url"])')
 trap '"$PY" "$TOOLS/helmrepo.py" stop --dir "$W/charts" >/dev/null 2>&1 || true; cleanup' EXIT
 SRC=$(start_registry src)
@@ -44,7 +42,7 @@ target:
   platforms: [linux/amd64]
 driver:
   mode: conventional
-  version: "550.127.08"
+  version: "580.105.08"
 destination: {registry: "registry.site:5000", prefix: gpu}
 YAML
 }

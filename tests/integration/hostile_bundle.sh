@@ -9,8 +9,6 @@
 # `bundle create`.
 GB=$1
 source "$(dirname "$0")/mirror_lib.sh"
-SHARED=$(cd "$(dirname "$0")/../../.." && pwd)/shared/upstream/gpu-operator
-[[ -d $SHARED ]] || { echo "SKIP: $SHARED absent (the chart is packed from it)"; exit 77; }
 command -v zstd >/dev/null || { echo "SKIP: zstd not installed"; exit 77; }
 CRAFT=$TOOLS/bundlecraft.py
 MAX_RSS_KB=$((200 * 1024))
@@ -18,22 +16,9 @@ MAX_RSS_KB=$((200 * 1024))
 # this guards against took gigabytes, so 1 GiB still tells them apart.
 if grep -q __asan_init "$GB"; then MAX_RSS_KB=$((1024 * 1024)); fi
 
-up=$(start_registry up)
+small_bundle_store
 site=$(start_registry site)
 site_repos=$W/reg/site/storage/docker/registry/v2/repositories
-"$PY" "$TOOLS/seed.py" --registry "$up" --plain-http --set small > "$W/seed.json"
-registry_config "$W/reg.yaml" "$up" "http://$up"
-make_lock "$W/site.lock.json" "$W/seed.json" linux/amd64
-"$PY" "$TOOLS/helmrepo.py" pack --from "$SHARED/v24.9.2" --version v24.9.2 --out "$W/charts" >/dev/null
-"$PY" - "$W/site.lock.json" "$W/charts/gpu-operator-v24.9.2.tgz" <<'PYEOF'
-import json, sys
-lock = json.load(open(sys.argv[1])); lock["chart"]["source"] = sys.argv[2]
-json.dump(lock, open(sys.argv[1], "w"), indent=2)
-PYEOF
-store=$W/store
-"$GB" --store "$store" -q mirror "$W/site.lock.json" --registry-config "$W/reg.yaml" || fail "mirror"
-"$GB" keys generate --out "$W/release" >/dev/null
-create() { "$GB" --store "$store" -q bundle create "$W/site.lock.json" --key "$W/release.key" "$@"; }
 create -o "$W/a.bundle" || fail "bundle create"
 create -o "$W/s.bundle" --split 260K || fail "bundle create --split"
 mapfile -t split_vols < <(ls "$W"/s.bundle.*)

@@ -97,22 +97,17 @@ if grep -q S3cretPW "$W/out-pw2"; then cat "$W/out-pw2"; fail "mirror URL passwo
 pass "userinfo redacted in --registry and mirror URL errors"
 
 # An oversized Helm index.yaml is refused at the documented cap (64 MiB).
-UP=/work/shared/upstream/gpu-operator/v24.9.2
-if [ -d "$UP" ]; then
-  "$PY" "$TOOLS/helmrepo.py" pack --from "$UP" --version v24.9.2 --out "$W/charts" > /dev/null
-  HELM=$("$PY" "$TOOLS/helmrepo.py" serve --dir "$W/charts" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["url"])')
-  trap '"$PY" "$TOOLS/helmrepo.py" stop --dir "$W/charts" >/dev/null 2>&1 || true; cleanup' EXIT
-  "$PY" "$TOOLS/faultproxy.py" start --dir "$W/reg" --name helm --upstream "$HELM" --fault oversize --times 99 \
-    --match index --oversize-bytes $(((64 << 20) + 1)) > "$W/helm.json"
-  HURL=$(jget "$W/helm.json" 'd["url"]')
-  printf 'apiVersion: gpubundle/v1\nkind: Recipe\nmetadata: {name: site}\noperator:\n  version: v24.9.2\n  chart: %s\ntarget:\n  gpus: [H100-SXM5-80GB]\n  os: ubuntu22.04\n  platforms: [linux/amd64]\ndriver:\n  mode: conventional\n  version: "550.127.08"\n' "$HURL" > "$W/site.yaml"
-  rc=0
-  GPUBUNDLE_HTTP_TIMEOUT_S=120 "$GB" --store "$W/s-helm" mirror "$W/site.yaml" 2> "$W/err-helm" > /dev/null || rc=$?
-  [ "$rc" = 1 ] || { cat "$W/err-helm"; fail "oversized index.yaml: rc $rc"; }
-  grep -q "larger than 64 MiB" "$W/err-helm" || { cat "$W/err-helm"; fail "oversized index.yaml: message"; }
-  [ "$(grep -o 'index.yaml' "$W/err-helm" | wc -l)" = 1 ] || { cat "$W/err-helm"; fail "index.yaml URL named more than once"; }
-  pass "oversized index.yaml refused at 64 MiB"
-else
-  echo "note: $UP absent, index.yaml case skipped"
-fi
+"$PY" "$TOOLS/helmrepo.py" pack --release v26.7.0 --out "$W/charts" > /dev/null  # the stand-in chart
+HELM=$("$PY" "$TOOLS/helmrepo.py" serve --dir "$W/charts" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["url"])')
+trap '"$PY" "$TOOLS/helmrepo.py" stop --dir "$W/charts" >/dev/null 2>&1 || true; cleanup' EXIT
+"$PY" "$TOOLS/faultproxy.py" start --dir "$W/reg" --name helm --upstream "$HELM" --fault oversize --times 99 \
+  --match index --oversize-bytes $(((64 << 20) + 1)) > "$W/helm.json"
+HURL=$(jget "$W/helm.json" 'd["url"]')
+printf 'apiVersion: gpubundle/v1\nkind: Recipe\nmetadata: {name: site}\noperator:\n  version: v26.7.0\n  chart: %s\ntarget:\n  gpus: [H100-SXM5-80GB]\n  os: ubuntu22.04\n  platforms: [linux/amd64]\ndriver:\n  mode: conventional\n  version: "580.105.08"\n' "$HURL" > "$W/site.yaml"
+rc=0
+GPUBUNDLE_HTTP_TIMEOUT_S=120 "$GB" --store "$W/s-helm" mirror "$W/site.yaml" 2> "$W/err-helm" > /dev/null || rc=$?
+[ "$rc" = 1 ] || { cat "$W/err-helm"; fail "oversized index.yaml: rc $rc"; }
+grep -q "larger than 64 MiB" "$W/err-helm" || { cat "$W/err-helm"; fail "oversized index.yaml: message"; }
+[ "$(grep -o 'index.yaml' "$W/err-helm" | wc -l)" = 1 ] || { cat "$W/err-helm"; fail "index.yaml URL named more than once"; }
+pass "oversized index.yaml refused at 64 MiB"
 echo "hostile-registry: all checks passed"

@@ -11,13 +11,12 @@
 # an HTTPS site with a self-signed CA. For each site, both runtimes pull every
 # lock image by its upstream name (nothing resolves nvcr.io here: only the
 # kit's mirror config can route it) and by the site name values.yaml gives it,
-# for linux/amd64, and the digests must be the lock's.
-# Usage: kit_runtimes.sh GPUBUNDLE SHARED_DIR
+# for linux/amd64, and the digests must be the lock's. The same for the kit
+# that bundle create carries for the recipe's destination http://SITE, and
+# import with plainHttp in --registry-config must write the http:// kit.
+# Usage: kit_runtimes.sh GPUBUNDLE
 GB=$1
-SHARED_DIR=$2
 source "$(dirname "$0")/mirror_lib.sh"
-chart_dir=$SHARED_DIR/upstream/gpu-operator/v26.7.0
-[[ -d $chart_dir ]] || { echo "SKIP: $chart_dir absent (the chart is packed from it)"; exit 77; }
 for tool in containerd ctr podman; do
   command -v "$tool" >/dev/null || { echo "SKIP: $tool not installed (scripts/install-deps.sh installs it)"; exit 77; }
 done
@@ -71,14 +70,17 @@ podman_() {  # podman_ HOME ARGS...
 probe=$(podman_for probe)
 podman_ "$probe" images >/dev/null 2>"$W/podman-probe.err" || { echo "SKIP: podman does not run here: $(tail -n 3 "$W/podman-probe.err")"; exit 77; }
 
-# The site: a small lock from a real chart, seeded upstream, mirrored, bundled.
+# The site: a small lock from the stand-in chart (tests/tools/chart.py), seeded upstream, mirrored, bundled.
 up=$(start_registry upstream)
 http_site=$(start_registry site-http)
 "$PY" "$TOOLS/registry.py" start --dir "$W/reg" --name site-tls --tls > "$W/site-tls.json"
 tls_site=$(jget "$W/site-tls.json" 'd["host"]')
 tls_ca=$(jget "$W/site-tls.json" 'd["ca"]')
-"$PY" "$TOOLS/helmrepo.py" pack --from "$chart_dir" --version v26.7.0 --out "$W/charts" >/dev/null
-sed -e "s|^  version: v26.7.0|  version: v26.7.0\n  chart: $W/charts/gpu-operator-v26.7.0.tgz|" "$EX/precompiled.yaml" > "$W/site.yaml"
+"$PY" "$TOOLS/helmrepo.py" pack --release v26.7.0 --out "$W/charts" >/dev/null
+# The recipe names the plain-HTTP site as its destination (http://), so the kit
+# that bundle create carries in the bundle is one for that site too.
+sed -e "s|^  version: v26.7.0|  version: v26.7.0\n  chart: $W/charts/gpu-operator-v26.7.0.tgz|" \
+  -e "s|^destination: .*|destination: {registry: \"http://$http_site\", prefix: gpu}|" "$EX/precompiled.yaml" > "$W/site.yaml"
 "$GB" -q resolve "$W/site.yaml" -o "$W/full.lock.json"
 "$PY" - "$W/full.lock.json" "$W/site.lock.json" <<'PYEOF'
 import json, sys
@@ -105,6 +107,18 @@ printf 'hosts:\n  "%s":\n    caFile: %s\n' "$tls_site" "$tls_ca" > "$W/site-tls.
 "$GB" -q import "$W/site.bundle" --registry "$tls_site/gpu" --registry-config "$W/site-tls.yaml" --pubkey "$W/release.pub" \
   -o "$W/kit-tls" || fail "import (HTTPS)"
 cmp -s "$tls_ca" "$W/kit-tls/containerd/certs.d/$tls_site/ca.crt" || fail "the HTTPS kit does not carry the site's CA for containerd"
+# A plain-HTTP site given as plainHttp in --registry-config instead of http://: the same kit.
+printf 'hosts:\n  "%s":\n    plainHttp: true\n' "$http_site" > "$W/site-http.yaml"
+"$GB" -q import "$W/site.bundle" --registry "$http_site/gpu" --registry-config "$W/site-http.yaml" --pubkey "$W/release.pub" \
+  -o "$W/kit-http-config" || fail "import (HTTP by --registry-config)"
+diff -r "$W/kit-http" "$W/kit-http-config" || fail "import with plainHttp in --registry-config wrote another kit than with http://"
+# The kit bundle create carried (kit/ in the bundle), for the recipe's http:// destination.
+mkdir -p "$W/unpacked"
+tar -xf "$W/site.bundle" -C "$W/unpacked" kit || fail "the bundle carries no kit/"
+mv "$W/unpacked/kit" "$W/kit-bundle"
+for f in values.yaml containerd crio; do
+  diff -r "$W/kit-http/$f" "$W/kit-bundle/$f" || fail "the bundle's kit/$f differs from the one import wrote for http://$http_site/gpu"
+done
 cmp -s "$tls_ca" "$W/kit-tls/crio/certs.d/$tls_site/ca.crt" || fail "the HTTPS kit does not carry the site's CA for CRI-O"
 pass "site set up: $n_images images, HTTP site $http_site, HTTPS site $tls_site ($((SECONDS - start)) s)"
 
@@ -146,7 +160,7 @@ for image in lock["images"]:
 PYEOF
 }
 
-for kind in http tls; do
+for kind in http tls bundle; do
   kit=$W/kit-$kind
   refs "$kit" > "$W/refs-$kind"
   [[ $(cut -d' ' -f1 "$W/refs-$kind" | sort -u | wc -l) == "$n_images" ]] || fail "refs: $(cat "$W/refs-$kind")"

@@ -1,4 +1,4 @@
-# Shared helpers for tests/integration/mirror*.sh (sourced).
+# Shared helpers for the integration suites (sourced): registries, locks, a bundle store.
 # Usage: source mirror_lib.sh; needs $GB (gpubundle binary).
 set -euo pipefail
 PY=/usr/bin/python3
@@ -49,3 +49,26 @@ lock = {"schemaVersion": 1, "generator": "test", "recipe": {"name": "t", "file":
 json.dump(lock, open(out, "w"), indent=2)
 PYEOF
 }
+
+# small_bundle_store: the bundle suites' starting point. The small seeded set
+# (seed.py --set small) in an upstream registry "up" (host in $up), its lock
+# $W/site.lock.json with the stand-in chart v26.7.0 (tests/tools/chart.py),
+# mirrored into $store, and a release key pair $W/release.{key,pub}.
+# `create ARGS...` then runs bundle create of that lock.
+small_bundle_store() {
+  up=$(start_registry up)
+  "$PY" "$TOOLS/seed.py" --registry "$up" --plain-http --set small > "$W/seed.json"
+  registry_config "$W/reg.yaml" "$up" "http://$up"
+  make_lock "$W/site.lock.json" "$W/seed.json" linux/amd64
+  "$PY" "$TOOLS/helmrepo.py" pack --release v26.7.0 --out "$W/charts" >/dev/null
+  "$PY" - "$W/site.lock.json" "$W/charts/gpu-operator-v26.7.0.tgz" <<'PYEOF'
+import json, sys
+lock = json.load(open(sys.argv[1])); lock["chart"]["source"] = sys.argv[2]
+lock["operator"]["version"] = lock["chart"]["version"] = lock["chart"]["appVersion"] = "v26.7.0"
+json.dump(lock, open(sys.argv[1], "w"), indent=2)
+PYEOF
+  store=$W/store
+  "$GB" --store "$store" -q mirror "$W/site.lock.json" --registry-config "$W/reg.yaml" || fail "mirror"
+  "$GB" keys generate --out "$W/release" >/dev/null
+}
+create() { "$GB" --store "$store" -q bundle create "$W/site.lock.json" --key "$W/release.key" "$@"; }

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # The stand-in chart (tests/tools/chart.py from tests/tools/releases.yaml):
+#   0. only the code that compares with the real upstream reads ../shared (the
+#      list below), so every other suite, script and benchmark runs in a clone;
 #   1. a copy of the repository with nothing beside it (no ../shared) makes the
 #      chart and resolves the demo's recipe against it;
 #   2. when the real chart is at hand (GB_SHARED_DIR, default ../shared), the
@@ -16,6 +18,16 @@ W=$(mktemp -d /tmp/gb-standin-chart.XXXXXX)
 trap 'rm -rf "$W"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 tag=v26.7.0
+
+# 0. Who reads ../shared. A new reader belongs here only when it compares with
+#    the real upstream and skips with a clear message without it; anything else
+#    uses the stand-in chart (helmrepo.py pack --release, chart.py).
+readers=$(cd "$src" && grep -rlE 'shared/upstream|/work/shared|GB_SHARED_DIR' --exclude='*.md' \
+  scripts tests bench builder bundles common mirror node node-images recipes signing fuzz CMakeLists.txt | sort | xargs)
+allowed="scripts/gen-mig-configs.py tests/CMakeLists.txt tests/integration/cli_resolve.sh tests/integration/standin_chart.sh \
+tests/tools.cmake tests/unit/fixtures.cpp tests/unit/fixtures.hpp tests/unit/test_kit_values.cpp"
+[[ $readers == "$allowed" ]] || fail "files reading ../shared: '$readers'; allowed: '$allowed'"
+echo "ok: only the comparisons with the real upstream read ../shared ($(wc -w <<<"$allowed") files)"
 
 # 1. A plain clone: only what the repository tracks, nothing beside it.
 mkdir -p "$W/plain/repo"

@@ -1,13 +1,11 @@
 #!/usr/bin/env bash
 # Self-test of the real-peer harness in tests/tools: registries in every auth
 # mode, seeded images checked with skopeo, the Helm repo, the fault proxy.
-# Usage: tools.sh [SHARED_DIR]   (SHARED_DIR/upstream/gpu-operator/v24.9.2 is
-# packed when present; otherwise a small chart made here stands in.)
+# Usage: tools.sh   (the Helm repo serves the stand-in chart from chart.py)
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 tools=$here/../tools
-shared=${1:-$here/../../../shared}
 
 # Debian's interpreter: a pyenv shim in PATH costs ~0.5 s of CPU per call.
 py=/usr/bin/python3
@@ -141,16 +139,8 @@ skopeo inspect --raw --tls-verify=false "docker://$plain_host/test/docker-multi:
   "$py" -c 'import json,sys; print(json.load(sys.stdin)["Architecture"])') == arm64 ]] || fail "plain: arm64 child has the wrong config"
 
 # Helm repo: pack (deterministic), serve, fetch index.yaml and the tgz.
-chart_src=$shared/upstream/gpu-operator/v24.9.2
-if [[ ! -f $chart_src/Chart.yaml ]]; then
-  echo "note: $chart_src absent, packing a stand-in chart"
-  chart_src=$work/chart-src
-  mkdir -p "$chart_src/charts/node-feature-discovery"
-  printf 'apiVersion: v2\nname: gpu-operator\nversion: v1.0.0-devel\nappVersion: "devel"\n' >"$chart_src/Chart.yaml"
-  printf 'operator: {}\n' >"$chart_src/values.yaml"
-  printf 'apiVersion: v2\nname: node-feature-discovery\nversion: 0.16.6\n' >"$chart_src/charts/node-feature-discovery/Chart.yaml"
-  printf 'image: {}\n' >"$chart_src/charts/node-feature-discovery/values.yaml"
-fi
+chart_src=$work/chart-src  # the stand-in chart (chart.py), packed from its folder
+"$py" "$tools/chart.py" --release v26.7.0 --out "$chart_src" >/dev/null || fail "chart.py"
 "$py" "$tools/helmrepo.py" pack --from "$chart_src" --version v24.9.2 --out "$work/charts" >/dev/null
 "$py" "$tools/helmrepo.py" pack --from "$chart_src" --version v24.9.2 --out "$work/again" >/dev/null
 cmp -s "$work/charts/gpu-operator-v24.9.2.tgz" "$work/again/gpu-operator-v24.9.2.tgz" || fail "helmrepo pack is not deterministic"

@@ -2,10 +2,10 @@
 #include <catch2/catch.hpp>
 #include <archive.h>
 #include <archive_entry.h>
-#include <random>
 
 #include "bundles/bundle.hpp"
 #include "common/progress.hpp"
+#include "bundle_fixture.hpp"
 #include "fixtures.hpp"
 #include "mirror/oci.hpp"
 #include "mirror/store.hpp"
@@ -18,21 +18,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string pseudo_random(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::string s(n, '\0');
-  for (auto& c : s) c = static_cast<char>(rng());
-  return s;
-}
-
-std::string descriptor(std::string_view media, const std::string& blob) {
-  return "{\"mediaType\":\"" + std::string(media) + "\",\"digest\":\"" + sha256_digest(blob) + "\",\"size\":" +
-         std::to_string(blob.size()) + "}";
-}
-
-// A store with three images: an OCI index (amd64 kept, arm64 not mirrored),
-// a Docker schema2 image sharing the base layer, and an image with an
-// uncompressed (zstd-worthy) layer. Plus the chart.
+// The store of tests/unit/bundle_fixture.hpp (three images and the chart),
+// with a fresh signing key.
 struct Fixture {
   TempDir dir;
   fs::path store_dir = dir / "store";
@@ -43,57 +30,11 @@ struct Fixture {
 
   Fixture() {
     Store store = Store::open(store_dir, StoreAccess::Exclusive).value_or_throw();
-    base = pseudo_random(300 << 10, 1);
-    big = pseudo_random(700 << 10, 2);
-    tarlayer = std::string(200 << 10, 'a') + pseudo_random(1024, 3);
-    std::string cfg_a = R"({"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[]}})";
-    std::string cfg_b = R"({"architecture":"amd64","os":"linux","config":{"Env":["B=1"]}})";
-    std::string cfg_c = R"({"architecture":"amd64","os":"linux","config":{"Env":["C=1"]}})";
-    for (const auto* b : {&base, &big, &tarlayer, &cfg_a, &cfg_b, &cfg_c}) store.put_blob(sha256_digest(*b), *b).value_or_throw();
-
-    std::string man_a = std::string("{\"schemaVersion\":2,\"mediaType\":\"") + std::string(oci::k_oci_manifest) +
-                        "\",\"config\":" + descriptor("application/vnd.oci.image.config.v1+json", cfg_a) + ",\"layers\":[" +
-                        descriptor("application/vnd.oci.image.layer.v1.tar+gzip", base) + "," +
-                        descriptor("application/vnd.oci.image.layer.v1.tar+gzip", big) + "]}";
-    std::string arm_missing = "sha256:" + std::string(64, 'e');
-    std::string index_a = std::string("{\"schemaVersion\":2,\"mediaType\":\"") + std::string(oci::k_oci_index) +
-                          "\",\"manifests\":[{\"mediaType\":\"" + std::string(oci::k_oci_manifest) + "\",\"digest\":\"" +
-                          sha256_digest(man_a) + "\",\"size\":" + std::to_string(man_a.size()) +
-                          ",\"platform\":{\"architecture\":\"amd64\",\"os\":\"linux\"}},{\"mediaType\":\"" +
-                          std::string(oci::k_oci_manifest) + "\",\"digest\":\"" + arm_missing +
-                          "\",\"size\":500,\"platform\":{\"architecture\":\"arm64\",\"os\":\"linux\"}}]}";
-    std::string man_b = std::string("{\"schemaVersion\":2,\"mediaType\":\"") + std::string(oci::k_docker_manifest) +
-                        "\",\"config\":" + descriptor("application/vnd.docker.container.image.v1+json", cfg_b) + ",\"layers\":[" +
-                        descriptor("application/vnd.docker.image.rootfs.diff.tar.gzip", base) + "]}";
-    std::string man_c = std::string("{\"schemaVersion\":2,\"mediaType\":\"") + std::string(oci::k_oci_manifest) +
-                        "\",\"config\":" + descriptor("application/vnd.oci.image.config.v1+json", cfg_c) + ",\"layers\":[" +
-                        descriptor("application/vnd.oci.image.layer.v1.tar", tarlayer) + "]}";
-    for (const auto* m : {&man_a, &index_a, &man_b, &man_c}) store.put_blob(sha256_digest(*m), *m).value_or_throw();
-    struct Img {
-      std::string ref;
-      std::string_view media;
-      const std::string* bytes;
-    };
-    std::vector<Img> imgs = {{"nvcr.io/nvidia/driver:580.105.08-ubuntu22.04", oci::k_oci_index, &index_a},
-                             {"nvcr.io/nvidia/k8s-device-plugin:v0.17.0", oci::k_docker_manifest, &man_b},
-                             {"registry.k8s.io/nfd/node-feature-discovery:v0.16.6", oci::k_oci_manifest, &man_c}};
-    std::vector<StoredImage> stored;
-    for (const auto& i : imgs) {
-      stored.push_back({i.ref, std::string(i.media), sha256_digest(*i.bytes), i.bytes->size(), {"linux/amd64"}});
-      LockImage li;
-      li.components = {"x"};
-      li.source = i.ref;
-      li.platforms = {"linux/amd64"};
-      li.digest = sha256_digest(*i.bytes);
-      lock.images.push_back(li);
-    }
-    store.add_images(stored).value_or_throw();
-    store.put_chart("gpu-operator", "v24.9.2", "chart bytes", "test").value_or_throw();
-    lock.generator = "test";
-    lock.recipe_name = "t";
-    lock.operator_version = "v24.9.2";
-    lock.chart = {"gpu-operator", "v24.9.2", "v24.9.2", "test", ""};
-    lock.driver.mode = "conventional";
+    auto b = gbtest::fill_bundle_store(store, 300 << 10, 700 << 10, 200 << 10);
+    lock = std::move(b.lock);
+    base = std::move(b.base);
+    big = std::move(b.big);
+    tarlayer = std::move(b.tarlayer);
   }
 
   CreateReport create(const fs::path& out, CreateOptions o = {}) {
@@ -122,47 +63,9 @@ std::string problems(const VerifyReport& r) {
   return s;
 }
 
-// Copies a tar entry by entry, letting `edit` drop, change or add entries.
-struct TarEntry {
-  std::string path;
-  std::string data;
-  int type = AE_IFREG;
-  std::string link;
-};
-std::vector<TarEntry> read_tar(const fs::path& p) {
-  std::vector<TarEntry> out;
-  archive* a = archive_read_new();
-  archive_read_support_format_tar(a);
-  REQUIRE(archive_read_open_filename(a, p.c_str(), 65536) == ARCHIVE_OK);
-  archive_entry* e;
-  while (archive_read_next_header(a, &e) == ARCHIVE_OK) {
-    TarEntry t{archive_entry_pathname(e), "", static_cast<int>(archive_entry_filetype(e)), ""};
-    char buf[65536];
-    la_ssize_t n;
-    while ((n = archive_read_data(a, buf, sizeof buf)) > 0) t.data.append(buf, static_cast<size_t>(n));
-    out.push_back(std::move(t));
-  }
-  archive_read_free(a);
-  return out;
-}
-void write_tar(const fs::path& p, const std::vector<TarEntry>& entries) {
-  archive* a = archive_write_new();
-  archive_write_set_format_pax_restricted(a);
-  REQUIRE(archive_write_open_filename(a, p.c_str()) == ARCHIVE_OK);
-  for (const auto& t : entries) {
-    archive_entry* e = archive_entry_new();
-    archive_entry_set_pathname(e, t.path.c_str());
-    archive_entry_set_filetype(e, static_cast<unsigned>(t.type));
-    archive_entry_set_perm(e, 0644);
-    if (t.type == AE_IFLNK) archive_entry_set_symlink(e, t.link.c_str());
-    archive_entry_set_size(e, t.type == AE_IFREG ? static_cast<la_int64_t>(t.data.size()) : 0);
-    archive_write_header(a, e);
-    if (t.type == AE_IFREG) archive_write_data(a, t.data.data(), t.data.size());
-    archive_entry_free(e);
-  }
-  archive_write_close(a);
-  archive_write_free(a);
-}
+using gbtest::read_tar;
+using gbtest::TarEntry;
+using gbtest::write_tar;
 
 }  // namespace
 

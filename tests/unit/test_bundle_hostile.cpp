@@ -2,7 +2,6 @@
 // against the reader (parse_volume_manifest, verify_bundle, BundleBlobs).
 // Signatures are not checked here (trusted = nullptr, as with
 // --insecure-skip-signature), so every check below is the reader's own.
-#include <archive.h>
 #include <archive_entry.h>
 #include <catch2/catch.hpp>
 #include <ctime>
@@ -11,6 +10,7 @@
 
 #include "bundles/bundle.hpp"
 #include "bundles/bundle_blobs.hpp"
+#include "bundle_fixture.hpp"
 #include "fixtures.hpp"
 #include "mirror/oci.hpp"
 #include "mirror/registry.hpp"
@@ -100,25 +100,11 @@ struct Crafted {
       if (edit) edit(j);
       std::string text = j.dump(1);
       fs::path path = volume_path(first, v, volumes);
-      archive* a = archive_write_new();
-      archive_write_set_format_pax_restricted(a);
-      REQUIRE(archive_write_open_filename(a, path.c_str()) == ARCHIVE_OK);
-      auto add = [&](const std::string& name, const std::string& data) {
-        archive_entry* e = archive_entry_new();
-        archive_entry_set_pathname(e, name.c_str());
-        archive_entry_set_filetype(e, AE_IFREG);
-        archive_entry_set_perm(e, 0644);
-        archive_entry_set_size(e, static_cast<la_int64_t>(data.size()));
-        archive_write_header(a, e);
-        archive_write_data(a, data.data(), data.size());
-        archive_entry_free(e);
-      };
-      add(std::string(k_volume_manifest), text);
-      add(std::string(k_volume_signature), "unsigned\n");
+      std::vector<gbtest::TarEntry> entries = {{std::string(k_volume_manifest), text, AE_IFREG, ""},
+                                               {std::string(k_volume_signature), "unsigned\n", AE_IFREG, ""}};
       for (const auto& p : pieces)
-        if (p.volume == v) add(p.path, p.data);
-      archive_write_close(a);
-      archive_write_free(a);
+        if (p.volume == v) entries.push_back({p.path, p.data, AE_IFREG, ""});
+      gbtest::write_tar(path, entries);
       out.push_back(path);
     }
     return out;

@@ -309,6 +309,17 @@ TEST_CASE("lock loading checks every value it will write somewhere", "[hostile][
   CHECK(lock_error(long_version).size() < 300);
 }
 
+TEST_CASE("a plain-HTTP destination survives the lock round trip; HTTPS writes no plainHttp", "[lock]") {
+  Lock l = sample_lock();
+  const std::string https = lock_to_json(l);
+  CHECK(https.find("plainHttp") == std::string::npos);  // locks written before stay byte for byte
+  CHECK_FALSE(parse_lock(https, "x.lock.json").value_or_throw().destination_plain_http);
+  l.destination_plain_http = true;
+  const std::string http = lock_to_json(l);
+  CHECK(parse_lock(http, "x.lock.json").value_or_throw().destination_plain_http);
+  CHECK(lock_error(replaced(http, "\"plainHttp\": true", "\"plainHttp\": \"yes\"")).find("x.lock.json") == 0);
+}
+
 TEST_CASE("lock limits: schema number, shape, nesting, counts, size", "[hostile][lock]") {
   const std::string good = lock_to_json(sample_lock());
   CHECK(lock_error(replaced(good, "\"schemaVersion\": 1", "\"schemaVersion\": 1099511627776")).find("is newer") != std::string::npos);

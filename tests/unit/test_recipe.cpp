@@ -88,6 +88,20 @@ TEST_CASE("defaults for a minimal recipe", "[recipe]") {
   CHECK(r.destination_registry.empty());
 }
 
+TEST_CASE("destination http:// marks a plain-HTTP site registry, as --registry does", "[recipe]") {
+  auto http = parse_recipe(with("registry: registry.site.internal:5000", "registry: http://registry.site.internal:5000"), "r.yaml");
+  REQUIRE(http.ok());
+  CHECK(http->destination_registry == "registry.site.internal:5000");
+  CHECK(http->destination_plain_http);
+  auto https = parse_recipe(with("registry: registry.site.internal:5000", "registry: https://registry.site.internal:5000"), "r.yaml");
+  REQUIRE(https.ok());
+  CHECK(https->destination_registry == "registry.site.internal:5000");
+  CHECK_FALSE(https->destination_plain_http);
+  CHECK_FALSE(parse_recipe(k_full, "r.yaml").value_or_throw().destination_plain_http);
+  CHECK(error_of(with("registry: registry.site.internal:5000", "registry: ftp://registry.site.internal:5000"))
+            .find("is not a registry host") != std::string::npos);
+}
+
 TEST_CASE("unknown or mistyped fields name the path and the line", "[recipe]") {
   CHECK(error_of(with("  version: \"550.127.08\"", "  verison: \"550.127.08\"")) ==
         "recipe.yaml:14: driver.verison: unknown field (did you mean 'version'?); known fields: mode, version, branch, "
