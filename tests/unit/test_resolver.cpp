@@ -428,12 +428,26 @@ TEST_CASE("data-center GPUs of the releases are in the catalog", "[resolver][cat
     CHECK(error_of("v24.9.2", "target: {gpus: [\"" + std::string(gpu) + "\"], os: ubuntu22.04}\ndriver: {kernelModuleType: proprietary}\n") == "");
   }
   CHECK(Catalog::builtin().find_gpu("10de:20b1") == Catalog::builtin().find_gpu("A100-PCIE-40GB"));
+  // The platform-support page's other GPUs, by name and by PCI id: workstation
+  // Ampere and Turing, A100X/A30X, L20, Pascal (proprietary modules, branch
+  // 580 at most), and the Blackwell ones from the release that names them.
+  for (const char* gpu : {"RTX-A6000", "10de:2230", "RTX-A4000", "10de:24b1", "A100X", "A30X", "L20", "10de:26ba",
+                          "Quadro-RTX-8000", "10de:1e78", "T400", "T600", "T1000", "P100", "P40", "P4", "10de:15f9"}) {
+    INFO(gpu);
+    CHECK(error_of("v24.9.2", "target: {gpus: [\"" + std::string(gpu) + "\"], os: ubuntu22.04}\ndriver: {kernelModuleType: proprietary}\n") == "");
+  }
+  CHECK(error_of("v24.9.2", "target: {gpus: [P40], os: ubuntu22.04}\ndriver: {kernelModuleType: open}\n").find("P40") != std::string::npos);
+  for (const char* gpu : {"GB10", "10de:2e12", "RTX-6000D", "10de:2c3a", "DGX-Station"}) {
+    INFO(gpu);
+    CHECK(error_of("v26.7.0", "target: {gpus: [\"" + std::string(gpu) + "\"], os: ubuntu24.04}\n") == "");
+    CHECK(error_of("v24.9.2", "target: {gpus: [\"" + std::string(gpu) + "\"], os: ubuntu22.04}\n").find("GPU Operator") != std::string::npos);
+  }
   // An id the catalog lacks is named from Debian's pci.ids.
-  if (pci_ids_name("10de:2230").empty()) {
+  if (pci_ids_name("10de:1cb1").empty()) {
     WARN("skipped: /usr/share/misc/pci.ids is absent (Debian package pci.ids)");
   } else {
-    CHECK(error_of("v24.9.2", "target: {gpus: [\"10de:2230\"], os: ubuntu22.04}\n") ==
-          "recipe.yaml:5: target.gpus: 10de:2230 is GA102GL [RTX A6000] (pci.ids), which the catalog has no driver, MIG or "
+    CHECK(error_of("v24.9.2", "target: {gpus: [\"10de:1cb1\"], os: ubuntu22.04}\n") ==
+          "recipe.yaml:5: target.gpus: 10de:1cb1 is GP107GL [Quadro P1000] (pci.ids), which the catalog has no driver, MIG or "
           "module facts for; add it to recipes/catalog/gpus.yaml or name a catalog GPU");
     CHECK(pci_ids_name("0x223010DE") == "GA102GL [RTX A6000]");
   }
