@@ -34,7 +34,6 @@ struct nvmlEventData_t {
   unsigned int computeInstanceId;
 };
 constexpr nvmlReturn_t NVML_SUCCESS = 0;
-constexpr nvmlReturn_t NVML_ERROR_NOT_FOUND = 6;
 constexpr nvmlReturn_t NVML_ERROR_INSUFFICIENT_SIZE = 7;
 constexpr nvmlReturn_t NVML_ERROR_TIMEOUT = 10;
 constexpr unsigned long long kXidCriticalError = 0x8;
