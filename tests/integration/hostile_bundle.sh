@@ -12,9 +12,10 @@ source "$(dirname "$0")/mirror_lib.sh"
 command -v zstd >/dev/null || { echo "SKIP: zstd not installed"; exit 77; }
 CRAFT=$TOOLS/bundlecraft.py
 MAX_RSS_KB=$((200 * 1024))
+asan=0
 # Under ASan, shadow memory and the free quarantine add ~300 MiB; the bombs
 # this guards against took gigabytes, so 1 GiB still tells them apart.
-if grep -q __asan_init "$GB"; then MAX_RSS_KB=$((1024 * 1024)); fi
+if grep -q __asan_init "$GB"; then MAX_RSS_KB=$((1024 * 1024)) asan=1; fi
 
 small_bundle_store
 site=$(start_registry site)
@@ -104,6 +105,11 @@ done
 [[ -n $other ]] || fail "no second split of $n volumes found"
 mixes=0
 for ((mask = 1; mask < (1 << n) - 1; mask++)); do
+  # Under ASan (six times slower) the mixes with one volume swapped either
+  # way: every position read both ways; the plain build runs them all.
+  ones=0
+  for ((v = 0; v < n; v++)); do ones=$((ones + ((mask >> v) & 1))); done
+  ((asan == 0 || ones == 1 || ones == n - 1)) || continue
   mix=()
   for ((v = 1; v <= n; v++)); do
     if (((mask >> (v - 1)) & 1)); then mix+=("$(printf '%s/t.bundle.%03d' "$W" "$v")"); else mix+=("$(printf '%s/s.bundle.%03d' "$W" "$v")"); fi
@@ -114,7 +120,7 @@ done
 refused "mix: import" "are mixed" "$GB" import "$W/s.bundle.001" "$W/t.bundle.002" "${split_vols[@]:2}" \
   --registry "http://$site/gpu" --pubkey "$W/release.pub" --no-kit
 site_untouched "mixed volumes"
-pass "all $mixes mixes of --split 260K and --split ${other}K volumes refused ($n volumes each); nothing pushed"
+pass "$mixes mixes of --split 260K and --split ${other}K volumes refused ($n volumes each); nothing pushed"
 
 # A missing volume file is bad input: exit 2 from every bundle command.
 for cmd in "bundle verify" "bundle inspect" "import" "node-image export"; do
