@@ -76,20 +76,7 @@ CommandSpec driver_command() {
           Store store = Store::open(g.store, StoreAccess::Exclusive).value_or_throw();
           auto images = build_driver_images(*driver, store, a->image).value_or_throw();
           if (lock) {
-            for (const auto& img : images) {
-              LockImage* li = lock->find(img.ref);
-              if (!li) {
-                LockImage n;
-                n.components = {"driver"};
-                n.source = img.ref;
-                n.platforms = {"linux/" + a->image.architecture};
-                lock->images.push_back(n);
-                li = &lock->images.back();
-              }
-              li->digest = img.digest;
-              li->origin = "built";
-            }
-            std::sort(lock->images.begin(), lock->images.end(), [](const auto& x, const auto& y) { return x.source < y.source; });
+            for (const auto& img : images) record_built(*lock, img.built());
             write_atomic(a->lock, lock_to_json(*lock)).value_or_throw();
             log::info("updated " + a->lock);
           }

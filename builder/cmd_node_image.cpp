@@ -70,7 +70,7 @@ int bake(Globals& g, BakeArgs& a) {
     Store store = Store::open(g.store, StoreAccess::Exclusive).value_or_throw();
     stored = store_overlay(store, a.opts.output, ref).value_or_throw();
     if (lock) {
-      record_overlay_in_lock(*lock, *stored);
+      record_built(*lock, stored->built());
       write_atomic(a.lock, lock_to_json(*lock)).value_or_throw();
       log::info("updated " + a.lock);
     }

@@ -72,17 +72,20 @@ BuildSummary run_build(const BuildRequest& q, const std::filesystem::path& store
   Store store = Store::open(store_dir, StoreAccess::Exclusive).value_or_throw();
   s.lock = !q.lock.empty() ? q.lock : in.lock ? q.input : default_lock_path(*in.recipe);
 
-  Lock lock = step(s, "resolve", "fix the recipe or the chart source, then run again", [&] {
+  // The chart is parsed once, here, and handed to the kit step.
+  auto resolved = step(s, "resolve", "fix the recipe or the chart source, then run again", [&] {
     ChartAccess access{store.root(), &store, source.get()};
     if (in.lock) {
-      lock_chart(*in.lock, q.input, q.chart.string(), access).value_or_throw();
-      return std::move(*in.lock);
+      LoadedChart c = lock_chart(*in.lock, q.input, q.chart.string(), access).value_or_throw();
+      return std::pair{std::move(*in.lock), std::move(c.chart)};
     }
-    Lock l = resolve_recipe(*in.recipe, q.chart.string(), access).value_or_throw().lock;
-    l.chart.source = chart_source_for_lock(*in.recipe, s.lock);
-    for (const auto& w : l.warnings) log::warn(w);
-    return l;
+    ResolvedRecipe r = resolve_recipe(*in.recipe, q.chart.string(), access).value_or_throw();
+    r.lock.chart.source = chart_source_for_lock(*in.recipe, s.lock);
+    for (const auto& w : r.lock.warnings) log::warn(w);
+    return std::pair{std::move(r.lock), std::move(r.chart.chart)};
   });
+  Lock& lock = resolved.first;
+  const Chart& chart = resolved.second;
   const Recipe* recipe = in.recipe ? &*in.recipe : nullptr;  // set whenever --installer is
 
   // --installer: precompiled driver images (driver.mode precompiled), or a
@@ -93,8 +96,7 @@ BuildSummary run_build(const BuildRequest& q, const std::filesystem::path& store
     throw Error(ErrorKind::Input, "--installer builds precompiled driver images (driver.mode precompiled) or a node overlay "
                                   "(driver.mode host), but the recipe's driver.mode is " + lock.driver.mode);
   if (build_drivers)  // made here, so the mirror leaves them alone
-    for (auto& img : lock.images)
-      if (img.source.find("/driver:" + lock.driver.branch + "-") != std::string::npos) img.origin = "built";
+    for (auto* img : lock.precompiled_driver_images()) img->built = BuiltKind::DriverImage;
 
   auto mirrored = step(s, "mirror", "check the registry config and credentials; a re-run continues where this stopped", [&] {
     MirrorOptions mo;
@@ -105,7 +107,6 @@ BuildSummary run_build(const BuildRequest& q, const std::filesystem::path& store
   s.blobs_fetched = mirrored.blobs_fetched;
   s.blobs_reused = mirrored.blobs_present;
   for (const auto& i : mirrored.images) s.images.push_back({i.ref, i.bytes, i.up_to_date});
-  write_atomic(s.lock, lock_to_json(lock)).value_or_throw();
 
   if (build_drivers) {
     step(s, "driver", "check the installer, the kernel trees and the signing key and certificate", [&] {
@@ -113,21 +114,17 @@ BuildSummary run_build(const BuildRequest& q, const std::filesystem::path& store
       DriverImageOptions io;
       io.os_tag = lock.os_tag;
       io.base = q.driver_base;
-      for (const auto& img : lock.images)
-        if (img.origin == "built") io.repository = Reference::parse(img.source).value_or_throw().name();
+      for (const auto* img : lock.precompiled_driver_images()) io.repository = Reference::parse(img->source).value_or_throw().name();
       auto built = build_driver_images(*prepared, store, io).value_or_throw();
       for (const auto& b : built) {
-        LockImage* li = lock.find(b.ref);
-        if (!li) throw Error(ErrorKind::Failed, "built " + b.ref + ", which the lock does not list");
-        li->digest = b.digest;
-        li->origin = "built";
+        if (!lock.find(b.ref)) throw Error(ErrorKind::Failed, "built " + b.ref + ", which the lock does not list");
+        record_built(lock, b.built());
         s.images.push_back({b.ref, b.size, false});
         ++s.built_driver_images;
       }
       for (const auto& img : lock.images)
-        if (img.origin == "built" && img.digest.empty())
+        if (img.built == BuiltKind::DriverImage && img.digest.empty())
           throw Error(ErrorKind::Failed, "no driver image was built for " + img.source + ": is its kernel in --kernel-build/--kernel-headers?");
-      write_atomic(s.lock, lock_to_json(lock)).value_or_throw();
     });
   }
 
@@ -139,16 +136,17 @@ BuildSummary run_build(const BuildRequest& q, const std::filesystem::path& store
       bake_node_overlay(*recipe, *prepared, bo).value_or_throw();
       std::string ref = std::string(k_node_overlay_repository) + ":" + overlay_tag(prepared->installer.manifest.version, lock.os_tag);
       auto stored = store_overlay(store, bo.output, ref).value_or_throw();
-      record_overlay_in_lock(lock, stored);
+      record_built(lock, stored.built());
       s.images.push_back({stored.ref, stored.size, false});
-      write_atomic(s.lock, lock_to_json(lock)).value_or_throw();
     });
   }
+  // Once, when every image has its digest: a failed step leaves the lock as it was.
+  write_atomic(s.lock, lock_to_json(lock)).value_or_throw();
 
   ScratchDir scratch(q.output.parent_path() / (".gpubundle-kit." + std::to_string(::getpid())));
   CreateOptions co2;
   step(s, "kit", "the install kit needs the lock's destination registry to be valid", [&] {
-    add_kit_files(lock, store, "", scratch.path(), co2.extra).value_or_throw();
+    add_kit_files(lock, chart, "", scratch.path(), co2.extra).value_or_throw();
   });
 
   auto report = step(s, "bundle", "check free space at the output and the signing key", [&] {

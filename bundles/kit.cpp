@@ -416,7 +416,7 @@ std::string manifest_json(const Lock& lock, const std::vector<Placement>& placem
               {"digest", p.image->digest},
               {"platforms", p.image->platforms},
               {"components", p.image->components},
-              {"origin", p.image->origin}};
+              {"origin", origin_word(*p.image)}};
     if (auto it = options.image_sizes.find(p.image->source); it != options.image_sizes.end()) i["size"] = it->second;
     images.push_back(std::move(i));
   }

@@ -6,6 +6,7 @@
 
 #include "bundles/bundle.hpp"
 #include "common/error.hpp"
+#include "recipes/chart.hpp"
 #include "recipes/lock.hpp"
 
 namespace gb {
@@ -15,6 +16,9 @@ class Store;
 // Adds "kit/<file>" entries to `extra` (nothing when the lock has no
 // destination). Files are written below `scratch`, which the caller removes.
 Result<void> add_kit_files(const Lock& lock, const Store& store, const std::string& bundle_id,
+                           const std::filesystem::path& scratch, ExtraFiles& extra);
+// The same with the chart the lock was resolved against, already parsed.
+Result<void> add_kit_files(const Lock& lock, const Chart& chart, const std::string& bundle_id,
                            const std::filesystem::path& scratch, ExtraFiles& extra);
 
 }  // namespace gb

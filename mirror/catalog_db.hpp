@@ -24,6 +24,9 @@
 
 namespace gb {
 
+// ImageRow::source of an image gpubundle made (driver image, node overlay).
+inline constexpr const char* k_built_here = "built here";
+
 struct ImageRow {
   std::string ref;
   std::string digest;

@@ -193,7 +193,7 @@ Result<MirrorSummary> mirror_images(Lock& lock, Store& store, ImageSource& sourc
   std::vector<std::string> problems;
   std::vector<std::string> bad_refs;  // bad input: reported alone, exit 2
   for (auto& li : lock.images) {
-    if (li.origin == "built") continue;
+    if (li.built) continue;  // made here: nothing upstream to pull
     ImagePlan p;
     p.entry = &li;
     auto ref = Reference::parse(li.source);
@@ -237,7 +237,8 @@ Result<MirrorSummary> mirror_images(Lock& lock, Store& store, ImageSource& sourc
   }
   progress.end(std::to_string(plans.size()) + " images checked");
 
-  // 2. fetch: manifests first (small), then every missing config and layer once.
+  // 2. fetch: manifests first (small; no index.json entry names them yet, and a
+  // re-run reads them from here), then every missing config and layer once.
   for (auto& p : plans) {
     for (const auto* m : [&] {
            std::vector<const oci::Manifest*> v{&p.top};
@@ -307,27 +308,15 @@ Result<MirrorSummary> mirror_images(Lock& lock, Store& store, ImageSource& sourc
     }
   }
 
-  // 3. publish: index.json once every blob is durable, then catalog rows, then the lock.
-  std::vector<StoredImage> entries;
-  std::vector<ImageRow> rows;
-  std::vector<BlobRow> blob_rows;
-  std::string now = utc_now();
+  // 3. publish (mirror/store.hpp: index.json only once every blob is there), then the lock's digests.
+  std::vector<Publication> published;
+  for (const auto& p : plans) published.push_back({p.entry->source, p.top, p.children, p.platforms, p.ref.name()});
+  if (auto r = store.publish(published); !r) return r.error();
   for (auto& p : plans) {
-    for (const auto& b : p.blobs)
-      if (!store.has_blob(b.digest, b.size)) return op_error(p.entry->source + ": blob " + b.digest + " missing after fetch");
-    entries.push_back({p.entry->source, p.top.media_type, p.top.digest, p.top.bytes.size(), p.top.index() ? p.platforms : std::vector<std::string>{}});
-    rows.push_back({p.entry->source, p.top.digest, p.top.media_type, p.bytes, p.ref.name(), join(p.platforms, ","), now});
-    blob_rows.push_back({p.top.digest, p.top.bytes.size()});
-    for (const auto& c : p.children) blob_rows.push_back({c.digest, c.bytes.size()});
-    for (const auto& b : p.blobs) blob_rows.push_back({b.digest, b.size});
     p.entry->digest = p.top.digest;
     bool up_to_date = std::none_of(p.blobs.begin(), p.blobs.end(), [&](const oci::Descriptor& b) { return wanted.count(b.digest) > 0; });
     summary.images.push_back({p.entry->source, p.top.digest, p.top.media_type, p.bytes, up_to_date});
   }
-  if (auto r = store.add_images(entries); !r) return r.error();
-  auto cat = store.catalog();
-  if (!cat) return cat.error();
-  if (auto r = (*cat)->record(rows, blob_rows); !r) return r.error();
 
   summary.bytes_downloaded = source.bytes_downloaded() - downloaded_before;
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -68,7 +68,7 @@ struct MirrorSummary {
 };
 
 // Mirrors every upstream image of the lock into the store and fills
-// lock.images[].digest. Built images (origin "built") are skipped.
+// lock.images[].digest. Built images (LockImage::built) are skipped.
 Result<MirrorSummary> mirror_images(Lock& lock, Store& store, ImageSource& source, Progress& progress, const MirrorOptions& options);
 
 }  // namespace gb

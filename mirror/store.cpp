@@ -366,6 +366,75 @@ Result<void> Store::add_images(const std::vector<StoredImage>& add) {
   return write_atomic(m_impl->index_path(), out.dump(2) + "\n");
 }
 
+namespace {
+
+// The image manifests of a publication: the top one, or an index's children.
+std::vector<const oci::Manifest*> image_manifests(const Publication& p) {
+  std::vector<const oci::Manifest*> out;
+  if (!p.top.index()) out.push_back(&p.top);
+  for (const auto& c : p.children) out.push_back(&c);
+  return out;
+}
+
+}  // namespace
+
+std::uint64_t Publication::bytes() const {
+  std::uint64_t n = top.bytes.size();
+  for (const auto& c : children) n += c.bytes.size();
+  for (const auto* m : image_manifests(*this)) {
+    n += m->config.size;
+    for (const auto& l : m->layers) n += l.size;
+  }
+  return n;
+}
+
+Result<void> Store::publish(const std::vector<Publication>& items) {
+  // 1. what each manifest names is there, before anything is written
+  for (const auto& p : items) {
+    if (!oci::is_index(p.top.media_type) && !oci::is_manifest(p.top.media_type))
+      return op_error(p.ref + ": " + p.top.media_type + " is not a manifest or index; nothing was published");
+    if (!p.top.index() && !p.children.empty()) return op_error(p.ref + ": a manifest has no children; nothing was published");
+    for (const auto& c : p.children)
+      if (std::none_of(p.top.manifests.begin(), p.top.manifests.end(), [&](const oci::Descriptor& d) { return d.digest == c.digest; }))
+        return op_error(p.ref + ": child " + c.digest + " is not listed by its index; nothing was published");
+    for (const auto* m : image_manifests(p)) {
+      if (m->config.digest.empty()) return op_error(p.ref + ": manifest " + m->digest + " has no config; nothing was published");
+      auto missing = !has_blob(m->config.digest, m->config.size) ? &m->config : nullptr;
+      for (const auto& l : m->layers)
+        if (!missing && !has_blob(l.digest, l.size)) missing = &l;
+      if (missing)
+        return op_error(p.ref + ": blob " + missing->digest + " (" + std::to_string(missing->size) +
+                        " bytes) is not in the store; nothing was published");
+    }
+  }
+  // 2. manifests: children before the index that lists them
+  for (const auto& p : items) {
+    for (const auto& c : p.children)
+      if (auto r = put_blob(c.digest, c.bytes); !r) return r;
+    if (auto r = put_blob(p.top.digest, p.top.bytes); !r) return r;
+  }
+  // 3. index.json
+  std::vector<StoredImage> entries;
+  for (const auto& p : items) entries.push_back({p.ref, p.top.media_type, p.top.digest, p.top.bytes.size(), p.platforms});
+  if (auto r = add_images(entries); !r) return r;
+  // 4. catalog rows
+  std::vector<ImageRow> rows;
+  std::vector<BlobRow> blob_rows;
+  const std::string now = utc_now();
+  for (const auto& p : items) {
+    rows.push_back({p.ref, p.top.digest, p.top.media_type, p.bytes(), p.source, join_platforms(p.platforms), now});
+    blob_rows.push_back({p.top.digest, p.top.bytes.size()});
+    for (const auto& c : p.children) blob_rows.push_back({c.digest, c.bytes.size()});
+    for (const auto* m : image_manifests(p)) {
+      blob_rows.push_back({m->config.digest, m->config.size});
+      for (const auto& l : m->layers) blob_rows.push_back({l.digest, l.size});
+    }
+  }
+  auto cat = catalog();
+  if (!cat) return cat.error();
+  return (*cat)->record(rows, blob_rows);
+}
+
 fs::path Store::chart_path(const std::string& name, const std::string& version) const {
   return m_impl->root / "charts" / chart_file_name(name, version);
 }

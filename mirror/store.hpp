@@ -29,8 +29,9 @@
 //
 // Publishing: a fetched blob grows in "<hex>.partial"; once its size and sha256 match it is
 // fsynced and renamed to "<hex>". Other files (manifests, built layers, index.json, charts) are
-// written as "NAME.tmp.XXXXXX" and renamed (common/files.hpp AtomicFile). index.json is
-// rewritten after every blob it reaches is in place; catalog rows come last. A crash therefore
+// written as "NAME.tmp.XXXXXX" and renamed (common/files.hpp AtomicFile). Every artifact, pulled
+// or built here, then goes through Store::publish(), the one place that orders the rest:
+// configs and layers present -> manifests -> index.json -> catalog rows. A crash therefore
 // leaves at worst unreferenced blobs, partial downloads and temp files. Only a holder of the
 // exclusive lock writes, so the next exclusive open (mirror, gc, ...) removes every temp file
 // (no live process can own one) and every partial whose blob is already complete; gc also
@@ -98,6 +99,20 @@ private:
   Sha256 m_hash;
 };
 
+// One image or artifact for Store::publish(): its top manifest or index, as
+// stored, and an index's kept children. Configs and layers must already be
+// in the store (put_blob, put_blob_file, BlobWriter::publish).
+struct Publication {
+  std::string ref;                      // full reference: the index.json ref name and the catalog key
+  oci::Manifest top;                    // oci::parse_manifest() of the bytes to store
+  std::vector<oci::Manifest> children;  // an index's kept child manifests, each listed by `top`
+  std::vector<std::string> platforms;   // asked for (pulled) or built for; an index's kept children
+  std::string source;                   // catalog: the repository pulled from, or k_built_here
+
+  // Bytes of every blob it reaches, manifests included.
+  std::uint64_t bytes() const;
+};
+
 enum class StoreAccess {
   Read,       // no lock (ls): index.json is replaced atomically
   Shared,     // flock LOCK_SH (fsck)
@@ -129,6 +144,16 @@ public:
   // Adds or replaces entries by ref and rewrites index.json atomically. Every
   // blob the entries reach must already be published.
   Result<void> add_images(const std::vector<StoredImage>& images);
+  // The publish order, the same for every artifact:
+  //   1. every config and layer of every manifest is present at its size (a
+  //      blob is verified against its digest before it gets its name, so a
+  //      present blob is a verified one), and every child is listed by its
+  //      index; otherwise nothing is written;
+  //   2. the child manifests, then the top ones (put_blob: verified);
+  //   3. index.json, once, with every entry (add_images);
+  //   4. the catalog rows of the images and of every blob they reach.
+  // index.json thus never names a manifest whose blobs are not all there.
+  Result<void> publish(const std::vector<Publication>& items);
 
   std::filesystem::path chart_path(const std::string& name, const std::string& version) const;
   Result<void> put_chart(const std::string& name, const std::string& version, std::string_view bytes, const std::string& source);

@@ -230,46 +230,28 @@ Result<std::vector<BuiltDriverImage>> build_driver_images(const PreparedDriver& 
     img.digest = sha256_digest(manifest_bytes);
     img.size = manifest_bytes.size();
     img.layer_digest = "sha256:" + gz->sha256;
+    img.platform = "linux/" + options.architecture;
     pending.push_back({img, *gz, config_bytes, manifest_bytes});
   }
 
-  // Publish: base blobs (when they come from outside), layers, configs, manifests; index.json last.
+  // Blobs: base layers (when they come from outside), each kernel's layer and config;
+  // then Store::publish() writes the manifests and index.json in one go.
   if (!src.in_store)
     for (const auto& l : base->layers) {
       std::string d = l.value("digest", "");
       if (auto r = store.put_blob_file(d, l.value("size", std::uint64_t(0)), src.path(d)); !r) return r.error();
     }
-  std::vector<StoredImage> entries;
+  std::vector<Publication> published;
   std::vector<BuiltDriverImage> out;
   for (auto& p : pending) {
     if (auto r = store.put_blob_file(p.image.layer_digest, p.layer.size, p.layer.file); !r) return r.error();
     if (auto r = store.put_blob(sha256_digest(p.config), p.config); !r) return r.error();
-    if (auto r = store.put_blob(p.image.digest, p.manifest); !r) return r.error();
-    StoredImage si;
-    si.ref = p.image.ref;
-    si.media_type = std::string(oci::k_oci_manifest);
-    si.digest = p.image.digest;
-    si.size = p.image.size;
-    si.platforms = {"linux/" + options.architecture};
-    entries.push_back(si);
+    auto manifest = oci::parse_manifest(p.manifest, oci::k_oci_manifest);
+    if (!manifest) return manifest.error();
+    published.push_back({p.image.ref, std::move(*manifest), {}, {p.image.platform}, k_built_here});
     out.push_back(p.image);
   }
-  if (auto r = store.add_images(entries); !r) return r.error();
-  std::vector<ImageRow> rows;
-  std::vector<BlobRow> blob_rows;
-  const std::string now = utc_now();
-  for (const auto& p : pending) {
-    std::uint64_t size = p.manifest.size() + p.config.size() + p.layer.size;
-    for (const auto& l : base->layers) size += l.value("size", std::uint64_t(0));
-    rows.push_back({p.image.ref, p.image.digest, std::string(oci::k_oci_manifest), size, "built here",
-                    "linux/" + options.architecture, now});
-    blob_rows.push_back({p.image.digest, p.manifest.size()});
-    blob_rows.push_back({sha256_digest(p.config), p.config.size()});
-    blob_rows.push_back({p.image.layer_digest, p.layer.size});
-  }
-  auto cat = store.catalog();
-  if (!cat) return cat.error();
-  if (auto r = (*cat)->record(rows, blob_rows); !r) return r.error();
+  if (auto r = store.publish(published); !r) return r.error();
   return out;
 }
 

@@ -29,6 +29,7 @@
 
 #include "common/error.hpp"
 #include "node-images/driver_files.hpp"
+#include "recipes/lock.hpp"
 
 namespace gb {
 
@@ -47,6 +48,10 @@ struct BuiltDriverImage {
   std::string digest;  // manifest digest
   std::uint64_t size = 0;
   std::string layer_digest;
+  std::string platform;  // "linux/<architecture>"
+
+  // What record_built() (recipes/lock.hpp) puts in a lock.
+  BuiltImage built() const { return {BuiltKind::DriverImage, ref, digest, platform}; }
 };
 
 std::string precompiled_tag(const std::string& branch, const std::string& kernel, const std::string& os_tag);

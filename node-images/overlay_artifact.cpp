@@ -245,21 +245,6 @@ Result<ExportedOverlay> export_overlay(const BlobReader& reader, const std::vect
 
 std::string overlay_tag(const std::string& driver_version, const std::string& os_tag) { return driver_version + "-" + os_tag; }
 
-void record_overlay_in_lock(Lock& lock, const StoredOverlay& stored) {
-  LockImage* li = lock.find(stored.ref);
-  if (!li) {
-    LockImage n;
-    n.components = {k_node_overlay_component};
-    n.source = stored.ref;
-    n.platforms = {"linux/amd64"};
-    lock.images.push_back(n);
-    li = &lock.images.back();
-  }
-  li->digest = stored.digest;
-  li->origin = "built";
-  std::sort(lock.images.begin(), lock.images.end(), [](const auto& x, const auto& y) { return x.source < y.source; });
-}
-
 namespace {
 
 Result<StoredOverlay> store_folder(Store& store, const fs::path& dir, const std::string& ref) {
@@ -308,7 +293,6 @@ Result<StoredOverlay> store_folder(Store& store, const fs::path& dir, const std:
   const std::string empty = "{}";
   man["config"] = {{"mediaType", k_empty_type}, {"digest", sha256_digest(empty)}, {"size", empty.size()}, {"data", "e30="}};
   json jl = json::array();
-  std::uint64_t total = empty.size();
   for (auto& l : layers) {
     if (l.blob.digest.empty()) {
       auto hex = sha256_file_hex(l.file);
@@ -320,7 +304,6 @@ Result<StoredOverlay> store_folder(Store& store, const fs::path& dir, const std:
     d["annotations"] = {{k_title, l.title}};
     if (!l.uncompressed.empty()) d["annotations"][k_uncompressed] = l.uncompressed;
     jl.push_back(d);
-    total += l.blob.size;
   }
   man["layers"] = jl;
   const auto& drv = meta["driver"];
@@ -336,27 +319,15 @@ Result<StoredOverlay> store_folder(Store& store, const fs::path& dir, const std:
   };
   std::string bytes = man.dump();
 
-  // Blobs, then the manifest, then index.json.
+  // Blobs, then Store::publish(): the manifest, index.json, catalog rows.
   if (auto r = store.put_blob(sha256_digest(empty), empty); !r) return r.error();
   for (const auto& l : layers)
     if (auto r = store.put_blob_file(l.blob.digest, l.blob.size, l.file); !r) return r.error();
-  std::string digest = sha256_digest(bytes);
-  if (auto r = store.put_blob(digest, bytes); !r) return r.error();
-  StoredImage si;
-  si.ref = ref;
-  si.media_type = std::string(oci::k_oci_manifest);
-  si.digest = digest;
-  si.size = bytes.size();
-  si.platforms = {"linux/amd64"};
-  if (auto r = store.add_images({si}); !r) return r.error();
-  // Catalog rows last, as mirror does: `store ls` shows the size and when it was made.
-  std::vector<BlobRow> blob_rows = {{digest, bytes.size()}, {sha256_digest(empty), empty.size()}};
-  for (const auto& l : layers) blob_rows.push_back({l.blob.digest, l.blob.size});
-  auto cat = store.catalog();
-  if (!cat) return cat.error();
-  if (auto r = (*cat)->record({{ref, digest, si.media_type, total + bytes.size(), "built here", "linux/amd64", utc_now()}}, blob_rows); !r)
-    return r.error();
-  return StoredOverlay{ref, digest, total + bytes.size()};
+  auto manifest = oci::parse_manifest(std::move(bytes), oci::k_oci_manifest);
+  if (!manifest) return manifest.error();
+  Publication p{ref, std::move(*manifest), {}, {k_node_overlay_platform}, k_built_here};
+  if (auto r = store.publish({p}); !r) return r.error();
+  return StoredOverlay{ref, p.top.digest, p.bytes()};
 }
 
 }  // namespace

@@ -27,20 +27,24 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "recipes/lock.hpp"
 
 namespace gb {
 
 class Store;
 class Keyring;
-struct Lock;
 
 inline constexpr const char* k_node_overlay_artifact_type = "application/vnd.gpubundle.node-overlay.v1";
 inline constexpr const char* k_node_overlay_repository = "localhost/gpubundle/node-overlay";
+inline constexpr const char* k_node_overlay_platform = "linux/amd64";
 
 struct StoredOverlay {
   std::string ref;
   std::string digest;  // manifest digest
   std::uint64_t size = 0;  // all blobs
+
+  // What record_built() (recipes/lock.hpp) adds to a lock, so that bundles carry it.
+  BuiltImage built() const { return {BuiltKind::NodeOverlay, ref, digest, k_node_overlay_platform}; }
 };
 
 // Stores the bake output folder `dir` (overlay.tar, install.sh, manifest.json,
@@ -48,10 +52,6 @@ struct StoredOverlay {
 Result<StoredOverlay> store_overlay(Store& store, const std::filesystem::path& dir, const std::string& ref);
 
 std::string overlay_tag(const std::string& driver_version, const std::string& os_tag);
-
-// Adds (or updates) the overlay in the lock: component nodeOverlay, origin
-// built, its digest; so that bundles carry it.
-void record_overlay_in_lock(Lock& lock, const StoredOverlay& stored);
 
 struct ExportedOverlay {
   std::string ref;

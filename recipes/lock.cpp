@@ -20,6 +20,32 @@ LockImage* Lock::find(const std::string& source) {
   return nullptr;
 }
 
+std::vector<LockImage*> Lock::precompiled_driver_images() {
+  std::vector<LockImage*> out;
+  if (driver.mode != "precompiled") return out;
+  // The resolver's only "driver" entries in this mode: <repo>:<branch>-<kernel>-<osTag>.
+  for (auto& i : images)
+    if (std::find(i.components.begin(), i.components.end(), "driver") != i.components.end()) out.push_back(&i);
+  return out;
+}
+
+void record_built(Lock& lock, const BuiltImage& image) {
+  LockImage* li = lock.find(image.ref);
+  if (!li) {
+    LockImage n;
+    n.components = {image.kind == BuiltKind::NodeOverlay ? k_node_overlay_component : "driver"};
+    n.source = image.ref;
+    n.platforms = {image.platform};
+    lock.images.push_back(std::move(n));
+    li = &lock.images.back();
+  }
+  li->digest = image.digest;
+  li->built = image.kind;
+  std::sort(lock.images.begin(), lock.images.end(), [](const auto& x, const auto& y) { return x.source < y.source; });
+}
+
+const char* origin_word(const LockImage& image) { return image.built ? "built" : "upstream"; }
+
 std::string lock_to_json(const Lock& l) {
   json j;
   j["schemaVersion"] = l.schema_version;
@@ -50,7 +76,7 @@ std::string lock_to_json(const Lock& l) {
                       {"platforms", i.platforms},
                       {"destination", i.destination},
                       {"digest", i.digest},
-                      {"origin", i.origin}});
+                      {"origin", origin_word(i)}});
   }
   j["images"] = images;
   j["warnings"] = l.warnings;
@@ -118,7 +144,6 @@ std::string check_lock(const Lock& l) {
     if (!i.destination.empty())
       if (auto r = Reference::parse(i.destination); !r) return at + ".destination: " + r.error().message;
     if (!i.digest.empty() && !is_sha256_digest(i.digest)) return bad(at + ".digest", i.digest, "is not sha256:<64 hex>");
-    if (!one_of(i.origin, {"upstream", "built"})) return bad(at + ".origin", i.origin, "is not upstream or built");
     for (size_t c = 0; c < i.components.size(); ++c)
       if (!is_word(i.components[c], "._-"))
         return bad(at + ".components[" + std::to_string(c) + "]", i.components[c], "is not a component key");
@@ -204,14 +229,25 @@ Result<Lock> parse_lock(const std::string& text, const std::string& file) {
     const auto& images = list(j, "images", k_lock_max_images);
     for (size_t n = 0; n < images.size(); ++n) {
       const auto& i = images[n];
-      field = "images[" + std::to_string(n) + "]";
+      const std::string at = "images[" + std::to_string(n) + "]";
+      field = at;
       LockImage img;
       img.components = strs(i, "components");
       img.source = str(i, "source");
       img.platforms = strs(i, "platforms");
       img.destination = str(i, "destination");
       img.digest = str(i, "digest");
-      img.origin = str(i, "origin");
+      std::string origin = str(i, "origin");
+      if (origin == "built") {
+        // The kind is the component (see the header): older locks read the same.
+        bool overlay = img.components == std::vector<std::string>{k_node_overlay_component};
+        if (!overlay && img.components != std::vector<std::string>{"driver"})
+          throw Error(ErrorKind::Input, at + ".origin: \"built\" is for a driver image (components [driver]) "
+                                        "or a node overlay (components [nodeOverlay])");
+        img.built = overlay ? BuiltKind::NodeOverlay : BuiltKind::DriverImage;
+      } else if (origin != "upstream") {
+        throw Error(ErrorKind::Input, at + ".origin: " + quote(origin) + " is not upstream or built");
+      }
       l.images.push_back(std::move(img));
     }
     l.warnings = strs(j, "warnings");

@@ -17,7 +17,11 @@
 //   }
 //
 // images are sorted by source. digest stays "" until `gpubundle mirror` fills
-// it; origin is "upstream" (pulled) or "built" (made by `driver build`).
+// it; origin is "upstream" (pulled) or "built" (made here). A built image is
+// a precompiled driver image (`driver build`, `build --installer`; components
+// ["driver"]) or a baked node overlay (`node-image bake`; components
+// ["nodeOverlay"]): the component says which, so locks written before the kind
+// was typed read the same. In memory that is LockImage::built.
 //
 // A lock also arrives inside a bundle from outside, and its values end up in
 // values.yaml, scripts, file names and registry URLs. parse_lock() therefore
@@ -53,13 +57,29 @@ constexpr int k_lock_max_depth = 32;
 // carried and imported like an image, but no chart values key.
 inline constexpr const char* k_node_overlay_component = "nodeOverlay";
 
+// What gpubundle makes itself rather than pulls.
+enum class BuiltKind {
+  DriverImage,  // a precompiled driver image, one per kernel (node-images/driver_image.hpp)
+  NodeOverlay,  // a baked node overlay artifact (node-images/overlay_artifact.hpp)
+};
+
 struct LockImage {
   std::vector<std::string> components;  // values keys, e.g. ["devicePlugin", "gfd"]
-  std::string source;                   // full reference as pulled
+  std::string source;                   // full reference as pulled (or as built)
   std::vector<std::string> platforms;
   std::string destination;  // empty when the recipe has no destination
-  std::string digest;       // manifest (or index) digest, "" until mirrored
-  std::string origin = "upstream";
+  std::string digest;       // manifest (or index) digest, "" until mirrored or built
+  std::optional<BuiltKind> built;  // empty: origin "upstream", pulled by mirror
+
+  bool upstream() const { return !built; }
+};
+
+// An image this run made and stored, for record_built().
+struct BuiltImage {
+  BuiltKind kind = BuiltKind::DriverImage;
+  std::string ref;
+  std::string digest;    // manifest digest in the store
+  std::string platform;  // e.g. "linux/amd64"
 };
 
 struct LockChart {
@@ -101,7 +121,17 @@ struct Lock {
   std::vector<std::string> warnings;
 
   LockImage* find(const std::string& source);
+  // The precompiled driver images of the recipe's kernels (driver.mode
+  // precompiled), which `build --installer` makes instead of pulling.
+  std::vector<LockImage*> precompiled_driver_images();
 };
+
+// The one way a built image enters a lock: replaces the entry of the same
+// reference (keeping its components, platforms and destination) or adds one,
+// then marks it built with its digest. Images stay sorted by source.
+void record_built(Lock& lock, const BuiltImage& image);
+// "upstream" or "built", as the lock and the kit manifest write it.
+const char* origin_word(const LockImage& image);
 
 std::string lock_to_json(const Lock& lock);
 Result<Lock> parse_lock(const std::string& text, const std::string& file);

@@ -408,3 +408,63 @@ TEST_CASE("progress lines escape and bound names from untrusted input", "[hostil
     CHECK(text.find("done nvcr.io/x:") != std::string::npos);
   }
 }
+
+TEST_CASE("a lock written before built images were typed reads the same and writes back the same", "[lock]") {
+  // As `build --installer` and `node-image bake --lock` wrote it: origin is the
+  // only mark, the component says what was built.
+  const std::string d = "sha256:" + std::string(64, 'd'), o = "sha256:" + std::string(64, 'e');
+  const std::string old = R"({
+  "chart": {"appVersion": "v24.9.2", "name": "gpu-operator", "sha256": "", "source": "", "version": "v24.9.2"},
+  "destination": null,
+  "driver": {"branch": "550", "kernelModuleType": "open", "mode": "precompiled", "usePrecompiled": true, "version": ""},
+  "generator": "gpubundle 0.1.0",
+  "images": [
+    {"components": ["nodeOverlay"], "destination": "", "digest": ")" + o + R"(", "origin": "built",
+     "platforms": ["linux/amd64"], "source": "localhost/gpubundle/node-overlay:550.127.08-ubuntu22.04"},
+    {"components": ["driver"], "destination": "", "digest": ")" + d + R"(", "origin": "built",
+     "platforms": ["linux/amd64"], "source": "nvcr.io/nvidia/driver:550-5.15.0-122-generic-ubuntu22.04"},
+    {"components": ["devicePlugin"], "destination": "", "digest": "", "origin": "upstream",
+     "platforms": ["linux/amd64"], "source": "nvcr.io/nvidia/k8s-device-plugin:v0.17.0"}
+  ],
+  "operator": {"version": "v24.9.2"},
+  "recipe": {"file": "", "name": "site-a", "sha256": "", "spec": {}},
+  "schemaVersion": 1,
+  "target": {"gpus": [], "kernels": ["5.15.0-122-generic"], "os": "ubuntu22.04", "osTag": "ubuntu22.04",
+             "platforms": ["linux/amd64"], "workloads": ["container"]},
+  "warnings": []
+})";
+  Lock l = parse_lock(old, "old.lock.json").value_or_throw();
+  REQUIRE(l.images.size() == 3);
+  CHECK(l.images[0].built == BuiltKind::NodeOverlay);
+  CHECK(l.images[1].built == BuiltKind::DriverImage);
+  CHECK(l.images[2].upstream());
+  auto drivers = l.precompiled_driver_images();
+  REQUIRE(drivers.size() == 1);
+  CHECK(drivers[0]->source == l.images[1].source);
+  CHECK(lock_to_json(l) == lock_to_json(parse_lock(lock_to_json(l), "again").value_or_throw()));
+  CHECK(lock_to_json(l).find("\"origin\": \"built\"") != std::string::npos);
+
+  SECTION("record_built replaces an entry in place and adds a new one in order") {
+    const std::string d2 = "sha256:" + std::string(64, 'f');
+    record_built(l, {BuiltKind::DriverImage, l.images[1].source, d2, "linux/amd64"});
+    CHECK(l.images.size() == 3);
+    CHECK(l.images[1].digest == d2);
+    CHECK(l.images[1].components == std::vector<std::string>{"driver"});
+    record_built(l, {BuiltKind::DriverImage, "nvcr.io/nvidia/driver:550-6.1.0-9-amd64-ubuntu22.04", d2, "linux/arm64"});
+    REQUIRE(l.images.size() == 4);
+    CHECK(l.images[2].source == "nvcr.io/nvidia/driver:550-6.1.0-9-amd64-ubuntu22.04");  // sorted by source
+    CHECK(l.images[2].built == BuiltKind::DriverImage);
+    CHECK(l.images[2].platforms == std::vector<std::string>{"linux/arm64"});
+    auto back = parse_lock(lock_to_json(l), "x").value_or_throw();
+    CHECK(back.images[2].built == BuiltKind::DriverImage);
+  }
+  SECTION("built is only for a driver image or a node overlay") {
+    auto odd = replaced(old, R"({"components": ["devicePlugin"], "destination": "", "digest": "", "origin": "upstream")",
+                        R"({"components": ["devicePlugin"], "destination": "", "digest": "", "origin": "built")");
+    CHECK(lock_error(odd).find("images[2].origin: \"built\" is for a driver image") != std::string::npos);
+  }
+  SECTION("no precompiled driver images outside precompiled mode") {
+    l.driver.mode = "conventional";
+    CHECK(l.precompiled_driver_images().empty());
+  }
+}

@@ -344,7 +344,7 @@ TEST_CASE("a node overlay in the lock changes neither the values nor the runtime
   Lock plain = fixture_lock();
   Lock with = fixture_lock();
   LockImage overlay = image({k_node_overlay_component}, "localhost/gpubundle/node-overlay:580.105.08-ubuntu22.04");
-  overlay.origin = "built";
+  overlay.built = BuiltKind::NodeOverlay;
   with.images.push_back(overlay);
   auto a = kit::make_kit(plain, fixture_chart(), options());
   auto b = kit::make_kit(with, fixture_chart(), options());

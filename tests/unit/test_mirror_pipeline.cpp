@@ -24,8 +24,8 @@ struct World {
     index = src.add_index("reg.test/nvidia/driver", "550", {{"amd64", amd_m}, {"arm64", arm_m}}, true);
     single = src.add_image("reg.test/nvidia/toolkit", "v1", {base, blob("toolkit layer")}, "amd64", false);
     lock.platforms = {"linux/amd64"};
-    lock.images.push_back({{"driver"}, "reg.test/nvidia/driver:550", {"linux/amd64"}, "", "", "upstream"});
-    lock.images.push_back({{"toolkit"}, "reg.test/nvidia/toolkit:v1", {"linux/amd64"}, "", "", "upstream"});
+    lock.images.push_back({{"driver"}, "reg.test/nvidia/driver:550", {"linux/amd64"}, "", "", {}});
+    lock.images.push_back({{"toolkit"}, "reg.test/nvidia/toolkit:v1", {"linux/amd64"}, "", "", {}});
   }
 };
 
@@ -103,8 +103,8 @@ TEST_CASE("mirror names every missing image and platform before fetching", "[mir
   World w;
   Quiet progress;
   w.lock.images[0].platforms = {"linux/amd64", "linux/ppc64le"};
-  w.lock.images.push_back({{"x"}, "reg.test/nvidia/absent:1", {"linux/amd64"}, "", "", "upstream"});
-  w.lock.images.push_back({{"y"}, "reg.test/nvidia/toolkit:nope", {"linux/amd64"}, "", "", "upstream"});
+  w.lock.images.push_back({{"x"}, "reg.test/nvidia/absent:1", {"linux/amd64"}, "", "", {}});
+  w.lock.images.push_back({{"y"}, "reg.test/nvidia/toolkit:nope", {"linux/amd64"}, "", "", {}});
   auto store = Store::open(t / "store", StoreAccess::Exclusive).value_or_throw();
   auto r = mirror_images(w.lock, store, w.src, progress, {});
   REQUIRE_FALSE(r);
@@ -142,7 +142,7 @@ TEST_CASE("a malformed lock reference is bad input, named once", "[mirror][hosti
   Scratch t;
   World w;
   Quiet progress;
-  w.lock.images.push_back({{"x"}, "reg.test/Bad Name:1", {"linux/amd64"}, "", "", "upstream"});
+  w.lock.images.push_back({{"x"}, "reg.test/Bad Name:1", {"linux/amd64"}, "", "", {}});
   auto store = Store::open(t / "store", StoreAccess::Exclusive).value_or_throw();
   auto r = mirror_images(w.lock, store, w.src, progress, {});
   REQUIRE_FALSE(r);
@@ -161,7 +161,7 @@ TEST_CASE("a hostile child digest in an index reaches neither a URL nor a path",
   storetest::Blob evil = blob("{}");
   evil.digest = "sha512:../../../../etc/hostname";
   w.src.add_index("reg.test/nvidia/evil", "1", {{"amd64", evil}}, false);
-  w.lock.images.push_back({{"evil"}, "reg.test/nvidia/evil:1", {"linux/amd64"}, "", "", "upstream"});
+  w.lock.images.push_back({{"evil"}, "reg.test/nvidia/evil:1", {"linux/amd64"}, "", "", {}});
   auto store = Store::open(t / "store", StoreAccess::Exclusive).value_or_throw();
   int gets_before = w.src.gets;
   auto r = mirror_images(w.lock, store, w.src, progress, {});

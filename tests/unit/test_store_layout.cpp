@@ -261,3 +261,109 @@ TEST_CASE("fsck says how to repair a corrupt blob; --repair removes it; put_blob
   CHECK_FALSE(s.has_blob("sha512:../../../etc/hostname"));
   CHECK_FALSE(s.read_blob("sha256:../../../etc/hostname"));
 }
+
+namespace {
+
+// An OCI image manifest naming `config` and `layers`, parsed as publish() takes it.
+oci::Manifest image_manifest(const storetest::Blob& config, const std::vector<storetest::Blob>& layers) {
+  nlohmann::json m = {{"schemaVersion", 2},
+                      {"mediaType", "application/vnd.oci.image.manifest.v1+json"},
+                      {"config", {{"mediaType", "application/vnd.oci.image.config.v1+json"}, {"digest", config.digest}, {"size", config.bytes.size()}}},
+                      {"layers", nlohmann::json::array()}};
+  for (const auto& l : layers)
+    m["layers"].push_back({{"mediaType", "application/vnd.oci.image.layer.v1.tar+gzip"}, {"digest", l.digest}, {"size", l.bytes.size()}});
+  return oci::parse_manifest(m.dump(), oci::k_oci_manifest).value_or_throw();
+}
+
+oci::Manifest index_of(const std::vector<std::pair<const oci::Manifest*, std::string>>& children) {
+  nlohmann::json idx = {{"schemaVersion", 2}, {"mediaType", "application/vnd.oci.image.index.v1+json"}, {"manifests", nlohmann::json::array()}};
+  for (const auto& [m, arch] : children)
+    idx["manifests"].push_back({{"mediaType", m->media_type}, {"digest", m->digest}, {"size", m->bytes.size()},
+                                {"platform", {{"os", "linux"}, {"architecture", arch}}}});
+  return oci::parse_manifest(idx.dump(), oci::k_oci_index).value_or_throw();
+}
+
+std::size_t catalog_rows(Store& s) { return s.catalog().value_or_throw()->images().value_or_throw().size(); }
+
+}  // namespace
+
+TEST_CASE("publish writes nothing until every blob a manifest names is in the store", "[store][publish]") {
+  Scratch t;
+  auto s = Store::open(t / "store", StoreAccess::Exclusive).value_or_throw();
+  auto cfg = storetest::blob(R"({"architecture":"amd64","os":"linux"})");
+  auto layer = storetest::blob("layer bytes");
+  REQUIRE(s.put_blob(cfg.digest, cfg.bytes));
+  Publication p{"localhost/acme/built:1", image_manifest(cfg, {layer}), {}, {"linux/amd64"}, k_built_here};
+
+  auto refused = s.publish({p});
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().message == "localhost/acme/built:1: blob " + layer.digest + " (11 bytes) is not in the store; nothing was published");
+  CHECK(s.images().value_or_throw().empty());
+  CHECK_FALSE(s.has_blob(p.top.digest));  // not even the manifest blob
+  CHECK(catalog_rows(s) == 0);
+
+  SECTION("a layer of the wrong size counts as missing") {
+    REQUIRE(s.put_blob(layer.digest, layer.bytes));
+    p.top = image_manifest(cfg, {{"5 b.", layer.digest}});  // names the layer with another size
+    CHECK_FALSE(s.publish({p}));
+    CHECK(s.images().value_or_throw().empty());
+  }
+  SECTION("one bad artifact holds back the whole batch") {
+    auto ok = storetest::blob("another layer");
+    REQUIRE(s.put_blob(ok.digest, ok.bytes));
+    Publication good{"localhost/acme/good:1", image_manifest(cfg, {ok}), {}, {"linux/amd64"}, k_built_here};
+    CHECK_FALSE(s.publish({good, p}));
+    CHECK(s.images().value_or_throw().empty());
+  }
+  SECTION("with the layer there: manifest, index.json entry, catalog rows") {
+    REQUIRE(s.put_blob(layer.digest, layer.bytes));
+    REQUIRE(s.publish({p}));
+    auto stored = s.find_image(p.ref);
+    REQUIRE(stored);
+    CHECK(stored->digest == p.top.digest);
+    CHECK(stored->platforms == std::vector<std::string>{"linux/amd64"});
+    CHECK(s.fsck().value_or_throw().problems.empty());
+    auto rows = s.catalog().value_or_throw()->images().value_or_throw();
+    REQUIRE(rows.size() == 1);
+    CHECK(rows[0].size == p.top.bytes.size() + cfg.bytes.size() + layer.bytes.size());
+    CHECK(rows[0].source == k_built_here);
+    CHECK(p.bytes() == rows[0].size);
+  }
+}
+
+TEST_CASE("publish of an index checks each kept child and only children the index lists", "[store][publish]") {
+  Scratch t;
+  auto s = Store::open(t / "store", StoreAccess::Exclusive).value_or_throw();
+  auto cfg_a = storetest::blob(R"({"architecture":"amd64","os":"linux"})");
+  auto cfg_b = storetest::blob(R"({"architecture":"arm64","os":"linux"})");
+  auto la = storetest::blob("amd64 layer"), lb = storetest::blob("arm64 layer");
+  for (const auto* b : {&cfg_a, &cfg_b, &la}) REQUIRE(s.put_blob(b->digest, b->bytes));
+  auto amd = image_manifest(cfg_a, {la}), arm = image_manifest(cfg_b, {lb});
+  auto idx = index_of({{&amd, "amd64"}, {&arm, "arm64"}});
+
+  // Only amd64 kept: arm64's missing layer does not matter.
+  Publication p{"example.com/multi:1", idx, {amd}, {"linux/amd64"}, "example.com/multi"};
+  SECTION("kept children complete: published") {
+    REQUIRE(s.publish({p}));
+    CHECK(s.find_image(p.ref));
+    CHECK(s.has_blob(amd.digest));
+    CHECK(s.fsck().value_or_throw().problems.empty());
+  }
+  SECTION("a kept child whose layer is missing: refused") {
+    p.children.push_back(arm);
+    p.platforms.push_back("linux/arm64");
+    auto r = s.publish({p});
+    REQUIRE_FALSE(r);
+    CHECK(r.error().message.find(lb.digest) != std::string::npos);
+    CHECK_FALSE(s.find_image(p.ref));
+    CHECK_FALSE(s.has_blob(amd.digest));
+  }
+  SECTION("a child the index does not list: refused") {
+    auto stray = image_manifest(cfg_a, {});
+    p.children.push_back(stray);
+    auto r = s.publish({p});
+    REQUIRE_FALSE(r);
+    CHECK(r.error().message.find("is not listed by its index") != std::string::npos);
+    CHECK_FALSE(s.find_image(p.ref));
+  }
+}
