@@ -50,6 +50,15 @@ stored=sha256:$(skopeo inspect --raw "oci:$W/store:$ref" | sha256sum | cut -d' '
 [[ $stored == "$digest" ]] || fail "store $stored, lock $digest"
 echo "ok: build --installer: the driver step built $ref, the lock records it as built with its digest"
 
+# The lock is written once, when every image has its digest: a build that stops
+# at the driver step (after mirror) writes none.
+"$GB" --store "$W/store" -q build "$W/recipe.yaml" -o "$W/stopped.bundle" --key "$W/release.key" --lock "$W/stopped.lock.json" \
+  --registry-config "$W/registries.yaml" --installer "$W/inst/NVIDIA-Linux-x86_64-580.95.05.run" --kernel-build "$W/no-such-tree" \
+  --driver-base nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04 2> "$W/stopped.err" && fail "build with a missing kernel tree succeeded"
+grep -q "build stopped at step 'driver'" "$W/stopped.err" || fail "the stopped build: $(cat "$W/stopped.err")"
+[[ ! -e $W/stopped.lock.json ]] || fail "a build stopped at the driver step wrote the lock"
+echo "ok: a build stopped at the driver step leaves no half-filled lock"
+
 "$GB" -q import "$W/site.bundle" --registry "http://$SITE/gpu" --pubkey "$W/release.pub" -o "$W/kit" || fail "import"
 # What the operator pulls: driver.repository/driver.image:driver.version-<kernel>-<osTag>.
 values=$W/kit/values.yaml
