@@ -1,15 +1,14 @@
 #include "bundles/import.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 #include <mutex>
-#include <thread>
 
 #include "bundles/bundle.hpp"
 #include "bundles/bundle_blobs.hpp"
 #include "common/files.hpp"
 #include "common/log.hpp"
+#include "common/parallel.hpp"
 #include "common/progress.hpp"
 #include "common/strings.hpp"
 #include "mirror/oci.hpp"
@@ -18,34 +17,6 @@
 #include "signing/keys.hpp"
 
 namespace gb {
-
-namespace {
-
-// Runs tasks on `jobs` threads; returns every failure, one per line.
-Result<void> run_parallel(std::size_t count, int jobs, const std::function<Result<void>(std::size_t)>& task) {
-  std::atomic<std::size_t> next{0};
-  std::mutex mu;
-  std::vector<std::string> failures;
-  auto worker = [&] {
-    for (std::size_t i; (i = next++) < count;) {
-      auto r = task(i);
-      if (!r) {
-        std::lock_guard l(mu);
-        failures.push_back(r.error().message);
-      }
-    }
-  };
-  std::vector<std::thread> threads;
-  for (int t = 0; t < std::max(1, std::min<int>(jobs, static_cast<int>(count))); ++t) threads.emplace_back(worker);
-  for (auto& t : threads) t.join();
-  if (!failures.empty()) {
-    std::sort(failures.begin(), failures.end());
-    return op_error(join(failures, "\n"));
-  }
-  return {};
-}
-
-}  // namespace
 
 Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& volumes, const ImportOptions& o, Progress& progress) {
   // 1. Verify everything before the first byte leaves.
@@ -187,7 +158,7 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
     std::vector<BlobJob> checks;
     for (const auto& j : uploads)
       if (omitted.count(j.digest)) checks.push_back(j);
-    auto r = run_parallel(checks.size(), o.jobs, [&](std::size_t i) -> Result<void> {
+    auto r = parallel_try(checks.size(), o.jobs, [&](std::size_t i) -> Result<void> {
       auto has = client.blob_exists(checks[i].repo, checks[i].digest);
       if (!has) return has.error();
       if (!has.value()) {
@@ -258,11 +229,11 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
     }
     return {};
   };
-  if (auto r = run_parallel(uploads.size(), o.jobs, [&](std::size_t i) { return push(uploads[i]); }); !r) return r.error();
-  if (auto r = run_parallel(mounts.size(), o.jobs, [&](std::size_t i) { return push(mounts[i]); }); !r) return r.error();
+  if (auto r = parallel_try(uploads.size(), o.jobs, [&](std::size_t i) { return push(uploads[i]); }); !r) return r.error();
+  if (auto r = parallel_try(mounts.size(), o.jobs, [&](std::size_t i) { return push(mounts[i]); }); !r) return r.error();
 
   // 4. Manifests: children by digest, then the top one by tag (or digest).
-  auto r = run_parallel(plans.size(), o.jobs, [&](std::size_t i) -> Result<void> {
+  auto r = parallel_try(plans.size(), o.jobs, [&](std::size_t i) -> Result<void> {
     const Plan& p = plans[i];
     for (const auto& d : p.manifests) {
       bool top = d == p.manifests.back();

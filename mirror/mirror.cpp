@@ -1,13 +1,12 @@
 #include "mirror/mirror.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <map>
 #include <mutex>
 #include <set>
-#include <thread>
 
+#include "common/parallel.hpp"
 #include "common/strings.hpp"
 
 namespace gb {
@@ -45,19 +44,6 @@ public:
 private:
   mutable RegistryClient m_client;
 };
-
-// Runs fn(i) for i in [0, n) on up to `jobs` threads.
-void parallel_for(std::size_t n, int jobs, const std::function<void(std::size_t)>& fn) {
-  std::atomic<std::size_t> next{0};
-  auto worker = [&] {
-    for (std::size_t i = next++; i < n; i = next++) fn(i);
-  };
-  std::size_t threads = std::min<std::size_t>(n, static_cast<std::size_t>(std::max(1, jobs)));
-  std::vector<std::thread> pool;
-  for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
-}
 
 struct ImagePlan {
   LockImage* entry = nullptr;

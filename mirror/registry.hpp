@@ -1,6 +1,9 @@
 #pragma once
-// A client for the OCI distribution API on libcurl. One RegistryClient serves
-// many hosts and threads; libcurl stays behind this header.
+// A client for the OCI distribution API. One RegistryClient serves many hosts
+// and threads. It speaks HTTP through an http::Transport (mirror/
+// http_transport.hpp: libcurl by default, a scripted fake in unit tests); the
+// rules live above that seam: auth, retries, resume, redirects, the endpoint
+// fall-through rule and the error kinds (mirror/registry_session.hpp).
 //
 // Credentials go only to the origin (scheme, host, port) of the endpoint they
 // belong to: a Location (uploads, redirects) or Link page on another origin is
@@ -30,6 +33,11 @@
 #include "signing/digest.hpp"
 
 namespace gb {
+
+namespace http {
+class Transport;
+struct Clock;
+}  // namespace http
 
 struct ClientOptions {
   int max_parallel = 8;                 // blob transfers at once, all hosts
@@ -86,14 +94,19 @@ struct BlobRequest {
 };
 
 // Every call below is thread-safe. Pulls try the host's configured mirrors in
-// order (a 404 or an unreachable mirror falls through), then the host itself;
-// pushes go to the host itself. Errors are one line naming the reference,
-// the HTTP status and the registry's error code, e.g.
+// order, then the host itself, under one rule for every call: a failure of
+// that endpoint (any HTTP status, unreachable, TLS, auth) falls through to the
+// next; bad input, bytes that fail verification and local write failures stop
+// at once (registry_session.hpp). Pushes go to the host itself. Errors are one
+// line naming the reference, the HTTP status and the registry's error code, e.g.
 //   "nvcr.io/nvidia/driver:550-x: manifest unknown (404 MANIFEST_UNKNOWN)".
+// HTTP and network failures are ErrorKind::Failed, bad input ErrorKind::Input.
 
 class RegistryClient {
 public:
   RegistryClient(RegistryConfig config, ClientOptions options = {});
+  // Tests: the exchanges go to `transport`, waits and the wall clock to `clock`.
+  RegistryClient(RegistryConfig config, ClientOptions options, std::shared_ptr<http::Transport> transport, http::Clock clock);
   ~RegistryClient();
   RegistryClient(const RegistryClient&) = delete;
 

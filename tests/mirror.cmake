@@ -10,3 +10,14 @@ add_test(NAME chart-paths COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/c
 set_tests_properties(chart-paths PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 400)
 # Faulty registries and bad credentials: also run by the sanitizer job (docs/security.md).
 set_tests_properties(mirror-faults mirror-auth PROPERTIES LABELS hostile)
+# The registry client against live docker-registry instances: its own Catch2
+# binary, so that unit_tests opens no socket and starts no process.
+add_executable(registry_live_tests ${CMAKE_CURRENT_SOURCE_DIR}/integration/registry_live.cpp
+                                   ${CMAKE_CURRENT_SOURCE_DIR}/unit/fixtures.cpp ${CMAKE_CURRENT_SOURCE_DIR}/unit/main.cpp)
+target_include_directories(registry_live_tests PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/unit)
+target_link_libraries(registry_live_tests PRIVATE gb_settings gb_mirror gb_recipes gb_signing gb_common Catch2::Catch2
+                                                  LibArchive::LibArchive yaml-cpp nlohmann_json::nlohmann_json)
+target_compile_definitions(registry_live_tests PRIVATE GB_SHARED_DIR="${GB_SHARED_DIR}" GB_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
+add_test(NAME registry-live COMMAND registry_live_tests --order rand)
+# [hostile] cases (no credentials to another origin) run under `ctest -L hostile` too.
+set_tests_properties(registry-live PROPERTIES TIMEOUT 600 LABELS "integration;hostile")

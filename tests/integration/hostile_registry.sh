@@ -1,8 +1,8 @@
 #!/bin/bash
 # gpubundle against a hostile registry (tests/tools/faultproxy.py in front of a
 # real token-auth docker-registry): credentials never reach another origin
-# (blob redirect, upload Location and Link pages are covered by unit_tests
-# "[live]"), huge Retry-After, trickled and oversized manifests, an oversized
+# (blob redirect, upload Location and Link pages are covered by
+# registry_live_tests, tests/integration/registry_live.cpp), huge Retry-After, trickled and oversized manifests, an oversized
 # index.yaml, digests built to escape into paths, passwords in --registry.
 # Usage: hostile_registry.sh PATH/TO/gpubundle
 GB=$(realpath "$1")

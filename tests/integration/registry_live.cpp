@@ -1,7 +1,9 @@
 // Live tests: the registry client against real docker-registry instances
 // started by tests/tools/registry.py on 127.0.0.1 (plain, TLS, htpasswd,
 // token) and seeded by tests/tools/seed.py. Skipped when docker-registry is
-// not installed.
+// not installed. Its own binary (registry_live_tests, CTest registry-live):
+// unit_tests stays in memory; the same rules against a scripted fake are in
+// tests/unit/test_mirror_transport.cpp.
 
 #include <catch2/catch.hpp>
 

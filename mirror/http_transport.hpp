@@ -1,0 +1,109 @@
+#pragma once
+// Private to mirror/: the seam between the registry client and the network.
+// A Transport performs ONE HTTP exchange: one request in, one response out.
+// It never follows redirects, retries or authenticates; the registry client
+// does all of that above it, so those rules are plain logic that unit tests
+// drive with a scripted fake (tests/unit/test_mirror_transport.cpp). The
+// libcurl transport (http_curl.cpp) is the only code that sees libcurl.
+
+#include <chrono>
+#include <cstdint>
+#include <ctime>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error.hpp"
+
+namespace gb {
+struct HostConfig;
+}
+
+namespace gb::http {
+
+// Why an exchange got no complete HTTP answer. None: it did (any status).
+enum class NetError {
+  None,
+  Resolve,       // the host name does not resolve
+  Proxy,         // the proxy name does not resolve
+  Connect,       // no connection
+  TlsVerify,     // the peer's certificate failed verification
+  TlsCaFile,     // the CA file cannot be used
+  TlsClientCert, // the client certificate or key cannot be used
+  Timeout,       // stalled, or past the deadline of a small request
+  Broken,        // the connection broke mid-exchange (send, receive, cut-off body)
+  TooLarge,      // an unstreamed body passed Request::body_cap
+  Aborted,       // Request::on_body or the body reader said stop
+  Refused,       // a URL or redirect the client will not follow (e.g. https -> http)
+  Other,
+};
+
+// Request body bytes [offset, offset + len): the count read (0 or an error aborts).
+using BodyReader = std::function<Result<std::size_t>(std::uint64_t offset, char* buf, std::size_t len)>;
+// A 2xx body chunk; false aborts the exchange (NetError::Aborted).
+using BodySink = std::function<bool(long status, std::string_view chunk)>;
+
+struct Request {
+  std::string method = "GET";
+  std::string url;
+  std::vector<std::string> headers;  // "Name: value"
+  const HostConfig* tls = nullptr;   // CA, client certificate, insecureSkipVerify of the URL's host
+  // PUT, PATCH and POST send body_size bytes from read_body.
+  std::uint64_t body_size = 0;
+  BodyReader read_body;
+  // A 2xx body streams to on_body when set; any other body is collected into
+  // Response::body up to body_cap. Requests without on_body or read_body are
+  // small and get the whole-exchange deadline; streams only the stall limit.
+  BodySink on_body;
+  std::uint64_t body_cap = 8ull << 20;
+};
+
+struct Response {
+  long status = 0;  // 0 when no HTTP answer came
+  NetError error = NetError::None;
+  std::string error_text;                      // the transport's own words, for messages
+  std::map<std::string, std::string> headers;  // names lower-cased; repeats joined by ", "
+  std::string body;
+
+  std::string header(const std::string& name) const {
+    auto it = headers.find(name);
+    return it == headers.end() ? std::string() : it->second;
+  }
+  bool answered() const { return error == NetError::None; }
+  bool ok() const { return answered() && status >= 200 && status < 300; }
+  bool redirect() const {
+    return answered() && (status == 301 || status == 302 || status == 303 || status == 307 || status == 308);
+  }
+};
+
+// Hands one received body chunk to the request, as every transport must:
+// 2xx bodies to on_body, others into resp.body up to body_cap. False = stop
+// (resp.error says why).
+bool deliver_body(const Request& req, Response& resp, std::string_view chunk);
+
+class Transport {
+public:
+  virtual ~Transport() = default;
+  // Thread-safe: called from many threads at once.
+  virtual Response perform(const Request& req) = 0;
+};
+
+struct TransportOptions {
+  int connect_timeout_s = 15;
+  int stall_timeout_s = 30;    // a stream that moves no byte this long is Timeout
+  int request_timeout_s = 60;  // whole exchange of a small request
+  std::string user_agent = "gpubundle";
+};
+std::shared_ptr<Transport> curl_transport(const TransportOptions& options);
+
+// Time as the client sees it: the wall clock (Retry-After dates) and the
+// waits between retries. Empty members mean the real ones.
+struct Clock {
+  std::function<std::time_t()> now;
+  std::function<void(std::chrono::milliseconds)> sleep;
+};
+
+}  // namespace gb::http

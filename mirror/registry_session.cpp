@@ -1,0 +1,352 @@
+#include "mirror/registry_session.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <thread>
+
+#include "common/strings.hpp"
+#include "mirror/http_util.hpp"
+
+namespace gb {
+
+namespace registry {
+
+namespace {
+
+std::string status_text(long status) {
+  switch (status) {
+    case 400: return "bad request";
+    case 401: return "authentication required";
+    case 403: return "access denied";
+    case 404: return "not found";
+    case 405: return "operation not supported by this registry";
+    case 413: return "too large for this registry";
+    case 416: return "range not satisfiable";
+    case 429: return "too many requests";
+    case 500: return "internal server error";
+    case 502: return "bad gateway";
+    case 503: return "service unavailable";
+    case 504: return "gateway timeout";
+    default: return "unexpected HTTP status";
+  }
+}
+
+// "manifest unknown (404 MANIFEST_UNKNOWN)"
+std::string http_problem(const http::Response& r, const std::string& fallback) {
+  auto e = http::parse_registry_error(r.body);
+  std::string what = e && !e->message.empty() ? e->message : (fallback.empty() ? status_text(r.status) : fallback);
+  std::string detail = std::to_string(r.status);
+  if (e && !e->code.empty()) detail += " " + e->code;
+  std::string out = what + " (" + detail + ")";
+  const int max_s = ClientOptions{}.retry_after_max_s;
+  if (r.status == 429 || r.status == 503)
+    if (auto s = http::retry_after_seconds(r.header("retry-after")); s && *s > max_s)
+      out += "; it asks to retry after " + std::to_string(*s) + " s, longer than gpubundle waits (" + std::to_string(max_s) + " s)";
+  return out;
+}
+
+// A transport failure, one line: never the URL's query (tokens) or userinfo.
+std::string transport_problem(const http::Response& r, const std::string& url) {
+  std::string host = http::url_host(url);
+  const std::string& err = r.error_text;
+  switch (r.error) {
+    case http::NetError::Resolve: return "unknown host " + host + " (could not resolve it)";
+    case http::NetError::Proxy: return "could not resolve the proxy for " + host + ": " + err;
+    case http::NetError::TlsVerify:
+      return "TLS verification of " + host + " failed: " + err + " (give its CA as caFile in the registry config)";
+    case http::NetError::TlsCaFile: return "cannot read the CA file for " + host + ": " + err;
+    case http::NetError::TlsClientCert: return "cannot use the client certificate for " + host + ": " + err;
+    case http::NetError::Timeout: return "transfer from " + host + " stalled or timed out: " + err;
+    case http::NetError::Connect: return "cannot connect to " + host + ": " + err;
+    default: return host + ": " + err;
+  }
+}
+
+}  // namespace
+
+bool retryable(const http::Response& r) {
+  switch (r.error) {
+    case http::NetError::None:
+      return r.status == 429 || r.status == 408 || (r.status >= 500 && r.status != 501 && r.status != 505);
+    case http::NetError::Connect:
+    case http::NetError::Broken:
+    case http::NetError::Timeout:
+      return true;
+    default:
+      return false;
+  }
+}
+
+Failure failure(const std::string& what, const http::Response& r, const std::string& url, const std::string& fallback) {
+  if (r.error == http::NetError::None) return op_error(what + ": " + http_problem(r, fallback));
+  return op_error(what + ": " + transport_problem(r, url));
+}
+
+Result<void> check_digest(const std::string& what, std::string_view digest) {
+  if (http::is_valid_digest(digest)) return {};
+  std::string shown(digest.substr(0, 80));
+  if (digest.size() > 80) shown += "...";
+  return input_error(what + ": invalid digest '" + shown + "' (expected sha256:<64 hex digits>)");
+}
+
+std::string pull_scope(const Reference& r) { return "repository:" + r.repository + ":pull"; }
+std::string push_scope(const Reference& r) { return "repository:" + r.repository + ":pull,push"; }
+
+void body_from(http::Request& req, std::string_view bytes) {
+  req.body_size = bytes.size();
+  req.read_body = [bytes](std::uint64_t offset, char* buf, std::size_t len) -> Result<std::size_t> {
+    std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(len, bytes.size() - std::min<std::uint64_t>(offset, bytes.size())));
+    std::copy_n(bytes.data() + offset, n, buf);
+    return n;
+  };
+}
+
+void body_from(http::Request& req, BlobSource& source, std::uint64_t offset, std::uint64_t len) {
+  req.body_size = len;
+  req.read_body = [&source, offset](std::uint64_t at, char* buf, std::size_t n) { return source.read(offset + at, buf, n); };
+}
+
+}  // namespace registry
+
+using registry::SendMode;
+
+RegistryClient::Impl::Impl(RegistryConfig c, ClientOptions o, std::shared_ptr<http::Transport> t, http::Clock k)
+    : config(std::move(c)), options(std::move(o)), transport(std::move(t)), clock(std::move(k)) {
+  if (options.max_parallel < 1) options.max_parallel = 1;
+  if (options.max_per_host < 1) options.max_per_host = 1;
+  if (options.chunk_size < 1) options.chunk_size = 1;
+  if (const char* s = std::getenv("GPUBUNDLE_HTTP_TIMEOUT_S"); s && std::atoi(s) > 0) options.request_timeout_s = std::atoi(s);
+  if (!transport) {
+    http::TransportOptions to;
+    to.connect_timeout_s = options.connect_timeout_s;
+    to.stall_timeout_s = options.stall_timeout_s;
+    to.request_timeout_s = options.request_timeout_s;
+    to.user_agent = options.user_agent;
+    transport = http::curl_transport(to);
+  }
+}
+
+std::time_t RegistryClient::Impl::now() const { return clock.now ? clock.now() : std::time(nullptr); }
+
+bool RegistryClient::Impl::backoff(int attempt, const http::Response& r, std::chrono::milliseconds& waited) {
+  std::optional<int> asked;
+  if (r.status == 429 || r.status == 503) asked = http::retry_after_seconds(r.header("retry-after"), now());  // both may say when
+  thread_local std::mt19937 rng{std::random_device{}()};
+  std::uniform_real_distribution<double> jitter(0.5, 1.0);
+  auto ms = http::retry_delay_ms(attempt, options.backoff_ms, asked, options.retry_after_max_s, jitter(rng));
+  if (!ms) return false;
+  auto wait = std::chrono::milliseconds(*ms);
+  if (waited + wait > std::chrono::seconds(options.retry_total_s)) return false;
+  waited += wait;
+  if (clock.sleep) clock.sleep(wait);
+  else std::this_thread::sleep_for(wait);
+  return true;
+}
+
+http::Response RegistryClient::Impl::perform(const http::Request& req) {
+  ++n_requests;
+  http::Response r = transport->perform(req);
+  if (log::level() >= log::Level::Verbose)
+    log::verbose(req.method + " " + log::redact_url(req.url) + " -> " + (r.answered() ? std::to_string(r.status) : r.error_text));
+  return r;
+}
+
+http::Response RegistryClient::Impl::with_retries(const http::Request& req) {
+  http::Response r;
+  std::chrono::milliseconds waited{0};
+  for (int attempt = 0;; ++attempt) {
+    r = perform(req);
+    if (!registry::retryable(r) || attempt >= options.retries) return r;
+    if (!backoff(attempt, r, waited)) return r;
+    ++n_retries;
+    log::verbose("retrying " + req.method + " " + log::redact_url(req.url) + " (" +
+                 (r.answered() ? std::to_string(r.status) : r.error_text) + ")");
+  }
+}
+
+// ---- credentials and tokens ----
+
+Result<std::optional<Credential>> RegistryClient::Impl::credential(const std::string& host) {
+  {
+    std::lock_guard lock(m_auth_mutex);
+    auto it = m_credentials.find(host);
+    if (it != m_credentials.end()) return it->second;
+  }
+  auto c = find_credential(config, host);
+  if (!c) return c.error();
+  std::lock_guard lock(m_auth_mutex);
+  m_credentials[host] = c.value();
+  return c.value();
+}
+
+namespace {
+std::string token_key(const std::string& host, const std::vector<std::string>& scopes) { return host + " " + join(scopes, " "); }
+}  // namespace
+
+// Fetches a bearer token from the challenge's realm (anonymous, basic
+// credentials, or an identity token as an OAuth2 refresh token).
+Result<std::string> RegistryClient::Impl::fetch_token(const Endpoint& ep, const HostAuth& ha, const std::vector<std::string>& scopes) {
+  auto cred = credential(ep.host);
+  if (!cred) return cred.error();
+  http::Request req;
+  req.tls = config.host(http::url_host(ha.realm));
+  if (!req.tls) req.tls = ep.tls;
+  req.body_cap = registry::k_small_cap;
+  std::string query;
+  if (!ha.service.empty()) query += "service=" + http::url_encode(ha.service);
+  for (const auto& s : scopes) query += std::string(query.empty() ? "" : "&") + "scope=" + http::url_encode(s);
+  std::string form;
+  if (cred.value() && !cred.value()->identity_token.empty()) {
+    req.method = "POST";
+    req.url = ha.realm;
+    form = "grant_type=refresh_token&client_id=gpubundle&refresh_token=" + http::url_encode(cred.value()->identity_token) +
+           (query.empty() ? "" : "&" + query);
+    registry::body_from(req, form);
+    req.headers.push_back("Content-Type: application/x-www-form-urlencoded");
+  } else {
+    req.url = ha.realm + (query.empty() ? "" : std::string(ha.realm.find('?') == std::string::npos ? "?" : "&") + query);
+    if (cred.value())
+      req.headers.push_back("Authorization: Basic " + http::base64_encode(cred.value()->username + ":" + cred.value()->password));
+  }
+  http::Response r = with_retries(req);
+  std::string who = cred.value() ? " for user " + cred.value()->username : std::string();
+  if (r.answered() && (r.status == 401 || r.status == 403))
+    return op_error(ep.host + ": authentication failed" + who + " (" + std::to_string(r.status) + ")");
+  if (!r.ok()) return registry::failure(ep.host + ": token service", r, req.url);
+  auto j = nlohmann::json::parse(r.body, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return op_error(ep.host + ": token service sent no JSON");
+  std::string tok;
+  if (j.contains("token") && j["token"].is_string()) tok = j["token"].get<std::string>();
+  if (tok.empty() && j.contains("access_token") && j["access_token"].is_string()) tok = j["access_token"].get<std::string>();
+  if (tok.empty()) return op_error(ep.host + ": token service sent no token");
+  int expires = 60;  // the spec's default when expires_in is absent
+  if (j.contains("expires_in") && j["expires_in"].is_number_integer()) expires = j["expires_in"].get<int>();
+  if (expires < 60) expires = 60;
+  std::lock_guard lock(m_auth_mutex);
+  // Renew a little early so a token never expires mid-request.
+  m_tokens[token_key(ep.host, scopes)] = Token{tok, SteadyClock::now() + std::chrono::seconds(expires - 10)};
+  return tok;
+}
+
+// The Authorization header to send to `ep` now, or empty.
+Result<std::string> RegistryClient::Impl::auth_header(const Endpoint& ep, const std::vector<std::string>& scopes) {
+  HostAuth ha;
+  {
+    std::lock_guard lock(m_auth_mutex);
+    auto it = m_host_auth.find(ep.host);
+    if (it == m_host_auth.end()) return std::string();
+    ha = it->second;
+    if (ha.kind == HostAuth::Kind::Bearer) {
+      auto t = m_tokens.find(token_key(ep.host, scopes));
+      if (t != m_tokens.end() && t->second.expires > SteadyClock::now()) return "Authorization: Bearer " + t->second.value;
+    }
+  }
+  if (ha.kind == HostAuth::Kind::Basic) {
+    auto cred = credential(ep.host);
+    if (!cred) return cred.error();
+    if (!cred.value()) return std::string();
+    return "Authorization: Basic " + http::base64_encode(cred.value()->username + ":" + cred.value()->password);
+  }
+  if (ha.kind == HostAuth::Kind::Bearer) {
+    auto tok = fetch_token(ep, ha, scopes);
+    if (!tok) return tok.error();
+    return "Authorization: Bearer " + tok.value();
+  }
+  return std::string();
+}
+
+// Learns the host's scheme from a 401. False when nothing new can be tried.
+Result<bool> RegistryClient::Impl::learn_challenge(const Endpoint& ep, const http::Response& r, std::vector<std::string>& scopes) {
+  auto challenges = http::parse_www_authenticate(r.header("www-authenticate"));
+  HostAuth ha;
+  for (const auto& c : challenges) {
+    if (c.scheme == "bearer" && !c.param("realm").empty()) {
+      ha.kind = HostAuth::Kind::Bearer;
+      ha.realm = c.param("realm");
+      ha.service = c.param("service");
+      // The registry may name a scope we did not think of.
+      std::string s = c.param("scope");
+      if (!s.empty() && std::find(scopes.begin(), scopes.end(), s) == scopes.end()) scopes.push_back(s);
+      break;
+    }
+    if (c.scheme == "basic") ha.kind = HostAuth::Kind::Basic;
+  }
+  if (ha.kind == HostAuth::Kind::Unknown) return false;
+  std::lock_guard lock(m_auth_mutex);
+  m_host_auth[ep.host] = ha;
+  m_tokens.erase(token_key(ep.host, scopes));  // a 401 with a cached token: it is stale
+  return true;
+}
+
+// The one place where a request's credentials are chosen from its target:
+// the endpoint's Authorization header and TLS client settings go only to the
+// endpoint's own origin; any other origin (an upload Location, a redirect to
+// storage, a Link page) gets neither.
+void RegistryClient::Impl::address(http::Request& req, const Endpoint& ep, const std::vector<std::string>& base_headers,
+                                   const std::string& auth) const {
+  req.headers = base_headers;
+  if (http::same_origin(req.url, ep.base_url)) {
+    req.tls = ep.tls;
+    if (!auth.empty()) req.headers.push_back(auth);
+  } else {
+    req.tls = config.host(http::url_host(req.url));  // its own entry, if the config has one
+  }
+}
+
+// One exchange plus the redirects of a `follow` request (at most 10), each
+// hop addressed afresh. A 303 turns the request into a GET without a body.
+http::Response RegistryClient::Impl::exchange(http::Request& req, const Endpoint& ep, const std::vector<std::string>& base_headers,
+                                              const std::string& auth, SendMode mode) {
+  address(req, ep, base_headers, auth);
+  http::Response r = mode.retry ? with_retries(req) : perform(req);
+  for (int hop = 0; mode.follow && r.redirect() && hop < 10; ++hop) {
+    std::string loc = r.header("location");
+    if (loc.empty()) break;
+    std::string next = http::resolve_url(req.url, loc);
+    if (!starts_with(next, "https://") && !starts_with(next, "http://")) break;
+    if (starts_with(req.url, "https://") && starts_with(next, "http://")) {
+      r.error = http::NetError::Refused;
+      r.error_text = "refused a redirect from https to plain http";
+      break;
+    }
+    log::verbose(req.method + " " + log::redact_url(req.url) + " -> " + std::to_string(r.status) + " " + log::redact_url(next));
+    if (r.status == 303) {
+      req.method = "GET";
+      req.body_size = 0;
+      req.read_body = nullptr;
+    }
+    req.url = next;
+    address(req, ep, base_headers, auth);
+    r = mode.retry ? with_retries(req) : perform(req);
+  }
+  return r;
+}
+
+Result<http::Response> RegistryClient::Impl::send(const Endpoint& ep, std::vector<std::string> scopes, http::Request req, SendMode mode) {
+  const std::vector<std::string> base_headers = req.headers;
+  for (int round = 0; round < 2; ++round) {
+    auto auth = auth_header(ep, scopes);
+    if (!auth) return auth.error();
+    http::Request hop = req;  // redirects rewrite it; each round starts from the request as given
+    http::Response r = exchange(hop, ep, base_headers, auth.value(), mode);
+    if (!r.answered() || r.status != 401) return r;
+    // Another origin's challenge is not the endpoint's: report it as is.
+    if (!http::same_origin(hop.url, ep.base_url)) return r;
+    if (round == 0) {
+      auto learned = learn_challenge(ep, r, scopes);
+      if (!learned) return learned.error();
+      if (learned.value()) continue;
+    }
+    auto cred = credential(ep.host);
+    if (!cred) return cred.error();
+    if (cred.value()) return op_error(ep.host + ": authentication failed for user " + cred.value()->username + " (401)");
+    return op_error(registry::failure(ep.host, r, hop.url).message +
+                    "; no credentials for this host (registry config, $REGISTRY_AUTH_FILE, "
+                    "$DOCKER_CONFIG/config.json, ~/.docker/config.json)");
+  }
+  return op_error(ep.host + ": authentication failed (401)");
+}
+
+}  // namespace gb

@@ -1,0 +1,182 @@
+#pragma once
+// Private to mirror/: what registry.cpp (pull) and registry_push.cpp (push)
+// share. One request goes through send(): auth (challenge, token cache),
+// retries with backoff, redirects followed here, and the rule of which
+// origin gets the credentials. Below it is an http::Transport.
+//
+// Error kinds, decided here and nowhere else (exit codes: builder/cli.cpp):
+//   - An HTTP status or a transport failure is ErrorKind::Failed (exit 1),
+//     whichever call met it, and reads "WHAT: <words> (<status> <CODE>)" or
+//     "WHAT: cannot connect to HOST: ..." (failure()).
+//   - Bad input found before a request (an invalid digest, a reference with
+//     no tag, an unreadable credentials file) is ErrorKind::Input (exit 2).
+//
+// The endpoint rule, for every pull that walks a host's endpoints (its
+// mirrors in order, then the host unless `fallback: false`; walk()):
+//   - falls through to the next endpoint: anything that is about this
+//     endpoint: any HTTP status (404, 401/403, 5xx or 429 once retries are
+//     spent, ...), a transport failure (unreachable, TLS, stall), a failed
+//     token service;
+//   - stops at once: bad input (the same everywhere), content that fails
+//     verification (a digest or size mismatch, a body over its cap: reported,
+//     not hidden behind another endpoint's copy), and a local failure (the
+//     sink could not write).
+// When every endpoint fails, the last endpoint's failure is the answer.
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/log.hpp"
+#include "mirror/http_transport.hpp"
+#include "mirror/registry.hpp"
+
+namespace gb {
+
+namespace registry {
+
+inline constexpr std::uint64_t k_manifest_cap = 16ull << 20;  // larger "manifests" are refused
+inline constexpr std::uint64_t k_small_cap = 8ull << 20;      // error bodies, tag lists, tokens
+
+// A transport failure or 429/408/5xx (but 501/505) that a retry may cure.
+bool retryable(const http::Response& r);
+// The one mapping from an unsuccessful response to a Failure (see above).
+// `fallback` replaces the status's generic words ("manifest unknown").
+Failure failure(const std::string& what, const http::Response& r, const std::string& url, const std::string& fallback = {});
+// A Failure about `what`: the kind kept, the message prefixed.
+inline Failure about(const std::string& what, const Failure& f) { return {f.kind, what + ": " + f.message}; }
+
+// A digest from a manifest, a header, a lock or a caller, checked before it
+// reaches a URL; the message quotes at most 80 characters of it.
+Result<void> check_digest(const std::string& what, std::string_view digest);
+
+std::string pull_scope(const Reference& r);
+std::string push_scope(const Reference& r);
+
+// Request bodies: bytes in memory (kept alive by the caller) or a BlobSource range.
+void body_from(http::Request& req, std::string_view bytes);
+void body_from(http::Request& req, BlobSource& source, std::uint64_t offset, std::uint64_t len);
+
+// One endpoint's answer: a value, or a failure and whether the next endpoint
+// may still be tried (the rule above).
+template <typename T>
+struct Answer {
+  std::optional<T> value;
+  Failure failure;
+  bool next = false;       // fall through to the next endpoint
+  bool not_found = false;  // the endpoint answered 404
+
+  static Answer of(T v) {
+    Answer a;
+    a.value = std::move(v);
+    return a;
+  }
+  static Answer stop(Failure f) {
+    Answer a;
+    a.failure = std::move(f);
+    return a;
+  }
+  // A failure from send(): bad input stops; auth and token failures are the endpoint's.
+  static Answer sent(Failure f) {
+    Answer a;
+    a.next = f.kind != ErrorKind::Input;
+    a.failure = std::move(f);
+    return a;
+  }
+  // An unsuccessful response: the endpoint's, except a body over its cap
+  // (content) or a sink that stopped (local).
+  static Answer refused(const std::string& what, const http::Response& r, const std::string& url, const std::string& fallback = {}) {
+    Answer a;
+    a.failure = registry::failure(what, r, url, fallback);
+    a.next = r.error != http::NetError::TooLarge && r.error != http::NetError::Aborted;
+    a.not_found = r.answered() && r.status == 404;
+    return a;
+  }
+  Result<T> result() && {
+    if (value) return std::move(*value);
+    return failure;
+  }
+};
+
+// Tries `one` on each endpoint in order until one gives a value or a failure
+// that stops; returns that answer, or the last one.
+template <typename T, typename Fn>
+Answer<T> walk(const std::vector<Endpoint>& endpoints, const std::string& what, Fn&& one) {
+  Answer<T> a = Answer<T>::stop(op_error(what + ": no endpoint to try"));
+  for (std::size_t i = 0; i < endpoints.size(); ++i) {
+    a = one(endpoints[i]);
+    if (a.value || !a.next) return a;
+    if (i + 1 < endpoints.size()) log::verbose(a.failure.message + "; trying the next endpoint");
+  }
+  return a;
+}
+
+struct SendMode {
+  bool follow = false;  // follow redirects (blob and URL GETs reach storage that way)
+  bool retry = true;    // retry transport failures and 429/5xx here
+};
+
+}  // namespace registry
+
+struct RegistryClient::Impl {
+  Impl(RegistryConfig c, ClientOptions o, std::shared_ptr<http::Transport> t, http::Clock k);
+
+  RegistryConfig config;
+  ClientOptions options;
+  std::shared_ptr<http::Transport> transport;
+  http::Clock clock;
+
+  std::atomic<std::uint64_t> n_requests{0}, n_bytes{0}, n_pushed{0}, n_mounted{0}, n_retries{0};
+
+  // One request with auth: sends, answers a 401 challenge once (a fresh
+  // token), follows redirects when asked, and turns a final 401 into a clear
+  // failure. The response may still be any status or a transport failure.
+  Result<http::Response> send(const Endpoint& ep, std::vector<std::string> scopes, http::Request req, registry::SendMode mode = {});
+
+  // Sleeps before retry number `attempt`; `waited` sums the sleeps of one
+  // request. False (no sleep) when the server asks for longer than
+  // retry_after_max_s or the sum would pass retry_total_s: the caller gives
+  // up and reports the last answer.
+  bool backoff(int attempt, const http::Response& r, std::chrono::milliseconds& waited);
+
+  std::string api(const Endpoint& ep, const Reference& r, const std::string& rest) const {
+    return ep.base_url + "/v2/" + r.repository + rest;
+  }
+
+  struct BlobFetch;
+
+private:
+  using SteadyClock = std::chrono::steady_clock;
+  struct Token {
+    std::string value;
+    SteadyClock::time_point expires;
+  };
+  // What a host asked for on its last 401.
+  struct HostAuth {
+    enum class Kind { Unknown, Basic, Bearer } kind = Kind::Unknown;
+    std::string realm;
+    std::string service;
+  };
+
+  http::Response perform(const http::Request& req);
+  http::Response with_retries(const http::Request& req);
+  http::Response exchange(http::Request& req, const Endpoint& ep, const std::vector<std::string>& base_headers,
+                          const std::string& auth, registry::SendMode mode);
+  void address(http::Request& req, const Endpoint& ep, const std::vector<std::string>& base_headers, const std::string& auth) const;
+  Result<std::optional<Credential>> credential(const std::string& host);
+  Result<std::string> fetch_token(const Endpoint& ep, const HostAuth& ha, const std::vector<std::string>& scopes);
+  Result<std::string> auth_header(const Endpoint& ep, const std::vector<std::string>& scopes);
+  Result<bool> learn_challenge(const Endpoint& ep, const http::Response& r, std::vector<std::string>& scopes);
+  std::time_t now() const;
+
+  std::mutex m_auth_mutex;
+  std::map<std::string, HostAuth> m_host_auth;                     // by endpoint host
+  std::map<std::string, Token> m_tokens;                           // by host + " " + scopes
+  std::map<std::string, std::optional<Credential>> m_credentials;  // by host
+};
+
+}  // namespace gb

@@ -1,0 +1,383 @@
+// The registry client's rules above the transport seam, against a scripted
+// fake (no network, no sockets, no sleeping): auth and the token cache,
+// Retry-After, Range resume, the endpoint fall-through rule, and which
+// redirect hops carry credentials.
+#include <catch2/catch.hpp>
+
+#include <ctime>
+#include <functional>
+#include <mutex>
+
+#include "mirror/http_transport.hpp"
+#include "mirror/registry.hpp"
+#include "signing/digest.hpp"
+
+using namespace gb;
+
+namespace {
+
+// One scripted answer. cut_at: the body stops after that many bytes and the
+// connection breaks (NetError::Broken).
+struct Reply {
+  long status = 200;
+  std::map<std::string, std::string> headers;  // lower-case names
+  std::string body;
+  std::size_t cut_at = std::string::npos;
+  http::NetError error = http::NetError::None;
+};
+
+struct Seen {
+  std::string method;
+  std::string url;
+  std::vector<std::string> headers;
+  std::string header(const std::string& prefix) const {
+    for (const auto& h : headers)
+      if (h.rfind(prefix, 0) == 0) return h;
+    return {};
+  }
+};
+
+class FakeTransport final : public http::Transport {
+public:
+  using Script = std::function<Reply(const Seen&)>;
+  explicit FakeTransport(Script s) : m_script(std::move(s)) {}
+
+  http::Response perform(const http::Request& req) override {
+    Seen s{req.method, req.url, req.headers};
+    Reply rep;
+    {
+      std::lock_guard lock(m_mutex);
+      seen.push_back(s);
+      rep = m_script(s);
+    }
+    http::Response r;
+    if (rep.error != http::NetError::None) {
+      r.error = rep.error;
+      r.error_text = "scripted failure";
+      return r;
+    }
+    r.status = rep.status;
+    r.headers = rep.headers;
+    if (req.method == "HEAD") return r;
+    std::string_view body = std::string_view(rep.body).substr(0, rep.cut_at);
+    for (std::size_t at = 0; at < body.size(); at += 7)  // small chunks, as a network delivers them
+      if (!http::deliver_body(req, r, body.substr(at, 7))) return r;
+    if (rep.cut_at != std::string::npos) {
+      r.error = http::NetError::Broken;
+      r.error_text = "connection cut";
+    }
+    return r;
+  }
+
+  std::vector<Seen> seen;
+  std::size_t count(const std::string& url_part) const {
+    std::size_t n = 0;
+    for (const auto& s : seen) n += s.url.find(url_part) != std::string::npos;
+    return n;
+  }
+
+private:
+  Script m_script;
+  std::mutex m_mutex;
+};
+
+class StringSink final : public BlobSink {
+public:
+  std::string data;
+  int truncations = 0;
+  Result<void> write(std::string_view chunk) override {
+    data.append(chunk);
+    return {};
+  }
+  std::uint64_t size() const override { return data.size(); }
+  Result<void> truncate() override {
+    data.clear();
+    ++truncations;
+    return {};
+  }
+};
+
+const std::string k_manifest =
+    R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":)"
+    R"("application/vnd.oci.image.config.v1+json","digest":"sha256:)" + std::string(64, 'b') + R"(","size":2},"layers":[]})";
+const std::string k_blob = [] {
+  std::string b;
+  for (int i = 0; i < 100; ++i) b.push_back(static_cast<char>('A' + i % 26));
+  return b;
+}();
+
+Reply manifest_reply() {
+  Reply r;
+  r.body = k_manifest;
+  r.headers = {{"content-type", "application/vnd.oci.image.manifest.v1+json"}, {"docker-content-digest", sha256_digest(k_manifest)}};
+  return r;
+}
+Reply status(long code, std::map<std::string, std::string> headers = {}) {
+  Reply r;
+  r.status = code;
+  r.headers = std::move(headers);
+  return r;
+}
+Reply blob_from(std::size_t offset) {
+  Reply r;
+  r.status = offset ? 206 : 200;
+  r.body = k_blob.substr(offset);
+  return r;
+}
+bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// A client on the fake; waits are recorded, never slept.
+struct Rig {
+  std::shared_ptr<FakeTransport> fake;
+  std::vector<long> waits_ms;
+  std::time_t now = 1'700'000'000;
+  RegistryClient client;
+
+  Rig(FakeTransport::Script script, RegistryConfig config = {}, ClientOptions options = {})
+      : fake(std::make_shared<FakeTransport>(std::move(script))),
+        client(std::move(config), options, fake,
+               http::Clock{[this] { return now; }, [this](std::chrono::milliseconds d) { waits_ms.push_back(static_cast<long>(d.count())); }}) {}
+};
+
+Reference image(const std::string& s) { return Reference::parse(s).value_or_throw(); }
+
+RegistryConfig with_mirror() {
+  RegistryConfig c;
+  c.hosts["reg.test"].mirrors = {"https://mirror.test"};
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("transport: a 401 challenge fetches a token and the request is retried with it", "[transport]") {
+  Rig rig([](const Seen& s) {
+    if (has(s.url, "https://auth.test/token")) {
+      Reply t;
+      t.body = R"({"token":"T1","expires_in":300})";
+      return t;
+    }
+    if (s.header("Authorization:") != "Authorization: Bearer T1")
+      return status(401, {{"www-authenticate", R"(Bearer realm="https://auth.test/token",service="reg.test")"}});
+    return manifest_reply();
+  });
+  auto m = rig.client.get_manifest(image("reg.test/lib/app:v1"));
+  REQUIRE(m.ok());
+  CHECK(m->digest == sha256_digest(k_manifest));
+  REQUIRE(rig.fake->seen.size() == 3);
+  CHECK(rig.fake->seen[0].header("Authorization:").empty());
+  CHECK(has(rig.fake->seen[1].url, "service=reg.test"));
+  CHECK(has(rig.fake->seen[1].url, "scope=repository%3Alib%2Fapp%3Apull"));
+  CHECK(rig.fake->seen[2].header("Authorization:") == "Authorization: Bearer T1");
+  // The token is cached: the next call goes straight through with it.
+  REQUIRE(rig.client.get_manifest(image("reg.test/lib/app:v1")).ok());
+  CHECK(rig.fake->seen.size() == 4);
+  CHECK(rig.fake->count("auth.test") == 1);
+}
+
+TEST_CASE("transport: a token that expires mid-run is replaced by a new one", "[transport]") {
+  int issued = 0;
+  std::string valid;  // the one token the registry takes now
+  Rig rig([&](const Seen& s) {
+    if (has(s.url, "https://auth.test/token")) {
+      valid = "T" + std::to_string(++issued);
+      Reply t;
+      t.body = R"({"token":")" + valid + R"(","expires_in":300})";
+      return t;
+    }
+    if (s.header("Authorization:") != "Authorization: Bearer " + valid)
+      return status(401, {{"www-authenticate", R"(Bearer realm="https://auth.test/token",service="reg.test")"}});
+    return manifest_reply();
+  });
+  REQUIRE(rig.client.get_manifest(image("reg.test/lib/app:v1")).ok());
+  CHECK(issued == 1);
+  valid = "revoked";  // the registry no longer takes T1, long before its expires_in
+  auto again = rig.client.get_manifest(image("reg.test/lib/app:v1"));
+  REQUIRE(again.ok());
+  CHECK(issued == 2);
+  CHECK(rig.fake->seen.back().header("Authorization:") == "Authorization: Bearer T2");
+}
+
+TEST_CASE("transport: Retry-After as seconds and as an HTTP date sets the wait", "[transport]") {
+  std::string retry_after;
+  int calls = 0;
+  auto script = [&](const Seen&) {
+    if (++calls == 1) return status(429, {{"retry-after", retry_after}});
+    return manifest_reply();
+  };
+  SECTION("seconds") {
+    Rig rig(script);
+    retry_after = "3";
+    REQUIRE(rig.client.get_manifest(image("reg.test/lib/app:v1")).ok());
+    CHECK(rig.waits_ms == std::vector<long>{3000});
+  }
+  SECTION("an HTTP date, read against the client's clock") {
+    Rig rig(script);
+    std::time_t at = rig.now + 7;
+    char buf[64];
+    std::strftime(buf, sizeof buf, "%a, %d %b %Y %H:%M:%S GMT", std::gmtime(&at));
+    retry_after = buf;
+    REQUIRE(rig.client.get_manifest(image("reg.test/lib/app:v1")).ok());
+    CHECK(rig.waits_ms == std::vector<long>{7000});
+  }
+  SECTION("longer than gpubundle waits: fails at once, saying so") {
+    Rig rig(script);
+    retry_after = "100000";
+    auto m = rig.client.get_manifest(image("reg.test/lib/app:v1"));
+    REQUIRE_FALSE(m.ok());
+    CHECK(m.error().kind == ErrorKind::Failed);
+    CHECK(has(m.error().message, "reg.test/lib/app:v1: too many requests (429)"));
+    CHECK(has(m.error().message, "retry after 86400 s"));
+    CHECK(rig.waits_ms.empty());
+    CHECK(calls == 1);
+  }
+}
+
+TEST_CASE("transport: a cut-off blob resumes with Range where it broke", "[transport]") {
+  std::vector<std::string> ranges;
+  Rig rig([&](const Seen& s) {
+    ranges.push_back(s.header("Range:"));
+    if (ranges.size() == 1) {
+      Reply r = blob_from(0);
+      r.cut_at = 40;
+      return r;
+    }
+    return s.header("Range:") == "Range: bytes=40-" ? blob_from(40) : blob_from(0);
+  });
+  StringSink sink;
+  std::uint64_t reported = 0;
+  auto r = rig.client.fetch_blob(image("reg.test/lib/app"), sha256_digest(k_blob), k_blob.size(), sink,
+                                 [&](std::uint64_t n) { reported += n; });
+  REQUIRE(r.ok());
+  CHECK(sink.data == k_blob);
+  CHECK(ranges == std::vector<std::string>{"", "Range: bytes=40-"});
+  CHECK(sink.truncations == 1);  // the fresh start only (BlobSink::resume), none on resuming
+  CHECK(reported == k_blob.size());  // the progress never counts a byte twice
+  CHECK(rig.client.stats().retries == 1);
+}
+
+TEST_CASE("transport: a server that ignores Range restarts the blob cleanly", "[transport]") {
+  int calls = 0;
+  Rig rig([&](const Seen&) {
+    Reply r = blob_from(0);  // 200 with the whole body, Range or not
+    if (++calls == 1) r.cut_at = 40;
+    return r;
+  });
+  StringSink sink;
+  auto r = rig.client.fetch_blob(image("reg.test/lib/app"), sha256_digest(k_blob), k_blob.size(), sink);
+  REQUIRE(r.ok());
+  CHECK(sink.data == k_blob);  // not the first 40 bytes twice
+  CHECK(sink.truncations == 2);  // the fresh start, then the restart on the 200
+  CHECK(calls == 2);  // the 200 restarted at once, no third try after a mismatch
+  CHECK(rig.fake->seen[1].header("Range:") == "Range: bytes=40-");
+}
+
+TEST_CASE("transport: one fall-through rule for manifests, blobs and tag lists", "[transport]") {
+  // The mirror refuses everything (401, no credentials for it), as a
+  // misconfigured pull-through cache does; the registry itself has it all.
+  auto script = [](const Seen& s) {
+    if (has(s.url, "https://mirror.test/")) return status(401, {{"www-authenticate", R"(Basic realm="mirror")"}});
+    if (has(s.url, "/manifests/")) return manifest_reply();
+    if (has(s.url, "/tags/list")) {
+      Reply t;
+      t.body = R"({"name":"lib/app","tags":["v1","v2"]})";
+      return t;
+    }
+    return blob_from(0);
+  };
+  SECTION("manifests") {
+    Rig rig(script, with_mirror());
+    REQUIRE(rig.client.get_manifest(image("reg.test/lib/app:v1")).ok());
+    auto head = rig.client.head_manifest(image("reg.test/lib/app:v1"));
+    REQUIRE(head.ok());
+    CHECK(head->value_or("") == sha256_digest(k_manifest));
+  }
+  SECTION("blobs") {
+    Rig rig(script, with_mirror());
+    StringSink sink;
+    REQUIRE(rig.client.fetch_blob(image("reg.test/lib/app"), sha256_digest(k_blob), k_blob.size(), sink).ok());
+    CHECK(sink.data == k_blob);
+    CHECK(rig.fake->count("https://reg.test/v2/lib/app/blobs/") == 1);
+  }
+  SECTION("tag lists") {
+    Rig rig(script, with_mirror());
+    auto tags = rig.client.list_tags(image("reg.test/lib/app"));
+    REQUIRE(tags.ok());
+    CHECK(*tags == std::vector<std::string>{"v1", "v2"});
+  }
+}
+
+TEST_CASE("transport: bytes that fail verification on a mirror stop the walk", "[transport]") {
+  auto script = [](const Seen& s) {
+    if (has(s.url, "https://mirror.test/")) {
+      Reply r = has(s.url, "/manifests/") ? manifest_reply() : blob_from(0);
+      r.body[r.body.size() - 3] ^= 1;  // one flipped bit
+      r.headers.erase("docker-content-digest");
+      return r;
+    }
+    return has(s.url, "/manifests/") ? manifest_reply() : blob_from(0);
+  };
+  ClientOptions o;
+  o.retries = 1;
+  SECTION("a manifest by digest") {
+    Rig rig(script, with_mirror(), o);
+    auto m = rig.client.get_manifest(image("reg.test/lib/app@" + sha256_digest(k_manifest)));
+    REQUIRE_FALSE(m.ok());
+    CHECK(m.error().kind == ErrorKind::Failed);
+    CHECK(has(m.error().message, "not the requested digest"));
+    CHECK(rig.fake->count("https://reg.test/") == 0);
+  }
+  SECTION("a blob") {
+    Rig rig(script, with_mirror(), o);
+    StringSink sink;
+    auto r = rig.client.fetch_blob(image("reg.test/lib/app"), sha256_digest(k_blob), k_blob.size(), sink);
+    REQUIRE_FALSE(r.ok());
+    CHECK(has(r.error().message, "corrupt download"));
+    CHECK(rig.fake->count("https://reg.test/") == 0);
+  }
+}
+
+TEST_CASE("transport: a 404 everywhere is 'not found' for HEAD and one clear line for GET", "[transport]") {
+  Rig rig([](const Seen&) { return status(404); }, with_mirror());
+  auto head = rig.client.head_manifest(image("reg.test/lib/app:v1"));
+  REQUIRE(head.ok());
+  CHECK_FALSE(head->has_value());
+  auto m = rig.client.get_manifest(image("reg.test/lib/app:v1"));
+  REQUIRE_FALSE(m.ok());
+  CHECK(m.error().kind == ErrorKind::Failed);
+  CHECK(m.error().message == "reg.test/lib/app:v1: manifest unknown (404)");
+  CHECK(rig.fake->count("https://mirror.test/") == 2);
+  CHECK(rig.fake->count("https://reg.test/") == 2);
+}
+
+TEST_CASE("transport: redirects carry Authorization to the same origin only", "[transport]") {
+  for (std::string target : {"https://storage.test/b?sig=1", "/same-origin-copy", "https://reg.test:443/same-origin-copy",
+                             "http://reg.test/same-origin-copy"}) {
+    CAPTURE(target);
+    Rig rig([&](const Seen& s) {
+      if (has(s.url, "https://auth.test/token")) {
+        Reply t;
+        t.body = R"({"token":"SECRET","expires_in":300})";
+        return t;
+      }
+      if (has(s.url, "https://storage.test/") || has(s.url, "/same-origin-copy")) return blob_from(0);
+      if (s.header("Authorization:").empty())
+        return status(401, {{"www-authenticate", R"(Bearer realm="https://auth.test/token",service="reg.test")"}});
+      return status(307, {{"location", target}});
+    });
+    StringSink sink;
+    auto r = rig.client.fetch_blob(image("reg.test/lib/app"), sha256_digest(k_blob), k_blob.size(), sink);
+    const Seen& last = rig.fake->seen.back();
+    if (target.rfind("http://", 0) == 0) {
+      // https -> http is refused, never sent.
+      REQUIRE_FALSE(r.ok());
+      CHECK(has(r.error().message, "refused a redirect from https to plain http"));
+      CHECK(rig.fake->count("http://reg.test") == 0);
+      continue;
+    }
+    REQUIRE(r.ok());
+    CHECK(sink.data == k_blob);
+    bool same_origin = target.rfind("https://storage.test", 0) != 0;
+    CHECK(has(last.url, same_origin ? "https://reg.test" : "https://storage.test/b?sig=1"));
+    CHECK(last.header("Authorization:") == (same_origin ? "Authorization: Bearer SECRET" : ""));
+  }
+}
