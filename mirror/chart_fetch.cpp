@@ -13,20 +13,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-class MemorySink final : public BlobSink {
-public:
-  std::string data;
-  Result<void> write(std::string_view chunk) override {
-    data.append(chunk);
-    return {};
-  }
-  std::uint64_t size() const override { return data.size(); }
-  Result<void> truncate() override {
-    data.clear();
-    return {};
-  }
-};
-
 bool is_gzip(std::string_view b) { return b.size() > 2 && static_cast<unsigned char>(b[0]) == 0x1f && static_cast<unsigned char>(b[1]) == 0x8b; }
 
 std::string strip_v(const std::string& v) { return !v.empty() && v[0] == 'v' ? v.substr(1) : v; }

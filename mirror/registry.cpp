@@ -46,6 +46,15 @@ Result<std::string> manifest_target(const Reference& ref) {
   return target;
 }
 
+http::Request manifest_request(const char* method, std::string url) {
+  http::Request req;
+  req.method = method;
+  req.url = std::move(url);
+  req.headers.push_back("Accept: " + oci::accept_header());
+  req.body_cap = registry::k_manifest_cap;
+  return req;
+}
+
 }  // namespace
 
 Result<oci::Manifest> RegistryClient::get_manifest(const Reference& ref) {
@@ -54,10 +63,7 @@ Result<oci::Manifest> RegistryClient::get_manifest(const Reference& ref) {
   if (!target) return target.error();
   const std::string what = ref.str();
   auto one = [&](const Endpoint& ep) -> Answer<oci::Manifest> {
-    http::Request req;
-    req.url = im.api(ep, ref, "/manifests/" + *target);
-    req.headers.push_back("Accept: " + oci::accept_header());
-    req.body_cap = registry::k_manifest_cap;
+    http::Request req = manifest_request("GET", im.api(ep, ref, "/manifests/" + *target));
     auto sent = im.send(ep, {pull_scope(ref)}, req);
     if (!sent) return Answer<oci::Manifest>::sent(registry::about(what, sent.error()));
     http::Response& r = sent.value();
@@ -82,10 +88,7 @@ Result<std::optional<std::string>> RegistryClient::head_manifest(const Reference
   if (!target) return target.error();
   const std::string what = ref.str();
   auto one = [&](const Endpoint& ep) -> Answer<std::string> {
-    http::Request req;
-    req.method = "HEAD";
-    req.url = im.api(ep, ref, "/manifests/" + *target);
-    req.headers.push_back("Accept: " + oci::accept_header());
+    http::Request req = manifest_request("HEAD", im.api(ep, ref, "/manifests/" + *target));
     auto sent = im.send(ep, {pull_scope(ref)}, req);
     if (!sent) return Answer<std::string>::sent(registry::about(what, sent.error()));
     http::Response& r = sent.value();

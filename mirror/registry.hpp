@@ -76,6 +76,23 @@ public:
   }
 };
 
+// A blob held in memory: small ones only (a chart, test blobs).
+class MemorySink final : public BlobSink {
+public:
+  std::string data;
+  int truncations = 0;  // starts over, the first included
+  Result<void> write(std::string_view chunk) override {
+    data.append(chunk);
+    return {};
+  }
+  std::uint64_t size() const override { return data.size(); }
+  Result<void> truncate() override {
+    data.clear();
+    ++truncations;
+    return {};
+  }
+};
+
 // Where pushed blob bytes come from.
 class BlobSource {
 public:

@@ -76,23 +76,6 @@ private:
   TempDir m_dir;
 };
 
-// A blob in memory (test blobs are small).
-class StringSink : public BlobSink {
-public:
-  Result<void> write(std::string_view chunk) override {
-    data.append(chunk);
-    return {};
-  }
-  std::uint64_t size() const override { return data.size(); }
-  Result<void> truncate() override {
-    data.clear();
-    ++truncations;
-    return {};
-  }
-  std::string data;
-  int truncations = 0;
-};
-
 class StringSource : public BlobSource {
 public:
   explicit StringSource(std::string d) : data(std::move(d)) {}
@@ -178,9 +161,9 @@ std::uint64_t pull_all(RegistryClient& client, const json& images) {
         br.repo = r;
         br.digest = d.digest;
         br.size = d.size;
-        br.open_sink = [] { return std::make_unique<StringSink>(); };
+        br.open_sink = [] { return std::make_unique<MemorySink>(); };
         br.on_done = [digest = d.digest](BlobSink& s) -> Result<void> {
-          if (sha256_digest(static_cast<StringSink&>(s).data) != digest) return op_error("sink holds wrong bytes");
+          if (sha256_digest(static_cast<MemorySink&>(s).data) != digest) return op_error("sink holds wrong bytes");
           return {};
         };
         blobs.push_back(std::move(br));
@@ -217,7 +200,7 @@ TEST_CASE("live: plain http pull, push, mount, manifests and tag pagination", "[
     auto head = client.head_manifest(parse_ref(host + "/test/oci-single:no-such-tag"));
     REQUIRE(head.ok());
     CHECK_FALSE(head.value());
-    StringSink sink;
+    MemorySink sink;
     auto blob = client.fetch_blob(parse_ref(host + "/test/oci-single"), sha256_digest("nope"), 4, sink);
     REQUIRE_FALSE(blob.ok());
     CHECK_THAT(blob.error().message, Catch::Contains("404 BLOB_UNKNOWN"));
@@ -241,7 +224,7 @@ TEST_CASE("live: plain http pull, push, mount, manifests and tag pagination", "[
       CHECK(pusher.blob_exists(repo, sha256_digest(*blob)).value());
     }
     CHECK(pusher.stats().blobs_pushed == 3);
-    StringSink back;
+    MemorySink back;
     REQUIRE(client.fetch_blob(repo, sha256_digest(large), large.size(), back).ok());
     CHECK(back.data == large);
 
@@ -396,7 +379,7 @@ TEST_CASE("live: token auth with credentials, caching, push, and no leak on redi
   auto none = via.head_manifest(parse_ref(phost + "/pushed/x:none"));
   REQUIRE(none.ok());
   CHECK_FALSE(none.value());
-  StringSink sink;
+  MemorySink sink;
   auto got = via.fetch_blob(parse_ref(phost + "/pushed/x"), sha256_digest(blob), blob.size(), sink);
   json st = json::parse(regs.tool("faultproxy.py stats --dir " + regs.dir().path().string()));
   CHECK(st["leaked"].get<int>() == 0);
@@ -478,7 +461,7 @@ TEST_CASE("live: injected faults are retried or resumed", "[live]") {
     RegistryConfig cfg;
     cfg.hosts[phost].plain_http = true;
     RegistryClient client(cfg, fast_options());
-    StringSink sink;
+    MemorySink sink;
     std::uint64_t progressed = 0;
     auto r = client.fetch_blob(parse_ref(phost + "/f/x"), sha256_digest(blob), blob.size(), sink,
                                [&](std::uint64_t n) { progressed += n; });

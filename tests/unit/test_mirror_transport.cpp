@@ -81,22 +81,6 @@ private:
   std::mutex m_mutex;
 };
 
-class StringSink final : public BlobSink {
-public:
-  std::string data;
-  int truncations = 0;
-  Result<void> write(std::string_view chunk) override {
-    data.append(chunk);
-    return {};
-  }
-  std::uint64_t size() const override { return data.size(); }
-  Result<void> truncate() override {
-    data.clear();
-    ++truncations;
-    return {};
-  }
-};
-
 const std::string k_manifest =
     R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":)"
     R"("application/vnd.oci.image.config.v1+json","digest":"sha256:)" + std::string(64, 'b') + R"(","size":2},"layers":[]})";
@@ -243,7 +227,7 @@ TEST_CASE("transport: a cut-off blob resumes with Range where it broke", "[trans
     }
     return s.header("Range:") == "Range: bytes=40-" ? blob_from(40) : blob_from(0);
   });
-  StringSink sink;
+  MemorySink sink;
   std::uint64_t reported = 0;
   auto r = rig.client.fetch_blob(image("reg.test/lib/app"), sha256_digest(k_blob), k_blob.size(), sink,
                                  [&](std::uint64_t n) { reported += n; });
@@ -262,7 +246,7 @@ TEST_CASE("transport: a server that ignores Range restarts the blob cleanly", "[
     if (++calls == 1) r.cut_at = 40;
     return r;
   });
-  StringSink sink;
+  MemorySink sink;
   auto r = rig.client.fetch_blob(image("reg.test/lib/app"), sha256_digest(k_blob), k_blob.size(), sink);
   REQUIRE(r.ok());
   CHECK(sink.data == k_blob);  // not the first 40 bytes twice
@@ -293,7 +277,7 @@ TEST_CASE("transport: one fall-through rule for manifests, blobs and tag lists",
   }
   SECTION("blobs") {
     Rig rig(script, with_mirror());
-    StringSink sink;
+    MemorySink sink;
     REQUIRE(rig.client.fetch_blob(image("reg.test/lib/app"), sha256_digest(k_blob), k_blob.size(), sink).ok());
     CHECK(sink.data == k_blob);
     CHECK(rig.fake->count("https://reg.test/v2/lib/app/blobs/") == 1);
@@ -328,7 +312,7 @@ TEST_CASE("transport: bytes that fail verification on a mirror stop the walk", "
   }
   SECTION("a blob") {
     Rig rig(script, with_mirror(), o);
-    StringSink sink;
+    MemorySink sink;
     auto r = rig.client.fetch_blob(image("reg.test/lib/app"), sha256_digest(k_blob), k_blob.size(), sink);
     REQUIRE_FALSE(r.ok());
     CHECK(has(r.error().message, "corrupt download"));
@@ -364,7 +348,7 @@ TEST_CASE("transport: redirects carry Authorization to the same origin only", "[
         return status(401, {{"www-authenticate", R"(Bearer realm="https://auth.test/token",service="reg.test")"}});
       return status(307, {{"location", target}});
     });
-    StringSink sink;
+    MemorySink sink;
     auto r = rig.client.fetch_blob(image("reg.test/lib/app"), sha256_digest(k_blob), k_blob.size(), sink);
     const Seen& last = rig.fake->seen.back();
     if (target.rfind("http://", 0) == 0) {
