@@ -17,7 +17,7 @@ add_executable(registry_live_tests ${CMAKE_CURRENT_SOURCE_DIR}/integration/regis
 target_include_directories(registry_live_tests PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/unit)
 target_link_libraries(registry_live_tests PRIVATE gb_settings gb_mirror gb_recipes gb_signing gb_common Catch2::Catch2
                                                   LibArchive::LibArchive yaml-cpp nlohmann_json::nlohmann_json)
-target_compile_definitions(registry_live_tests PRIVATE GB_SHARED_DIR="${GB_SHARED_DIR}" GB_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
+target_compile_definitions(registry_live_tests PRIVATE GB_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
 set_target_properties(registry_live_tests PROPERTIES GB_TEST_CODE ON)  # built light, like unit_tests
 add_test(NAME registry-live COMMAND registry_live_tests --order rand)
 # [hostile] cases (no credentials to another origin) run under `ctest -L hostile` too.
