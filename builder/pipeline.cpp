@@ -9,6 +9,7 @@
 #include "common/files.hpp"
 #include "common/log.hpp"
 #include "common/progress.hpp"
+#include "common/strings.hpp"
 #include "mirror/chart_fetch.hpp"
 #include "mirror/mirror.hpp"
 #include "mirror/store.hpp"
@@ -72,13 +73,16 @@ BuildSummary run_build(const BuildRequest& q, const std::filesystem::path& store
   Store store = Store::open(store_dir, StoreAccess::Exclusive).value_or_throw();
   s.lock = !q.lock.empty() ? q.lock : in.lock ? q.input : default_lock_path(*in.recipe);
 
+  LoadedChart chart;  // the lock's, for the install kit
   Lock lock = step(s, "resolve", "fix the recipe or the chart source, then run again", [&] {
     ChartAccess access{store.root(), &store, source.get()};
     if (in.lock) {
-      lock_chart(*in.lock, q.input, q.chart.string(), access).value_or_throw();
+      chart = lock_chart(*in.lock, q.input, q.chart.string(), access).value_or_throw();
       return std::move(*in.lock);
     }
-    Lock l = resolve_recipe(*in.recipe, q.chart.string(), access).value_or_throw().lock;
+    auto resolved = resolve_recipe(*in.recipe, q.chart.string(), access).value_or_throw();
+    chart = std::move(resolved.chart);
+    Lock l = std::move(resolved.lock);
     l.chart.source = chart_source_for_lock(*in.recipe, s.lock);
     for (const auto& w : l.warnings) log::warn(w);
     return l;
@@ -148,7 +152,7 @@ BuildSummary run_build(const BuildRequest& q, const std::filesystem::path& store
   ScratchDir scratch(q.output.parent_path() / (".gpubundle-kit." + std::to_string(::getpid())));
   CreateOptions co2;
   step(s, "kit", "the install kit needs the lock's destination registry to be valid", [&] {
-    add_kit_files(lock, store, "", scratch.path(), co2.extra).value_or_throw();
+    add_kit_files(lock, chart.chart, "", scratch.path(), co2.extra).value_or_throw();
   });
 
   auto report = step(s, "bundle", "check free space at the output and the signing key", [&] {
@@ -158,7 +162,7 @@ BuildSummary run_build(const BuildRequest& q, const std::filesystem::path& store
       co2.have_blobs = blobs_site_has(q.since, store).value_or_throw();
       co2.delta_base = q.since.filename().string();
     }
-    apply_source_date_epoch(co2);
+    apply_source_date_epoch(co2).value_or_throw();
     return create_bundle(store, lock, key, co2, progress).value_or_throw();
   });
   s.volumes = report.volumes;

@@ -1,15 +1,12 @@
 #include "bundles/kit_files.hpp"
 
-#include "bundles/kit.hpp"
-#include "mirror/store.hpp"
+#include "kit/kit.hpp"
 
 namespace gb {
 
-Result<void> add_kit_files(const Lock& lock, const Store& store, const std::string& bundle_id,
+Result<void> add_kit_files(const Lock& lock, const Chart& chart, const std::string& bundle_id,
                            const std::filesystem::path& scratch, ExtraFiles& extra) {
   if (lock.destination_registry.empty()) return {};
-  auto chart = load_chart(store.chart_path(lock.chart.name, lock.chart.version));
-  if (!chart) return chart.error();
   kit::KitOptions o;
   auto site = kit::SiteRegistry::parse(lock.destination_registry +
                                        (lock.destination_prefix.empty() ? "" : "/" + lock.destination_prefix));
@@ -17,7 +14,7 @@ Result<void> add_kit_files(const Lock& lock, const Store& store, const std::stri
   o.registry = site.value();
   o.registry.plain_http = lock.destination_plain_http;
   o.bundle_id = bundle_id;
-  auto k = kit::make_kit(lock, chart.value(), o);
+  auto k = kit::make_kit(lock, chart, o);
   if (!k) return k.error();
   if (auto r = kit::write_kit(k.value(), scratch); !r) return r;
   for (const auto& f : k->files) extra["kit/" + f.path] = scratch / f.path;

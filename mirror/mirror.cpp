@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "common/strings.hpp"
+#include "common/time.hpp"
 
 namespace gb {
 
@@ -311,7 +312,7 @@ Result<MirrorSummary> mirror_images(Lock& lock, Store& store, ImageSource& sourc
   std::vector<StoredImage> entries;
   std::vector<ImageRow> rows;
   std::vector<BlobRow> blob_rows;
-  std::string now = utc_now();
+  std::string now = rfc3339_utc_now();
   for (auto& p : plans) {
     for (const auto& b : p.blobs)
       if (!store.has_blob(b.digest, b.size)) return op_error(p.entry->source + ": blob " + b.digest + " missing after fetch");

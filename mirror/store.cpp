@@ -17,6 +17,7 @@
 
 #include "common/log.hpp"
 #include "common/strings.hpp"
+#include "common/time.hpp"
 #include "recipes/chart_source.hpp"
 
 namespace gb {
@@ -375,7 +376,7 @@ Result<void> Store::put_chart(const std::string& name, const std::string& versio
   if (auto r = write_atomic(path, bytes); !r) return r;
   auto cat = catalog();
   if (!cat) return cat.error();
-  return (*cat)->record_chart({name, version, path.filename().string(), sha256_hex(bytes), source, utc_now()});
+  return (*cat)->record_chart({name, version, path.filename().string(), sha256_hex(bytes), source, rfc3339_utc_now()});
 }
 
 Result<CatalogDb*> Store::catalog() {
