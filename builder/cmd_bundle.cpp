@@ -11,6 +11,8 @@
 #include "common/files.hpp"
 #include "common/log.hpp"
 #include "common/progress.hpp"
+#include "common/strings.hpp"
+#include "mirror/chart_fetch.hpp"
 #include "mirror/store.hpp"
 #include "recipes/chart_source.hpp"
 #include "signing/keys.hpp"
@@ -33,6 +35,8 @@ int create(Globals& g, const std::string& input, const std::string& output, cons
   if (auto chart = store.chart_path(lock.chart.name, lock.chart.version); !std::filesystem::exists(chart))
     throw Error(input_error(lock_file.string() + ": chart " + lock.chart.name + " " + lock.chart.version + " is not in the store (" +
                             chart.string() + "): run `gpubundle mirror " + input + "` first"));
+  // The chart the bundle carries, checked against the lock; the kit is made from it.
+  LoadedChart chart = lock_chart(lock, lock_file, "", ChartAccess{g.store}).value_or_throw();
   CreateOptions o;
   o.output = output;
   if (!split.empty()) o.split_bytes = parse_size(split).value_or_throw();
@@ -41,10 +45,10 @@ int create(Globals& g, const std::string& input, const std::string& output, cons
     o.have_blobs = blobs_site_has(since, store).value_or_throw();
     o.delta_base = std::filesystem::path(since).filename().string();
   }
-  apply_source_date_epoch(o);
+  apply_source_date_epoch(o).value_or_throw();
   // The kit rides along when the lock names the site registry.
   ScratchDir scratch(std::filesystem::path(output).parent_path() / (".gpubundle-kit." + std::to_string(::getpid())));
-  add_kit_files(lock, store, "", scratch.path(), o.extra).value_or_throw();
+  add_kit_files(lock, chart.chart, "", scratch.path(), o.extra).value_or_throw();
   auto progress = make_progress(g.json ? ProgressStyle::Json : g.quiet ? ProgressStyle::None : ProgressStyle::Auto);
   CreateReport r = create_bundle(store, lock, key, o, *progress).value_or_throw();
   if (g.json) {

@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "builder/cli.hpp"
-#include "bundles/kit.hpp"
+#include "kit/kit.hpp"
 #include "common/files.hpp"
 #include "common/log.hpp"
 #include "mirror/chart_fetch.hpp"

@@ -155,14 +155,12 @@ Result<CreateReport> create_bundle(const Store& store, const Lock& lock, const P
                                    Progress& progress);
 
 // Sets mtime and created from $SOURCE_DATE_EPOCH when it is set, so builds
-// of the same inputs are byte-identical and say when they were made.
-void apply_source_date_epoch(CreateOptions& options);
+// of the same inputs are byte-identical and say when they were made. Fails
+// when it is set to something else than seconds (common/time.hpp).
+Result<void> apply_source_date_epoch(CreateOptions& options);
 
 // File name of volume n (1-based) of a bundle whose first volume is `first`.
 std::filesystem::path volume_path(const std::filesystem::path& first, int n, int count);
-
-// Parses "4G", "700M", "512K", "1000000".
-Result<std::uint64_t> parse_size(std::string_view text);
 
 // Receives verified payload entries while a volume streams by.
 class EntryConsumer {

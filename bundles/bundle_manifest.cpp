@@ -8,8 +8,9 @@
 #include <nlohmann/json.hpp>
 
 #include "bundles/bundle.hpp"
-#include "bundles/kit.hpp"
+#include "kit/kit.hpp"
 #include "common/strings.hpp"
+#include "common/time.hpp"
 #include "recipes/reference.hpp"
 #include "mirror/oci.hpp"
 #include "signing/digest.hpp"
@@ -221,16 +222,13 @@ Result<VolumeManifest> parse_volume_manifest(std::string_view text, const std::s
   return m;
 }
 
-void apply_source_date_epoch(CreateOptions& o) {
-  const char* sde = std::getenv("SOURCE_DATE_EPOCH");
-  if (!sde || !*sde) return;
-  o.mtime = std::strtoll(sde, nullptr, 10);
-  std::time_t t = static_cast<std::time_t>(o.mtime);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  o.created = buf;
+Result<void> apply_source_date_epoch(CreateOptions& o) {
+  auto sde = source_date_epoch();
+  if (!sde) return sde.error();
+  if (!*sde) return {};
+  o.mtime = **sde;
+  o.created = rfc3339_utc(o.mtime);
+  return {};
 }
 
 std::filesystem::path volume_path(const std::filesystem::path& first, int n, int count) {
@@ -238,29 +236,6 @@ std::filesystem::path volume_path(const std::filesystem::path& first, int n, int
   char suffix[16];
   std::snprintf(suffix, sizeof suffix, ".%03d", n);
   return first.string() + suffix;
-}
-
-Result<std::uint64_t> parse_size(std::string_view text) {
-  std::string_view t = trim(text);
-  std::uint64_t mult = 1;
-  // "4G", "4GB", "4Gi", "4GiB" all mean 4 GiB: media sizes are powers of two here.
-  if (ends_with(t, "B") || ends_with(t, "b")) t.remove_suffix(1);
-  if (ends_with(t, "i")) t.remove_suffix(1);
-  if (!t.empty() && std::isalpha(static_cast<unsigned char>(t.back()))) {
-    switch (std::toupper(static_cast<unsigned char>(t.back()))) {
-      case 'K': mult = 1ull << 10; break;
-      case 'M': mult = 1ull << 20; break;
-      case 'G': mult = 1ull << 30; break;
-      case 'T': mult = 1ull << 40; break;
-      default: return input_error("size '" + std::string(text) + "': unknown unit (use K, M, G or T)");
-    }
-    t.remove_suffix(1);
-  }
-  std::uint64_t n = 0;
-  auto r = std::from_chars(t.data(), t.data() + t.size(), n);
-  if (t.empty() || r.ec != std::errc() || r.ptr != t.data() + t.size() || n == 0)
-    return input_error("size '" + std::string(text) + "' is not a size like 4G, 700M or 1048576");
-  return n * mult;
 }
 
 }  // namespace gb

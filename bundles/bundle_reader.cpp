@@ -3,7 +3,7 @@
 #include <optional>
 #include <unistd.h>
 
-#include "bundles/archive_raii.hpp"
+#include "common/archive_raii.hpp"
 #include "bundles/bundle.hpp"
 #include "bundles/bundle_blobs.hpp"
 #include "bundles/zstd_decode.hpp"

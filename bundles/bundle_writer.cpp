@@ -7,7 +7,7 @@
 #include <unistd.h>
 #include <zstd.h>
 
-#include "bundles/archive_raii.hpp"
+#include "common/archive_raii.hpp"
 #include "bundles/bundle.hpp"
 #include "bundles/closure.hpp"
 #include "common/files.hpp"

@@ -1,9 +1,8 @@
 #include "bundles/delta.hpp"
 
-#include <nlohmann/json.hpp>
-
 #include "bundles/bundle.hpp"
 #include "bundles/closure.hpp"
+#include "bundles/inventory.hpp"
 #include "common/files.hpp"
 #include "mirror/store.hpp"
 
@@ -14,12 +13,9 @@ Result<std::set<std::string>> blobs_site_has(const std::string& since, const Sto
   if (!text) return text.error();
   std::set<std::string> have;
   if (!text->empty() && text->front() == '{') {
-    auto j = nlohmann::json::parse(text.value(), nullptr, false);
-    if (j.is_object() && j.value("kind", "") == "Inventory") {
-      if (!j.contains("blobs") || !j["blobs"].is_array()) return input_error(since + ": inventory without a blobs list");
-      for (const auto& d : j["blobs"]) have.insert(d.get<std::string>());
-      return have;
-    }
+    auto inventory = parse_inventory(text.value(), since);
+    if (!inventory) return inventory.error();
+    if (*inventory) return std::move((*inventory)->blobs);
     auto old = parse_lock(text.value(), since);
     if (!old) return input_error(since + ": neither an inventory nor a lock: " + old.error().message);
     for (const auto& img : old->images) {

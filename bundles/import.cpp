@@ -11,6 +11,7 @@
 #include "common/parallel.hpp"
 #include "common/progress.hpp"
 #include "common/strings.hpp"
+#include "mirror/chart_fetch.hpp"
 #include "mirror/oci.hpp"
 #include "mirror/registry.hpp"
 #include "signing/digest.hpp"
@@ -53,8 +54,7 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
     const auto& loc = verified.locations.at(chart_file->path);
     auto stored = BundleBlobs::read_stored(BundleBlob{"", {{loc.volume, loc.offset, chart_file->size}}});
     if (!stored) return stored.error();
-    chart_bytes = std::move(stored.value());
-    auto chart = load_chart_archive(chart_bytes, chart_file->path);
+    auto chart = lock_chart_archive(lock, std::move(stored.value()), chart_file->path);
     if (!chart) return chart.error();
     kit::KitOptions ko;
     ko.registry = site;
@@ -72,9 +72,10 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
         if (const BundleBlob* b = blobs->find(d)) size += b->stored_size();
       ko.image_sizes[img.ref] = size;
     }
-    auto made = kit::make_kit(lock, chart.value(), ko);
+    auto made = kit::make_kit(lock, chart->chart, ko);
     if (!made) return made.error();
     kit = std::move(made.value());
+    chart_bytes = std::move(chart->archive);
   }
   std::map<std::string, Reference> dest_of;
   for (const auto& p : placements.value()) dest_of[p.source.str()] = p.destination;

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "bundles/kit.hpp"
+#include "kit/kit.hpp"
 #include "common/error.hpp"
 #include "mirror/registry_config.hpp"
 

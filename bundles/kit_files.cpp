@@ -1,17 +1,8 @@
 #include "bundles/kit_files.hpp"
 
-#include "bundles/kit.hpp"
-#include "mirror/store.hpp"
+#include "kit/kit.hpp"
 
 namespace gb {
-
-Result<void> add_kit_files(const Lock& lock, const Store& store, const std::string& bundle_id,
-                           const std::filesystem::path& scratch, ExtraFiles& extra) {
-  if (lock.destination_registry.empty()) return {};
-  auto chart = load_chart(store.chart_path(lock.chart.name, lock.chart.version));
-  if (!chart) return chart.error();
-  return add_kit_files(lock, *chart, bundle_id, scratch, extra);
-}
 
 Result<void> add_kit_files(const Lock& lock, const Chart& chart, const std::string& bundle_id,
                            const std::filesystem::path& scratch, ExtraFiles& extra) {

@@ -1,6 +1,7 @@
 #pragma once
 // The install kit as bundle payload: when the lock has a destination, the kit
 // for that registry is written to a scratch folder and carried under kit/.
+// The chart is the lock's, from lock_chart() (mirror/chart_fetch.hpp).
 
 #include <filesystem>
 
@@ -11,13 +12,8 @@
 
 namespace gb {
 
-class Store;
-
 // Adds "kit/<file>" entries to `extra` (nothing when the lock has no
 // destination). Files are written below `scratch`, which the caller removes.
-Result<void> add_kit_files(const Lock& lock, const Store& store, const std::string& bundle_id,
-                           const std::filesystem::path& scratch, ExtraFiles& extra);
-// The same with the chart the lock was resolved against, already parsed.
 Result<void> add_kit_files(const Lock& lock, const Chart& chart, const std::string& bundle_id,
                            const std::filesystem::path& scratch, ExtraFiles& extra);
 

@@ -13,6 +13,7 @@
 #include <zstd.h>
 
 #include "common/error.hpp"
+#include "common/zstd_raii.hpp"
 
 namespace gb::detail {
 
@@ -37,10 +38,7 @@ public:
 
 private:
   Result<void> decode(std::string_view in, const Sink& out);
-  struct Free {
-    void operator()(ZSTD_DCtx* c) const { ZSTD_freeDCtx(c); }
-  };
-  std::unique_ptr<ZSTD_DCtx, Free> m_ctx;
+  ZstdDCtx m_ctx;
   std::string m_head;  // the frame header, until the declared size is known
   std::string m_out;
   bool m_known = false;

@@ -45,6 +45,52 @@ std::string to_lower(std::string_view s) {
   return out;
 }
 
+std::string fill_template(std::string_view text, const std::map<std::string, std::string>& vars) {
+  // One pass over the template: a value is copied, never searched.
+  std::string out;
+  out.reserve(text.size());
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t at = text.find('@', i);
+    size_t end = at == std::string_view::npos ? at : text.find('@', at + 1);
+    if (end == std::string_view::npos) break;
+    out.append(text, i, at - i);
+    auto var = vars.find(std::string(text.substr(at + 1, end - at - 1)));
+    if (var != vars.end()) {
+      out += var->second;
+      i = end + 1;
+    } else {
+      out += '@';  // not a token: the next '@' may start one
+      i = at + 1;
+    }
+  }
+  out.append(text.substr(std::min(i, text.size())));
+  return out;
+}
+
+Result<std::uint64_t> parse_size(std::string_view text) {
+  std::string_view t = trim(text);
+  std::uint64_t mult = 1;
+  if (ends_with(t, "B") || ends_with(t, "b")) t.remove_suffix(1);
+  if (ends_with(t, "i")) t.remove_suffix(1);
+  if (!t.empty() && std::isalpha(static_cast<unsigned char>(t.back()))) {
+    switch (std::toupper(static_cast<unsigned char>(t.back()))) {
+      case 'K': mult = 1ull << 10; break;
+      case 'M': mult = 1ull << 20; break;
+      case 'G': mult = 1ull << 30; break;
+      case 'T': mult = 1ull << 40; break;
+      default: return input_error("size '" + std::string(text) + "': unknown unit (use K, M, G or T)");
+    }
+    t.remove_suffix(1);
+  }
+  std::uint64_t n = 0;
+  auto r = std::from_chars(t.data(), t.data() + t.size(), n);
+  if (t.empty() || r.ec != std::errc() || r.ptr != t.data() + t.size() || n == 0)
+    return input_error("size '" + std::string(text) + "' is not a size like 4G, 700M or 1048576");
+  if (n > UINT64_MAX / mult) return input_error("size '" + std::string(text) + "' is too large");
+  return n * mult;
+}
+
 int compare_versions(std::string_view a, std::string_view b) {
   if (!a.empty() && a.front() == 'v') a.remove_prefix(1);
   if (!b.empty() && b.front() == 'v') b.remove_prefix(1);

@@ -1,7 +1,11 @@
 #pragma once
+#include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "common/error.hpp"
 
 namespace gb {
 
@@ -11,6 +15,15 @@ std::string_view trim(std::string_view s);
 bool starts_with(std::string_view s, std::string_view prefix);
 bool ends_with(std::string_view s, std::string_view suffix);
 std::string to_lower(std::string_view s);
+
+// Fills a template: every "@KEY@" becomes vars[KEY], in one pass, so text a
+// value brings in is never searched for tokens; "@..@" spans whose name is
+// not in vars are left as they are.
+std::string fill_template(std::string_view text, const std::map<std::string, std::string>& vars);
+
+// A size as people type it: "4G", "700M", "512K", "1000000". K/M/G/T are
+// powers of two, and "4GB", "4Gi", "4GiB" all mean 4 GiB. Zero is refused.
+Result<std::uint64_t> parse_size(std::string_view text);
 
 // Numeric comparison of dotted versions: "550.54.14" < "550.127.08". A leading
 // "v" is ignored; non-numeric parts compare as strings.

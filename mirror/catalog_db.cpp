@@ -16,15 +16,6 @@ CatalogDb::CatalogDb(CatalogDb&&) noexcept = default;
 CatalogDb& CatalogDb::operator=(CatalogDb&&) noexcept = default;
 CatalogDb::~CatalogDb() = default;
 
-std::string utc_now() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 Result<CatalogDb> CatalogDb::open(const std::filesystem::path& file) {
   auto db = sqlite::Database::open(file.string());
   if (!db) return db.error();

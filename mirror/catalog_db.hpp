@@ -72,7 +72,4 @@ private:
   std::unique_ptr<Impl> m_impl;
 };
 
-// Current UTC time as "2026-11-30T05:20:00Z".
-std::string utc_now();
-
 }  // namespace gb

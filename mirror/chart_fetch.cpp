@@ -153,6 +153,14 @@ Result<LoadedChart> obtain(const ChartSource& source, const std::string& name, c
   return out;
 }
 
+// Refuses a chart whose sha256 is not the lock's.
+Result<void> same_as_locked(const Lock& lock, const Chart& chart, const std::string& what) {
+  if (!lock.chart.sha256.empty() && chart.sha256 != lock.chart.sha256)
+    return input_error(what + " (sha256 " + chart.sha256.substr(0, 12) + ") is not the one the lock was resolved against (" +
+                       lock.chart.sha256.substr(0, 12) + ")");
+  return {};
+}
+
 // Puts the chart the lock names into the store, unless the same bytes are there.
 Result<void> keep(LoadedChart& c, const Lock& lock, const std::string& source, const ChartAccess& access) {
   if (!access.store) return {};
@@ -181,6 +189,16 @@ Result<ResolvedRecipe> resolve_recipe(const Recipe& recipe, const std::string& c
   return out;
 }
 
+Result<LoadedChart> lock_chart_archive(const Lock& lock, std::string archive, const std::string& label) {
+  auto chart = load_chart_archive(archive, label);
+  if (!chart) return chart.error();
+  if (auto r = same_as_locked(lock, *chart, "chart " + label); !r) return r.error();
+  LoadedChart out;
+  out.chart = std::move(*chart);
+  out.archive = std::move(archive);
+  return out;
+}
+
 Result<LoadedChart> lock_chart(const Lock& lock, const fs::path& lock_file, const std::string& chart_flag, const ChartAccess& access) {
   std::string where = lock_file.string() + ": ";
   fs::path stored = access.store_root / "charts" / chart_file_name(lock.chart.name, lock.chart.version);
@@ -198,9 +216,7 @@ Result<LoadedChart> lock_chart(const Lock& lock, const fs::path& lock_file, cons
   }
   auto chart = obtain(source, lock.chart.name, lock.chart.version, access, where);
   if (!chart) return chart.error();
-  if (!lock.chart.sha256.empty() && chart->chart.sha256 != lock.chart.sha256)
-    return input_error(where + "chart " + source.written + " (sha256 " + chart->chart.sha256.substr(0, 12) +
-                       ") is not the one the lock was resolved against (" + lock.chart.sha256.substr(0, 12) + ")");
+  if (auto r = same_as_locked(lock, chart->chart, where + "chart " + source.written); !r) return r.error();
   if (auto r = keep(*chart, lock, lock.chart.source.empty() ? source.written : lock.chart.source, access); !r) return r.error();
   return chart;
 }

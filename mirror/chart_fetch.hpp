@@ -56,9 +56,15 @@ Result<ResolvedRecipe> resolve_recipe(const Recipe& recipe, const std::string& c
 
 // The chart a lock was resolved against: --chart, else the store's copy, else
 // the lock's chart.source (relative to the lock's folder). Refused when its
-// sha256 differs from the lock's chart.sha256.
+// sha256 differs from the lock's chart.sha256. Every command that needs a
+// lock's chart (the install kit above all) gets it here or from
+// lock_chart_archive below.
 Result<LoadedChart> lock_chart(const Lock& lock, const std::filesystem::path& lock_file, const std::string& chart_flag,
                                const ChartAccess& access);
+
+// The same, for chart bytes the caller already has (a bundle's charts/ entry,
+// named by `label`): parsed, and refused when its sha256 differs from the lock's.
+Result<LoadedChart> lock_chart_archive(const Lock& lock, std::string archive, const std::string& label);
 
 // Resolves a chart URL from index.yaml against the repository URL.
 std::string resolve_chart_url(const std::string& repo_url, const std::string& url);

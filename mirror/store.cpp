@@ -17,6 +17,7 @@
 
 #include "common/log.hpp"
 #include "common/strings.hpp"
+#include "common/time.hpp"
 #include "recipes/chart_source.hpp"
 
 namespace gb {
@@ -420,7 +421,7 @@ Result<void> Store::publish(const std::vector<Publication>& items) {
   // 4. catalog rows
   std::vector<ImageRow> rows;
   std::vector<BlobRow> blob_rows;
-  const std::string now = utc_now();
+  const std::string now = rfc3339_utc_now();
   for (const auto& p : items) {
     rows.push_back({p.ref, p.top.digest, p.top.media_type, p.bytes(), p.source, join_platforms(p.platforms), now});
     blob_rows.push_back({p.top.digest, p.top.bytes.size()});
@@ -444,7 +445,7 @@ Result<void> Store::put_chart(const std::string& name, const std::string& versio
   if (auto r = write_atomic(path, bytes); !r) return r;
   auto cat = catalog();
   if (!cat) return cat.error();
-  return (*cat)->record_chart({name, version, path.filename().string(), sha256_hex(bytes), source, utc_now()});
+  return (*cat)->record_chart({name, version, path.filename().string(), sha256_hex(bytes), source, rfc3339_utc_now()});
 }
 
 Result<CatalogDb*> Store::catalog() {

@@ -1,6 +1,7 @@
 #include "node-images/bake.hpp"
 
 #include <algorithm>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "common/files.hpp"
@@ -92,11 +93,6 @@ Result<std::vector<std::string>> list_packages(const fs::path& from, const std::
   return names;
 }
 
-std::string replace_all(std::string s, const std::string& from, const std::string& to) {
-  for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size())) s.replace(p, from.size(), to);
-  return s;
-}
-
 }  // namespace
 
 bool is_package_file_name(std::string_view name) {
@@ -159,12 +155,12 @@ Result<BakeResult> bake_node_overlay(const Recipe& recipe, const PreparedDriver&
   auto blob = layer.write_tar(overlay, &records);
   if (!blob) return blob.error();
 
-  std::string script = node_install_script();
-  script = replace_all(script, "@VERSION@", version);
-  script = replace_all(script, "@KERNELS@", join(kernels, " "));
-  script = replace_all(script, "@UNITS@", join(units, " "));
-  script = replace_all(script, "@MOK_CERT@", mok);
-  script = replace_all(script, "@TOOLKIT_HOST@", host_toolkit ? "yes" : "");
+  // install.sh's @VAR@ values; PACKAGES once the packages are copied.
+  std::map<std::string, std::string> script_vars = {{"VERSION", version},
+                                                    {"KERNELS", join(kernels, " ")},
+                                                    {"UNITS", join(units, " ")},
+                                                    {"MOK_CERT", mok},
+                                                    {"TOOLKIT_HOST", host_toolkit ? "yes" : ""}};
 
   std::string values = "# Helm values fragment for a node image with the NVIDIA driver preinstalled (gpubundle node-image bake)\n"
                        "driver:\n  enabled: false\n";
@@ -201,7 +197,8 @@ Result<BakeResult> bake_node_overlay(const Recipe& recipe, const PreparedDriver&
     if (ec) return op_error(f.string() + ": " + ec.message());
   }
   std::sort(packages.begin(), packages.end());
-  script = replace_all(script, "@PACKAGES@", join(packages, " "));
+  script_vars["PACKAGES"] = join(packages, " ");
+  std::string script = fill_template(node_install_script(), script_vars);
   if (auto r = write_atomic(options.output / "install.sh", script, 0755); !r) return r.error();
 
   nlohmann::ordered_json m;

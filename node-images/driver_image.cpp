@@ -9,9 +9,11 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "common/archive_raii.hpp"
 #include "common/files.hpp"
 #include "common/log.hpp"
 #include "common/strings.hpp"
+#include "common/time.hpp"
 #include "mirror/oci.hpp"
 #include "mirror/store.hpp"
 #include "signing/digest.hpp"
@@ -119,7 +121,7 @@ Result<bool> lib_is_symlink(const BaseImage& base, const BaseSource& src) {
   bool link = false;
   for (const auto& l : base.layers) {
     fs::path p = src.path(l.value("digest", ""));
-    std::unique_ptr<archive, int (*)(archive*)> a(archive_read_new(), &archive_read_free);
+    detail::ArchiveReader a(archive_read_new());
     archive_read_support_filter_all(a.get());
     archive_read_support_format_tar(a.get());
     if (archive_read_open_filename(a.get(), p.c_str(), 1 << 16) != ARCHIVE_OK)
@@ -170,7 +172,9 @@ Result<std::vector<BuiltDriverImage>> build_driver_images(const PreparedDriver& 
     std::string manifest;
   };
   std::vector<Pending> pending;
-  const std::int64_t mtime = layer_mtime();
+  auto epoch = source_date_epoch();
+  if (!epoch) return epoch.error();
+  const std::int64_t mtime = epoch->value_or(0);
   for (const auto& km : driver.kernels) {
     LayerBuilder layer;
     std::string video = "kernel/drivers/video";
@@ -189,7 +193,7 @@ Result<std::vector<BuiltDriverImage>> build_driver_images(const PreparedDriver& 
     json cfg = base->config;
     if (!cfg["rootfs"].is_object()) cfg["rootfs"] = {{"type", "layers"}, {"diff_ids", json::array()}};
     cfg["rootfs"]["diff_ids"].push_back("sha256:" + t->sha256);
-    cfg["created"] = iso_time(mtime);
+    cfg["created"] = rfc3339_utc(mtime);
     if (!cfg["config"].is_object()) cfg["config"] = json::object();
     bool has_path = false;
     for (const auto& e : cfg["config"].value("Env", json::array()))
@@ -209,7 +213,7 @@ Result<std::vector<BuiltDriverImage>> build_driver_images(const PreparedDriver& 
     cfg["config"]["Entrypoint"] = json::array({"nvidia-driver"});
     cfg["config"]["Cmd"] = json::array({"init"});
     if (!cfg["history"].is_array()) cfg["history"] = json::array();
-    cfg["history"].push_back({{"created", iso_time(mtime)},
+    cfg["history"].push_back({{"created", rfc3339_utc(mtime)},
                               {"created_by", "gpubundle driver build: NVIDIA " + version + " " + driver.module_type +
                                                  " modules for " + km.kernel + (driver.signer ? ", signed" : ", unsigned")},
                               {"comment", "modules, depmod, userspace, firmware in /opt/lib/firmware, nvidia-driver"}});

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 
+#include "common/archive_raii.hpp"
 #include "common/strings.hpp"
 #include "signing/digest.hpp"
 
@@ -144,13 +145,6 @@ Result<MakeselfHeader> read_makeself_header(const fs::path& run) {
 
 namespace {
 
-struct ArchiveReadDeleter {
-  void operator()(archive* a) const { archive_read_free(a); }
-};
-struct ArchiveWriteDeleter {
-  void operator()(archive* a) const { archive_write_free(a); }
-};
-
 struct PayloadSource {
   std::FILE* f = nullptr;
   std::uint64_t left = 0;  // bytes still allowed
@@ -189,13 +183,13 @@ Result<void> extract_makeself(const fs::path& run, const MakeselfHeader& header,
   src->f = f.get();
   src->left = header.payload_size ? header.payload_size : header.file_size - header.payload_offset;
 
-  std::unique_ptr<archive, ArchiveReadDeleter> a(archive_read_new());
+  detail::ArchiveReader a(archive_read_new());
   archive_read_support_filter_all(a.get());
   archive_read_support_format_tar(a.get());
   if (archive_read_open(a.get(), src.get(), nullptr, payload_read, nullptr) != ARCHIVE_OK)
     return input_error(run.string() + ": truncated or damaged payload at byte " + std::to_string(header.payload_offset) +
                        ": " + archive_error_string(a.get()));
-  std::unique_ptr<archive, ArchiveWriteDeleter> w(archive_write_disk_new());
+  detail::ArchiveWriter w(archive_write_disk_new());
   archive_write_disk_set_options(w.get(), ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_SECURE_NODOTDOT |
                                               ARCHIVE_EXTRACT_SECURE_SYMLINKS);  // entry paths are checked above, then made absolute under dest
   std::size_t entries = 0;

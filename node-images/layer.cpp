@@ -9,8 +9,10 @@
 #include <fstream>
 #include <memory>
 
+#include "common/archive_raii.hpp"
 #include "common/files.hpp"
 #include "common/strings.hpp"
+#include "common/time.hpp"
 #include "signing/digest.hpp"
 
 namespace gb {
@@ -18,13 +20,6 @@ namespace gb {
 namespace fs = std::filesystem;
 
 namespace {
-
-struct WriteDeleter {
-  void operator()(archive* a) const { archive_write_free(a); }
-};
-struct EntryDeleter {
-  void operator()(archive_entry* e) const { archive_entry_free(e); }
-};
 
 // Sink that hashes and counts what libarchive writes into an AtomicFile.
 struct HashingSink {
@@ -47,14 +42,6 @@ la_ssize_t sink_write(archive*, void* data, const void* buf, size_t n) {
 }
 
 }  // namespace
-
-std::int64_t layer_mtime() {
-  const char* v = std::getenv("SOURCE_DATE_EPOCH");
-  if (!v || !*v) return 0;
-  char* end = nullptr;
-  long long t = std::strtoll(v, &end, 10);
-  return (end && *end == 0 && t >= 0) ? t : 0;
-}
 
 std::string LayerBuilder::normalise(const std::string& path) {
   std::string p = path;
@@ -101,14 +88,16 @@ Result<LayerBlob> LayerBuilder::write_tar(const fs::path& out, std::vector<Layer
   if (!file) return file.error();
   HashingSink sink;
   sink.file = &*file;
-  std::unique_ptr<archive, WriteDeleter> a(archive_write_new());
+  detail::ArchiveWriter a(archive_write_new());
   archive_write_set_format_pax_restricted(a.get());
   archive_write_set_bytes_in_last_block(a.get(), 1);
   if (archive_write_open(a.get(), &sink, nullptr, sink_write, nullptr) != ARCHIVE_OK)
     return op_error(out.string() + ": " + archive_error_string(a.get()));
-  const std::int64_t mtime = layer_mtime();
+  auto epoch = source_date_epoch();
+  if (!epoch) return epoch.error();
+  const std::int64_t mtime = epoch->value_or(0);
   for (const auto& [path, e] : m_entries) {
-    std::unique_ptr<archive_entry, EntryDeleter> ae(archive_entry_new());
+    detail::ArchiveEntry ae(archive_entry_new());
     archive_entry_set_pathname(ae.get(), path.c_str());
     archive_entry_set_uid(ae.get(), 0);
     archive_entry_set_gid(ae.get(), 0);
@@ -180,7 +169,7 @@ Result<LayerBlob> gzip_layer(const fs::path& tar, const fs::path& out) {
   if (!file) return file.error();
   HashingSink sink;
   sink.file = &*file;
-  std::unique_ptr<archive, WriteDeleter> a(archive_write_new());
+  detail::ArchiveWriter a(archive_write_new());
   archive_write_set_format_raw(a.get());
   archive_write_add_filter_gzip(a.get());
   // No timestamp in the gzip header: the same tar gives the same blob.
@@ -189,7 +178,7 @@ Result<LayerBlob> gzip_layer(const fs::path& tar, const fs::path& out) {
   archive_write_set_bytes_per_block(a.get(), 0);
   if (archive_write_open(a.get(), &sink, nullptr, sink_write, nullptr) != ARCHIVE_OK)
     return op_error(out.string() + ": " + archive_error_string(a.get()));
-  std::unique_ptr<archive_entry, EntryDeleter> ae(archive_entry_new());
+  detail::ArchiveEntry ae(archive_entry_new());
   archive_entry_set_filetype(ae.get(), AE_IFREG);
   archive_entry_set_pathname(ae.get(), "layer.tar");
   if (archive_write_header(a.get(), ae.get()) != ARCHIVE_OK) return op_error(out.string() + ": " + archive_error_string(a.get()));
@@ -206,15 +195,6 @@ Result<LayerBlob> gzip_layer(const fs::path& tar, const fs::path& out) {
     return op_error(out.string() + ": " + (sink.error.empty() ? archive_error_string(a.get()) : sink.error));
   if (auto r = file->commit(); !r) return r.error();
   return LayerBlob{out, sink.hash.hex(), sink.size};
-}
-
-std::string iso_time(std::int64_t t) {
-  std::time_t tt = static_cast<std::time_t>(t);
-  std::tm tm{};
-  gmtime_r(&tt, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 }  // namespace gb

@@ -62,10 +62,6 @@ private:
   std::map<std::string, LayerEntry> m_entries;
 };
 
-// SOURCE_DATE_EPOCH when set and numeric, else 0.
-std::int64_t layer_mtime();
-// RFC 3339 UTC, for image configs and annotations.
-std::string iso_time(std::int64_t t);
 
 // Deterministic gzip of `tar` into `out`.
 Result<LayerBlob> gzip_layer(const std::filesystem::path& tar, const std::filesystem::path& out);

@@ -13,6 +13,8 @@
 #include "bundles/bundle_blobs.hpp"
 #include "common/files.hpp"
 #include "common/strings.hpp"
+#include "common/time.hpp"
+#include "common/zstd_raii.hpp"
 #include "mirror/oci.hpp"
 #include "mirror/store.hpp"
 #include "node-images/layer.hpp"
@@ -32,13 +34,6 @@ constexpr const char* k_uncompressed = "io.gpubundle.uncompressed.sha256";
 constexpr const char* k_overlay_type = "application/vnd.oci.image.layer.v1.tar+zstd";
 constexpr int k_zstd_level = 3;
 
-struct CCtxFree {
-  void operator()(ZSTD_CCtx* c) const { ZSTD_freeCCtx(c); }
-};
-struct DCtxFree {
-  void operator()(ZSTD_DCtx* c) const { ZSTD_freeDCtx(c); }
-};
-
 struct FileBlob {
   std::string digest;
   std::uint64_t size = 0;
@@ -54,7 +49,7 @@ Result<FileBlob> zstd_file(const fs::path& in_path, const fs::path& out_path) {
   if (!in) return op_error(in_path.string() + ": cannot open");
   auto out = AtomicFile::create(out_path);
   if (!out) return out.error();
-  std::unique_ptr<ZSTD_CCtx, CCtxFree> cc(ZSTD_createCCtx());
+  detail::ZstdCCtx cc(ZSTD_createCCtx());
   ZSTD_CCtx_setParameter(cc.get(), ZSTD_c_compressionLevel, k_zstd_level);
   ZSTD_CCtx_setParameter(cc.get(), ZSTD_c_checksumFlag, 1);
   ZSTD_CCtx_setPledgedSrcSize(cc.get(), total);
@@ -165,7 +160,7 @@ Result<ExportedOverlay> export_chosen(const BlobReader& reader, const Candidate&
     auto file = AtomicFile::create(dst, name == "install.sh" ? 0755 : 0644);
     if (!file) return file.error();
     Sha256 plain;
-    std::unique_ptr<ZSTD_DCtx, DCtxFree> dc;
+    detail::ZstdDCtx dc;
     if (overlay) dc.reset(ZSTD_createDCtx());
     std::string dbuf(ZSTD_DStreamOutSize(), '\0');
     auto r = reader.stream(digest, [&](std::string_view chunk) -> Result<void> {
@@ -248,6 +243,8 @@ std::string overlay_tag(const std::string& driver_version, const std::string& os
 namespace {
 
 Result<StoredOverlay> store_folder(Store& store, const fs::path& dir, const std::string& ref) {
+  auto epoch = source_date_epoch();
+  if (!epoch) return epoch.error();
   auto meta_text = read_file(dir / "manifest.json");
   if (!meta_text) return meta_text.error();
   json meta = json::parse(*meta_text, nullptr, false);
@@ -311,7 +308,7 @@ Result<StoredOverlay> store_folder(Store& store, const fs::path& dir, const std:
   for (const auto& k : meta.value("kernels", json::array()))
     if (k.is_string()) kernels.push_back(k.get<std::string>());
   man["annotations"] = {
-      {"org.opencontainers.image.created", iso_time(layer_mtime())},
+      {"org.opencontainers.image.created", rfc3339_utc(epoch->value_or(0))},
       {"io.gpubundle.driver.version", drv.value("version", json("")).is_string() ? drv["version"].get<std::string>() : ""},
       {"io.gpubundle.driver.kernels", join(kernels, ",")},
       {"io.gpubundle.driver.signer", is_obj("signer") ? meta["signer"].value("fingerprint", "") : "unsigned"},

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 
+#include "common/archive_raii.hpp"
 #include "common/files.hpp"
 #include "common/strings.hpp"
 #include "signing/digest.hpp"
@@ -14,16 +15,11 @@ namespace gb {
 
 namespace {
 
-struct ArchiveReadFree {
-  void operator()(archive* a) const { archive_read_free(a); }
-};
-using ArchiveReader = std::unique_ptr<archive, ArchiveReadFree>;
-
 constexpr la_int64_t k_max_chart_file = 16 << 20;
 
 // The files of a chart archive that matter, keyed by path below the top folder.
 Result<std::map<std::string, std::string>> read_chart_files(const std::string& bytes, const std::string& label) {
-  ArchiveReader a(archive_read_new());
+  detail::ArchiveReader a(archive_read_new());
   archive_read_support_filter_all(a.get());
   archive_read_support_format_tar(a.get());
   archive_read_support_format_gnutar(a.get());

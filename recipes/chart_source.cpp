@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "common/archive_raii.hpp"
 #include "common/files.hpp"
 #include "common/strings.hpp"
 #include "recipes/chart.hpp"
@@ -15,15 +16,6 @@ namespace gb {
 namespace fs = std::filesystem;
 
 namespace {
-
-struct ArchiveWriteFree {
-  void operator()(archive* a) const { archive_write_free(a); }
-};
-using ArchiveWriter = std::unique_ptr<archive, ArchiveWriteFree>;
-struct EntryFree {
-  void operator()(archive_entry* e) const { archive_entry_free(e); }
-};
-using Entry = std::unique_ptr<archive_entry, EntryFree>;
 
 la_ssize_t append_cb(archive*, void* out, const void* data, size_t n) {
   static_cast<std::string*>(out)->append(static_cast<const char*>(data), n);
@@ -110,7 +102,7 @@ Result<std::string> pack_chart_folder(const fs::path& folder) {
   std::sort(files.begin(), files.end());
 
   std::string out;
-  ArchiveWriter a(archive_write_new());
+  detail::ArchiveWriter a(archive_write_new());
   archive_write_set_format_gnutar(a.get());
   archive_write_add_filter_gzip(a.get());
   archive_write_set_options(a.get(), "gzip:!timestamp");
@@ -120,7 +112,7 @@ Result<std::string> pack_chart_folder(const fs::path& folder) {
   for (const auto& f : files) {
     auto bytes = read_file(f);
     if (!bytes) return bytes.error();
-    Entry e(archive_entry_new());
+    detail::ArchiveEntry e(archive_entry_new());
     std::string name = chart->name + "/" + f.lexically_relative(folder).generic_string();
     archive_entry_set_pathname(e.get(), name.c_str());
     archive_entry_set_filetype(e.get(), AE_IFREG);

@@ -13,7 +13,7 @@ set_tests_properties(mirror-faults mirror-auth PROPERTIES LABELS hostile)
 # The registry client against live docker-registry instances: its own Catch2
 # binary, so that unit_tests opens no socket and starts no process.
 add_executable(registry_live_tests ${CMAKE_CURRENT_SOURCE_DIR}/integration/registry_live.cpp
-                                   ${CMAKE_CURRENT_SOURCE_DIR}/unit/fixtures.cpp ${CMAKE_CURRENT_SOURCE_DIR}/unit/main.cpp)
+                                   ${CMAKE_CURRENT_SOURCE_DIR}/unit/fixtures.cpp $<TARGET_OBJECTS:gb_test_main>)
 target_include_directories(registry_live_tests PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/unit)
 target_link_libraries(registry_live_tests PRIVATE gb_settings gb_mirror gb_recipes gb_signing gb_common Catch2::Catch2
                                                   LibArchive::LibArchive yaml-cpp nlohmann_json::nlohmann_json)

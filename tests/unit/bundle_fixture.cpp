@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string_view>
 
+#include "common/archive_raii.hpp"
 #include "mirror/oci.hpp"
 #include "mirror/store.hpp"
 #include "signing/digest.hpp"
@@ -94,44 +95,35 @@ static_assert(AE_IFREG == k_tar_file, "TarEntry::type defaults to a regular file
 
 std::vector<TarEntry> read_tar(const fs::path& p) {
   std::vector<TarEntry> out;
-  archive* a = archive_read_new();
-  archive_read_support_format_tar(a);
-  if (archive_read_open_filename(a, p.c_str(), 65536) != ARCHIVE_OK) {
-    archive_read_free(a);
-    throw std::runtime_error("cannot read " + p.string());
-  }
+  gb::detail::ArchiveReader a(archive_read_new());
+  archive_read_support_format_tar(a.get());
+  if (archive_read_open_filename(a.get(), p.c_str(), 65536) != ARCHIVE_OK) throw std::runtime_error("cannot read " + p.string());
   archive_entry* e;
-  while (archive_read_next_header(a, &e) == ARCHIVE_OK) {
+  while (archive_read_next_header(a.get(), &e) == ARCHIVE_OK) {
     TarEntry t{archive_entry_pathname(e), "", static_cast<int>(archive_entry_filetype(e)), ""};
     char buf[65536];
     la_ssize_t n;
-    while ((n = archive_read_data(a, buf, sizeof buf)) > 0) t.data.append(buf, static_cast<size_t>(n));
+    while ((n = archive_read_data(a.get(), buf, sizeof buf)) > 0) t.data.append(buf, static_cast<size_t>(n));
     out.push_back(std::move(t));
   }
-  archive_read_free(a);
   return out;
 }
 
 void write_tar(const fs::path& p, const std::vector<TarEntry>& entries) {
-  archive* a = archive_write_new();
-  archive_write_set_format_pax_restricted(a);
-  if (archive_write_open_filename(a, p.c_str()) != ARCHIVE_OK) {
-    archive_write_free(a);
-    throw std::runtime_error("cannot write " + p.string());
-  }
+  gb::detail::ArchiveWriter a(archive_write_new());
+  archive_write_set_format_pax_restricted(a.get());
+  if (archive_write_open_filename(a.get(), p.c_str()) != ARCHIVE_OK) throw std::runtime_error("cannot write " + p.string());
   for (const auto& t : entries) {
-    archive_entry* e = archive_entry_new();
-    archive_entry_set_pathname(e, t.path.c_str());
-    archive_entry_set_filetype(e, static_cast<unsigned>(t.type));
-    archive_entry_set_perm(e, 0644);
-    if (t.type == AE_IFLNK) archive_entry_set_symlink(e, t.link.c_str());
-    archive_entry_set_size(e, t.type == AE_IFREG ? static_cast<la_int64_t>(t.data.size()) : 0);
-    archive_write_header(a, e);
-    if (t.type == AE_IFREG) archive_write_data(a, t.data.data(), t.data.size());
-    archive_entry_free(e);
+    gb::detail::ArchiveEntry e(archive_entry_new());
+    archive_entry_set_pathname(e.get(), t.path.c_str());
+    archive_entry_set_filetype(e.get(), static_cast<unsigned>(t.type));
+    archive_entry_set_perm(e.get(), 0644);
+    if (t.type == AE_IFLNK) archive_entry_set_symlink(e.get(), t.link.c_str());
+    archive_entry_set_size(e.get(), t.type == AE_IFREG ? static_cast<la_int64_t>(t.data.size()) : 0);
+    archive_write_header(a.get(), e.get());
+    if (t.type == AE_IFREG) archive_write_data(a.get(), t.data.data(), t.data.size());
   }
-  archive_write_close(a);
-  archive_write_free(a);
+  archive_write_close(a.get());
 }
 
 }  // namespace gbtest

@@ -1,12 +1,13 @@
 #include "fixtures.hpp"
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <fstream>
 #include <random>
 #include <regex>
 #include <sstream>
 #include <stdexcept>
+
+#include "common/archive_raii.hpp"
+#include "common/files.hpp"
 
 namespace gbtest {
 
@@ -59,23 +60,35 @@ ChartFiles shared_chart(const std::string& tag, bool real_version) {
   return files;
 }
 
-fs::path pack_chart(const ChartFiles& files, const fs::path& out, const std::string& name) {
-  archive* a = archive_write_new();
-  archive_write_add_filter_gzip(a);
-  archive_write_set_format_pax_restricted(a);
-  if (archive_write_open_filename(a, out.c_str()) != ARCHIVE_OK) throw std::runtime_error("cannot write " + out.string());
-  for (const auto& [rel, content] : files) {
-    archive_entry* e = archive_entry_new();
-    archive_entry_set_pathname(e, (name + "/" + rel).c_str());
-    archive_entry_set_filetype(e, AE_IFREG);
-    archive_entry_set_perm(e, 0644);
-    archive_entry_set_size(e, static_cast<la_int64_t>(content.size()));
-    archive_write_header(a, e);
-    archive_write_data(a, content.data(), content.size());
-    archive_entry_free(e);
+std::string tar_gz(const std::vector<std::pair<std::string, std::string>>& files) {
+  std::string out;
+  gb::detail::ArchiveWriter a(archive_write_new());
+  archive_write_add_filter_gzip(a.get());
+  archive_write_set_format_pax_restricted(a.get());
+  archive_write_open(
+      a.get(), &out, nullptr,
+      [](archive*, void* d, const void* buf, size_t n) -> la_ssize_t {
+        static_cast<std::string*>(d)->append(static_cast<const char*>(buf), n);
+        return static_cast<la_ssize_t>(n);
+      },
+      nullptr);
+  for (const auto& [path, content] : files) {
+    gb::detail::ArchiveEntry e(archive_entry_new());
+    archive_entry_set_pathname(e.get(), path.c_str());
+    archive_entry_set_filetype(e.get(), AE_IFREG);
+    archive_entry_set_perm(e.get(), 0644);
+    archive_entry_set_size(e.get(), static_cast<la_int64_t>(content.size()));
+    if (archive_write_header(a.get(), e.get()) != ARCHIVE_OK) throw std::runtime_error(std::string("tar: ") + archive_error_string(a.get()));
+    archive_write_data(a.get(), content.data(), content.size());
   }
-  archive_write_close(a);
-  archive_write_free(a);
+  if (archive_write_close(a.get()) != ARCHIVE_OK) throw std::runtime_error(std::string("tar: ") + archive_error_string(a.get()));
+  return out;
+}
+
+fs::path pack_chart(const ChartFiles& files, const fs::path& out, const std::string& name) {
+  std::vector<std::pair<std::string, std::string>> entries;
+  for (const auto& [rel, content] : files) entries.emplace_back(name + "/" + rel, content);
+  gb::write_atomic(out, tar_gz(entries)).value_or_throw();
   return out;
 }
 

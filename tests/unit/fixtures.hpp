@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace gbtest {
 
@@ -39,6 +41,8 @@ using ChartFiles = std::map<std::string, std::string>;
 
 // Reads a shared chart folder and sets version/appVersion to `version`.
 ChartFiles shared_chart(const std::string& tag, bool real_version = true);
+// A gzip'd tar of `files` (path -> content), in this order.
+std::string tar_gz(const std::vector<std::pair<std::string, std::string>>& files);
 // Writes a Helm-style .tgz with top folder `name`.
 fs::path pack_chart(const ChartFiles& files, const fs::path& out, const std::string& name = "gpu-operator");
 

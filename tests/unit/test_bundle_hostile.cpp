@@ -11,6 +11,7 @@
 #include "bundles/bundle.hpp"
 #include "bundles/bundle_blobs.hpp"
 #include "bundle_fixture.hpp"
+#include "common/zstd_raii.hpp"
 #include "fixtures.hpp"
 #include "mirror/oci.hpp"
 #include "mirror/registry.hpp"
@@ -156,10 +157,9 @@ void split(Crafted& c, std::size_t i, int n) {
 
 std::string zstd_frame(const std::string& content, bool declare_size) {
   std::string out(ZSTD_compressBound(content.size()) + 64, '\0');
-  ZSTD_CCtx* c = ZSTD_createCCtx();
-  ZSTD_CCtx_setParameter(c, ZSTD_c_contentSizeFlag, declare_size ? 1 : 0);
-  std::size_t n = ZSTD_compress2(c, out.data(), out.size(), content.data(), content.size());
-  ZSTD_freeCCtx(c);
+  gb::detail::ZstdCCtx c(ZSTD_createCCtx());
+  ZSTD_CCtx_setParameter(c.get(), ZSTD_c_contentSizeFlag, declare_size ? 1 : 0);
+  std::size_t n = ZSTD_compress2(c.get(), out.data(), out.size(), content.data(), content.size());
   REQUIRE_FALSE(ZSTD_isError(n));
   out.resize(n);
   return out;

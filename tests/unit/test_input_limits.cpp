@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bundles/kit.hpp"
+#include "kit/kit.hpp"
 #include "common/files.hpp"
 #include "common/log.hpp"
 #include "common/progress.hpp"

@@ -11,7 +11,7 @@
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
-#include "bundles/kit.hpp"
+#include "kit/kit.hpp"
 #include "signing/digest.hpp"
 
 namespace fs = std::filesystem;

@@ -8,7 +8,7 @@
 #include <set>
 #include <yaml-cpp/yaml.h>
 
-#include "bundles/kit.hpp"
+#include "kit/kit.hpp"
 #include "common/strings.hpp"
 #include "recipes/catalog.hpp"
 #include "recipes/resolver.hpp"

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 
+#include "common/archive_raii.hpp"
 #include "common/files.hpp"
 #include "fixtures.hpp"
 #include "node-images/installer.hpp"
@@ -15,37 +16,10 @@
 #include "node-images/layer.hpp"
 
 using namespace gb;
+using gbtest::tar_gz;
 namespace fs = std::filesystem;
 
 namespace {
-
-// A gzip'd tar holding `files` (name -> content), as makeself packs it.
-std::string tar_gz(const std::vector<std::pair<std::string, std::string>>& files) {
-  std::string out;
-  archive* a = archive_write_new();
-  archive_write_set_format_ustar(a);
-  archive_write_add_filter_gzip(a);
-  archive_write_open(
-      a, &out, nullptr,
-      [](archive*, void* d, const void* buf, size_t n) -> la_ssize_t {
-        static_cast<std::string*>(d)->append(static_cast<const char*>(buf), n);
-        return static_cast<la_ssize_t>(n);
-      },
-      nullptr);
-  for (const auto& [name, content] : files) {
-    archive_entry* e = archive_entry_new();
-    archive_entry_set_pathname(e, name.c_str());
-    archive_entry_set_filetype(e, AE_IFREG);
-    archive_entry_set_perm(e, 0644);
-    archive_entry_set_size(e, static_cast<la_int64_t>(content.size()));
-    archive_write_header(a, e);
-    archive_write_data(a, content.data(), content.size());
-    archive_entry_free(e);
-  }
-  archive_write_close(a);
-  archive_write_free(a);
-  return out;
-}
 
 const char* k_manifest =
     "NVIDIA Accelerated Graphics Driver for Linux-x86_64\n"
@@ -412,21 +386,27 @@ TEST_CASE("layer tar is deterministic: sorted, parents, root-owned, SOURCE_DATE_
                                           "lib/modules/k", "lib/modules/k/updates", "lib/modules/k/updates/nvidia.ko", "usr",
                                           "usr/lib", "usr/lib/libx.so.1"});
   // Read back: owners, times, modes.
-  archive* r = archive_read_new();
-  archive_read_support_format_tar(r);
-  REQUIRE(archive_read_open_filename(r, (tmp / "a.tar").c_str(), 10240) == ARCHIVE_OK);
+  detail::ArchiveReader r(archive_read_new());
+  archive_read_support_format_tar(r.get());
+  REQUIRE(archive_read_open_filename(r.get(), (tmp / "a.tar").c_str(), 10240) == ARCHIVE_OK);
   archive_entry* e;
-  while (archive_read_next_header(r, &e) == ARCHIVE_OK) {
+  while (archive_read_next_header(r.get(), &e) == ARCHIVE_OK) {
     CHECK(archive_entry_uid(e) == 0);
     CHECK(archive_entry_gid(e) == 0);
     CHECK(archive_entry_mtime(e) == 1700000000);
     if (std::string(archive_entry_pathname(e)) == "lib") CHECK((archive_entry_perm(e) & 07777) == 0755);
   }
-  archive_read_free(r);
+  r.reset();
   ::setenv("SOURCE_DATE_EPOCH", "0", 1);
   auto c = build(false).write_tar(tmp / "c.tar");
   REQUIRE(c.ok());
   CHECK(c->sha256 != a->sha256);
+  // A value that is not seconds is refused, not read as 0 (it used to be).
+  ::setenv("SOURCE_DATE_EPOCH", "yesterday", 1);
+  auto bad = build(false).write_tar(tmp / "d.tar");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().kind == ErrorKind::Input);
+  CHECK(bad.error().message.find("SOURCE_DATE_EPOCH='yesterday'") == 0);
   ::unsetenv("SOURCE_DATE_EPOCH");
 
   auto g1 = gzip_layer(tmp / "a.tar", tmp / "a.tar.gz");

@@ -10,8 +10,8 @@
 #include <optional>
 #include <set>
 
-#include "bundles/kit.hpp"
-#include "bundles/kit_detail.hpp"
+#include "kit/kit.hpp"
+#include "kit/kit_detail.hpp"
 #include "common/strings.hpp"
 #include "recipes/catalog.hpp"
 #include "recipes/reference.hpp"

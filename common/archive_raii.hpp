@@ -1,5 +1,7 @@
 #pragma once
-// Private to bundles/: move-only owners of libarchive handles.
+// Private header: include it from .cpp files only, never from a public
+// header (it brings in <archive.h>). Move-only owners of libarchive handles,
+// header-only, so common/ itself does not link libarchive.
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -16,6 +18,7 @@ struct ArchiveReadFree {
 struct ArchiveEntryFree {
   void operator()(archive_entry* e) const { archive_entry_free(e); }
 };
+// archive_write_new() and archive_write_disk_new() both give an ArchiveWriter.
 using ArchiveWriter = std::unique_ptr<archive, ArchiveWriteFree>;
 using ArchiveReader = std::unique_ptr<archive, ArchiveReadFree>;
 using ArchiveEntry = std::unique_ptr<archive_entry, ArchiveEntryFree>;

@@ -5,7 +5,7 @@
 #include <string_view>
 #include <vector>
 
-#include "bundles/kit.hpp"
+#include "kit/kit.hpp"
 
 namespace gb::kit::detail {
 

@@ -1,10 +1,10 @@
-#include "bundles/kit.hpp"
+#include "kit/kit.hpp"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "bundles/kit_detail.hpp"
+#include "kit/kit_detail.hpp"
 #include "common/files.hpp"
 #include "common/log.hpp"
 #include "common/strings.hpp"
