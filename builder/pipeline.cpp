@@ -9,6 +9,7 @@
 #include "common/files.hpp"
 #include "common/log.hpp"
 #include "common/progress.hpp"
+#include "common/strings.hpp"
 #include "mirror/chart_fetch.hpp"
 #include "mirror/mirror.hpp"
 #include "mirror/store.hpp"
@@ -156,7 +157,7 @@ BuildSummary run_build(const BuildRequest& q, const std::filesystem::path& store
       co2.have_blobs = blobs_site_has(q.since, store).value_or_throw();
       co2.delta_base = q.since.filename().string();
     }
-    apply_source_date_epoch(co2);
+    apply_source_date_epoch(co2).value_or_throw();
     return create_bundle(store, lock, key, co2, progress).value_or_throw();
   });
   s.volumes = report.volumes;
