@@ -7,7 +7,7 @@
 #     any sanitizer report fails the run, even from a process whose failure a
 #     test expected;
 #   - the libFuzzer targets, each replaying its regression inputs and corpus,
-#     then fuzzing for GPUBUNDLE_FUZZ_SECONDS (default 10).
+#     then fuzzing for GPUBUNDLE_FUZZ_SECONDS (default 5).
 # GPUBUNDLE_HOSTILE_JOBS=0 leaves that job out (a quick local run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,22 +20,33 @@ phase "build"
 build=${GPUBUNDLE_BUILD_DIR:-build}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build" -j "$(nproc)"
+hostile=${GPUBUNDLE_HOSTILE_JOBS:-1}
+asan="build-asan"
+if [[ $hostile != 0 ]]; then
+  # The sanitizer build (below) starts now, at the lowest priority: the
+  # integration suites mostly wait on registries and peers, and it takes
+  # the cores they leave idle.
+  # One build serves both: every library carries ASan, UBSan and the fuzzer's
+  # coverage hooks (harmless outside a fuzz target), which halves CI's build.
+  cmake -S . -B "$asan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUBUNDLE_FUZZ=ON \
+    -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ >/dev/null
+  nice -n 19 cmake --build "$asan" -j "$(nproc)" >"$asan/build.log" 2>&1 &
+  asan_build=$!
+  trap 'kill "$asan_build" 2>/dev/null || true' EXIT
+fi
 phase "tests"
 # hostile-unit is a subset of unit (the [hostile] cases, for `ctest -L hostile`
 # alone): here unit runs every case already.
 ctest --test-dir "$build" --output-on-failure -j 2 --timeout 600 -E '^hostile-unit$'
-if [[ ${GPUBUNDLE_HOSTILE_JOBS:-1} == 0 ]]; then
+if [[ $hostile == 0 ]]; then
   echo "test.sh: sanitizer and fuzz job left out (GPUBUNDLE_HOSTILE_JOBS=0)"
   exit 0
 fi
 
-phase "sanitizer and fuzz job (build-asan)"
-# One build serves both: every library carries ASan, UBSan and the fuzzer's
-# coverage hooks (harmless outside a fuzz target), which halves CI's build.
-asan="build-asan"
-cmake -S . -B "$asan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUBUNDLE_FUZZ=ON \
-  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ >/dev/null
-cmake --build "$asan" -j "$(nproc)"
+phase "sanitizer and fuzz job (build-asan, started beside the tests)"
+wait "$asan_build" || { tail -n 40 "$asan/build.log"; echo "test.sh: the sanitizer build failed (log: $asan/build.log)"; exit 1; }
+trap - EXIT
+cmake --build "$asan" -j "$(nproc)"  # nothing left to do; prints the last step
 phase "sanitizer suites"
 # Reports go to files as well as failing the process: a hostile-input test
 # expects non-zero exits, so only the files tell a sanitizer abort apart.
@@ -56,5 +67,5 @@ fi
 ((suites_rc == 0)) || exit "$suites_rc"
 
 phase "fuzz targets"
-bash fuzz/run.sh "$asan" "${GPUBUNDLE_FUZZ_SECONDS:-10}"
+bash fuzz/run.sh "$asan" "${GPUBUNDLE_FUZZ_SECONDS:-5}"
 phase "done"
