@@ -41,15 +41,16 @@ public:
   explicit CurlTransport(TransportOptions o) : m_options(std::move(o)) {
     static std::once_flag once;
     std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-    // The share handle shares DNS, TLS sessions and connections between the
-    // easy handles; libcurl needs the locks for that.
+    // The share handle shares DNS and TLS sessions between the easy handles;
+    // libcurl needs the locks for that. Not connections: a shared connection
+    // cache is not thread-safe (libcurl known bug 11.11, curl#4915), and it
+    // corrupted the heap in parallel imports. Each pooled handle keeps its own.
     m_share = Share(curl_share_init());
     curl_share_setopt(m_share.get(), CURLSHOPT_LOCKFUNC, &CurlTransport::lock_cb);
     curl_share_setopt(m_share.get(), CURLSHOPT_UNLOCKFUNC, &CurlTransport::unlock_cb);
     curl_share_setopt(m_share.get(), CURLSHOPT_USERDATA, this);
     curl_share_setopt(m_share.get(), CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
     curl_share_setopt(m_share.get(), CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
-    curl_share_setopt(m_share.get(), CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
   }
   ~CurlTransport() override { m_pool.clear(); }  // easy handles before the share they use
 

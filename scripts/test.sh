@@ -30,7 +30,8 @@ if [[ $hostile != 0 ]]; then
   # coverage hooks (harmless outside a fuzz target), which halves CI's build.
   cmake -S . -B "$asan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUBUNDLE_FUZZ=ON \
     -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ >/dev/null
-  nice -n 19 cmake --build "$asan" -j "$(nproc)" >"$asan/build.log" 2>&1 &
+  # ninja itself (not cmake --build), so that killing it stops its compilers.
+  nice -n 19 ninja -C "$asan" -j "$(nproc)" >"$asan/build.log" 2>&1 &
   asan_build=$!
   trap 'kill "$asan_build" 2>/dev/null || true' EXIT
 fi
