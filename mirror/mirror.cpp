@@ -224,14 +224,15 @@ Result<MirrorSummary> mirror_images(Lock& lock, Store& store, ImageSource& sourc
   progress.end(std::to_string(plans.size()) + " images checked");
 
   // 2. fetch: manifests first (small; no index.json entry names them yet, and a
-  // re-run reads them from here), then every missing config and layer once.
+  // re-run reads them from here), then every missing config and layer once;
+  // all of them get their names in one sync_blobs() (publish, or on failure).
   for (auto& p : plans) {
     for (const auto* m : [&] {
            std::vector<const oci::Manifest*> v{&p.top};
            for (const auto& c : p.children) v.push_back(&c);
            return v;
          }()) {
-      if (auto r = store.put_blob(m->digest, m->bytes); !r) return r.error();
+      if (auto r = store.stage_blob(m->digest, m->bytes); !r) return r.error();
     }
   }
   struct Want {
@@ -290,6 +291,7 @@ Result<MirrorSummary> mirror_images(Lock& lock, Store& store, ImageSource& sourc
     auto res = source.fetch_blobs(std::move(requests), [&](std::uint64_t n) { progress.advance(n); });
     if (!res) {
       progress.end("failed");
+      (void)store.sync_blobs();  // best effort: what did arrive is kept either way, named or as partials
       return Failure{res.error().kind, "mirror failed; blobs fetched so far are kept for the next run:\n" + res.error().message};
     }
   }

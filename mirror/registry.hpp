@@ -74,6 +74,10 @@ public:
     if (auto t = truncate(); !t) return t.error();
     return std::uint64_t{0};
   }
+  // A sink that hashes what it is given (the store) says so, and the client
+  // asks it for the sha256 (hex) of its bytes instead of hashing them twice.
+  virtual bool hashes() const { return false; }
+  virtual std::string sha256_hex() { return {}; }
 };
 
 // A blob held in memory: small ones only (a chart, test blobs).

@@ -11,11 +11,13 @@
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
 
 #include "common/log.hpp"
+#include "common/parallel.hpp"
 #include "common/strings.hpp"
 #include "common/time.hpp"
 #include "recipes/chart_source.hpp"
@@ -52,48 +54,83 @@ Result<void> hash_prefix(int fd, std::uint64_t len, const fs::path& path, std::i
 
 }  // namespace
 
-BlobWriter::BlobWriter(std::string digest, std::uint64_t expected, fs::path final_path, int fd)
-    : m_digest(std::move(digest)), m_expected(expected), m_final(std::move(final_path)), m_fd(fd) {
+namespace detail {
+// Complete, verified blobs waiting for Store::sync_blobs(): partial -> final.
+struct PendingBlobs {
+  std::mutex mu;
+  std::map<fs::path, fs::path> blobs;
+  void add(fs::path partial, fs::path final_path) {
+    std::lock_guard l(mu);
+    blobs[std::move(final_path)] = std::move(partial);
+  }
+};
+}  // namespace detail
+
+BlobWriter::BlobWriter(std::string digest, std::uint64_t expected, fs::path final_path, int fd, detail::PendingBlobs& pending)
+    : m_digest(std::move(digest)), m_expected(expected), m_final(std::move(final_path)), m_fd(fd), m_pending(pending) {
   m_partial = m_final;
   m_partial += k_partial_suffix;
 }
 
 BlobWriter::~BlobWriter() {
+  (void)flush();  // what arrived is worth keeping for a resume
   if (m_fd >= 0) ::close(m_fd);
   // An empty partial is worth nothing to the next run.
   std::error_code ec;
   if (!m_partial.empty() && fs::file_size(m_partial, ec) == 0 && !ec) fs::remove(m_partial, ec);
 }
 
-Result<void> BlobWriter::write(std::string_view chunk) {
-  if (m_expected && m_written + chunk.size() > m_expected)
-    return op_error(m_digest + ": more bytes than the expected " + std::to_string(m_expected));
-  std::string_view rest = chunk;
-  while (!rest.empty()) {
-    ssize_t n = ::pwrite(m_fd, rest.data(), rest.size(), static_cast<off_t>(m_written + (chunk.size() - rest.size())));
+Result<void> BlobWriter::flush() {
+  std::string_view rest = m_buffer;
+  while (!rest.empty() && m_fd >= 0) {
+    ssize_t n = ::pwrite(m_fd, rest.data(), rest.size(), static_cast<off_t>(m_written - rest.size()));
     if (n < 0) {
       if (errno == EINTR) continue;
       int e = errno;
       // Keep the file at the bytes that are whole, so that a resume starts right.
-      (void)::ftruncate(m_fd, static_cast<off_t>(m_written));
+      (void)::ftruncate(m_fd, static_cast<off_t>(m_flushed));
+      m_written = m_flushed;
+      m_buffer.clear();
       return op_error(m_partial.string() + ": write failed: " + std::strerror(e) +
                       (e == ENOSPC ? " (free space, then run the same command again: it resumes)" : ""));
     }
     rest.remove_prefix(static_cast<std::size_t>(n));
+    m_flushed += static_cast<std::uint64_t>(n);
   }
-  m_hash.update(chunk);
-  m_written += chunk.size();
+  m_buffer.clear();
   return {};
 }
 
+Result<void> BlobWriter::write(std::string_view chunk) {
+  if (m_expected && m_written + chunk.size() > m_expected)
+    return op_error(m_digest + ": more bytes than the expected " + std::to_string(m_expected));
+  if (!m_hex.empty()) return op_error(m_digest + ": internal: written after its digest was taken");
+  if (m_buffer.size() + chunk.size() > k_write_buffer)
+    if (auto r = flush(); !r) return r;
+  if (m_buffer.capacity() < k_write_buffer) m_buffer.reserve(m_expected ? std::min<std::uint64_t>(m_expected, k_write_buffer) : k_write_buffer);
+  m_hash.update(chunk);
+  m_written += chunk.size();
+  m_buffer.append(chunk);
+  if (m_buffer.size() >= k_write_buffer) return flush();
+  return {};
+}
+
+std::string BlobWriter::sha256_hex() {
+  if (m_hex.empty()) m_hex = m_hash.hex();
+  return m_hex;
+}
+
 Result<void> BlobWriter::truncate() {
+  m_buffer.clear();
+  m_hex.clear();
   if (::ftruncate(m_fd, 0) != 0) return op_error(m_partial.string() + ": cannot truncate: " + std::strerror(errno));
   m_hash = Sha256();
-  m_written = 0;
+  m_written = m_flushed = 0;
   return {};
 }
 
 Result<std::uint64_t> BlobWriter::resume(Sha256& hasher) {
+  if (auto r = flush(); !r) return r.error();
   struct stat st {};
   if (::fstat(m_fd, &st) != 0) return op_error(m_partial.string() + ": " + std::strerror(errno));
   auto held = static_cast<std::uint64_t>(st.st_size);
@@ -102,24 +139,26 @@ Result<std::uint64_t> BlobWriter::resume(Sha256& hasher) {
     return std::uint64_t{0};
   }
   m_hash = Sha256();
+  m_hex.clear();
   if (auto r = hash_prefix(m_fd, held, m_partial, {&m_hash, &hasher}); !r) return r.error();
-  m_written = held;
+  m_written = m_flushed = held;
   return held;
 }
 
 Result<void> BlobWriter::publish() {
+  if (auto r = flush(); !r) return r;
   if (m_expected && m_written != m_expected)
     return op_error(m_digest + ": got " + std::to_string(m_written) + " bytes, expected " + std::to_string(m_expected));
-  std::string got = "sha256:" + m_hash.hex();
+  std::string got = "sha256:" + sha256_hex();
   if (got != m_digest) {
     (void)truncate();  // worthless to a resume
     return op_error(m_digest + ": content hashes to " + got + " (corrupted in transit?)");
   }
-  if (::fsync(m_fd) != 0) return op_error(m_partial.string() + ": fsync failed: " + std::strerror(errno));
-  if (::rename(m_partial.c_str(), m_final.c_str()) != 0)
-    return op_error(m_final.string() + ": rename failed: " + std::strerror(errno));
-  m_partial.clear();
-  return fsync_dir(m_final.parent_path());
+  // Start writing it back now, so that sync_blobs() mostly finds it on disk.
+  (void)::sync_file_range(m_fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+  m_pending.add(m_partial, m_final);
+  m_partial.clear();  // the store's now
+  return {};
 }
 
 // ---- Store ----
@@ -147,6 +186,7 @@ struct Store::Impl {
   int lock_fd = -1;
   std::optional<CatalogDb> catalog;
   GcReport swept;
+  detail::PendingBlobs pending;
   ~Impl() {
     if (lock_fd >= 0) ::close(lock_fd);  // releases the flock
   }
@@ -242,18 +282,50 @@ Result<std::string> Store::read_blob(std::string_view digest) const {
   return r;
 }
 
-Result<void> Store::put_blob(std::string_view digest, std::string_view bytes) {
+Result<void> Store::stage_blob(std::string_view digest, std::string_view bytes) {
   if (!is_sha256_digest(digest)) return op_error("not a sha256 digest: " + std::string(digest.substr(0, 80)));
   if (has_blob(digest, bytes.size())) {
     auto held = sha256_file_hex(blob_path(digest));
     if (held && "sha256:" + *held == digest) return {};
     log::warn(blob_path(digest).string() + ": stored bytes do not match " + std::string(digest) + "; replacing them");
   }
-  auto f = AtomicFile::create(blob_path(digest));
-  if (!f) return f.error();
   if (sha256_digest(bytes) != digest) return op_error(std::string(digest) + ": content hashes to " + sha256_digest(bytes));
-  if (auto r = f->write(bytes); !r) return r;
-  return f->commit();
+  auto w = open_blob(std::string(digest), bytes.size());
+  if (!w) return w.error();
+  if (auto r = (*w)->truncate(); !r) return r;
+  if (auto r = (*w)->write(bytes); !r) return r;
+  return (*w)->publish();
+}
+
+Result<void> Store::put_blob(std::string_view digest, std::string_view bytes) {
+  if (auto r = stage_blob(digest, bytes); !r) return r;
+  return sync_blobs();
+}
+
+Result<void> Store::sync_blobs() {
+  std::vector<std::pair<fs::path, fs::path>> batch;  // partial, final
+  {
+    std::lock_guard l(m_impl->pending.mu);
+    for (auto& [final_path, partial] : m_impl->pending.blobs) batch.emplace_back(std::move(partial), final_path);
+    m_impl->pending.blobs.clear();
+  }
+  if (batch.empty()) return {};
+  // fsyncs in parallel: the filesystem commits them together.
+  auto synced = parallel_try(batch.size(), 8, [&](std::size_t i) -> Result<void> {
+    const fs::path& p = batch[i].first;
+    int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return op_error(p.string() + ": cannot open: " + std::strerror(errno));
+    int rc = ::fsync(fd);
+    int e = errno;
+    ::close(fd);
+    if (rc != 0) return op_error(p.string() + ": fsync failed: " + std::strerror(e));
+    return {};
+  });
+  if (!synced) return synced;  // still partials: the next run finds them complete
+  for (const auto& [partial, final_path] : batch)
+    if (::rename(partial.c_str(), final_path.c_str()) != 0)
+      return op_error(final_path.string() + ": rename failed: " + std::strerror(errno));
+  return fsync_dir(m_impl->root / "blobs" / "sha256");
 }
 
 Result<std::unique_ptr<BlobWriter>> Store::open_blob(const std::string& digest, std::uint64_t size) {
@@ -265,7 +337,7 @@ Result<std::unique_ptr<BlobWriter>> Store::open_blob(const std::string& digest, 
   fs::create_directories(final_path.parent_path(), ec);
   int fd = ::open(partial.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return op_error(partial.string() + ": cannot create: " + std::strerror(errno));
-  std::unique_ptr<BlobWriter> w(new BlobWriter(digest, size, final_path, fd));
+  std::unique_ptr<BlobWriter> w(new BlobWriter(digest, size, final_path, fd, m_impl->pending));
   // Bytes a previous run left stay until the client resume()s them.
   struct stat st {};
   if (::fstat(fd, &st) == 0 && st.st_size > 0) {
@@ -288,7 +360,8 @@ Result<void> Store::put_blob_file(const std::string& digest, std::uint64_t size,
     if (in.gcount() > 0)
       if (auto r = (*w)->write(std::string_view(buf.data(), static_cast<size_t>(in.gcount()))); !r) return r;
   }
-  return (*w)->publish();
+  if (auto r = (*w)->publish(); !r) return r;
+  return sync_blobs();
 }
 
 namespace {
@@ -390,6 +463,7 @@ std::uint64_t Publication::bytes() const {
 }
 
 Result<void> Store::publish(const std::vector<Publication>& items) {
+  if (auto r = sync_blobs(); !r) return r;
   // 1. what each manifest names is there, before anything is written
   for (const auto& p : items) {
     if (!oci::is_index(p.top.media_type) && !oci::is_manifest(p.top.media_type))
@@ -411,9 +485,10 @@ Result<void> Store::publish(const std::vector<Publication>& items) {
   // 2. manifests: children before the index that lists them
   for (const auto& p : items) {
     for (const auto& c : p.children)
-      if (auto r = put_blob(c.digest, c.bytes); !r) return r;
-    if (auto r = put_blob(p.top.digest, p.top.bytes); !r) return r;
+      if (auto r = stage_blob(c.digest, c.bytes); !r) return r;
+    if (auto r = stage_blob(p.top.digest, p.top.bytes); !r) return r;
   }
+  if (auto r = sync_blobs(); !r) return r;
   // 3. index.json
   std::vector<StoredImage> entries;
   for (const auto& p : items) entries.push_back({p.ref, p.top.media_type, p.top.digest, p.top.bytes.size(), p.platforms});

@@ -38,16 +38,18 @@ clean_store "$store" "kill -9"
 pass "$kills kills at random moments; the next run completes, fsck clean, no temp files"
 
 # Killed while a blob is half there (a proxy stalls it mid-body): the next run resumes the partial.
+# Blobs reach the disk in 1 MiB pieces (BlobWriter::k_write_buffer), so wait for the big layer's
+# partial to pass that, with every blob in flight at once (-j 16: the small set has 16).
 store=$W/s-resume
 url=$("$PY" "$TOOLS/faultproxy.py" start --dir "$W/reg" --name stall --upstream "http://$SRC" --fault stall --times 99 \
       --match blobs --stall-seconds 30 | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["url"])')
 registry_config "$W/stall.yaml" "$SRC" "$url"
 for i in 1 2; do
   cp "$W/l.lock.json" "$W/st$i.lock.json"
-  "$GB" --store "$store" mirror "$W/st$i.lock.json" --registry-config "$W/stall.yaml" -j 4 -q > /dev/null 2>&1 &
+  "$GB" --store "$store" mirror "$W/st$i.lock.json" --registry-config "$W/stall.yaml" -j 16 -q > /dev/null 2>&1 &
   pid=$!
   for _ in $(seq 150); do
-    find "$store" -name '*.partial' -size +1k 2>/dev/null | grep -q . && break
+    find "$store" -name '*.partial' -size +1024k 2>/dev/null | grep -q . && break
     sleep 0.1
   done
   sleep "0.$((RANDOM % 5 + 1))"

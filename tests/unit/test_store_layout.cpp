@@ -76,7 +76,31 @@ TEST_CASE("store creates an OCI layout and publishes blobs atomically", "[store]
     REQUIRE(w->truncate());
     REQUIRE(w->write("third"));
     REQUIRE(w->publish());
+    CHECK_FALSE(s.has_blob(c.digest));  // named only once it is on disk
+    REQUIRE(s.sync_blobs());
     CHECK(s.has_blob(c.digest, 5));
+  }
+  SECTION("published blobs wait, complete, for one sync; a store opened before it resumes them") {
+    auto c = storetest::blob(std::string(3 * BlobWriter::k_write_buffer + 17, 'x'));  // several buffer flushes
+    {
+      auto w = s.open_blob(c.digest, c.bytes.size()).value_or_throw();
+      for (std::size_t at = 0; at < c.bytes.size(); at += 16384) REQUIRE(w->write(c.bytes.substr(at, 16384)));
+      REQUIRE(w->publish());
+    }
+    auto partial = s_partial(t / "store", c.digest);
+    CHECK(fs::file_size(partial) == c.bytes.size());
+    CHECK_FALSE(s.has_blob(c.digest));
+    REQUIRE(s.sync_blobs());
+    CHECK_FALSE(fs::exists(partial));
+    CHECK(read_file(s.blob_path(c.digest)).value_or_throw() == c.bytes);
+  }
+  SECTION("a writer dropped mid-blob leaves every byte it was given for the resume") {
+    auto c = storetest::blob(std::string(BlobWriter::k_write_buffer + 100, 'y'));
+    {
+      auto w = s.open_blob(c.digest, c.bytes.size()).value_or_throw();
+      REQUIRE(w->write(c.bytes.substr(0, 5000)));
+    }
+    CHECK(fs::file_size(s_partial(t / "store", c.digest)) == 5000);
   }
 }
 
@@ -182,6 +206,7 @@ TEST_CASE("a partial download is resumed by the next writer and checked whole", 
   client.update(b.bytes.substr(8));
   CHECK("sha256:" + client.hex() == b.digest);
   REQUIRE(w->publish());
+  REQUIRE(s.sync_blobs());
   CHECK(read_file(s.blob_path(b.digest)).value_or_throw() == b.bytes);
   CHECK_FALSE(fs::exists(partial));
 
