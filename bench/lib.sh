@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by bench/bundle.sh and bench/import.sh: a loopback registry seeded
 # with seed.py --set bench (14 images, ~280 MiB, multi-arch, shared layers),
 # mirrored into a fresh store, plus a signing key. Sets GB, PY, TOOLS, W, HOST.

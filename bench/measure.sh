@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the bench scripts: timing and memory helpers.
 # best of 3 wall-clock seconds of "$@"
 best() {
