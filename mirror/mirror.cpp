@@ -78,24 +78,37 @@ Result<oci::Manifest> load_manifest(Store& store, ImageSource& source, const Ref
 
 void check_image(ImagePlan& plan, Store& store, ImageSource& source, const std::optional<StoredImage>& stored, bool locked) {
   const std::string& src = plan.entry->source;
-  auto head = source.head_manifest(plan.ref);
-  if (!head) {
-    plan.problems.push_back(about(src, head.error().message, &plan.ref));
-    return;
-  }
-  if (!head->has_value()) {
-    plan.problems.push_back(src + ": not found (no such tag or repository)");
-    return;
-  }
-  const std::string& upstream = **head;
   bool fetched = false;
-  if (stored && !upstream.empty() && stored->digest == upstream && store.has_blob(upstream, stored->size)) {
-    auto bytes = store.read_blob(upstream);
-    if (bytes) {
-      auto m = oci::parse_manifest(std::move(bytes).value(), stored->media_type);
-      if (m && m->digest == upstream) {
-        plan.top = std::move(m).value();
-        fetched = true;
+  if (!stored) {  // nothing stored to compare with: GET at once, no HEAD round trip first
+    auto m = source.get_manifest(plan.ref);
+    if (!m) {
+      auto head = source.head_manifest(plan.ref);  // only to word a 404 as below
+      plan.problems.push_back(head && !head->has_value() ? src + ": not found (no such tag or repository)"
+                                                         : about(src, m.error().message, &plan.ref));
+      return;
+    }
+    plan.top = std::move(m).value();
+    fetched = true;
+  }
+  if (!fetched) {
+    auto head = source.head_manifest(plan.ref);
+    if (!head) {
+      plan.problems.push_back(about(src, head.error().message, &plan.ref));
+      return;
+    }
+    if (!head->has_value()) {
+      plan.problems.push_back(src + ": not found (no such tag or repository)");
+      return;
+    }
+    const std::string& upstream = **head;
+    if (stored && !upstream.empty() && stored->digest == upstream && store.has_blob(upstream, stored->size)) {
+      auto bytes = store.read_blob(upstream);
+      if (bytes) {
+        auto m = oci::parse_manifest(std::move(bytes).value(), stored->media_type);
+        if (m && m->digest == upstream) {
+          plan.top = std::move(m).value();
+          fetched = true;
+        }
       }
     }
   }

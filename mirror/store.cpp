@@ -81,6 +81,7 @@ BlobWriter::~BlobWriter() {
 }
 
 Result<void> BlobWriter::flush() {
+  const std::uint64_t from = m_flushed;
   std::string_view rest = m_buffer;
   while (!rest.empty() && m_fd >= 0) {
     ssize_t n = ::pwrite(m_fd, rest.data(), rest.size(), static_cast<off_t>(m_written - rest.size()));
@@ -98,6 +99,9 @@ Result<void> BlobWriter::flush() {
     m_flushed += static_cast<std::uint64_t>(n);
   }
   m_buffer.clear();
+  // Start writing it back while the rest downloads: sync_blobs() then waits
+  // for little, and the disk works alongside the network, not after it.
+  if (m_flushed > from) (void)::sync_file_range(m_fd, static_cast<off_t>(from), static_cast<off_t>(m_flushed - from), SYNC_FILE_RANGE_WRITE);
   return {};
 }
 
@@ -154,8 +158,6 @@ Result<void> BlobWriter::publish() {
     (void)truncate();  // worthless to a resume
     return op_error(m_digest + ": content hashes to " + got + " (corrupted in transit?)");
   }
-  // Start writing it back now, so that sync_blobs() mostly finds it on disk.
-  (void)::sync_file_range(m_fd, 0, 0, SYNC_FILE_RANGE_WRITE);
   m_pending.add(m_partial, m_final);
   m_partial.clear();  // the store's now
   return {};

@@ -47,6 +47,8 @@ TEST_CASE("mirror copies a sparse index and shares blobs", "[mirror]") {
   auto store = Store::open(t / "store", StoreAccess::Exclusive).value_or_throw();
   auto s = mirror_images(w.lock, store, w.src, progress, {}).value_or_throw();
 
+  // Nothing was stored: one GET per top manifest, no HEAD before it.
+  CHECK(w.src.heads == 0);
   // The shared base layer came once; the arm64 layer never.
   CHECK(w.src.fetched.count(w.base.digest) == 1);
   CHECK(w.src.fetched.count(w.arm.digest) == 0);
