@@ -27,7 +27,9 @@ printf '%-32s %8s s %8s MiB/s  %s bytes\n' "tar | zstd -T0 -3" "$t_tarzstd" "$(m
 printf '%-32s %8s s %8s MiB/s\n' "bundle verify" "$t_verify" "$(mbps "$bundle_bytes" "$t_verify")"
 printf '%-32s %8s s %8s MiB/s\n' "openssl dgst -sha256 (bundle)" "$t_dgst" "$(mbps "$bundle_bytes" "$t_dgst")"
 printf '\nratios (throughput, higher is better for gpubundle):\n'
-printf '  create vs tar -cf + sync: %sx  (goal >= 0.8)\n' "$(ratio "($bundle_bytes / $t_create) / ($tar_bytes / $t_tar)")"
-printf '  create vs tar|zstd:       %sx  (goal >= 1.5)\n' "$(ratio "($bundle_bytes / $t_create) / ($tar_bytes / $t_tarzstd)")"
-printf '  verify vs openssl dgst:   %sx  (goal >= 1.5)\n' "$(ratio "$t_dgst / $t_verify")"
-printf 'peak RSS: create %s MiB, verify %s MiB (goal < 100); load: %s\n' "$((rss_create / 1024))" "$((rss_verify / 1024))" "$(cut -d' ' -f1-3 /proc/loadavg)"
+goal "create vs tar -cf + sync" "$(ratio "($bundle_bytes / $t_create) / ($tar_bytes / $t_tar)")" ">=" 0.8 x
+goal "create vs tar | zstd" "$(ratio "($bundle_bytes / $t_create) / ($tar_bytes / $t_tarzstd)")" ">=" 1.5 x
+goal "verify vs openssl dgst" "$(ratio "$t_dgst / $t_verify")" ">=" 1.5 x
+goal "bundle create: peak RSS" "$((rss_create / 1024))" "<" 100 " MiB"
+goal "bundle verify: peak RSS" "$((rss_verify / 1024))" "<" 100 " MiB"
+echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -46,6 +46,9 @@ printf '\nbundle: %s MiB, %s images\n' "$(( $(stat -c %s "$W/b.bundle") >> 20 ))
 printf '%-44s %8s s\n' "gpubundle import (verify + push, empty)" "$t_import" "skopeo copy --all oci: -> docker://, each" "$t_skopeo" \
   "curl --parallel-max 8 upload of every blob" "$t_curl_put" \
   "gpubundle re-import (all present)" "$t_reimport" "skopeo copy again (all present)" "$t_skopeo_again"
-printf '\nskopeo / gpubundle: %sx (goal >= 3); gpubundle / curl upload: %sx; re-import %s s (goal < 0.3 s); peak RSS of import %s MiB\n' \
-  "$(ratio "$t_skopeo / $t_import")" "$(ratio "$t_import / $t_curl_put")" "$t_reimport" "$((rss_import / 1024))"
+echo
+goal "import: skopeo / gpubundle" "$(ratio "$t_skopeo / $t_import")" ">=" 3 x
+echo "      gpubundle / curl upload: $(ratio "$t_import / $t_curl_put")x"
+goal "re-import, all present" "$t_reimport" "<" 0.3 " s"
+goal "import: peak RSS" "$((rss_import / 1024))" "<" 100 " MiB"
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"

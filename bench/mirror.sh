@@ -10,6 +10,7 @@ JOBS=${JOBS:-8}
 PY=/usr/bin/python3
 TOOLS=$(cd "$(dirname "$0")/../tests/tools" && pwd)
 source "$(dirname "$0")/../tests/integration/mirror_lib.sh"
+source "$(dirname "$0")/measure.sh"
 now() { date +%s.%N; }
 secs() { "$PY" -c "print(f'{$2 - $1:.2f}')"; }
 
@@ -78,8 +79,11 @@ again=$(secs "$t0" "$t1")
 echo "set: $n images, $(( total / 1048576 )) MiB distinct blobs, $(wc -l < "$W/urls") blobs, -j $JOBS"
 printf '%-34s %8s s\n' "gpubundle mirror (cold)" "$ours" "skopeo copy --all (each)" "$sko" "curl --parallel-max $JOBS" "$curl_s" \
   "curl --parallel-max $JOBS, then sync" "$curl_sync" "gpubundle re-mirror" "$again"
-"$PY" -c "print(f'skopeo / gpubundle = {$sko/$ours:.2f}x (goal >= 3)   gpubundle / curl = {$ours/$curl_s:.2f}x (goal <= 1.2)   gpubundle / (curl + sync) = {$ours/$curl_sync:.2f}x')"
-echo "re-mirror, nothing changed: $again s (goal < 0.3); load: $(cut -d' ' -f1-3 /proc/loadavg)"
+goal "mirror: skopeo / gpubundle" "$(ratio "$sko / $ours")" ">=" 3 x
+goal "mirror: gpubundle / curl" "$(ratio "$ours / $curl_s")" "<=" 1.2 x
+echo "      gpubundle / (curl + sync): $(ratio "$ours / $curl_sync")x"
+goal "re-mirror, nothing changed" "$again" "<" 0.3 " s"
+echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # 5. peak RSS while mirroring one BIG_MB layer
 if [ "$BIG_MB" -gt 0 ]; then
@@ -91,5 +95,6 @@ if [ "$BIG_MB" -gt 0 ]; then
   /usr/bin/time -v "$GB" -q --store "$W/big" mirror "$W/big.lock.json" --registry-config "$W/reg.yaml" 2> "$W/time.txt"
   rss=$(awk -F: '/Maximum resident/ {gsub(/ /, "", $2); print $2}' "$W/time.txt")
   el=$(awk '/Elapsed \(wall/ {print $NF}' "$W/time.txt")
-  echo "big layer: $BIG_MB MiB mirrored in $el, peak RSS $(( rss / 1024 )) MiB"
+  echo "big layer: $BIG_MB MiB mirrored in $el"
+  goal "mirror: peak RSS, $BIG_MB MiB layer" "$(( rss / 1024 ))" "<" 100 " MiB"
 fi
