@@ -48,14 +48,17 @@
 // blob run 1..N once each, and the parts joined must hash to the blob: so
 // volumes of two writes, or doubled or swapped parts, are refused.
 //
-// A reader checks the signature first, then each entry as it streams by, in
-// one pass with no temporary unpack. The same store, lock and key give a
+// A reader checks the signature first, then walks the tar headers of every
+// volume (names, types, sizes, duplicates, appended entries, truncation, zstd
+// frame headers) and records where each entry's data is; then it hashes the
+// entries on all cores, read with pread straight from those places (no
+// temporary unpack), a blob in parts as one stream over its parts in order,
+// so the bytes it hashed are the bytes a reader later gets. The same store, lock and key give a
 // byte-identical bundle: sorted entries, mtimes from SOURCE_DATE_EPOCH (else
 // 0), uid/gid 0 without names, fixed modes, and Ed25519 signatures.
 
 #include <cstdint>
 #include <filesystem>
-#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -162,18 +165,6 @@ Result<void> apply_source_date_epoch(CreateOptions& options);
 // File name of volume n (1-based) of a bundle whose first volume is `first`.
 std::filesystem::path volume_path(const std::filesystem::path& first, int n, int count);
 
-// Receives verified payload entries while a volume streams by.
-class EntryConsumer {
-public:
-  virtual ~EntryConsumer() = default;
-  virtual Result<void> begin(const BundleFile& file) = 0;
-  virtual Result<void> data(std::string_view chunk) = 0;  // stored bytes, in order
-  // Called after the entry's size and sha256 matched.
-  virtual Result<void> end() = 0;
-  // Called instead of end() when the entry failed its checks.
-  virtual void abort() {}
-};
-
 // Where an entry's bytes are: a volume file and the offset of its data.
 struct EntryLocation {
   std::filesystem::path volume;
@@ -186,18 +177,24 @@ struct VerifyReport {
   std::string signer;  // key id
   VolumeManifest manifest;  // of the first volume read
   std::set<int> volumes_seen;
-  std::uint64_t bytes = 0;
-  std::size_t entries = 0;
+  std::uint64_t bytes = 0;   // read and hashed
+  std::size_t entries = 0;   // whose headers checked out
   // path -> data of each intact entry, so a caller can read it again at
   // random (import pushes from the verified tar, never from a temp copy).
   std::map<std::string, EntryLocation> locations;
+  // path -> data of each blob entry whose header checked out but whose bytes
+  // are not hashed yet (VerifyOptions::defer_blobs): not readable through
+  // BundleBlobs until hash_blobs() moves it to `locations`.
+  std::map<std::string, EntryLocation> unhashed;
 };
 
 struct VerifyOptions {
   const Keyring* trusted = nullptr;  // nullptr: signatures not checked (--insecure-skip-signature)
-  EntryConsumer* consumer = nullptr;
-  // Stop reading a volume at its first problem (import does; verify reports all).
-  bool stop_at_first = false;
+  // Hash a blob only when it is read: here, the manifests the closure check
+  // walks; the rest when hash_blobs() is asked for them. Headers, the
+  // manifest, non-blob entries and the closure are checked as always. Import
+  // uses it to hash only what it pushes.
+  bool defer_blobs = false;
 };
 
 // Reads the signed manifest of one volume without checking its payload
@@ -211,7 +208,13 @@ Result<void> require_volume_files(const std::vector<std::filesystem::path>& volu
 
 // Verifies volumes (any order, any subset): signature, every entry's name,
 // type, size and digest, duplicates, appended entries, truncation; and when
-// every volume is given, completeness and the OCI closure.
+// every volume is given, completeness and the OCI closure. Entries are hashed
+// on all cores.
 VerifyReport verify_bundle(const std::vector<std::filesystem::path>& volumes, const VerifyOptions& options);
+
+// Hashes the deferred entries of these blobs (defer_blobs), on all cores:
+// each blob that checks out moves from `unhashed` to `locations`, each that
+// does not adds its problems to the report.
+void hash_blobs(VerifyReport& report, const std::set<std::string>& digests);
 
 }  // namespace gb

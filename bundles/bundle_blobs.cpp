@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -127,8 +128,13 @@ std::uint64_t BundleBlob::stored_size() const {
 
 Result<BundleBlobs> BundleBlobs::from(const VerifyReport& verified) {
   BundleBlobs out;
+  std::set<std::string> deferred;  // blobs with an entry not hashed yet: not readable
   for (const auto& f : verified.manifest.files) {
     if (f.blob.empty()) continue;
+    if (verified.unhashed.count(f.path)) {
+      deferred.insert(f.blob);
+      continue;
+    }
     auto loc = verified.locations.find(f.path);
     if (loc == verified.locations.end()) return op_error("bundle entry " + f.path + " was verified but not located");
     auto& b = out.m_blobs[f.blob];
@@ -144,6 +150,7 @@ Result<BundleBlobs> BundleBlobs::from(const VerifyReport& verified) {
     if (b.segments.size() != static_cast<size_t>(f.parts)) b.segments.assign(static_cast<size_t>(f.parts), {});
     b.segments[static_cast<size_t>(f.part - 1)] = seg;
   }
+  for (const auto& d : deferred) out.m_blobs.erase(d);
   return out;
 }
 

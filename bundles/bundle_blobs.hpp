@@ -2,8 +2,9 @@
 // The blobs of a verified bundle, read at random from their places in the
 // volumes: import pushes from there and `node-image export` writes files from
 // there, so neither needs an unpacked copy. Built from a VerifyReport's
-// locations; entries that failed verification have none, so nothing
-// unverified can be read.
+// locations; entries that failed verification have none, and a blob whose
+// hashing was deferred (VerifyReport::unhashed) is left out until it is
+// hashed, so nothing unverified can be read.
 
 #include <cstdint>
 #include <filesystem>

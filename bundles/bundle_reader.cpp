@@ -1,14 +1,22 @@
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <fcntl.h>
+#include <functional>
+#include <numeric>
 #include <optional>
+#include <sys/stat.h>
+#include <thread>
 #include <unistd.h>
 
 #include "common/archive_raii.hpp"
 #include "bundles/bundle.hpp"
 #include "bundles/bundle_blobs.hpp"
 #include "bundles/zstd_decode.hpp"
+#include "common/parallel.hpp"
 #include "common/strings.hpp"
 #include "mirror/oci.hpp"
+#include "mirror/registry.hpp"
 #include "signing/digest.hpp"
 #include "signing/keys.hpp"
 #include "signing/signature.hpp"
@@ -17,7 +25,8 @@ namespace gb {
 
 namespace {
 
-constexpr std::size_t k_block = 1 << 20;
+constexpr std::size_t k_walk_block = 64 << 10;  // header walk: entry data is skipped (a seek)
+constexpr std::size_t k_chunk = 1 << 20;        // hashing: one pread
 constexpr la_int64_t k_max_manifest = static_cast<la_int64_t>(k_max_manifest_bytes);
 constexpr la_int64_t k_max_signature = static_cast<la_int64_t>(k_max_signature_bytes);
 constexpr std::size_t k_keep_json = oci::k_max_manifest_bytes;  // manifests kept for the closure check
@@ -80,29 +89,159 @@ std::optional<std::uint64_t> tar_data_offset(int fd, std::uint64_t pos) {
   return std::nullopt;
 }
 
-struct Seen {
-  bool ok = false;
+// An entry whose header checked out, and where its data is.
+struct Placed {
+  const BundleFile* file;
+  EntryLocation at;
 };
 
+// One stream to hash: an entry, or every part of a blob in part order, so
+// that the blob's content hash (and zstd decode) runs across its parts in the
+// same pass that checks each part's own sha256.
+struct HashJob {
+  std::vector<Placed> pieces;
+  bool whole = false;  // the pieces hold a whole blob: its content digest is checked too
+  std::uint64_t size() const {
+    std::uint64_t n = 0;
+    for (const auto& p : pieces) n += p.file->size;
+    return n;
+  }
+};
+
+struct Hashed {
+  std::vector<std::string> problems;
+  std::string json;  // the content, while the blob may be a manifest (for the closure check)
+  std::uint64_t bytes = 0;
+};
+
+std::string where(const Placed& p) { return p.at.volume.filename().string() + ": entry " + p.file->path + ": "; }
+
+Hashed hash(const HashJob& job) {
+  Hashed out;
+  const BundleFile& head = *job.pieces.front().file;
+  const bool joined = head.parts > 0;
+  std::optional<detail::ZstdDecoder> zstd;
+  if (job.whole && head.encoding == "zstd") zstd.emplace();
+  // A whole plain entry's stored hash is its content hash; otherwise the content has its own.
+  const bool own_content = job.whole && (zstd || joined);
+  Sha256 content;
+  bool keep = job.whole;
+  auto decoded = [&](std::string_view chunk) -> Result<void> {
+    if (own_content) content.update(chunk);
+    if (keep && !chunk.empty()) {
+      keep = (!out.json.empty() || chunk.front() == '{') && out.json.size() + chunk.size() <= k_keep_json;
+      if (keep) out.json.append(chunk);
+      else out.json = {};
+    }
+    return {};
+  };
+  BundleBlob stored;
+  for (const auto& p : job.pieces) stored.segments.push_back({p.at.volume, p.at.offset, p.file->size});
+  auto src = BundleBlobs::source(stored, nullptr);
+  std::vector<char> buf(static_cast<std::size_t>(std::clamp<std::uint64_t>(job.size(), 1, k_chunk)));
+  std::string decode_error, stored_hex;
+  std::uint64_t at = 0;
+  for (const auto& p : job.pieces) {
+    Sha256 hash;
+    for (const std::uint64_t end = at + p.file->size; at < end;) {
+      auto n = src->read(at, buf.data(), static_cast<std::size_t>(std::min<std::uint64_t>(buf.size(), end - at)));
+      if (!n) {
+        out.problems.push_back(where(p) + "truncated or damaged: " + n.error().message);
+        return out;
+      }
+      std::string_view chunk(buf.data(), *n);
+      hash.update(chunk);
+      at += *n;
+      out.bytes += *n;
+      if (job.whole && decode_error.empty())
+        if (auto r = zstd ? zstd->feed(chunk, decoded) : decoded(chunk); !r) decode_error = r.error().message;
+    }
+    stored_hex = hash.hex();
+    if (stored_hex != p.file->sha256) out.problems.push_back(where(p) + "sha256 " + stored_hex + ", manifest says " + p.file->sha256);
+  }
+  if (!job.whole || !out.problems.empty()) return out;
+  if (zstd && decode_error.empty())
+    if (auto r = zstd->finish(decoded); !r) decode_error = r.error().message;
+  std::string blob_hex = own_content ? content.hex() : stored_hex;
+  std::string why = !decode_error.empty()      ? decode_error
+                    : blob_hex == hex_of(head.blob) ? std::string()
+                    : joined                   ? "content does not match its digest"
+                                               : "content sha256 " + blob_hex + " does not match blob " + head.blob;
+  if (!why.empty())
+    out.problems.push_back(joined ? "blob " + head.blob + ": " + why + " (joined from its " + std::to_string(job.pieces.size()) + " parts)"
+                                  : where(job.pieces.front()) + why);
+  if (!keep || !out.problems.empty()) out.json = {};
+  return out;
+}
+
+// Jobs for these entries: each entry on its own, except the parts of a blob
+// when all of them are here, which hash as one stream in part order.
+std::vector<HashJob> make_jobs(const std::vector<Placed>& placed) {
+  std::vector<HashJob> jobs;
+  std::map<std::string, std::vector<Placed>> parts;  // blob -> its parts here
+  for (const auto& p : placed) {
+    if (p.file->parts && !p.file->blob.empty()) parts[p.file->blob].push_back(p);
+    else jobs.push_back({{p}, !p.file->blob.empty()});
+  }
+  for (auto& [blob, ps] : parts) {
+    std::sort(ps.begin(), ps.end(), [](const Placed& a, const Placed& b) { return a.file->part < b.file->part; });
+    // The manifest parser let each of parts 1..N in once, so N of them are all of them.
+    if (static_cast<int>(ps.size()) == ps.front().file->parts) jobs.push_back({std::move(ps), true});
+    else
+      for (auto& p : ps) jobs.push_back({{p}, false});
+  }
+  return jobs;
+}
+
+// Runs the jobs on every core, largest first so that none is left alone at
+// the end; the results come back in the jobs' order.
+std::vector<Hashed> hash_all(const std::vector<HashJob>& jobs) {
+  std::vector<std::size_t> order(jobs.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return jobs[a].size() > jobs[b].size(); });
+  std::vector<Hashed> out(jobs.size());
+  int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  parallel_for(order.size(), threads, [&](std::size_t i) { out[order[i]] = hash(jobs[order[i]]); });
+  return out;
+}
+
+// Three phases: the headers of every volume (signature, manifest, each
+// entry's name, type, size, place), then the entries' bytes hashed on every
+// core, then completeness and the OCI closure.
 class Verifier {
 public:
-  explicit Verifier(const VerifyOptions& o) : m_o(o) {}
+  Verifier(const VerifyOptions& o, VerifyReport& report) : m_o(o), m_report(report) {}
 
-  VerifyReport run(const std::vector<std::filesystem::path>& volumes) {
+  void run(const std::vector<std::filesystem::path>& volumes) {
     if (volumes.size() > static_cast<std::size_t>(k_max_volumes)) {
       problem(std::to_string(volumes.size()) + " volumes given; a bundle has at most " + std::to_string(k_max_volumes));
-      return std::move(m_report);
+      return;
     }
     for (const auto& v : volumes) volume(v);
+    std::vector<Placed> now;
+    for (const auto& p : m_placed) {
+      if (m_o.defer_blobs && !p.file->blob.empty()) m_report.unhashed[p.file->path] = p.at;
+      else now.push_back(p);
+    }
+    hash_jobs(make_jobs(now));
     finish(volumes.size());
-    if (m_dropped) m_report.problems.push_back("... and " + std::to_string(m_dropped) + " more problem(s)");
-    return std::move(m_report);
+    close();
+  }
+
+  // hash_blobs(): the deferred entries of these blobs.
+  void hash_deferred(const std::set<std::string>& digests) {
+    hash_jobs(make_jobs(deferred([&](const BundleFile& f) { return digests.count(f.blob) > 0; })));
+    close();
   }
 
 private:
   void problem(const std::string& line) {
     if (m_report.problems.size() < k_max_problems) m_report.problems.push_back(line);
     else ++m_dropped;
+  }
+  void close() {
+    if (m_dropped) m_report.problems.push_back("... and " + std::to_string(m_dropped) + " more problem(s)");
+    m_dropped = 0;
   }
 
   // Reads the whole current entry into `out` (bounded by the caller).
@@ -117,7 +256,7 @@ private:
     std::string label = path.filename().string();
     detail::ArchiveReader a(archive_read_new());
     archive_read_support_format_tar(a.get());  // tar (ustar, pax, gnu) only; no filters: bundles are never compressed outside
-    if (archive_read_open_filename(a.get(), path.c_str(), k_block) != ARCHIVE_OK) {
+    if (archive_read_open_filename(a.get(), path.c_str(), k_walk_block) != ARCHIVE_OK) {
       problem(label + ": cannot open: " + archive_error_string(a.get()));
       return;
     }
@@ -186,18 +325,22 @@ private:
       problem(label + ": volume " + std::to_string(m.volume) + " given twice");
       return;
     }
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);  // entry offsets, for the parts check and for readers
-    entries(a.get(), m, label, path, fd);
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);  // where each entry's data is
+    struct stat st {};
+    if (fd < 0 || ::fstat(fd, &st) != 0) problem(label + ": cannot open: " + std::strerror(errno));
+    else entries(a.get(), m.volume, label, path, fd, static_cast<std::uint64_t>(st.st_size));
     if (fd >= 0) ::close(fd);
   }
 
-  void entries(archive* a, const VolumeManifest& m, const std::string& label, const std::filesystem::path& volume, int fd) {
+  // The header walk: the data is skipped (a seek), and hashed later from the
+  // place recorded here; only a zstd entry's frame header is read now. Files are those of the first volume read: every
+  // volume's manifest lists the same.
+  void entries(archive* a, int index, const std::string& label, const std::filesystem::path& volume, int fd, std::uint64_t file_size) {
     std::map<std::string, const BundleFile*> expected;
-    for (const auto& f : m.files)
-      if (f.volume == m.volume) expected[f.path] = &f;
+    for (const auto& f : m_report.manifest.files)
+      if (f.volume == index) expected[f.path] = &f;
     std::set<std::string> names;
     archive_entry* e = nullptr;
-    std::vector<char> buf(k_block);
     int rc;
     std::size_t seen = 0;
     while ((rc = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
@@ -209,37 +352,45 @@ private:
       std::string why = unsafe_reason(e);
       if (!why.empty()) {
         problem(label + ": entry " + path + " " + why);
-        if (m_o.stop_at_first) return;
         continue;
       }
       if (!names.insert(path).second || path == k_volume_manifest || path == k_volume_signature) {
         problem(label + ": entry " + path + " appears twice");
-        if (m_o.stop_at_first) return;
         continue;
       }
       auto it = expected.find(path);
       if (it == expected.end()) {
         problem(label + ": entry " + path + " is not in the signed manifest (appended?)");
-        if (m_o.stop_at_first) return;
         continue;
       }
       const BundleFile& f = *it->second;
       if (static_cast<std::uint64_t>(archive_entry_size(e)) != f.size) {
         problem(label + ": entry " + path + ": size " + std::to_string(archive_entry_size(e)) + ", manifest says " +
                 std::to_string(f.size));
-        if (m_o.stop_at_first) return;
         continue;
       }
-      if (!entry_data(a, f, label, buf)) {
-        if (m_o.stop_at_first || m_truncated) return;
+      ++m_report.entries;
+      auto offset = tar_data_offset(fd, static_cast<std::uint64_t>(archive_read_header_position(a)));
+      if (!offset) {
+        problem(label + ": entry " + path + ": cannot locate its data");
         continue;
       }
-      m_ok.insert(path);
-      if (fd >= 0) {
-        auto offset = tar_data_offset(fd, static_cast<std::uint64_t>(archive_read_header_position(a)));
-        if (!offset) problem(label + ": entry " + path + ": cannot locate its data");
-        else m_report.locations[path] = {volume, *offset};
+      if (*offset > file_size || f.size > file_size - *offset) {
+        problem(label + ": entry " + path + ": truncated or damaged: the volume ends " + std::to_string(*offset + f.size - file_size) +
+                " bytes short of its end");
+        return;  // nothing follows
       }
+      if (f.encoding == "zstd" && f.part <= 1) {  // the frame header too: a bomb is refused before anything decodes it
+        std::string head(static_cast<std::size_t>(std::min<std::uint64_t>(detail::k_zstd_frame_header_max, f.size)), '\0');
+        auto size = ::pread(fd, head.data(), head.size(), static_cast<off_t>(*offset)) == static_cast<ssize_t>(head.size())
+                        ? detail::ZstdDecoder::declared_size(head)
+                        : Result<std::uint64_t>(op_error("cannot read its frame header"));
+        if (!size) {
+          problem(label + ": entry " + path + ": " + size.error().message);
+          continue;
+        }
+      }
+      m_placed.push_back({&f, {volume, *offset}});
     }
     if (rc != ARCHIVE_EOF) problem(label + ": truncated or damaged after " + std::to_string(names.size()) + " entries: " + archive_error_string(a));
     std::vector<std::string> missing;
@@ -250,130 +401,50 @@ private:
               " of the manifest missing, first " + missing.front());
   }
 
-  bool entry_data(archive* a, const BundleFile& f, const std::string& label, std::vector<char>& buf) {
-    if (m_o.consumer)
-      if (auto r = m_o.consumer->begin(f); !r) {
-        problem(label + ": entry " + f.path + ": " + r.error().message);
-        return false;
-      }
-    Sha256 stored;
-    Sha256 content;  // of the decoded blob, for zstd entries
-    // A part is checked when its blob is joined (finish), not on its own.
-    std::optional<detail::ZstdDecoder> zstd;
-    if (f.encoding == "zstd" && f.parts == 0) zstd.emplace();
-    std::string kept;
-    bool keep = !f.blob.empty() && f.parts == 0 && (zstd || f.size <= k_keep_json);
-    auto decoded = [&](std::string_view chunk) -> Result<void> {
-      content.update(chunk);
-      if (keep && kept.size() + chunk.size() <= k_keep_json) kept.append(chunk);
-      else keep = false;
-      return {};
-    };
-    Joining* join = nullptr;  // this part continues its blob's in-order hash
-    if (f.parts && !f.blob.empty()) {
-      Joining& j = m_joining[f.blob];
-      if (!j.off && j.next == f.part) {
-        join = &j;
-        if (f.part == 1 && f.encoding == "zstd") j.zstd.emplace();
-      } else {
-        j.off = true;
-      }
-    }
-    auto joined = [&](std::string_view chunk) { return join->take(chunk); };
-    std::string error;
-    la_ssize_t n;
-    std::uint64_t total = 0;
-    while ((n = archive_read_data(a, buf.data(), buf.size())) > 0) {
-      std::string_view chunk(buf.data(), static_cast<size_t>(n));
-      total += chunk.size();
-      stored.update(chunk);
-      if (m_o.consumer && error.empty())
-        if (auto r = m_o.consumer->data(chunk); !r) error = r.error().message;
-      if (join && !join->off)
-        if (auto r = join->zstd ? join->zstd->feed(chunk, joined) : joined(chunk); !r) join->off = true;
-      if (zstd && error.empty()) {
-        if (auto r = zstd->feed(chunk, decoded); !r) error = r.error().message;
-      } else if (keep) {
-        kept.append(chunk);
-      }
-    }
-    if (n == 0 && zstd && error.empty())
-      if (auto r = zstd->finish(decoded); !r) error = r.error().message;
-    m_report.bytes += total;
-    ++m_report.entries;
-    auto fail = [&](const std::string& why) {
-      if (join) join->off = true;
-      if (m_o.consumer) m_o.consumer->abort();
-      problem(label + ": entry " + f.path + ": " + why);
-      return false;
-    };
-    if (n < 0) {
-      m_truncated = true;
-      return fail(std::string("truncated or damaged: ") + archive_error_string(a));
-    }
-    if (!error.empty()) return fail(error);
-    std::string got = stored.hex();
-    if (got != f.sha256) return fail("sha256 " + got + ", manifest says " + f.sha256);
-    if (!f.blob.empty() && f.parts == 0) {
-      std::string blob_hex = zstd ? content.hex() : got;
-      if (blob_hex != hex_of(f.blob)) return fail("content sha256 " + blob_hex + " does not match blob " + f.blob);
-      if (keep && !kept.empty() && kept.front() == '{') m_json[f.blob] = std::move(kept);
-    }
-    if (m_o.consumer)
-      if (auto r = m_o.consumer->end(); !r) return fail(r.error().message);
-    if (join) ++join->next;
-    return true;
-  }
-
-  // A blob in parts, hashed as the parts stream by while they come in order
-  // (volumes given in order); otherwise join_parts reads them again.
-  struct Joining {
-    int next = 1;
-    bool off = false;  // a part came out of order or failed
-    Sha256 hash;
-    std::optional<detail::ZstdDecoder> zstd;
-    std::string kept;  // the content, while it may be a manifest
-    bool keep = true;
-    Result<void> take(std::string_view content) {
-      hash.update(content);
-      if (keep && kept.size() + content.size() <= k_keep_json) kept.append(content);
-      else keep = false;
-      return {};
-    }
-  };
-
   // Volumes of one write list the same files; only "volume.index" differs.
   static std::string layout_of(VolumeManifest m) {
     m.volume = 1;
     return manifest_to_json(m);
   }
 
-  // A blob in parts must join into its digest: the manifest vouches for each
-  // part, this for their order and their sum.
-  bool join_parts(const std::string& digest, std::vector<const BundleFile*> parts) {
-    Joining& j = m_joining[digest];
-    auto take = [&j](std::string_view chunk) { return j.take(chunk); };
-    Result<void> r;
-    if (!j.off && j.next == static_cast<int>(parts.size()) + 1) {  // hashed in order already
-      if (j.zstd) r = j.zstd->finish(take);
-      if (r && "sha256:" + j.hash.hex() != digest) r = op_error("content does not match its digest");
-      if (!r) r = op_error("blob " + digest + ": " + r.error().message);
-    } else {
-      std::sort(parts.begin(), parts.end(), [](const BundleFile* a, const BundleFile* b) { return a->part < b->part; });
-      BundleBlob blob{parts.front()->encoding, {}};
-      for (const BundleFile* p : parts) {
-        const EntryLocation& loc = m_report.locations.at(p->path);
-        blob.segments.push_back({loc.volume, loc.offset, p->size});
+  // The deferred entries `want` picks.
+  std::vector<Placed> deferred(const std::function<bool(const BundleFile&)>& want) const {
+    std::vector<Placed> out;
+    for (const auto& f : m_report.manifest.files)
+      if (auto at = m_report.unhashed.find(f.path); at != m_report.unhashed.end() && want(f)) out.push_back({&f, at->second});
+    return out;
+  }
+
+  // Hashes the jobs and records each: its problems, or its entries' places
+  // (now readable) and, for a whole blob, that it is here and its JSON.
+  void hash_jobs(const std::vector<HashJob>& jobs) {
+    auto results = hash_all(jobs);
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+      const HashJob& job = jobs[i];
+      Hashed& h = results[i];
+      m_report.bytes += h.bytes;
+      const std::string& blob = job.pieces.front().file->blob;
+      for (const auto& p : h.problems) problem(p);
+      if (!h.problems.empty()) {
+        if (job.whole) m_failed.insert(blob);
+        continue;
       }
-      j = Joining{};
-      r = BundleBlobs::stream_content(blob, digest, take);
+      for (const auto& p : job.pieces) {
+        m_report.unhashed.erase(p.file->path);
+        m_report.locations[p.file->path] = p.at;
+      }
+      if (!job.whole) continue;
+      m_hashed.insert(blob);
+      if (!h.json.empty()) m_json[blob] = std::move(h.json);
     }
-    if (!r) {
-      problem(r.error().message + " (joined from its " + std::to_string(parts.size()) + " parts)");  // names the blob
-      return false;
-    }
-    if (j.keep && !j.kept.empty() && j.kept.front() == '{') m_json[digest] = std::move(j.kept);
-    return true;
+  }
+
+  // A manifest's text for the closure check; a deferred one is hashed now.
+  const std::string* manifest_text(const std::string& digest) {
+    if (m_o.defer_blobs && !m_hashed.count(digest) && !m_failed.count(digest))
+      hash_jobs(make_jobs(deferred([&](const BundleFile& f) { return f.blob == digest; })));
+    auto it = m_json.find(digest);
+    return it == m_json.end() ? nullptr : &it->second;
   }
 
   void finish(std::size_t given) {
@@ -391,19 +462,15 @@ private:
       }
       return;
     }
-    // Every file of every volume arrived intact?
-    std::set<std::string> present;
-    std::map<std::string, std::vector<const BundleFile*>> parts;
-    for (const auto& f : m.files) {
-      if (!m_ok.count(f.path)) continue;
-      if (f.blob.empty()) continue;
-      if (f.parts == 0) {
-        present.insert(f.blob);
-        continue;
-      }
-      auto& p = parts[f.blob];
-      p.push_back(&f);
-      if (static_cast<int>(p.size()) == f.parts && join_parts(f.blob, p)) present.insert(f.blob);
+    // Every blob of every volume arrived intact: hashed, or when hashing is
+    // deferred, each of its entries past the header walk.
+    std::set<std::string> present = m_hashed;
+    if (m_o.defer_blobs) {
+      std::map<std::string, int> waiting;  // blob -> its entries not (yet) hashed
+      for (const auto& f : m.files)
+        if (!f.blob.empty()) waiting[f.blob] += !m_report.unhashed.count(f.path);
+      for (const auto& [blob, n] : waiting)
+        if (n == 0) present.insert(blob);
     }
     std::set<std::string> omitted(m.omitted.begin(), m.omitted.end());
     for (const auto& img : m.images) closure(img, present, omitted);
@@ -427,12 +494,12 @@ private:
         problem("image " + img.ref + ": manifest " + t.digest + " is missing from the bundle");
         continue;
       }
-      auto json = m_json.find(t.digest);
-      if (json == m_json.end()) {
-        problem("image " + img.ref + ": manifest " + t.digest + " could not be read");
+      const std::string* json = manifest_text(t.digest);
+      if (!json) {
+        if (!m_failed.count(t.digest)) problem("image " + img.ref + ": manifest " + t.digest + " could not be read");
         continue;
       }
-      auto parsed = oci::parse_manifest(json->second, t.media_type);
+      auto parsed = oci::parse_manifest(*json, t.media_type);
       if (!parsed) {
         problem("image " + img.ref + ": " + parsed.error().message);
         continue;
@@ -460,22 +527,28 @@ private:
   }
 
   const VerifyOptions& m_o;
-  VerifyReport m_report;
-  std::set<std::string> m_ok;                    // entries that arrived intact
-  std::map<std::string, std::string> m_json;     // small JSON blobs, for the closure
-  bool m_truncated = false;
+  VerifyReport& m_report;
+  std::vector<Placed> m_placed;               // entries past the header walk, in order
+  std::set<std::string> m_hashed, m_failed;   // whole blobs hashed, and those that failed
+  std::map<std::string, std::string> m_json;  // small JSON blobs, for the closure
   std::string m_layout;  // the first volume's manifest, its index left out
   std::string m_first;   // and that volume's name
   bool m_mixed = false;
   std::size_t m_dropped = 0;
-  std::map<std::string, Joining> m_joining;  // blob -> its parts so far
   std::set<std::string> m_bad_manifests;  // why manifests were refused, without the volume's name
 };
 
 }  // namespace
 
 VerifyReport verify_bundle(const std::vector<std::filesystem::path>& volumes, const VerifyOptions& options) {
-  return Verifier(options).run(volumes);
+  VerifyReport report;
+  Verifier(options, report).run(volumes);
+  return report;
+}
+
+void hash_blobs(VerifyReport& report, const std::set<std::string>& digests) {
+  VerifyOptions options;
+  Verifier(options, report).hash_deferred(digests);
 }
 
 Result<void> require_volume_files(const std::vector<std::filesystem::path>& volumes) {
@@ -494,7 +567,7 @@ Result<VolumeManifest> read_volume_manifest(const std::filesystem::path& volume,
   detail::ArchiveReader a(archive_read_new());
   archive_read_support_format_tar(a.get());
   std::string label = volume.filename().string();
-  if (archive_read_open_filename(a.get(), volume.c_str(), k_block) != ARCHIVE_OK)
+  if (archive_read_open_filename(a.get(), volume.c_str(), k_walk_block) != ARCHIVE_OK)
     return input_error(volume.string() + ": cannot open: " + archive_error_string(a.get()));
   archive_entry* e = nullptr;
   std::string texts[2];

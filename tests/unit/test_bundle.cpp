@@ -4,6 +4,7 @@
 #include <archive_entry.h>
 
 #include "bundles/bundle.hpp"
+#include "bundles/bundle_blobs.hpp"
 #include "common/progress.hpp"
 #include "bundle_fixture.hpp"
 #include "fixtures.hpp"
@@ -278,4 +279,74 @@ TEST_CASE("bundle create refuses an unmirrored lock", "[bundle]") {
 TEST_CASE("volume files are numbered only when there are several", "[bundle]") {
   CHECK(volume_path("a.bundle", 2, 3).string() == "a.bundle.002");
   CHECK(volume_path("a.bundle", 1, 1).string() == "a.bundle");
+}
+
+TEST_CASE("deferred hashing reads a blob only when asked, and nothing unhashed is readable", "[bundle][import]") {
+  Fixture f;
+  fs::path good = f.dir / "b.bundle";
+  f.create(good);
+  const std::string big = sha256_digest(f.big), base = sha256_digest(f.base);
+  auto m = read_volume_manifest(good).value_or_throw();
+  std::uint64_t layers = 0;  // stored bytes of the two blobs
+  for (const auto& file : m.files)
+    if (file.blob == big || file.blob == base) layers += file.size;
+
+  VerifyOptions lazy;
+  lazy.trusted = &f.trusted;
+  lazy.defer_blobs = true;
+  auto r = verify_bundle({good}, lazy);
+  INFO(problems(r));
+  REQUIRE(r.problems.empty());
+  CHECK(r.unhashed.count("oci/blobs/sha256/" + sha256_hex(f.big)));
+  CHECK(r.bytes + f.big.size() + f.base.size() < fs::file_size(good));  // neither layer was read
+  auto blobs = BundleBlobs::from(r).value_or_throw();
+  CHECK_FALSE(blobs.find(big));
+  CHECK(blobs.find(f.lock.images[0].digest));  // manifests are read by the closure check, so hashed
+  std::uint64_t before = r.bytes;
+  hash_blobs(r, {big, base});
+  CHECK(r.problems.empty());
+  CHECK(r.bytes - before == layers);
+  CHECK(BundleBlobs::from(r).value_or_throw().content(big).value_or_throw() == f.big);
+
+  // A flipped byte in the big layer: not read, so not seen, until asked for.
+  std::string bytes = gbtest::slurp(good);
+  auto at = bytes.find(f.big.substr(5000, 64));
+  REQUIRE(at != std::string::npos);
+  bytes[at] ^= 1;
+  fs::path bad = f.dir / "bad.bundle";
+  gbtest::spit(bad, bytes);
+  CHECK(mentions(f.verify({bad}), "oci/blobs/sha256/" + sha256_hex(f.big) + ": sha256"));
+  auto d = verify_bundle({bad}, lazy);
+  INFO(problems(d));
+  CHECK(d.problems.empty());
+  hash_blobs(d, {base});
+  CHECK(d.problems.empty());
+  hash_blobs(d, {big});
+  CHECK(mentions(d, "oci/blobs/sha256/" + sha256_hex(f.big) + ": sha256"));
+  auto after = BundleBlobs::from(d).value_or_throw();
+  CHECK_FALSE(after.find(big));
+  CHECK(after.find(base));
+}
+
+TEST_CASE("a blob in parts is hashed on request as one stream over its volumes", "[bundle][split][import]") {
+  Fixture f;
+  CreateOptions o;
+  o.split_bytes = 400 << 10;
+  auto report = f.create(f.dir / "s.bundle", o);
+  std::vector<fs::path> shuffled = report.volumes;
+  std::reverse(shuffled.begin(), shuffled.end());
+  VerifyOptions lazy;
+  lazy.trusted = &f.trusted;
+  lazy.defer_blobs = true;
+  auto r = verify_bundle(shuffled, lazy);
+  INFO(problems(r));
+  REQUIRE(r.problems.empty());
+  const std::string big = sha256_digest(f.big);
+  CHECK_FALSE(BundleBlobs::from(r).value_or_throw().find(big));
+  hash_blobs(r, {big});
+  CHECK(r.problems.empty());
+  auto blobs = BundleBlobs::from(r).value_or_throw();
+  REQUIRE(blobs.find(big));
+  CHECK(blobs.find(big)->segments.size() >= 2);
+  CHECK(blobs.content(big).value_or_throw() == f.big);
 }

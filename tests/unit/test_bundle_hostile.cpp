@@ -282,9 +282,31 @@ TEST_CASE("volumes of two writes, doubled and swapped parts are refused (issue 1
   Crafted swapped = two;
   for (auto& p : swapped.pieces)
     if (p.part) p.data = std::string(1500, p.part == 1 ? 'B' : 'A');
-  auto s = verify_unsigned(swapped.write(dir / "sw.bundle", 2));
+  auto sw = swapped.write(dir / "sw.bundle", 2);
+  auto s = verify_unsigned(sw);
   INFO(all(s));
   CHECK(mentions(s, "content does not match its digest (joined from its 2 parts)"));
+  std::reverse(sw.begin(), sw.end());
+  CHECK(mentions(verify_unsigned(sw), "content does not match its digest (joined from its 2 parts)"));
+  // Three parts over three volumes, the outer two swapped, given out of order.
+  Crafted outer = three;
+  for (auto& p : outer.pieces)
+    if (p.part == 1 || p.part == 3) p.data = std::string(1000, p.part == 1 ? 'B' : 'A');
+  auto ov = outer.write(dir / "ov.bundle", 3);
+  auto o3 = verify_unsigned({ov[2], ov[0], ov[1]});
+  INFO(all(o3));
+  CHECK(mentions(o3, "content does not match its digest (joined from its 3 parts)"));
+  // With hashing deferred (import) the closure never reads the layer; hashing
+  // it on request catches the swap, and it stays unreadable.
+  VerifyOptions lazy;
+  lazy.defer_blobs = true;
+  auto deferred = verify_bundle({ov[1], ov[2], ov[0]}, lazy);
+  INFO(all(deferred));
+  CHECK(deferred.problems.empty());
+  std::string layer = outer.m.images[0].blobs[2];
+  hash_blobs(deferred, {layer});
+  CHECK(mentions(deferred, "blob " + layer + ": content does not match its digest (joined from its 3 parts)"));
+  CHECK_FALSE(BundleBlobs::from(deferred).value_or_throw().find(layer));
 }
 
 TEST_CASE("a zstd entry decodes to its declared size at most (issue 11.8)", "[bundle][hostile]") {
