@@ -46,6 +46,7 @@ int run_import(Globals& g, const Args& a) {
                         {"blobsPushed", r.blobs_pushed},     {"blobsMounted", r.blobs_mounted},
                         {"blobsPresent", r.blobs_present},   {"manifestsPushed", r.manifests_pushed},
                         {"manifestsPresent", r.manifests_present}, {"bytesPushed", r.bytes_pushed},
+                        {"bytesHashed", r.bytes_hashed},
                         {"kit", o.kit_dir.string()}};
     std::printf("%s\n", j.dump(2).c_str());
     return 0;

@@ -20,14 +20,20 @@
 namespace gb {
 
 Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& volumes, const ImportOptions& o, Progress& progress) {
-  // 1. Verify everything before the first byte leaves.
+  // 1. Verify the signature, every header, every non-blob entry and the
+  // closure (hashing the manifests it reads); blobs are hashed in step 3,
+  // only those the site lacks, all before the first byte leaves.
   if (auto r = require_volume_files(volumes); !r) return r.error();
   VerifyOptions vo;
   vo.trusted = o.trusted;
+  vo.defer_blobs = true;
   VerifyReport verified = verify_bundle(volumes, vo);
-  if (!verified.problems.empty())
-    return op_error(join(verified.problems, "\n") + "\nimport refused: nothing was pushed");
+  auto refused = [&] { return op_error(join(verified.problems, "\n") + "\nimport refused: nothing was pushed"); };
+  if (!verified.problems.empty()) return refused();
   const VolumeManifest& m = verified.manifest;
+  std::map<std::string, std::uint64_t> stored_size;  // blob -> bytes in the bundle, whether hashed yet or not
+  for (const auto& f : m.files)
+    if (!f.blob.empty()) stored_size[f.blob] += f.size;
   Lock lock = parse_lock(m.lock_json, "bundle lock").value_or_throw();
   // Plain HTTP when --registry says http:// or the registry config says
   // plainHttp for the site host: the push and the kit's node config agree.
@@ -40,43 +46,6 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
   auto placements = kit::place_images(lock, site, o.layout);
   if (!placements) return placements.error();
 
-  // The install kit for this registry, with the chart from the bundle: made
-  // now, so that a bundle it cannot be made from pushes nothing.
-  std::optional<kit::Kit> kit;
-  std::string chart_bytes;
-  if (!o.kit_dir.empty()) {
-    const BundleFile* chart_file = nullptr;
-    for (const auto& f : m.files)
-      if (starts_with(f.path, "charts/") && f.parts == 0) chart_file = &f;
-    if (!chart_file) return op_error("bundle " + m.bundle_id + " carries no chart: cannot write the install kit");
-    if (chart_file->size > k_max_chart_bytes)
-      return op_error("bundle " + m.bundle_id + ": chart " + chart_file->path + " is larger than " + human_bytes(k_max_chart_bytes));
-    const auto& loc = verified.locations.at(chart_file->path);
-    auto stored = BundleBlobs::read_stored(BundleBlob{"", {{loc.volume, loc.offset, chart_file->size}}});
-    if (!stored) return stored.error();
-    auto chart = lock_chart_archive(lock, std::move(stored.value()), chart_file->path);
-    if (!chart) return chart.error();
-    kit::KitOptions ko;
-    ko.registry = site;
-    ko.layout = o.layout;
-    ko.bundle_id = m.bundle_id;
-    // The CA gpubundle was told to trust for the site is the one its nodes need.
-    if (const HostConfig* h = o.config.host(site.host); h && !h->ca_file.empty() && !site.plain_http) {
-      auto pem = read_file(h->ca_file);
-      if (!pem) return pem.error();
-      ko.registry_ca = pem.value();
-    }
-    for (const auto& img : m.images) {
-      std::uint64_t size = 0;
-      for (const auto& d : img.blobs)
-        if (const BundleBlob* b = blobs->find(d)) size += b->stored_size();
-      ko.image_sizes[img.ref] = size;
-    }
-    auto made = kit::make_kit(lock, chart->chart, ko);
-    if (!made) return made.error();
-    kit = std::move(made.value());
-    chart_bytes = std::move(chart->archive);
-  }
   std::map<std::string, Reference> dest_of;
   for (const auto& p : placements.value()) dest_of[p.source.str()] = p.destination;
 
@@ -152,6 +121,76 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
       else if (!(it->second == p.repo)) mounts.push_back({p.repo, d, it->second});
     }
 
+  ImportReport report;
+  report.bundle_id = m.bundle_id;
+  report.images = plans.size();
+  // What the site lacks: one HEAD per blob and repository. Every blob that
+  // may have to be pushed (a mount can fail) is then hashed, all of them
+  // before the first byte leaves; a blob the site has is never read.
+  std::vector<BlobJob> jobs = uploads;
+  jobs.insert(jobs.end(), mounts.begin(), mounts.end());
+  std::vector<char> needed(jobs.size(), 0);
+  std::mutex report_mu;
+  auto headed = parallel_try(jobs.size(), o.jobs, [&](std::size_t i) -> Result<void> {
+    const BlobJob& j = jobs[i];
+    if (omitted.count(j.digest) && !j.mount_from) return {};  // the delta check found it
+    auto has = client.blob_exists(j.repo, j.digest);
+    if (!has) return has.error();
+    std::lock_guard l(report_mu);
+    if (has.value()) ++report.blobs_present;
+    else needed[i] = 1;
+    return {};
+  });
+  if (!headed) return headed.error();
+  std::set<std::string> to_push;
+  std::uint64_t total = 0;
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    if (!needed[i] || !to_push.insert(jobs[i].digest).second) continue;
+    if (auto it = stored_size.find(jobs[i].digest); it != stored_size.end()) total += it->second;
+  }
+  hash_blobs(verified, to_push);
+  if (!verified.problems.empty()) return refused();
+  blobs = BundleBlobs::from(verified);
+  if (!blobs) return blobs.error();
+
+  // The install kit for this registry, with the chart from the bundle: made
+  // before the first push, so that a bundle it cannot be made from pushes
+  // nothing (and after the bundle's own checks, which say more).
+  std::optional<kit::Kit> kit;
+  std::string chart_bytes;
+  if (!o.kit_dir.empty()) {
+    const BundleFile* chart_file = nullptr;
+    for (const auto& f : m.files)
+      if (starts_with(f.path, "charts/") && f.parts == 0) chart_file = &f;
+    if (!chart_file) return op_error("bundle " + m.bundle_id + " carries no chart: cannot write the install kit");
+    if (chart_file->size > k_max_chart_bytes)
+      return op_error("bundle " + m.bundle_id + ": chart " + chart_file->path + " is larger than " + human_bytes(k_max_chart_bytes));
+    const auto& loc = verified.locations.at(chart_file->path);
+    auto stored = BundleBlobs::read_stored(BundleBlob{"", {{loc.volume, loc.offset, chart_file->size}}});
+    if (!stored) return stored.error();
+    auto chart = lock_chart_archive(lock, std::move(stored.value()), chart_file->path);
+    if (!chart) return chart.error();
+    kit::KitOptions ko;
+    ko.registry = site;
+    ko.layout = o.layout;
+    ko.bundle_id = m.bundle_id;
+    // The CA gpubundle was told to trust for the site is the one its nodes need.
+    if (const HostConfig* h = o.config.host(site.host); h && !h->ca_file.empty() && !site.plain_http) {
+      auto pem = read_file(h->ca_file);
+      if (!pem) return pem.error();
+      ko.registry_ca = pem.value();
+    }
+    for (const auto& img : m.images) {
+      std::uint64_t size = 0;
+      for (const auto& d : img.blobs)
+        if (auto it = stored_size.find(d); it != stored_size.end()) size += it->second;
+      ko.image_sizes[img.ref] = size;
+    }
+    auto made = kit::make_kit(lock, chart->chart, ko);
+    if (!made) return made.error();
+    kit = std::move(made.value());
+    chart_bytes = std::move(chart->archive);
+  }
   // A delta needs the site to have what it left out: check before pushing.
   if (m.delta) {
     std::vector<std::string> missing;
@@ -186,23 +225,10 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
     }
   }
 
-  ImportReport report;
-  report.bundle_id = m.bundle_id;
-  report.images = plans.size();
-  std::uint64_t total = 0;
-  for (const auto& j : uploads)
-    if (!omitted.count(j.digest)) total += blobs->find(j.digest)->stored_size();
   progress.begin("import", total);
-  std::mutex report_mu;
-  auto push = [&](const BlobJob& j) -> Result<void> {
-    if (omitted.count(j.digest) && !j.mount_from) return {};
-    auto has = client.blob_exists(j.repo, j.digest);
-    if (!has) return has.error();
-    if (has.value()) {
-      std::lock_guard l(report_mu);
-      ++report.blobs_present;
-      return {};
-    }
+  auto push = [&](std::size_t i) -> Result<void> {
+    if (!needed[i]) return {};
+    const BlobJob& j = jobs[i];
     const BundleBlob* b = blobs->find(j.digest);
     bool mounted = false;
     if (j.mount_from) {
@@ -230,8 +256,8 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
     }
     return {};
   };
-  if (auto r = parallel_try(uploads.size(), o.jobs, [&](std::size_t i) { return push(uploads[i]); }); !r) return r.error();
-  if (auto r = parallel_try(mounts.size(), o.jobs, [&](std::size_t i) { return push(mounts[i]); }); !r) return r.error();
+  if (auto r = parallel_try(uploads.size(), o.jobs, [&](std::size_t i) { return push(i); }); !r) return r.error();
+  if (auto r = parallel_try(mounts.size(), o.jobs, [&](std::size_t i) { return push(uploads.size() + i); }); !r) return r.error();
 
   // 4. Manifests: children by digest, then the top one by tag (or digest).
   auto r = parallel_try(plans.size(), o.jobs, [&](std::size_t i) -> Result<void> {
@@ -260,6 +286,8 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
   std::sort(report.destinations.begin(), report.destinations.end());
   progress.end(std::to_string(report.blobs_pushed) + " blobs pushed (" + human_bytes(report.bytes_pushed) + "), " +
                std::to_string(report.blobs_mounted) + " mounted, " + std::to_string(report.blobs_present) + " already there");
+
+  report.bytes_hashed = verified.bytes;
 
   // 5. The install kit, made before the first push.
   if (kit) {

@@ -1,11 +1,12 @@
 #pragma once
-// Import: a verified bundle into the site registry. Two passes over local
-// disk and none over the network twice: the bundle is verified whole first
-// (signature, every entry, closure) so that a tampered bundle pushes nothing;
-// then each blob the registry lacks is pushed straight from its place in the
-// tar (no unpacked copy), mounted across repositories where it already is,
-// and the manifests follow, children before their index, bytes verbatim so
-// digests stay exact.
+// Import: a verified bundle into the site registry. First the signature,
+// every tar header, every non-blob entry and the OCI closure (the manifests
+// it reads are hashed); then one HEAD per blob and repository; then every
+// blob the site lacks is hashed, on all cores, before the first byte leaves,
+// so a tampered bundle pushes nothing; a blob the site already has is never
+// read. Each is pushed straight from its place in the tar (no unpacked
+// copy), mounted across repositories where it already is, and the manifests
+// follow, children before their index, bytes verbatim so digests stay exact.
 
 #include <cstdint>
 #include <filesystem>
@@ -41,6 +42,7 @@ struct ImportReport {
   std::size_t manifests_pushed = 0;
   std::size_t manifests_present = 0;
   std::uint64_t bytes_pushed = 0;
+  std::uint64_t bytes_hashed = 0;  // of the bundle: manifests, non-blob entries, and the blobs the site lacked
   std::vector<std::string> destinations;  // image references now at the site
 };
 

@@ -78,6 +78,46 @@ set +e; "$GB" import "$W/site.bundle" --registry "http://$empty/gpu" --pubkey "$
 [[ $rc != 0 ]] || fail "an untrusted key must be refused"
 pass "tampered bundle pushes nothing"
 
+# Import hashes only the blobs it pushes: a layer damaged in the bundle after
+# the site got it is never read (nothing to push, so the import succeeds), and
+# where the site lacks it the import is refused before the first byte leaves.
+bad_blob=$("$PY" - "$W/site.bundle" "$W/bad.bundle" "$first" <<'PYEOF'
+import json, shutil, sys, tarfile
+src, dst, ref = sys.argv[1:]
+shutil.copyfile(src, dst)
+with tarfile.open(src) as t:
+    m = json.load(t.extractfile("gpubundle.json"))
+    first = set(next(i for i in m["images"] if i["ref"] == ref)["blobs"])  # the image the half-filled registry below gets
+    f = max((f for f in m["files"] if f["blob"] and f["blob"] not in first), key=lambda f: f["size"])
+    member = t.getmember(f["path"])
+with open(dst, "r+b") as out:
+    out.seek(member.offset_data + member.size // 2)
+    b = out.read(1)
+    out.seek(-1, 1)
+    out.write(bytes([b[0] ^ 1]))
+print(f["blob"])
+PYEOF
+)
+"$GB" --json import "$W/bad.bundle" --registry "http://$site/gpu" --pubkey "$W/release.pub" --no-kit > "$W/import-bad.json" ||
+  fail "re-import where the site has the damaged layer: it must not be read"
+[[ $(jget "$W/import-bad.json" 'd["blobsPushed"] + d["blobsMounted"] + d["manifestsPushed"]') == 0 ]] || fail "re-import pushed"
+[[ $(jget "$W/import-bad.json" 'd["bytesHashed"] * 4 < '"$(jget "$W/import1.json" 'd["bytesHashed"]')") == True ]] ||
+  fail "re-import hashed $(jget "$W/import-bad.json" 'd["bytesHashed"]') bytes, the first import $(jget "$W/import1.json" 'd["bytesHashed"]')"
+set +e; "$GB" import "$W/bad.bundle" --registry "http://$empty/gpu" --pubkey "$W/release.pub" --no-kit 2>"$W/err"; rc=$?; set -e
+[[ $rc == 1 ]] && grep -q "${bad_blob#sha256:}.*: sha256" "$W/err" && grep -q "nothing was pushed" "$W/err" || { cat "$W/err"; fail "damaged layer into an empty site"; }
+[[ $(curl -s "http://$empty/v2/_catalog" | "$PY" -c 'import json,sys; print(len(json.load(sys.stdin)["repositories"]))') == 0 ]] ||
+  fail "a damaged layer left repositories behind"
+half=$(start_registry half)
+skopeo copy -q --all --preserve-digests --src-tls-verify=false --dest-tls-verify=false \
+  "docker://${first/#${first%%/*}/$site/gpu}" "docker://${first/#${first%%/*}/$half/gpu}" 2>/dev/null ||
+  skopeo copy -q --all --src-tls-verify=false --dest-tls-verify=false "docker://${first/#${first%%/*}/$site/gpu}" "docker://${first/#${first%%/*}/$half/gpu}"
+half_files() { (cd "$W/reg/half/storage" && find . -type f | sort); }
+half_files > "$W/half.before"
+set +e; "$GB" import "$W/bad.bundle" --registry "http://$half/gpu" --pubkey "$W/release.pub" --no-kit 2>"$W/err"; rc=$?; set -e
+[[ $rc == 1 ]] && grep -q "${bad_blob#sha256:}.*: sha256" "$W/err" || { cat "$W/err"; fail "damaged layer into a half-filled site"; }
+half_files | cmp -s - "$W/half.before" || fail "a damaged layer changed the half-filled site registry"
+pass "import hashes only what it pushes: a damaged layer the site has is not read; one it lacks pushes nothing"
+
 # Killed mid-import, then re-run: completes.
 killed=$(start_registry killed)
 "$GB" -q import "$W/site.bundle" --registry "http://$killed/gpu" --pubkey "$W/release.pub" --no-kit -j 1 &
