@@ -3,6 +3,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <functional>
+#include <memory>
 #include <numeric>
 #include <optional>
 #include <sys/stat.h>
@@ -125,7 +126,7 @@ Hashed hash(const HashJob& job) {
   // A whole plain entry's stored hash is its content hash; otherwise the content has its own.
   const bool own_content = job.whole && (zstd || joined);
   Sha256 content;
-  bool keep = job.whole;
+  bool keep = job.whole && (zstd || job.size() <= k_keep_json);
   auto decoded = [&](std::string_view chunk) -> Result<void> {
     if (own_content) content.update(chunk);
     if (keep && !chunk.empty()) {
@@ -138,18 +139,18 @@ Hashed hash(const HashJob& job) {
   BundleBlob stored;
   for (const auto& p : job.pieces) stored.segments.push_back({p.at.volume, p.at.offset, p.file->size});
   auto src = BundleBlobs::source(stored, nullptr);
-  std::vector<char> buf(static_cast<std::size_t>(std::clamp<std::uint64_t>(job.size(), 1, k_chunk)));
+  thread_local std::unique_ptr<char[]> buf(new char[k_chunk]);  // one per thread, reused: no page faults per job
   std::string decode_error, stored_hex;
   std::uint64_t at = 0;
   for (const auto& p : job.pieces) {
     Sha256 hash;
     for (const std::uint64_t end = at + p.file->size; at < end;) {
-      auto n = src->read(at, buf.data(), static_cast<std::size_t>(std::min<std::uint64_t>(buf.size(), end - at)));
+      auto n = src->read(at, buf.get(), static_cast<std::size_t>(std::min<std::uint64_t>(k_chunk, end - at)));
       if (!n) {
         out.problems.push_back(where(p) + "truncated or damaged: " + n.error().message);
         return out;
       }
-      std::string_view chunk(buf.data(), *n);
+      std::string_view chunk(buf.get(), *n);
       hash.update(chunk);
       at += *n;
       out.bytes += *n;
