@@ -69,8 +69,9 @@ CommandSpec import_command() {
   return {
       "import",
       "Verify a bundle and push it into the site registry, and write the install kit",
-      "Verifies the bundle offline against the keys you trust (nothing is pushed if any check fails), then pushes every "
-      "blob the registry lacks straight from the bundle file, mounts blobs across repositories, and pushes manifests with "
+      "Verifies the bundle offline against the keys you trust (signature, every entry's header, the image manifests), "
+      "then hashes every blob the registry lacks and pushes it straight from the bundle file (nothing is pushed if any "
+      "check fails; a blob the registry already has is not read), mounts blobs across repositories, and pushes manifests with "
       "their exact digests and tags. Images land at <registry>/<prefix>/<source path without its host> (--layout "
       "keep-host keeps the host). Importing the same bundle again pushes nothing. Then writes the install kit for that "
       "registry next to the bundle (or to -o DIR). Registry quirks (Harbor projects, Quay nesting, Zot media types): docs/site-registries.md.",
