@@ -124,21 +124,47 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
   ImportReport report;
   report.bundle_id = m.bundle_id;
   report.images = plans.size();
-  // What the site lacks: one HEAD per blob and repository. Every blob that
-  // may have to be pushed (a mount can fail) is then hashed, all of them
-  // before the first byte leaves; a blob the site has is never read.
+  // Manifests, pushed last: children by digest, then the top one by tag (or digest).
+  struct ManifestJob {
+    Reference ref;
+    std::string digest;
+  };
+  std::vector<ManifestJob> manifest_jobs;
+  std::vector<std::size_t> first_manifest;  // plan i's are [first_manifest[i], first_manifest[i + 1])
+  for (const auto& p : plans) {
+    first_manifest.push_back(manifest_jobs.size());
+    for (const auto& d : p.manifests) {
+      bool top = d == p.manifests.back();
+      Reference ref = top && !p.tagged.tag.empty() ? p.tagged : p.repo;
+      if (!top || p.tagged.tag.empty()) ref.digest = d;
+      manifest_jobs.push_back({ref, d});
+    }
+  }
+  first_manifest.push_back(manifest_jobs.size());
+
+  // What the site lacks: one HEAD per manifest, and per blob and repository,
+  // all in one parallel pass. Every blob that may have to be pushed (a mount
+  // can fail) is then hashed, all of them before the first byte leaves; a
+  // blob the site has is never read.
   std::vector<BlobJob> jobs = uploads;
   jobs.insert(jobs.end(), mounts.begin(), mounts.end());
-  std::vector<char> needed(jobs.size(), 0);
+  std::vector<char> needed(jobs.size(), 0), manifest_there(manifest_jobs.size(), 0);
   std::mutex report_mu;
-  auto headed = parallel_try(jobs.size(), o.jobs, [&](std::size_t i) -> Result<void> {
-    const BlobJob& j = jobs[i];
+  auto headed = parallel_try(manifest_jobs.size() + jobs.size(), o.jobs, [&](std::size_t i) -> Result<void> {
+    if (i < manifest_jobs.size()) {
+      const ManifestJob& mj = manifest_jobs[i];
+      auto current = client.head_manifest(mj.ref);
+      if (!current) return op_error(mj.ref.str() + ": " + current.error().message);
+      manifest_there[i] = current.value() && *current.value() == mj.digest;
+      return {};
+    }
+    const BlobJob& j = jobs[i - manifest_jobs.size()];
     if (omitted.count(j.digest) && !j.mount_from) return {};  // the delta check found it
     auto has = client.blob_exists(j.repo, j.digest);
     if (!has) return has.error();
     std::lock_guard l(report_mu);
     if (has.value()) ++report.blobs_present;
-    else needed[i] = 1;
+    else needed[i - manifest_jobs.size()] = 1;
     return {};
   });
   if (!headed) return headed.error();
@@ -259,16 +285,12 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
   if (auto r = parallel_try(uploads.size(), o.jobs, [&](std::size_t i) { return push(i); }); !r) return r.error();
   if (auto r = parallel_try(mounts.size(), o.jobs, [&](std::size_t i) { return push(uploads.size() + i); }); !r) return r.error();
 
-  // 4. Manifests: children by digest, then the top one by tag (or digest).
+  // 4. Manifests, in order, those the site lacked.
   auto r = parallel_try(plans.size(), o.jobs, [&](std::size_t i) -> Result<void> {
     const Plan& p = plans[i];
-    for (const auto& d : p.manifests) {
-      bool top = d == p.manifests.back();
-      Reference ref = top && !p.tagged.tag.empty() ? p.tagged : p.repo;
-      if (!top || p.tagged.tag.empty()) ref.digest = d;
-      auto current = client.head_manifest(ref);
-      if (!current) return op_error(ref.str() + ": " + current.error().message);
-      if (current.value() && *current.value() == d) {
+    for (std::size_t k = first_manifest[i]; k < first_manifest[i + 1]; ++k) {
+      const auto& [ref, d] = manifest_jobs[k];
+      if (manifest_there[k]) {
         std::lock_guard l(report_mu);
         ++report.manifests_present;
         continue;
