@@ -1,14 +1,29 @@
-// The bundle reader (bundles/bundle.hpp, bundle_blobs.hpp) the way import and
-// `node-image export` use it: verify every given volume in one pass, then
-// read each located blob back from its place in the volumes. Signatures are
+// The bundle reader (bundles/bundle.hpp, bundle_blobs.hpp) the way
+// `node-image export` and import use it: verify every given volume, then
+// read each located blob back from its place in the volumes; and import's
+// way, blobs hashed only when asked (defer_blobs, hash_blobs). Signatures are
 // not checked (--insecure-skip-signature), so that the fuzzer reaches what
 // comes after them; signature parsing has its own target (bundle_manifest).
+
+#include <set>
 
 #include "bundles/bundle.hpp"
 #include "bundles/bundle_blobs.hpp"
 #include "fuzz/bundle_volumes.hpp"
 #include "fuzz/fuzz_input.hpp"
 #include "recipes/lock.hpp"
+
+namespace {
+
+void read_back(const gb::VerifyReport& verified) {
+  auto blobs = gb::BundleBlobs::from(verified);
+  if (!blobs) return;
+  for (const auto& image : verified.manifest.images)
+    for (const auto& digest : image.blobs)
+      (void)blobs->stream_content(digest, [](std::string_view) -> gb::Result<void> { return {}; });
+}
+
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   auto parts = gbfuzz::split_volumes(gbfuzz::text(data, size));
@@ -18,14 +33,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     volumes.push_back(gbfuzz::scratch_file("fuzz.bundle." + std::to_string(i + 1), parts[i]));
   for (const auto& v : volumes) (void)gb::read_volume_manifest(v);  // bundle inspect
 
-  gb::VerifyOptions options;  // what import passes, less the keyring
+  gb::VerifyOptions options;  // what export passes, less the keyring
   gb::VerifyReport verified = gb::verify_bundle(volumes, options);
-  if (!verified.problems.empty()) return 0;
-  (void)gb::parse_lock(verified.manifest.lock_json, "bundle lock");
-  auto blobs = gb::BundleBlobs::from(verified);
-  if (!blobs) return 0;
-  for (const auto& image : verified.manifest.images)
-    for (const auto& digest : image.blobs)
-      (void)blobs->stream_content(digest, [](std::string_view) -> gb::Result<void> { return {}; });
+  if (verified.problems.empty()) {
+    (void)gb::parse_lock(verified.manifest.lock_json, "bundle lock");
+    read_back(verified);
+  }
+  options.defer_blobs = true;  // import: then every blob it would push
+  gb::VerifyReport deferred = gb::verify_bundle(volumes, options);
+  if (!deferred.problems.empty()) return 0;
+  read_back(deferred);  // manifests only, so far
+  std::set<std::string> all;
+  for (const auto& f : deferred.manifest.files) all.insert(f.blob);
+  gb::hash_blobs(deferred, all);
+  if (deferred.problems.empty()) read_back(deferred);
   return 0;
 }
