@@ -333,9 +333,9 @@ private:
     if (fd >= 0) ::close(fd);
   }
 
-  // The header walk: the data is skipped (a seek), and hashed later from the
-  // place recorded here; only a zstd entry's frame header is read now. Files are those of the first volume read: every
-  // volume's manifest lists the same.
+  // The header walk: the data is skipped (a seek) and hashed later from the
+  // place recorded here; only a zstd entry's frame header is read now. The
+  // files are the first volume's: every volume's manifest lists the same.
   void entries(archive* a, int index, const std::string& label, const std::filesystem::path& volume, int fd, std::uint64_t file_size) {
     std::map<std::string, const BundleFile*> expected;
     for (const auto& f : m_report.manifest.files)
