@@ -320,10 +320,12 @@ TEST_CASE("a zstd entry decodes to its declared size at most (issue 11.8)", "[bu
   };
   // 64 MiB of zeros in a few KiB: refused from the frame header, before decoding.
   std::string big(64 << 20, '\0');
-  std::clock_t t0 = std::clock();  // CPU time: the machine may be loaded
-  auto bomb = verify_unsigned(with_layer(zstd_frame(big, true), big).write(dir / "bomb.bundle", 1));
+  auto bombs = with_layer(zstd_frame(big, true), big).write(dir / "bomb.bundle", 1);
+  auto quiets = with_layer(zstd_frame(big, false), big).write(dir / "quiet.bundle", 1);
+  std::clock_t t0 = std::clock();  // CPU time of the reader alone: the machine may be loaded
+  auto bomb = verify_unsigned(bombs);
   CHECK(mentions(bomb, "the frame declares 67108864 bytes, more than the 16777216"));
-  auto quiet = verify_unsigned(with_layer(zstd_frame(big, false), big).write(dir / "quiet.bundle", 1));
+  auto quiet = verify_unsigned(quiets);
   CHECK(mentions(quiet, "does not declare its content size"));
   CHECK(std::clock() - t0 < 5 * CLOCKS_PER_SEC);
 
