@@ -110,15 +110,17 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
     Reference repo;
     std::string digest;
     std::optional<Reference> mount_from;
+    std::size_t plan;  // the image it is for
   };
   std::vector<BlobJob> uploads, mounts;
   std::map<std::string, Reference> first_repo;
   std::set<std::string> omitted(m.omitted.begin(), m.omitted.end());
-  for (const auto& p : plans)
-    for (const auto& d : p.others) {
-      auto [it, fresh] = first_repo.emplace(d, p.repo);
-      if (fresh) uploads.push_back({p.repo, d, std::nullopt});
-      else if (!(it->second == p.repo)) mounts.push_back({p.repo, d, it->second});
+  for (std::size_t i = 0; i < plans.size(); ++i)
+    for (const auto& d : plans[i].others) {
+      const Reference& repo = plans[i].repo;
+      auto [it, fresh] = first_repo.emplace(d, repo);
+      if (fresh) uploads.push_back({repo, d, std::nullopt, i});
+      else if (!(it->second == repo)) mounts.push_back({repo, d, it->second, i});
     }
 
   ImportReport report;
@@ -142,29 +144,50 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
   }
   first_manifest.push_back(manifest_jobs.size());
 
-  // What the site lacks: one HEAD per manifest, and per blob and repository,
-  // all in one parallel pass. Every blob that may have to be pushed (a mount
-  // can fail) is then hashed, all of them before the first byte leaves; a
-  // blob the site has is never read.
+  // What the site lacks. First each image's top manifest: where the site has
+  // it under its tag (or digest), the image is complete, since a registry
+  // takes a manifest only when it has everything the manifest names, so
+  // nothing below it needs a request. Then, for the other images, one HEAD per
+  // child manifest, and per blob and repository, in one parallel pass. Every
+  // blob that may have to be pushed (a mount can fail) is then hashed, all of
+  // them before the first byte leaves; a blob the site has is never read.
   std::vector<BlobJob> jobs = uploads;
   jobs.insert(jobs.end(), mounts.begin(), mounts.end());
-  std::vector<char> needed(jobs.size(), 0), manifest_there(manifest_jobs.size(), 0);
+  std::vector<char> needed(jobs.size(), 0), manifest_there(manifest_jobs.size(), 0), complete(plans.size(), 0);
+  auto head_manifest = [&](std::size_t k) -> Result<void> {
+    const ManifestJob& mj = manifest_jobs[k];
+    auto current = client.head_manifest(mj.ref);
+    if (!current) return op_error(mj.ref.str() + ": " + current.error().message);
+    manifest_there[k] = current.value() && *current.value() == mj.digest;
+    return {};
+  };
+  auto tops = parallel_try(plans.size(), o.jobs, [&](std::size_t i) -> Result<void> {
+    auto r = head_manifest(first_manifest[i + 1] - 1);
+    complete[i] = manifest_there[first_manifest[i + 1] - 1];
+    return r;
+  });
+  if (!tops) return tops.error();
+  std::vector<std::size_t> children;  // manifest jobs still to ask about
+  for (std::size_t i = 0; i < plans.size(); ++i)
+    for (std::size_t k = first_manifest[i]; k + 1 < first_manifest[i + 1]; ++k)
+      if (complete[i]) manifest_there[k] = 1;
+      else children.push_back(k);
   std::mutex report_mu;
-  auto headed = parallel_try(manifest_jobs.size() + jobs.size(), o.jobs, [&](std::size_t i) -> Result<void> {
-    if (i < manifest_jobs.size()) {
-      const ManifestJob& mj = manifest_jobs[i];
-      auto current = client.head_manifest(mj.ref);
-      if (!current) return op_error(mj.ref.str() + ": " + current.error().message);
-      manifest_there[i] = current.value() && *current.value() == mj.digest;
+  auto headed = parallel_try(children.size() + jobs.size(), o.jobs, [&](std::size_t i) -> Result<void> {
+    if (i < children.size()) return head_manifest(children[i]);
+    std::size_t b = i - children.size();
+    const BlobJob& j = jobs[b];
+    if (omitted.count(j.digest) && !j.mount_from) return {};  // the delta check looks for it
+    if (complete[j.plan]) {
+      std::lock_guard l(report_mu);
+      ++report.blobs_present;
       return {};
     }
-    const BlobJob& j = jobs[i - manifest_jobs.size()];
-    if (omitted.count(j.digest) && !j.mount_from) return {};  // the delta check found it
     auto has = client.blob_exists(j.repo, j.digest);
     if (!has) return has.error();
     std::lock_guard l(report_mu);
     if (has.value()) ++report.blobs_present;
-    else needed[i - manifest_jobs.size()] = 1;
+    else needed[b] = 1;
     return {};
   });
   if (!headed) return headed.error();
@@ -223,7 +246,7 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
     std::mutex mu;
     std::vector<BlobJob> checks;
     for (const auto& j : uploads)
-      if (omitted.count(j.digest)) checks.push_back(j);
+      if (omitted.count(j.digest) && !complete[j.plan]) checks.push_back(j);
     auto r = parallel_try(checks.size(), o.jobs, [&](std::size_t i) -> Result<void> {
       auto has = client.blob_exists(checks[i].repo, checks[i].digest);
       if (!has) return has.error();

@@ -1,7 +1,9 @@
 #pragma once
 // Import: a verified bundle into the site registry. First the signature,
 // every tar header, every non-blob entry and the OCI closure (the manifests
-// it reads are hashed); then one HEAD per blob and repository; then every
+// it reads are hashed); then what the site lacks: an image whose top manifest
+// it has is complete (a registry takes a manifest only with all it names),
+// the others get one HEAD per manifest, blob and repository; then every
 // blob the site lacks is hashed, on all cores, before the first byte leaves,
 // so a tampered bundle pushes nothing; a blob the site already has is never
 // read. Each is pushed straight from its place in the tar (no unpacked

@@ -49,10 +49,16 @@ for f in values.yaml install.sh verify.sh manifest.json gpu-operator-v26.7.0.tgz
 if grep -E 'nvcr\.io|registry\.k8s\.io' "$W/kit/values.yaml"; then fail "values.yaml still names an upstream registry"; fi
 pass "install kit"
 
-# Importing again pushes nothing.
+# Importing again pushes nothing, and asks about no blob: every image's top
+# manifest is there, so the registry had all it names.
+log=$W/reg/site/registry.log
+blob_heads() { grep -c '"HEAD /v2/[^"]*/blobs/' || true; }
+seen=$(wc -l < "$log")
+(($(head -n "$seen" "$log" | blob_heads) > 0)) || fail "the first import asked about no blob (is the access log on?)"
 "$GB" --json import "$W/site.bundle" --registry "http://$site/gpu" --pubkey "$W/release.pub" --no-kit > "$W/import2.json"
 [[ $(jget "$W/import2.json" 'd["blobsPushed"] + d["blobsMounted"] + d["manifestsPushed"]') == 0 ]] || { cat "$W/import2.json"; fail "re-import pushed"; }
-pass "re-import pushes nothing"
+(($(tail -n +"$((seen + 1))" "$log" | blob_heads) == 0)) || fail "re-import asked about blobs of complete images"
+pass "re-import pushes nothing and asks about no blob"
 
 # A partly populated registry: one image already there.
 part=$(start_registry partly)
