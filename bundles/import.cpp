@@ -163,7 +163,7 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
   };
   auto tops = parallel_try(plans.size(), o.jobs, [&](std::size_t i) -> Result<void> {
     auto r = head_manifest(first_manifest[i + 1] - 1);
-    complete[i] = manifest_there[first_manifest[i + 1] - 1];
+    complete[i] = manifest_there[first_manifest[i + 1] - 1] && !o.check_blobs;
     return r;
   });
   if (!tops) return tops.error();

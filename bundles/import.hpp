@@ -33,6 +33,10 @@ struct ImportOptions {
                                      // http:// does; its caFile also goes into the kit, for the nodes
   int jobs = 8;
   std::filesystem::path kit_dir;     // "" writes no kit
+  // Ask about every blob even of images whose top manifest the site has: for
+  // a registry that lost blobs behind its own back (storage restored, files
+  // deleted), which a normal re-import takes as complete.
+  bool check_blobs = false;
 };
 
 struct ImportReport {

@@ -57,7 +57,7 @@ _gpubundle_command() {
       ;;
     "import")
       subs=""
-      opts="-h --help --registry --pubkey --keyring --registry-config --layout -j --jobs -o --output --no-kit --insecure-skip-signature --store --json -q --quiet -v --verbose --version"
+      opts="-h --help --registry --pubkey --keyring --registry-config --layout -j --jobs -o --output --no-kit --check-blobs --insecure-skip-signature --store --json -q --quiet -v --verbose --version"
       vals="--registry --pubkey --keyring --registry-config --layout -j --jobs -o --output --store"
       files="--pubkey --keyring --registry-config -o --output --store"
       args=1

@@ -60,6 +60,31 @@ seen=$(wc -l < "$log")
 (($(tail -n +"$((seen + 1))" "$log" | blob_heads) == 0)) || fail "re-import asked about blobs of complete images"
 pass "re-import pushes nothing and asks about no blob"
 
+# A blob lost behind the registry's back (deleted from its repository through
+# the API): a plain re-import takes the image as complete; --check-blobs asks
+# about every blob and puts it back.
+lost=$("$PY" - "$site" "$(jget "$W/import1.json" 'd["images"][0]')" <<'PYEOF'
+import json, sys, urllib.request
+site, ref = sys.argv[1], sys.argv[2]
+repo, tag = ref.split("/", 1)[1].rsplit(":", 1)
+acc = "application/vnd.oci.image.index.v1+json, application/vnd.oci.image.manifest.v1+json, " \
+      "application/vnd.docker.distribution.manifest.list.v2+json, application/vnd.docker.distribution.manifest.v2+json"
+get = lambda r: json.load(urllib.request.urlopen(urllib.request.Request(f"http://{site}/v2/{repo}/manifests/{r}", headers={"Accept": acc})))
+m = get(tag)
+m = get(m["manifests"][0]["digest"]) if "manifests" in m else m
+url = f"http://{site}/v2/{repo}/blobs/{m['layers'][0]['digest']}"
+urllib.request.urlopen(urllib.request.Request(url, method="DELETE"))
+print(url)
+PYEOF
+)
+[[ $(curl -s -o /dev/null -w '%{http_code}' -I "$lost") == 404 ]] || fail "the deleted blob is still there: $lost"
+"$GB" --json import "$W/site.bundle" --registry "http://$site/gpu" --pubkey "$W/release.pub" --no-kit > "$W/import-lost.json"
+[[ $(jget "$W/import-lost.json" 'd["blobsPushed"]') == 0 ]] || fail "a plain re-import asked about blobs of a complete image"
+"$GB" --json import "$W/site.bundle" --registry "http://$site/gpu" --pubkey "$W/release.pub" --no-kit --check-blobs > "$W/import-check.json"
+[[ $(jget "$W/import-check.json" 'd["blobsPushed"] + d["blobsMounted"]') == 1 && $(curl -s -o /dev/null -w '%{http_code}' -I "$lost") == 200 ]] ||
+  { cat "$W/import-check.json"; fail "--check-blobs did not put the lost blob back"; }
+pass "--check-blobs puts back a blob the registry lost"
+
 # A partly populated registry: one image already there.
 part=$(start_registry partly)
 first=$(jget "$W/site.lock.json" 'd["images"][0]["source"]')
