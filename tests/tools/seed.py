@@ -2,7 +2,7 @@
 """Push deterministic synthetic images into a registry through its HTTP API.
 
   seed.py --registry 127.0.0.1:PORT [--plain-http] [--ca CA] [--user U --password P]
-          (--set small | --set bench | --lock LOCK.json)
+          (--set small | --set bench | --set scale [--scale-gb G] | --lock LOCK.json)
           [--platforms linux/amd64,linux/arm64] [--layer-kb N] [--big-layer-mb N] [--seed S]
           [--source-host HOST ...] [-j N]
 
@@ -110,12 +110,13 @@ def tar_layer(files):
 
 
 class Blob:
-    """A blob in memory, or streamed from a deterministic generator."""
+    """A blob in memory, or streamed: stream is (size, make_chunks), where
+    make_chunks() yields the same bytes on every call."""
 
     def __init__(self, data=None, media_type=None, diff_id=None, stream=None):
         self.data = data
         self.media_type = media_type
-        self.stream = stream  # (seed_key tuple, size) for streamed random blobs
+        self.stream = stream
         if data is not None:
             self.digest = sha256_digest(data)
             self.size = len(data)
@@ -125,20 +126,40 @@ class Blob:
             for chunk in self.chunks():
                 h.update(chunk)
             self.digest = "sha256:" + h.hexdigest()
-            self.size = stream[1]
+            self.size = stream[0]
             self.diff_id = self.digest
 
     def chunks(self):
         if self.data is not None:
             yield self.data
             return
-        key, size = self.stream
-        r = rng(*key)
-        left = size
-        while left > 0:
-            n = min(CHUNK, left)
-            yield r.randbytes(n)
-            left -= n
+        yield from self.stream[1]()
+
+
+def mt_chunks(key, size):
+    r = rng(*key)
+    left = size
+    while left > 0:
+        n = min(CHUNK, left)
+        yield r.randbytes(n)
+        left -= n
+
+
+def aes_chunks(key, size):
+    """The AES-128-CTR keystream under a key derived from KEY: deterministic and
+    incompressible like mt_chunks, but about 100x faster (GB/s instead of 30 MB/s),
+    which the multi-GB scale set needs. Needs python3-cryptography."""
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+    k = hashlib.sha256("/".join(map(str, key)).encode()).digest()[:16]
+    enc = Cipher(algorithms.AES(k), modes.CTR(bytes(16))).encryptor()
+    zeros = bytes(min(CHUNK, size))
+    left = size
+    while left > 0:
+        n = min(CHUNK, left)
+        out = bytearray(n + 15)  # update_into wants room for a block; the keystream needs no padding
+        enc.update_into(zeros[:n] if n < len(zeros) else zeros, out)
+        yield memoryview(out)[:n]
+        left -= n
 
 
 def platform_parts(p):
@@ -186,7 +207,7 @@ def app_layer(seed, image, platform, layer_type, kb, idx=0):
 def random_layer(seed, key, layer_type, nbytes, streamed=False):
     """Incompressible bytes presented as a layer (registries don't look inside)."""
     if streamed:
-        return Blob(media_type=layer_type, stream=((seed, "random", *key), nbytes))
+        return Blob(media_type=layer_type, stream=(nbytes, lambda: mt_chunks((seed, "random", *key), nbytes)))
     return Blob(rng(seed, "random", *key).randbytes(nbytes), layer_type)
 
 
@@ -258,7 +279,7 @@ class Registry:
     """Just enough of the distribution API to push: HEAD/POST/PATCH/PUT, with
     basic auth or the bearer-token dance. One keep-alive connection per thread."""
 
-    def __init__(self, host, plain_http, ca, user, password):
+    def __init__(self, host, plain_http, ca, user, password, mount=False):
         self.host = host
         self.scheme = "http" if plain_http else "https"
         self.ctx = None if plain_http else ssl.create_default_context(cafile=ca)
@@ -267,6 +288,12 @@ class Registry:
         self.lock = threading.Lock()
         self.tokens = {}       # scope -> token
         self.basic = False     # registry asked for basic auth
+        # Cross-repository mounts (POST ?mount=&from=) instead of uploading a
+        # shared blob again; off by default (a token scoped to one repository
+        # cannot mount from another).
+        self.mount = mount
+        self.blob_locks = {}   # digest -> Lock
+        self.pushed_to = {}    # digest -> first repository it was uploaded to
 
     def _conn(self, host=None, scheme=None):
         host, scheme = host or self.host, scheme or self.scheme
@@ -364,9 +391,23 @@ class Registry:
         return st == 200
 
     def push_blob(self, repo, blob):
+        if not self.mount:
+            return self._push_blob(repo, blob)
+        with self.lock:
+            blob_lock = self.blob_locks.setdefault(blob.digest, threading.Lock())
+        with blob_lock:  # one upload per blob; the other repositories mount it
+            return self._push_blob(repo, blob)
+
+    def _push_blob(self, repo, blob):
         if self.has_blob(repo, blob.digest):
             return False
-        _, h, _ = self.request("POST", f"/v2/{repo}/blobs/uploads/", repo, body=b"", ok=(202,))
+        url = f"/v2/{repo}/blobs/uploads/"
+        if self.mount and blob.digest in self.pushed_to:
+            url += "?" + urllib.parse.urlencode({"mount": blob.digest, "from": self.pushed_to[blob.digest]})
+        status, h, _ = self.request("POST", url, repo, body=b"", ok=(201, 202))
+        if status == 201:  # mounted
+            return True
+        self.pushed_to[blob.digest] = repo
         loc = h.get("Location")
         if blob.data is not None:
             self.request("PUT", self._with_digest(loc, blob.digest), repo, body=blob.data,
@@ -449,6 +490,76 @@ def bench_set(args, platforms):
     return images
 
 
+# The scale set at --scale-gb 10, sizes in MB (10^6 bytes); every size is
+# scaled by GB / 10, so each point has the same images and blobs.
+# Shared layers: (name, MB, per platform?). The CUDA layers and the driver
+# layers are the multi-GB ones; bases and the small layers are shared widely.
+SCALE_SHARED = {
+    "ubuntu22.04": 30, "ubuntu22.04-apt": 5, "ubi9": 40, "ubi9-dnf": 6, "distroless": 2,
+    "licenses": 0.016, "entrypoint": 0.004, "ca-certificates": 0.3,
+    "cuda-12.6-runtime": 1800, "dcgm-3.3.9": 150,
+    "driver-deps-ubuntu22.04": 120, "driver-deps-rhel9": 130,
+}
+UBUNTU = ["ubuntu22.04", "ubuntu22.04-apt", "ca-certificates", "licenses"]
+UBI = ["ubi9", "ubi9-dnf", "ca-certificates", "licenses"]
+# (repo, tag, shape, platforms, shared layers, own layer MB, entrypoint?)
+BOTH = ("linux/amd64", "linux/arm64")
+AMD = ("linux/amd64",)
+SCALE_IMAGES = [
+    ("nvidia/gpu-operator", "v24.9.2", "oci-index", BOTH, UBI, 60),
+    ("nvidia/cloud-native/gpu-operator-validator", "v24.9.2", "oci-index", BOTH,
+     UBI + ["cuda-12.6-runtime"], 20),
+    ("nvidia/cloud-native/dcgm", "3.3.9-1-ubuntu22.04", "oci-index", BOTH,
+     UBUNTU + ["cuda-12.6-runtime", "dcgm-3.3.9"], 8),
+    ("nvidia/k8s/dcgm-exporter", "3.3.9-3.6.1-ubuntu22.04", "docker-list", BOTH,
+     UBUNTU + ["cuda-12.6-runtime", "dcgm-3.3.9"], 20),
+    ("nvidia/k8s-device-plugin", "v0.17.0", "oci-index", BOTH, UBI, 30),
+    ("nvidia/k8s/container-toolkit", "v1.17.3-ubuntu20.04", "docker-list", BOTH, UBUNTU, 40),
+    ("nvidia/cloud-native/k8s-driver-manager", "v0.7.0", "oci-index", BOTH, UBI, 15),
+    ("nvidia/cloud-native/k8s-mig-manager", "v0.10.0-ubuntu20.04", "docker-list", BOTH, UBUNTU, 25),
+    ("nvidia/cloud-native/vgpu-device-manager", "v0.2.8", "oci-index", BOTH, UBI, 10),
+    ("nvidia/kubevirt-gpu-device-plugin", "v1.2.10", "docker-list", BOTH, ["distroless", "licenses"], 12),
+    ("nvidia/cloud-native/gdrdrv", "v2.4.1-2-ubuntu22.04", "docker-list", BOTH, UBUNTU, 30),
+    ("nvidia/cloud-native/nvidia-fs", "2.20.5-ubuntu22.04", "docker-list", BOTH, UBUNTU, 20),
+    ("nvidia/cuda", "12.6.3-base-ubi9", "oci-index", BOTH, UBI, 80),
+    ("nfd/node-feature-discovery", "v0.16.6", "oci-index", BOTH, ["distroless"], 45),
+    ("nvidia/driver", "550.127.08-ubuntu22.04", "oci-index", BOTH,
+     UBUNTU + ["driver-deps-ubuntu22.04"], 1200),
+    ("nvidia/driver", "535.216.03-ubuntu22.04", "docker-single", AMD,
+     UBUNTU + ["driver-deps-ubuntu22.04"], 1100),
+    ("nvidia/driver", "550.127.08-rhel9.4", "oci-single", AMD, UBI + ["driver-deps-rhel9"], 1300),
+    ("nvidia/cloud-native/k8s-cc-manager", "v0.1.1", "oci-index", BOTH, UBI, 10),
+]
+
+
+def scale_set(args, _platforms):
+    """A GPU Operator-sized set: about GB of distinct blobs, all incompressible
+    (AES keystream), streamed in 8 MiB chunks so memory stays flat."""
+    s, f = args.seed, args.scale_gb / 10
+    lock = threading.Lock()
+    cache = {}  # key -> [lock, Blob]: a shared layer is hashed once, other layers in parallel
+
+    def layer(name, mb, platform, lt):
+        key = ("scale", name, platform, args.scale_gb)
+        with lock:
+            entry = cache.setdefault(key, [threading.Lock(), None])
+        with entry[0]:
+            if entry[1] is None:
+                n = max(1024, int(mb * f * 1e6))
+                entry[1] = Blob(media_type=lt, stream=(n, lambda: aes_chunks((s, *key), n)))
+            return entry[1]
+
+    images = []
+    for repo, tag, shape, plats, shared, own_mb in SCALE_IMAGES:
+        def layers(p, lt, repo=repo, tag=tag, shared=shared, own_mb=own_mb):
+            out = [layer(n, SCALE_SHARED[n], p, lt) for n in shared]
+            out.append(layer(f"{repo}:{tag}", own_mb, p, lt))
+            out.append(layer("entrypoint", SCALE_SHARED["entrypoint"], p, lt))
+            return out
+        images.append(functools.partial(Image, repo, tag, shape, list(plats), layers))
+    return images
+
+
 def split_source(src):
     """nvcr.io/nvidia/driver:550 -> ("nvidia/driver", "550"). None when the
     reference carries no tag (digest-only references cannot be reproduced)."""
@@ -525,13 +636,15 @@ def main():
     p.add_argument("--user")
     p.add_argument("--password")
     g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument("--set", choices=["small", "bench"])
+    g.add_argument("--set", choices=["small", "bench", "scale"])
     g.add_argument("--lock")
     p.add_argument("--source-host", action="append", metavar="HOST",
                    help="with --lock: only images whose source is on HOST (repeatable)")
     p.add_argument("--platforms", default="linux/amd64,linux/arm64")
     p.add_argument("--layer-kb", type=int)
     p.add_argument("--big-layer-mb", type=int)
+    p.add_argument("--scale-gb", type=float, default=10.0,
+                   help="with --set scale: distinct blobs in GB (10^9 bytes), about")
     p.add_argument("--seed", default="1")
     p.add_argument("-j", "--jobs", type=int, default=4, help="images pushed in parallel")
     args = p.parse_args()
@@ -543,11 +656,14 @@ def main():
     for pl in args.platforms:
         platform_parts(pl)
 
-    reg = Registry(args.registry, args.plain_http, args.ca, args.user, args.password)
+    reg = Registry(args.registry, args.plain_http, args.ca, args.user, args.password,
+                   mount=args.set == "scale")
     if args.set == "small":
         images = small_set(args, args.platforms)
     elif args.set == "bench":
         images = bench_set(args, args.platforms)
+    elif args.set == "scale":
+        images = scale_set(args, args.platforms)
     else:
         images = lock_set(args, args.platforms)
     if args.big_layer_mb:
