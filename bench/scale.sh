@@ -37,19 +37,20 @@ need=$(awk -v g="$largest" 'BEGIN{printf "%d", g * 3.3e9}')
 free=$(df --output=avail -B1 "$W" | tail -1)
 [ "$free" -gt "$need" ] || { echo "need $((need >> 30)) GiB free in $W, have $((free >> 30)) GiB" >&2; exit 2; }
 
-du_b() { du -sB1 "$@" 2>/dev/null | awk '{s += $1} END {print s + 0}'; }  # allocated bytes
+du_b() { du -sB1 "$@" 2>/dev/null | awk '{s += $1} END {printf "%.0f\n", s}'; }  # allocated bytes
+used() { du_b --exclude="$M" --exclude='*.log' "$W"; }  # W less M and the registries' logs
 caches() {
   if [ "$DROP_CACHES" = 1 ]; then sync; echo 3 > /proc/sys/vm/drop_caches; fi
 }
 
-# Peak allocated bytes of W (less M and the registries' logs), sampled every 0.2 s, into $M/peak.
+# Peak of used, sampled every 0.2 s, into $M/peak.
 start_sampler() {
   echo 0 > "$M/peak"
   (
     peak=0
     while :; do
-      u=$(du -sB1 --exclude="$M" --exclude='*.log' "$W" 2>/dev/null | cut -f1 || true)
-      if [ -n "$u" ] && [ "$u" -gt "$peak" ]; then peak=$u; echo "$peak" > "$M/peak"; fi
+      u=$(used || true)
+      if [ "$u" -gt "$peak" ]; then peak=$u; echo "$peak" > "$M/peak"; fi
       sleep 0.2
     done
   ) &
@@ -62,7 +63,7 @@ start_sampler() {
 stage() {
   local point=$1 name=$2 out=$3; shift 3
   caches
-  local before; before=$(du -sB1 --exclude="$M" --exclude='*.log' "$W" | cut -f1)
+  local before; before=$(used)
   touch "$M/mark"
   start_sampler
   if ! /usr/bin/time -o "$M/time" -f '%e %M' "$@" > "$M/log" 2>&1; then
@@ -71,7 +72,7 @@ stage() {
   stop_sampler
   local peak after intended=0 strays
   peak=$(cat "$M/peak"); peak=${peak:-0}  # empty if the sampler was stopped mid-write
-  after=$(du -sB1 --exclude="$M" --exclude='*.log' "$W" | cut -f1)
+  after=$(used)
   [ "$after" -le "$peak" ] || peak=$after
   [ "$out" = - ] || intended=$(du_b "$out")
   # New or changed files outside the intended output (registry logs and the
@@ -125,14 +126,14 @@ done
 
 # The table, the linearity ratios and the verdicts.
 awk -v load="$(cut -d' ' -f1-3 /proc/loadavg)" '
-  FNR == NR { size[$1] = $2; next }
+  FNR == NR { size[$1] = $2; FNR_sizes = NR; next }
   {
     n = NF; point = $1; name = $2; for (i = 3; i <= n - 4; i++) name = name " " $i
     secs = $(n-3); rss = $(n-2); extra = $(n-1); strays = $n
     peer = (name ~ /^(tar|openssl)/)
     mb = size[point] / 1048576
     printf "%6s GB  %-16s %8.2f s %7.0f MB/s %6.0f MiB %8.0f MiB %s\n", point, name, secs, mb / (secs > 0 ? secs : 0.01),
-      rss / 1024, extra / 1048576, (strays > 0 ? "(" strays " stray files)" : "")
+      rss / 1024, (extra > 0 ? extra : 0) / 1048576, (strays > 0 ? "(" strays " stray files)" : "")
     t[name, point] = secs
     if (!(name in seen)) { seen[name] = 1; order[++names] = name }
     if (!peer) {
@@ -144,6 +145,7 @@ awk -v load="$(cut -d' ' -f1-3 /proc/loadavg)" '
     if (!(point in p)) { p[point] = 1; pts[++npts] = point }
   }
   END {
+    if (NR - FNR_sizes != 6 * npts) bad = bad sprintf("  %d of %d stage rows: a stage failed (see above)\n", NR - FNR_sizes, 6 * npts)
     if (npts > 1) {
       a = pts[1]; b = pts[npts]
       printf "\nlinearity, time(%s GB) / time(%s GB) over size ratio %.2f (1.00 = linear, < 1: fixed costs):\n", b, a, size[b] / size[a]
@@ -154,5 +156,5 @@ awk -v load="$(cut -d' ' -f1-3 /proc/loadavg)" '
     }
     printf "\nload at end: %s\n", load
     if (bad == "") print "PASS: peak RSS < 100 MB and no stage used more than 5% of the payload in extra disk"
-    else printf "FAIL:\n%s", bad
+    else { printf "FAIL:\n%s", bad; exit 1 }
   }' "$M/sizes" "$M/rows"
