@@ -43,35 +43,49 @@ caches() {
   if [ "$DROP_CACHES" = 1 ]; then sync; echo 3 > /proc/sys/vm/drop_caches; fi
 }
 
-# Peak of used, sampled every 0.2 s, into $M/peak.
+# Percent of the bytes of the files under PATH... that are in the page cache.
+cached() {
+  command -v fincore >/dev/null || { echo '?'; return; }
+  find "$@" -type f -print0 | xargs -0 -r fincore -b -n -o RES,SIZE 2>/dev/null |
+    awk '{r += $1; s += $2} END {printf "%.0f", s ? (r < s ? 100 * r / s : 100) : 0}'
+}
+
+# Peak of used, sampled every 0.2 s, into $M/peak; with it, how much of W was
+# in flight in registry uploads (_uploads) and in TMPDIR at that moment.
 start_sampler() {
-  echo 0 > "$M/peak"
+  echo 0 0 > "$M/peak"
   (
     peak=0
     while :; do
       u=$(used || true)
-      if [ "$u" -gt "$peak" ]; then peak=$u; echo "$peak" > "$M/peak"; fi
+      if [ "$u" -gt "$peak" ]; then
+        peak=$u
+        # shellcheck disable=SC2046 # one path a word: W has no spaces (mktemp)
+        echo "$peak $(du_b $(find "$W" -type d -name _uploads 2>/dev/null) "$TMPDIR")" > "$M/peak"
+      fi
       sleep 0.2
     done
   ) &
   sampler=$!
 }
 
-# stage POINT NAME OUTPUT CMD...: runs CMD under /usr/bin/time and the disk
-# sampler; OUTPUT is what the stage is meant to leave (a path, or - for
-# nothing). Appends "point name seconds rss_kib extra_bytes strays" to $M/rows.
+# stage POINT NAME INPUT OUTPUT CMD...: runs CMD under /usr/bin/time and the
+# disk sampler; INPUT is what it reads (for the page-cache share), OUTPUT what
+# it is meant to leave (a path, or - for nothing). Appends "point name seconds
+# rss_kib extra_bytes in_flight_bytes strays cached%" to $M/rows.
 stage() {
-  local point=$1 name=$2 out=$3; shift 3
+  local point=$1 name=$2 in=$3 out=$4; shift 4
   caches
-  local before; before=$(used)
+  local before warm; before=$(used); warm=$(cached "$in")
   touch "$M/mark"
   start_sampler
   if ! /usr/bin/time -o "$M/time" -f '%e %M' "$@" > "$M/log" 2>&1; then
     stop_sampler; cat "$M/log" >&2; fail "$name at $point GB"
   fi
   stop_sampler
-  local peak after intended=0 strays
-  peak=$(cat "$M/peak"); peak=${peak:-0}  # empty if the sampler was stopped mid-write
+  local peak flight after intended=0 strays
+  read -r peak flight < "$M/peak" || true  # empty if the sampler was stopped mid-write
+  peak=${peak:-0} flight=${flight:-0}
   after=$(used)
   [ "$after" -le "$peak" ] || peak=$after
   [ "$out" = - ] || intended=$(du_b "$out")
@@ -81,7 +95,7 @@ stage() {
     { if [ "$out" = - ]; then cat; else grep -v -F "$out"; fi; } || true)
   [ -z "$strays" ] || { echo "$name: files left beside the output:" >&2; head -5 <<<"$strays" >&2; }
   read -r secs rss < "$M/time"
-  echo "$point $name $secs $rss $((peak - before - intended)) $(grep -c . <<<"$strays" || true)" >> "$M/rows"
+  echo "$point $name $secs $rss $((peak - before - intended)) $flight $(grep -c . <<<"$strays" || true) $warm" >> "$M/rows"
 }
 
 "$GB" keys generate --out "$W/k" >/dev/null 2>&1
@@ -109,17 +123,17 @@ PYEOF
   echo "$g $payload" >> "$M/sizes"
   echo "[$g GB] $(jget "$M/seed.json" 'len(d["images"])') images, $((payload >> 20)) MiB distinct blobs, seeded in ${seeded} s; load $(cut -d' ' -f1 /proc/loadavg)" >&2
 
-  stage "$g" mirror "$W/store" "$GB" -q --store "$W/store" mirror "$W/site.lock.json" --registry-config "$W/reg.yaml" -j "$JOBS"
+  stage "$g" mirror "$W/reg/src/storage" "$W/store" "$GB" -q --store "$W/store" mirror "$W/site.lock.json" --registry-config "$W/reg.yaml" -j "$JOBS"
   "$PY" "$TOOLS/registry.py" stop --dir "$W/reg" >/dev/null; rm -rf "$W/reg"  # the source is done with
 
   # shellcheck disable=SC2016 # $1 is expanded by sh -c
-  stage "$g" "tar -cf + sync" "$W/store.tar" sh -c 'tar -cf "$1/store.tar" -C "$1" store && sync "$1/store.tar"' _ "$W"
+  stage "$g" "tar -cf + sync" "$W/store" "$W/store.tar" sh -c 'tar -cf "$1/store.tar" -C "$1" store && sync "$1/store.tar"' _ "$W"
   rm -f "$W/store.tar"
-  stage "$g" "bundle create" "$W/b.bundle" "$GB" --store "$W/store" -q bundle create "$W/site.lock.json" -o "$W/b.bundle" --key "$W/k.key"
-  stage "$g" "bundle verify" - "$GB" -q bundle verify "$W/b.bundle" --pubkey "$W/k.pub"
-  stage "$g" "openssl dgst" - openssl dgst -sha256 "$W/b.bundle"
+  stage "$g" "bundle create" "$W/store" "$W/b.bundle" "$GB" --store "$W/store" -q bundle create "$W/site.lock.json" -o "$W/b.bundle" --key "$W/k.key"
+  stage "$g" "bundle verify" "$W/b.bundle" - "$GB" -q bundle verify "$W/b.bundle" --pubkey "$W/k.pub"
+  stage "$g" "openssl dgst" "$W/b.bundle" - openssl dgst -sha256 "$W/b.bundle"
   site=$(start_registry site)
-  stage "$g" import "$W/reg/site/storage" "$GB" -q import "$W/b.bundle" --registry "http://$site/site" --pubkey "$W/k.pub" --no-kit
+  stage "$g" import "$W/b.bundle" "$W/reg/site/storage" "$GB" -q import "$W/b.bundle" --registry "http://$site/site" --pubkey "$W/k.pub" --no-kit
   "$PY" "$TOOLS/registry.py" stop --dir "$W/reg" >/dev/null
   rm -rf "$W/reg" "$W/store" "$W/b.bundle"
 done
@@ -128,18 +142,20 @@ done
 awk -v load="$(cut -d' ' -f1-3 /proc/loadavg)" '
   FNR == NR { size[$1] = $2; FNR_sizes = NR; next }
   {
-    n = NF; point = $1; name = $2; for (i = 3; i <= n - 4; i++) name = name " " $i
-    secs = $(n-3); rss = $(n-2); extra = $(n-1); strays = $n
+    n = NF; point = $1; name = $2; for (i = 3; i <= n - 6; i++) name = name " " $i
+    secs = $(n-5); rss = $(n-4); extra = $(n-3); flight = $(n-2); strays = $(n-1); warm = $n
     peer = (name ~ /^(tar|openssl)/)
     mb = size[point] / 1048576
-    printf "%6s GB  %-16s %8.2f s %7.0f MB/s %6.0f MiB %8.0f MiB %s\n", point, name, secs, mb / (secs > 0 ? secs : 0.01),
-      rss / 1024, (extra > 0 ? extra : 0) / 1048576, (strays > 0 ? "(" strays " stray files)" : "")
+    if (!header++) printf "%9s  %-16s %10s %9s %9s %12s %7s\n", "size", "stage", "time", "MiB/s", "peak RSS", "extra disk", "cached"
+    printf "%6s GB  %-16s %8.2f s %9.0f %5.0f MiB %8.0f MiB %6s%% %s\n", point, name, secs, mb / (secs > 0 ? secs : 0.01),
+      rss / 1024, (extra > 0 ? extra : 0) / 1048576, warm, (strays > 0 ? "(" strays " stray files)" : "")
     t[name, point] = secs
     if (!(name in seen)) { seen[name] = 1; order[++names] = name }
     if (!peer) {
       if (rss * 1024 >= 100e6) { bad = bad sprintf("  RSS: %s at %s GB: %.0f MiB\n", name, point, rss / 1024) }
       if (extra > 0.05 * size[point] || strays > 0) {
-        bad = bad sprintf("  disk: %s at %s GB: %.0f MiB beyond its output, %d stray files\n", name, point, extra / 1048576, strays)
+        bad = bad sprintf("  disk: %s at %s GB: %.0f MiB beyond its output at the peak (then %.0f MiB in registry _uploads and TMPDIR), %d stray files\n",
+                          name, point, extra / 1048576, flight / 1048576, strays)
       }
     }
     if (!(point in p)) { p[point] = 1; pts[++npts] = point }

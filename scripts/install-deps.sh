@@ -13,7 +13,7 @@ packages=(
   python3 python3-yaml openssl shellcheck apache2-utils ca-certificates curl time zstd
   debootstrap  # node-image bake test: minbase root, made once and cached
   containerd podman python3-yaml  # kit-runtimes test: the kit's runtime config read by real runtimes
-  python3-cryptography  # bench/scale.sh: seed.py --set scale makes its multi-GB layers from an AES keystream
+  python3-cryptography util-linux-extra  # bench/scale.sh: AES-keystream layers in seed.py --set scale; fincore
   pci.ids  # GPU names for PCI ids the catalog lacks (resolver messages)
   # sanitizer and fuzz jobs: clang with libFuzzer and the sanitizer runtimes
   clang libclang-rt-14-dev
