@@ -9,6 +9,10 @@
 #   gpubundle import (--no-kit)   into an empty second registry
 # and then time(big)/time(small) over size(big)/size(small) per stage (1.00 = linear).
 # Goals (issue 15): linear time, peak RSS < 100 MB, no temporary copy of the payload.
+# Columns: cached = share of the stage's input in the page cache before it ran
+# (fincore); output = what the stage is meant to leave (store, tar, bundle, the
+# site registry's storage); extra = peak disk use beyond that output (sampled
+# every 0.2 s); flight = bytes in registry _uploads and TMPDIR at that peak.
 # Usage: bench/scale.sh [BUILD_DIR]
 # Env: SCALE_GB (10), SCALE_STEPS (sizes in GB, default "SCALE_GB/10 SCALE_GB"),
 #      JOBS (mirror -j, 8), DROP_CACHES=1 (drop the page cache before each stage; root).
@@ -72,7 +76,7 @@ start_sampler() {
 # stage POINT NAME INPUT OUTPUT CMD...: runs CMD under /usr/bin/time and the
 # disk sampler; INPUT is what it reads (for the page-cache share), OUTPUT what
 # it is meant to leave (a path, or - for nothing). Appends "point name seconds
-# rss_kib extra_bytes in_flight_bytes strays cached%" to $M/rows.
+# rss_kib output_bytes extra_bytes in_flight_bytes strays cached%" to $M/rows.
 stage() {
   local point=$1 name=$2 in=$3 out=$4; shift 4
   caches
@@ -95,7 +99,7 @@ stage() {
     { if [ "$out" = - ]; then cat; else grep -v -F "$out"; fi; } || true)
   [ -z "$strays" ] || { echo "$name: files left beside the output:" >&2; head -5 <<<"$strays" >&2; }
   read -r secs rss < "$M/time"
-  echo "$point $name $secs $rss $((peak - before - intended)) $flight $(grep -c . <<<"$strays" || true) $warm" >> "$M/rows"
+  echo "$point $name $secs $rss $intended $((peak - before - intended)) $flight $(grep -c . <<<"$strays" || true) $warm" >> "$M/rows"
 }
 
 "$GB" keys generate --out "$W/k" >/dev/null 2>&1
@@ -142,13 +146,15 @@ done
 awk -v load="$(cut -d' ' -f1-3 /proc/loadavg)" '
   FNR == NR { size[$1] = $2; FNR_sizes = NR; next }
   {
-    n = NF; point = $1; name = $2; for (i = 3; i <= n - 6; i++) name = name " " $i
-    secs = $(n-5); rss = $(n-4); extra = $(n-3); flight = $(n-2); strays = $(n-1); warm = $n
+    n = NF; point = $1; name = $2; for (i = 3; i <= n - 7; i++) name = name " " $i
+    secs = $(n-6); rss = $(n-5); output = $(n-4); extra = $(n-3); flight = $(n-2); strays = $(n-1); warm = $n
     peer = (name ~ /^(tar|openssl)/)
     mb = size[point] / 1048576
-    if (!header++) printf "%9s  %-16s %10s %9s %9s %12s %7s\n", "size", "stage", "time", "MiB/s", "peak RSS", "extra disk", "cached"
-    printf "%6s GB  %-16s %8.2f s %9.0f %5.0f MiB %8.0f MiB %6s%% %s\n", point, name, secs, mb / (secs > 0 ? secs : 0.01),
-      rss / 1024, (extra > 0 ? extra : 0) / 1048576, warm, (strays > 0 ? "(" strays " stray files)" : "")
+    if (!header++) printf "%9s  %-16s %10s %6s %9s %7s %12s %10s %6s\n", "size", "stage", "time", "MiB/s", "peak RSS",
+      "cached", "output MiB", "extra MiB", "flight"
+    printf "%6s GB  %-16s %8.2f s %6.0f %5.0f MiB %6s%% %12.0f %10.0f %6.0f %s\n", point, name, secs, mb / (secs > 0 ? secs : 0.01),
+      rss / 1024, warm, output / 1048576, (extra > 0 ? extra : 0) / 1048576, flight / 1048576,
+      (strays > 0 ? "(" strays " stray files)" : "")
     t[name, point] = secs
     if (!(name in seen)) { seen[name] = 1; order[++names] = name }
     if (!peer) {
