@@ -12,7 +12,8 @@
 # Columns: cached = share of the stage's input in the page cache before it ran
 # (fincore); output = what the stage is meant to leave (store, tar, bundle, the
 # site registry's storage); extra = peak disk use beyond that output (sampled
-# every 0.2 s); flight = bytes in registry _uploads and TMPDIR at that peak.
+# every 0.2 s by bench/disk_use.py); flight = bytes in registry _uploads and
+# TMPDIR at that peak.
 # Usage: bench/scale.sh [BUILD_DIR]
 # Env: SCALE_GB (10), SCALE_STEPS (sizes in GB, default "SCALE_GB/10 SCALE_GB"),
 #      JOBS (mirror -j, 8), DROP_CACHES=1 (drop the page cache before each stage; root).
@@ -42,7 +43,8 @@ free=$(df --output=avail -B1 "$W" | tail -1)
 [ "$free" -gt "$need" ] || { echo "need $((need >> 30)) GiB free in $W, have $((free >> 30)) GiB" >&2; exit 2; }
 
 du_b() { du -sB1 "$@" 2>/dev/null | awk '{s += $1} END {printf "%.0f\n", s}'; }  # allocated bytes
-used() { du_b --exclude="$M" --exclude='*.log' "$W"; }  # W less M and the registries' logs
+disk_use=(bench/disk_use.py "$W" --skip "$M" --flight "$TMPDIR")  # W less M and logs
+used() { "$PY" "${disk_use[@]}"; }
 caches() {
   if [ "$DROP_CACHES" = 1 ]; then sync; echo 3 > /proc/sys/vm/drop_caches; fi
 }
@@ -54,22 +56,10 @@ cached() {
     awk '{r += $1; s += $2} END {printf "%.0f", s ? (r < s ? 100 * r / s : 100) : 0}'
 }
 
-# Peak of used, sampled every 0.2 s, into $M/peak; with it, how much of W was
-# in flight in registry uploads (_uploads) and in TMPDIR at that moment.
+# Peak of used, sampled every 0.2 s, into $M/peak with the bytes then in flight.
 start_sampler() {
   echo 0 0 > "$M/peak"
-  (
-    peak=0
-    while :; do
-      u=$(used || true)
-      if [ "$u" -gt "$peak" ]; then
-        peak=$u
-        # shellcheck disable=SC2046 # one path a word: W has no spaces (mktemp)
-        echo "$peak $(du_b $(find "$W" -type d -name _uploads 2>/dev/null) "$TMPDIR")" > "$M/peak"
-      fi
-      sleep 0.2
-    done
-  ) &
+  "$PY" "${disk_use[@]}" --watch "$M/peak" &  # not a function: $! must be the sampler itself
   sampler=$!
 }
 
@@ -88,8 +78,7 @@ stage() {
   fi
   stop_sampler
   local peak flight after intended=0 strays
-  read -r peak flight < "$M/peak" || true  # empty if the sampler was stopped mid-write
-  peak=${peak:-0} flight=${flight:-0}
+  read -r peak flight < "$M/peak"
   after=$(used)
   [ "$after" -le "$peak" ] || peak=$after
   [ "$out" = - ] || intended=$(du_b "$out")
