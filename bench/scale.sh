@@ -26,6 +26,8 @@ JOBS=${JOBS:-8}
 DROP_CACHES=${DROP_CACHES:-0}
 # shellcheck source=tests/integration/mirror_lib.sh
 source tests/integration/mirror_lib.sh  # W, start_registry, registry_config, make_lock, jget
+# shellcheck source=bench/measure.sh
+source bench/measure.sh  # goal
 [ -x "$GB" ] || { echo "no gpubundle at $GB (build first)" >&2; exit 2; }
 /usr/bin/python3 -c 'import cryptography' 2>/dev/null || { echo "SKIP: needs python3-cryptography" >&2; exit 77; }
 
@@ -132,7 +134,8 @@ PYEOF
 done
 
 # The table, the linearity ratios and the verdicts.
-awk -v load="$(cut -d' ' -f1-3 /proc/loadavg)" '
+verdict=0
+awk -v load="$(cut -d' ' -f1-3 /proc/loadavg)" -v summary="$M/summary" '
   FNR == NR { size[$1] = $2; FNR_sizes = NR; next }
   {
     n = NF; point = $1; name = $2; for (i = 3; i <= n - 7; i++) name = name " " $i
@@ -147,6 +150,8 @@ awk -v load="$(cut -d' ' -f1-3 /proc/loadavg)" '
     t[name, point] = secs
     if (!(name in seen)) { seen[name] = 1; order[++names] = name }
     if (!peer) {
+      if (rss * 1024 / 1e6 > maxrss) maxrss = rss * 1024 / 1e6
+      if (100 * extra / size[point] > maxextra) maxextra = 100 * extra / size[point]
       if (rss * 1024 >= 100e6) { bad = bad sprintf("  RSS: %s at %s GB: %.0f MiB\n", name, point, rss / 1024) }
       if (extra > 0.05 * size[point] || strays > 0) {
         bad = bad sprintf("  disk: %s at %s GB: %.0f MiB beyond its output at the peak (then %.0f MiB in registry _uploads and TMPDIR), %d stray files\n",
@@ -163,9 +168,25 @@ awk -v load="$(cut -d' ' -f1-3 /proc/loadavg)" '
       for (i = 1; i <= names; i++) {
         nm = order[i]
         if (t[nm, a] > 0) printf "  %-16s %.2f\n", nm, (t[nm, b] / t[nm, a]) / (size[b] / size[a])
+        if (t[nm, a] > 0 && nm !~ /^(tar|openssl)/) {
+          stage = nm; gsub(/ /, "-", stage)
+          printf "linear %s %.2f\n", stage, (t[nm, b] / t[nm, a]) / (size[b] / size[a]) > summary
+        }
       }
     }
+    printf "rss %.0f\nextra %.1f\n", maxrss, maxextra > summary
     printf "\nload at end: %s\n", load
     if (bad == "") print "PASS: peak RSS < 100 MB and no stage used more than 5% of the payload in extra disk"
-    else { printf "FAIL:\n%s", bad; exit 1 }
-  }' "$M/sizes" "$M/rows"
+    else { printf "FAIL:\n%s", bad; status = 1 }
+    exit status
+  }' "$M/sizes" "$M/rows" || verdict=$?
+
+# The goal lines bench/all.sh collects.
+while read -r what a b; do
+  case $what in
+    rss) goal "scale: peak RSS of any stage" "$a" "<" 100 " MB" ;;
+    extra) goal "scale: extra disk, % of payload" "$a" "<" 5 "%" ;;
+    linear) goal "scale: $a time growth / size growth" "$b" "<=" 1.2 "" ;;
+  esac
+done < "$M/summary"
+exit "${verdict:-0}"
