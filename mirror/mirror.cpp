@@ -78,13 +78,13 @@ Result<oci::Manifest> load_manifest(Store& store, ImageSource& source, const Ref
 
 void check_image(ImagePlan& plan, Store& store, ImageSource& source, const std::optional<StoredImage>& stored, bool locked) {
   const std::string& src = plan.entry->source;
+  const std::string not_found = src + ": not found (no such tag or repository)";
   bool fetched = false;
   if (!stored) {  // nothing stored to compare with: GET at once, no HEAD round trip first
     auto m = source.get_manifest(plan.ref);
     if (!m) {
       auto head = source.head_manifest(plan.ref);  // only to word a 404 as below
-      plan.problems.push_back(head && !head->has_value() ? src + ": not found (no such tag or repository)"
-                                                         : about(src, m.error().message, &plan.ref));
+      plan.problems.push_back(head && !head->has_value() ? not_found : about(src, m.error().message, &plan.ref));
       return;
     }
     plan.top = std::move(m).value();
@@ -97,7 +97,7 @@ void check_image(ImagePlan& plan, Store& store, ImageSource& source, const std::
       return;
     }
     if (!head->has_value()) {
-      plan.problems.push_back(src + ": not found (no such tag or repository)");
+      plan.problems.push_back(not_found);
       return;
     }
     const std::string& upstream = **head;
