@@ -1,6 +1,8 @@
 #include "recipes/recipe.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <cstring>
 #include <set>
 #include <yaml-cpp/yaml.h>
 
@@ -144,7 +146,7 @@ private:
 
 void read(Reader& rd, const YAML::Node& root, Recipe& r) {
   rd.only(root, "", {"apiVersion", "kind", "metadata", "operator", "target", "driver", "toolkit", "components", "mig",
-                     "sharing", "extraImages", "destination", "pullSecret"});
+                     "sharing", "extraImages", "destination", "pullSecret", "packages"});
   if (!root["apiVersion"]) rd.fail(root, "apiVersion", "missing (expected gpubundle/v1)");
   if (rd.str(root["apiVersion"], "apiVersion") != "gpubundle/v1")
     rd.fail(root["apiVersion"], "apiVersion", "unsupported version " + quote(root["apiVersion"].Scalar()) +
@@ -311,6 +313,65 @@ void read(Reader& rd, const YAML::Node& root, Recipe& r) {
                                                 " is not a registry host[:port] with an optional lower-case path prefix");
   }
 
+  if (auto p = root["packages"]) {
+    rd.only(p, "packages", {"sources", "kernelPackages", "server"});
+    if (auto ss = p["sources"]) {
+      if (!ss.IsSequence()) rd.fail(ss, "packages.sources", "must be a list");
+      if (ss.size() > k_recipe_max_list) rd.fail(ss, "packages.sources", "more than " + std::to_string(k_recipe_max_list) + " entries");
+      for (size_t i = 0; i < ss.size(); ++i) {
+        const auto& n = ss[i];
+        std::string at = "packages.sources[" + std::to_string(i) + "]";
+        rd.only(n, at, {"name", "type", "url", "suites", "components", "keyring", "caFile"});
+        PackageSource src;
+        for (const char* key : {"name", "type", "url", "keyring"})
+          if (!n[key]) rd.fail(n, at + "." + key, "missing");
+        src.name = rd.str(n["name"], at + ".name");
+        if (src.name.empty() || src.name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-") != std::string::npos)
+          rd.fail(n["name"], at + ".name", quote(src.name) + " is not a name of lower-case letters, digits and '-'");
+        for (const auto& other : r.packages.sources)
+          if (other.name == src.name) rd.fail(n["name"], at + ".name", quote(src.name) + " names two sources");
+        src.format = rd.one_of(n["type"], at + ".type", {"apt", "rpm-md"}) == "apt" ? PackageFormat::Apt : PackageFormat::RpmMd;
+        src.url = rd.str(n["url"], at + ".url");
+        while (!src.url.empty() && src.url.back() == '/') src.url.pop_back();
+        if (!starts_with(src.url, "http://") && !starts_with(src.url, "https://"))
+          rd.fail(n["url"], at + ".url", quote(src.url) + " is not an http:// or https:// URL");
+        if (n["suites"]) src.suites = rd.strings(n["suites"], at + ".suites");
+        if (n["components"]) src.components = rd.strings(n["components"], at + ".components");
+        if (src.format == PackageFormat::Apt) {
+          if (src.suites.empty()) rd.fail(n, at + ".suites", "an apt source needs at least one suite (jammy, bookworm ...)");
+          if (src.components.empty()) rd.fail(n, at + ".components", "an apt source needs at least one component (main ...)");
+        } else if (n["components"]) {
+          rd.fail(n["components"], at + ".components", "an rpm-md source has no components; list its repos under suites");
+        }
+        for (size_t j = 0; j < src.suites.size(); ++j)
+          if (src.suites[j].empty() || src.suites[j].find("..") != std::string::npos || src.suites[j][0] == '/')
+            rd.fail(n["suites"][j], at + ".suites[" + std::to_string(j) + "]", quote(src.suites[j]) + " is not a path below url");
+        auto rel = [&](const char* key) {
+          std::filesystem::path f = rd.str(n[key], at + "." + key);
+          return f.is_absolute() ? f : r.file.parent_path() / f;
+        };
+        src.keyring = rel("keyring");
+        if (n["caFile"]) src.ca_file = rel("caFile");
+        r.packages.sources.push_back(std::move(src));
+      }
+    }
+    if (auto k = p["kernelPackages"]) {
+      r.packages.kernel_packages = rd.strings(k, "packages.kernelPackages");
+      for (size_t i = 0; i < r.packages.kernel_packages.size(); ++i)
+        if (r.packages.kernel_packages[i].find("{kernel}") == std::string::npos)
+          rd.fail(k[i], "packages.kernelPackages[" + std::to_string(i) + "]",
+                  quote(r.packages.kernel_packages[i]) + " has no {kernel}, so it would not follow the recipe's kernels");
+    }
+    if (auto sv = p["server"]) {
+      rd.only(sv, "packages.server", {"image"});
+      if (sv["image"]) {
+        r.packages.server_image = rd.str(sv["image"], "packages.server.image");
+        auto ref = Reference::parse(r.packages.server_image);
+        if (!ref) rd.fail(sv["image"], "packages.server.image", ref.error().message);
+      }
+    }
+  }
+
   if (root["pullSecret"]) {
     r.pull_secret = rd.str(root["pullSecret"], "pullSecret");
     if (!is_recipe_name(r.pull_secret))
@@ -338,6 +399,31 @@ Result<Recipe> parse_recipe(const std::string& text, const std::filesystem::path
     return Failure{e.kind(), e.what()};
   }
   return r;
+}
+
+std::string to_string(PackageFormat f) { return f == PackageFormat::Apt ? "apt" : "rpm-md"; }
+
+PackageFormat os_package_format(const std::string& os) {
+  for (const char* family : {"rhel", "rocky", "ol", "rhcos", "centos", "almalinux", "fedora"})
+    if (starts_with(os, family) && os.size() > std::strlen(family) && std::isdigit(static_cast<unsigned char>(os[std::strlen(family)])))
+      return PackageFormat::RpmMd;
+  return PackageFormat::Apt;
+}
+
+std::vector<std::string> kernel_package_names(const PackageSettings& p, const std::string& os, const std::string& kernel) {
+  std::vector<std::string> templates = p.kernel_packages;
+  if (templates.empty()) {
+    // What the conventional driver container installs at start (gpu-operator-facts §4.3).
+    if (os_package_format(os) == PackageFormat::RpmMd)
+      templates = {"kernel-headers-{kernel}", "kernel-devel-{kernel}", "kernel-core-{kernel}"};
+    else if (starts_with(os, "debian"))
+      templates = {"linux-headers-{kernel}", "linux-image-{kernel}"};
+    else
+      templates = {"linux-headers-{kernel}", "linux-image-{kernel}", "linux-modules-{kernel}"};
+  }
+  for (auto& t : templates)
+    for (size_t at; (at = t.find("{kernel}")) != std::string::npos;) t.replace(at, 8, kernel);
+  return templates;
 }
 
 Result<Recipe> load_recipe(const std::filesystem::path& file) {

@@ -15,6 +15,8 @@
 //   extraImages[]
 //   destination: {registry, prefix}
 //   pullSecret
+//   packages: {sources[]: {name, type, url, suites[], components[], keyring, caFile},
+//              kernelPackages[], server: {image}}
 //
 // Unknown fields are errors that name the field path and the line.
 // A key written twice in one mapping is an error too (recipes/yaml_input.hpp).
@@ -56,6 +58,37 @@ bool is_driver_branch(std::string_view s);   // three digits: 550
 std::string to_string(DriverMode m);
 std::string to_string(ToolkitMode m);
 
+// A signed package repository the build machine reads kernel packages from.
+// apt: <url>/dists/<suite>/InRelease (or Release + Release.gpg), then
+// <component>/binary-<arch>/Packages. rpm-md: <url>/<repo>/repodata/repomd.xml
+// and repomd.xml.asc for each entry of `suites` (the repos; none: url itself).
+enum class PackageFormat { Apt, RpmMd };
+std::string to_string(PackageFormat f);  // apt | rpm-md
+
+struct PackageSource {
+  std::string name;  // a label for messages and file names: [a-z0-9-]
+  PackageFormat format = PackageFormat::Apt;
+  std::string url;                      // http(s)://... without a trailing slash
+  std::vector<std::string> suites;      // apt suites (jammy, jammy-updates); rpm-md repos below url
+  std::vector<std::string> components;  // apt only: main, universe
+  std::filesystem::path keyring;        // OpenPGP public keys; relative paths start at the recipe's folder
+  std::filesystem::path ca_file;        // optional: CA bundle for an https url
+};
+
+struct PackageSettings {
+  std::vector<PackageSource> sources;
+  // Package names with "{kernel}" for the kernel release; empty: the OS
+  // family's default (kernel_package_names()).
+  std::vector<std::string> kernel_packages;
+  std::string server_image;  // the HTTP server image the site repository is served from
+};
+
+// The packages a node's driver container installs for `kernel` on `os`
+// (gpu-operator-facts §4.3): templates filled, or the family default.
+std::vector<std::string> kernel_package_names(const PackageSettings& p, const std::string& os, const std::string& kernel);
+// Debian/Ubuntu (apt) or RHEL family (rpm-md), from the OS name.
+PackageFormat os_package_format(const std::string& os);
+
 struct ComponentOverride {
   std::optional<bool> enabled;
   std::optional<bool> service_monitor;  // dcgmExporter only
@@ -92,6 +125,7 @@ struct Recipe {
   std::string destination_prefix;
   bool destination_plain_http = false;  // registry given as http://host[:port]
   std::string pull_secret;
+  PackageSettings packages;
 
   // "driver.version" -> 14: lets later checks point at the recipe line.
   std::map<std::string, int> lines;

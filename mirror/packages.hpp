@@ -1,0 +1,93 @@
+#pragma once
+// Kernel packages from signed package repositories (recipe `packages.sources`).
+//
+// Trust runs from the recipe's keyring to every byte: the repository's signed
+// index (apt InRelease / Release + Release.gpg, rpm-md repomd.xml + .asc) is
+// checked with gpgv (signing/openpgp.hpp), the package lists it names are
+// checked against its hashes, and every package file against the list's
+// sha256 and size. Nothing unverified is returned or kept.
+//
+// apt_repo.hpp and rpm_repo.hpp hold the two formats; this header holds what
+// they share and the one entry point, fetch_packages().
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/error.hpp"
+#include "recipes/recipe.hpp"
+
+namespace gb {
+class Progress;
+}
+
+namespace gb::http {
+class Transport;
+}
+
+namespace gb::packages {
+
+// One package as the repository's signed index describes it.
+struct Package {
+  std::string name;     // linux-headers-6.1.0-57-amd64, kernel-devel
+  std::string version;  // Debian version, or rpm [epoch:]version-release
+  std::string arch;     // amd64 | all, x86_64 | noarch
+  std::string source;   // apt: the Source package (Package when absent); rpm: sourcerpm
+  std::string location; // path below repo_url (apt Filename, rpm-md location href)
+  std::string repo_url; // apt: the archive root; rpm-md: the repo's base URL
+  std::string origin;   // the recipe source's name
+  std::string sha256;   // lower-case hex, from the signed index
+  std::uint64_t size = 0;
+  std::string entry;    // the index entry verbatim: apt stanza (no trailing blank line) or rpm-md <package> element
+  std::string file_name() const;  // location's last path part
+};
+
+// A package file that passed its checks.
+struct Fetched {
+  Package package;
+  std::filesystem::path file;
+};
+
+// Which dependencies are followed from the names asked for.
+enum class Closure {
+  Full,        // every Depends/Pre-Depends (apt) or Requires (rpm): what a package manager on an empty root needs
+  SameSource,  // only packages built from the same source as the one that needs them: a kernel's own header packages
+};
+
+struct FetchRequest {
+  std::vector<std::string> names;  // apt: package names; rpm-md: name, name-version-release or name-version-release.arch
+  std::string arch;                // as the format spells it: amd64 (apt), x86_64 (rpm-md)
+  Closure closure = Closure::Full;
+  std::filesystem::path dest;      // files land here as <file_name>; a file already there is kept if it verifies
+  std::string why;                 // for errors: "kernel 6.1.0-57-amd64"
+  int jobs = 4;
+};
+
+struct FetchOptions {
+  std::shared_ptr<http::Transport> transport;  // curl_transport() when empty
+  Progress* progress = nullptr;
+};
+
+// Resolves `request.names` and their closure across `sources` (all of one
+// format), downloads and verifies every file. A name no source has is an
+// input error naming it, `request.why` and the sources. Sorted by name.
+Result<std::vector<Fetched>> fetch_packages(const std::vector<PackageSource>& sources, const FetchRequest& request,
+                                            const FetchOptions& options = {});
+
+// --- shared by apt_repo.cpp and rpm_repo.cpp ---
+
+// GET a small document (an index) into memory, following redirects (http ->
+// https allowed, https -> http refused). NotFound for 404 and 410.
+Result<std::string> get_document(http::Transport& t, const PackageSource& source, const std::string& url,
+                                 std::uint64_t max_bytes);
+// Decompresses by magic (gzip, xz, zstd, bzip2; plain text passes through).
+Result<std::string> decompress(std::string_view data, const std::string& what, std::uint64_t max_bytes);
+// Downloads every package into `dest`, checking sha256 and size, atomically;
+// a file already there with the right hash is not fetched again.
+Result<std::vector<Fetched>> download(http::Transport& t, const std::vector<PackageSource>& sources,
+                                      const std::vector<Package>& packages, const std::filesystem::path& dest, int jobs,
+                                      Progress* progress);
+
+}  // namespace gb::packages
