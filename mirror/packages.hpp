@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -73,15 +74,21 @@ struct FetchOptions {
 // Resolves `request.names` and their closure across `sources` (all of one
 // format), downloads and verifies every file. A name no source has is an
 // input error naming it, `request.why` and the sources. Sorted by name.
+// Defined in package_fetch.cpp, which lands with both formats' clients; until
+// then call <format>::load_index, <format>::resolve and download() directly.
 Result<std::vector<Fetched>> fetch_packages(const std::vector<PackageSource>& sources, const FetchRequest& request,
                                             const FetchOptions& options = {});
 
 // --- shared by apt_repo.cpp and rpm_repo.cpp ---
 
 // GET a small document (an index) into memory, following redirects (http ->
-// https allowed, https -> http refused). NotFound for 404 and 410.
+// https allowed, https -> http refused) and retrying transient failures. An
+// error names the URL and the source; 404 or 410 is one too ("not found").
 Result<std::string> get_document(http::Transport& t, const PackageSource& source, const std::string& url,
                                  std::uint64_t max_bytes);
+// The same, but 404 and 410 give an empty optional (InRelease -> Release fallback).
+Result<std::optional<std::string>> get_optional_document(http::Transport& t, const PackageSource& source,
+                                                         const std::string& url, std::uint64_t max_bytes);
 // Decompresses by magic (gzip, xz, zstd, bzip2; plain text passes through).
 Result<std::string> decompress(std::string_view data, const std::string& what, std::uint64_t max_bytes);
 // Downloads every package into `dest`, checking sha256 and size, atomically;

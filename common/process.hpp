@@ -1,0 +1,31 @@
+#pragma once
+// Running a helper program (gpgv, gpg, createrepo_c) to completion, its
+// output captured. No shell is involved: argv goes to execvp as it is.
+// stdin is empty: inputs go in files, so a child that exits early can never
+// leave us writing into a closed pipe.
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/error.hpp"
+
+namespace gb {
+
+struct ProcessResult {
+  int status = 0;       // exit status, or 128 + signal
+  std::string out;      // stdout, up to 64 MiB
+  std::string err;      // stderr, up to 1 MiB
+};
+
+struct ProcessOptions {
+  std::map<std::string, std::string> env;      // added to (or replacing in) the environment
+  std::filesystem::path cwd;                   // empty: the current folder
+};
+
+// A program that cannot be started is an op_error naming it; a non-zero exit
+// is not an error here: the caller reads status and err.
+Result<ProcessResult> run_process(const std::vector<std::string>& argv, const ProcessOptions& options = {});
+
+}  // namespace gb

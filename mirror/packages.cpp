@@ -1,0 +1,224 @@
+#include "mirror/packages.hpp"
+
+#include <chrono>
+#include <thread>
+#include <unistd.h>
+
+#include "common/archive_raii.hpp"
+#include "common/files.hpp"
+#include "common/log.hpp"
+#include "common/parallel.hpp"
+#include "common/progress.hpp"
+#include "common/strings.hpp"
+#include "mirror/http_transport.hpp"
+#include "mirror/registry_config.hpp"
+#include "signing/digest.hpp"
+
+namespace gb::packages {
+
+namespace fs = std::filesystem;
+
+std::string Package::file_name() const {
+  auto slash = location.rfind('/');
+  return slash == std::string::npos ? location : location.substr(slash + 1);
+}
+
+namespace {
+
+constexpr int k_max_redirects = 10;
+constexpr int k_attempts = 3;
+
+std::string label(const PackageSource& s) { return "package source '" + s.name + "' (" + s.url + ")"; }
+
+std::string origin_of(const std::string& url) {
+  auto scheme = url.find("://");
+  if (scheme == std::string::npos) return url;
+  auto path = url.find('/', scheme + 3);
+  return path == std::string::npos ? url : url.substr(0, path);
+}
+
+std::string resolve_location(const std::string& base, const std::string& location) {
+  if (location.find("://") != std::string::npos) return location;
+  if (!location.empty() && location[0] == '/') return origin_of(base) + location;
+  auto slash = base.rfind('/');
+  return base.substr(0, slash + 1) + location;
+}
+
+bool transient(const http::Response& r) {
+  if (!r.answered())
+    return r.error == http::NetError::Connect || r.error == http::NetError::Timeout || r.error == http::NetError::Broken;
+  return r.status == 429 || r.status >= 500;
+}
+
+std::string failure_text(const http::Response& r) {
+  if (!r.answered()) return r.error_text.empty() ? "no answer" : r.error_text;
+  return "HTTP " + std::to_string(r.status);
+}
+
+// One GET, redirects followed and transient failures retried. `fresh` is
+// called before each attempt, so a streamed body can start over.
+http::Response get(http::Transport& t, const PackageSource& source, const HostConfig& tls, std::string url,
+                   http::Request req, const std::function<void()>& fresh) {
+  http::Response r;
+  for (int attempt = 1; attempt <= k_attempts; ++attempt) {
+    std::string at = url;
+    for (int hop = 0; hop <= k_max_redirects; ++hop) {
+      if (fresh) fresh();
+      req.url = at;
+      req.tls = &tls;
+      r = t.perform(req);
+      if (!r.redirect()) break;
+      std::string next = resolve_location(at, r.header("location"));
+      if (starts_with(at, "https://") && !starts_with(next, "https://")) {
+        r.error = http::NetError::Refused;
+        r.error_text = "redirect from https to " + next + " refused";
+        return r;
+      }
+      at = next;
+    }
+    if (!transient(r) || attempt == k_attempts) return r;
+    log::verbose(label(source) + ": " + url + ": " + failure_text(r) + "; trying again");
+    std::this_thread::sleep_for(std::chrono::seconds(attempt));
+  }
+  return r;
+}
+
+HostConfig tls_for(const PackageSource& s) {
+  HostConfig h;
+  if (!s.ca_file.empty()) h.ca_file = s.ca_file.string();
+  return h;
+}
+
+}  // namespace
+
+Result<std::optional<std::string>> get_optional_document(http::Transport& t, const PackageSource& source,
+                                                         const std::string& url, std::uint64_t max_bytes) {
+  HostConfig tls = tls_for(source);
+  http::Request req;
+  std::string body;
+  bool too_large = false;
+  req.on_body = [&](long, std::string_view chunk) {
+    if (body.size() + chunk.size() > max_bytes) return !(too_large = true);
+    body.append(chunk);
+    return true;
+  };
+  auto r = get(t, source, tls, url, req, [&] { body.clear(); });
+  if (too_large) return op_error(url + ": larger than " + std::to_string(max_bytes) + " bytes; refused (" + label(source) + ")");
+  if (r.answered() && (r.status == 404 || r.status == 410)) return std::optional<std::string>();
+  if (!r.ok()) return op_error(url + ": " + failure_text(r) + " (" + label(source) + ")");
+  return std::optional<std::string>(std::move(body));
+}
+
+Result<std::string> get_document(http::Transport& t, const PackageSource& source, const std::string& url,
+                                 std::uint64_t max_bytes) {
+  auto d = get_optional_document(t, source, url, max_bytes);
+  if (!d) return d.error();
+  if (!*d) return op_error(url + ": not found (" + label(source) + ")");
+  return std::move(**d);
+}
+
+Result<std::string> decompress(std::string_view data, const std::string& what, std::uint64_t max_bytes) {
+  auto magic = [&](std::string_view m) { return data.substr(0, m.size()) == m; };
+  bool compressed = magic("\x1f\x8b") || magic("\xfd" "7zXZ") || magic("\x28\xb5\x2f\xfd") || magic("BZh");
+  if (!compressed) {
+    if (data.size() > max_bytes) return op_error(what + ": larger than " + std::to_string(max_bytes) + " bytes");
+    return std::string(data);
+  }
+  detail::ArchiveReader a(archive_read_new());
+  archive_read_support_filter_all(a.get());
+  archive_read_support_format_raw(a.get());
+  if (archive_read_open_memory(a.get(), data.data(), data.size()) != ARCHIVE_OK)
+    return op_error(what + ": cannot decompress: " + archive_error_string(a.get()));
+  archive_entry* e = nullptr;
+  if (archive_read_next_header(a.get(), &e) != ARCHIVE_OK)
+    return op_error(what + ": cannot decompress: " + std::string(archive_error_string(a.get()) ? archive_error_string(a.get()) : "empty"));
+  std::string out;
+  char buf[1 << 16];
+  for (;;) {
+    la_ssize_t n = archive_read_data(a.get(), buf, sizeof buf);
+    if (n < 0) return op_error(what + ": cannot decompress: " + archive_error_string(a.get()));
+    if (n == 0) break;
+    if (out.size() + static_cast<size_t>(n) > max_bytes)
+      return op_error(what + ": decompresses to more than " + std::to_string(max_bytes) + " bytes; refused");
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+Result<std::vector<Fetched>> download(http::Transport& t, const std::vector<PackageSource>& sources,
+                                      const std::vector<Package>& packages, const fs::path& dest, int jobs,
+                                      Progress* progress) {
+  std::error_code ec;
+  fs::create_directories(dest, ec);
+  if (ec) return op_error(dest.string() + ": " + ec.message());
+  auto source_of = [&](const Package& p) -> const PackageSource* {
+    for (const auto& s : sources)
+      if (s.name == p.origin) return &s;
+    return nullptr;
+  };
+  for (const auto& p : packages) {
+    std::string f = p.file_name();
+    if (f.empty() || f[0] == '.' || f.find_first_of("/\\") != std::string::npos || p.location.find("..") != std::string::npos)
+      return op_error(p.name + ": unsafe file name in its index: " + p.location);
+    if (!source_of(p)) return op_error(p.name + ": from unknown source '" + p.origin + "'");
+    if (p.sha256.size() != 64) return op_error(p.name + ": its index gives no sha256");
+  }
+  std::uint64_t total = 0;
+  for (const auto& p : packages) total += p.size;
+  if (progress) progress->begin("packages", total);
+  std::vector<Fetched> out(packages.size());
+  auto r = parallel_try(packages.size(), std::max(1, jobs), [&](size_t i) -> Result<void> {
+    const Package& p = packages[i];
+    const PackageSource& src = *source_of(p);
+    fs::path file = dest / p.file_name();
+    out[i] = {p, file};
+    std::string url = p.repo_url + "/" + p.location;
+    if (fs::is_regular_file(file) && fs::file_size(file, ec) == p.size) {
+      auto have = sha256_file_hex(file);
+      if (have && *have == p.sha256) {
+        if (progress) progress->advance(p.size), progress->item(p.file_name(), "present");
+        return {};
+      }
+    }
+    auto atomic = AtomicFile::create(file);
+    if (!atomic) return atomic.error();
+    Sha256 hash;
+    std::uint64_t got = 0;
+    Result<void> written;
+    bool too_large = false;
+    http::Request req;
+    req.on_body = [&](long, std::string_view chunk) {
+      got += chunk.size();
+      if (got > p.size) return !(too_large = true);
+      hash.update(chunk);
+      written = atomic->write(chunk);
+      if (progress) progress->advance(chunk.size());
+      return static_cast<bool>(written);
+    };
+    HostConfig tls = tls_for(src);
+    auto resp = get(t, src, tls, url, req, [&] {
+      if (got > 0) {
+        // A retry starts the file over.
+        hash = Sha256();
+        got = 0;
+        if (::ftruncate(atomic->fd(), 0) != 0 || ::lseek(atomic->fd(), 0, SEEK_SET) != 0)
+          written = op_error(file.string() + ": cannot start the file over");
+      }
+    });
+    if (!written) return written.error();
+    if (too_large) return op_error(url + ": larger than the " + std::to_string(p.size) + " bytes its index gives; refused (" + label(src) + ")");
+    if (!resp.ok()) return op_error(url + ": " + failure_text(resp) + " (" + label(src) + ")");
+    std::string hex = hash.hex();
+    if (got != p.size || hex != p.sha256)
+      return op_error(url + ": " + std::to_string(got) + " bytes with sha256 " + hex + ", but its signed index says " +
+                      std::to_string(p.size) + " bytes with sha256 " + p.sha256 + "; refused (" + label(src) + ")");
+    if (auto c = atomic->commit(); !c) return c.error();
+    if (progress) progress->item(p.file_name(), "fetched");
+    return {};
+  });
+  if (progress) progress->end(std::to_string(packages.size()) + " packages");
+  if (!r) return r.error();
+  return out;
+}
+
+}  // namespace gb::packages
