@@ -1,12 +1,16 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
+#include <unistd.h>
 
 #include "builder/cli.hpp"
 #include "common/files.hpp"
 #include "common/log.hpp"
+#include "common/progress.hpp"
+#include "common/strings.hpp"
 #include "mirror/store.hpp"
 #include "node-images/driver_image.hpp"
+#include "node-images/kernel_packages.hpp"
 #include "recipes/lock.hpp"
 #include "recipes/recipe.hpp"
 
@@ -21,6 +25,7 @@ struct BuildArgs {
   DriverInputs in;
   DriverImageOptions image;
   std::string lock;
+  std::vector<std::string> kernels;  // --kernel
 };
 
 // The driver repository and OS tag the lock's precompiled tags use.
@@ -61,6 +66,8 @@ CommandSpec driver_command() {
         auto* base = build->add_option("--base", a->image.base, "Base image: a reference in the store, or oci:DIR:TAG");
         auto* repo = build->add_option("--repository", a->image.repository, "Driver repository (default: from --lock, else nvcr.io/nvidia/driver)");
         auto* os = build->add_option("--os-tag", a->image.os_tag, "OS tag of the image tags (default: from --lock, else target.os)");
+        build->add_option("--kernel", a->kernels,
+                          "Build for this target.kernels entry only, its headers fetched from packages.sources; repeatable");
         build->add_option("--lock", a->lock, "Lock file to update: the images become origin \"built\" with their digests");
         (void)base;
         return [&g, a, repo, os]() -> int {
@@ -71,9 +78,25 @@ CommandSpec driver_command() {
             take_from_lock(*lock, *a, repo->count() > 0, os->count() > 0);
           }
           if (a->image.os_tag.empty()) a->image.os_tag = recipe.os;
-          auto driver = prepare_driver(recipe, a->in).value_or_throw();
-          // The store is opened only now: a failed build leaves it untouched.
+          if (!a->kernels.empty()) {
+            if (!a->in.kernel_builds.empty() || !a->in.kernel_headers.empty())
+              throw Error(ErrorKind::Input, "--kernel fetches the headers from packages.sources; it does not go with "
+                                            "--kernel-build or --kernel-headers");
+            if (recipe.packages.sources.empty())
+              throw Error(ErrorKind::Input, recipe.where("packages.sources") + "--kernel " + a->kernels.front() +
+                                                ": the recipe lists no packages.sources to fetch its headers from");
+            for (const auto& k : a->kernels)
+              if (std::find(recipe.kernels.begin(), recipe.kernels.end(), k) == recipe.kernels.end())
+                throw Error(ErrorKind::Input, recipe.where("target.kernels") + "--kernel " + k + " is not in target.kernels (" +
+                                                  join(recipe.kernels, ", ") + ")");
+            recipe.kernels = a->kernels;
+          }
+          // A failed build leaves the store as it was, but for fetched headers (a cache).
           Store store = Store::open(g.store, StoreAccess::Exclusive).value_or_throw();
+          ScratchDir work(std::filesystem::temp_directory_path() / ("gpubundle-headers-" + std::to_string(::getpid())));
+          auto progress = make_progress(g.quiet || g.json ? ProgressStyle::None : ProgressStyle::Auto);
+          add_fetched_headers(recipe, recipe.kernels, store, work.path(), a->in, progress.get()).value_or_throw();
+          auto driver = prepare_driver(recipe, a->in).value_or_throw();
           auto images = build_driver_images(*driver, store, a->image).value_or_throw();
           if (lock) {
             for (const auto& img : images) record_built(*lock, img.built());

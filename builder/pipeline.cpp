@@ -15,6 +15,7 @@
 #include "mirror/store.hpp"
 #include "node-images/bake.hpp"
 #include "node-images/driver_image.hpp"
+#include "node-images/kernel_packages.hpp"
 #include "node-images/overlay_artifact.hpp"
 #include "signing/keys.hpp"
 
@@ -111,7 +112,10 @@ BuildSummary run_build(const BuildRequest& q, const std::filesystem::path& store
 
   if (build_drivers) {
     step(s, "driver", "check the installer, the kernel trees and the signing key and certificate", [&] {
-      auto prepared = prepare_driver(*recipe, driver_inputs(q)).value_or_throw();
+      DriverInputs di = driver_inputs(q);
+      ScratchDir work(std::filesystem::temp_directory_path() / ("gpubundle-headers-" + std::to_string(::getpid())));
+      add_fetched_headers(*recipe, recipe->kernels, store, work.path(), di, &progress).value_or_throw();
+      auto prepared = prepare_driver(*recipe, di).value_or_throw();
       DriverImageOptions io;
       io.os_tag = lock.os_tag;
       io.base = q.driver_base;
@@ -131,7 +135,10 @@ BuildSummary run_build(const BuildRequest& q, const std::filesystem::path& store
 
   if (bake_overlay) {
     step(s, "bake", "check the installer, the kernel trees and the signing key and certificate", [&] {
-      auto prepared = prepare_driver(*recipe, driver_inputs(q)).value_or_throw();
+      DriverInputs di = driver_inputs(q);
+      ScratchDir work(std::filesystem::temp_directory_path() / ("gpubundle-headers-" + std::to_string(::getpid())));
+      add_fetched_headers(*recipe, recipe->kernels, store, work.path(), di, &progress).value_or_throw();
+      auto prepared = prepare_driver(*recipe, di).value_or_throw();
       BakeOptions bo;
       bo.output = s.overlay_dir = q.output.parent_path() / (recipe->name + "-node-overlay");
       bake_node_overlay(*recipe, *prepared, bo).value_or_throw();

@@ -75,7 +75,8 @@ Result<std::unique_ptr<PreparedDriver>> prepare_driver(const Recipe& recipe, con
   if (in.sign_key.empty() && !in.sign_cert.empty())
     return input_error("--sign-cert " + in.sign_cert.string() + " needs its private key: pass --sign-key");
   if (in.kernel_builds.empty() && in.kernel_headers.empty())
-    return input_error("no kernel to build for: pass --kernel-build DIR or --kernel-headers DEB...");
+    return input_error("no kernel to build for: pass --kernel-build DIR or --kernel-headers DEB..., or list "
+                       "packages.sources in the recipe so the headers are fetched (docs/package-sources.md)");
   if (recipe.kernels.empty()) return input_error(recipe.where("target.kernels") + "target.kernels is empty: no kernel to build for");
   // Only x86_64 for now: the libdir, the image platform and kbuild all assume it.
   const std::string arch = installer_arch(in.installer.filename().string());

@@ -27,7 +27,7 @@ namespace gb {
 struct DriverInputs {
   std::filesystem::path installer;                 // .run or extracted folder
   std::vector<std::filesystem::path> kernel_builds;  // --kernel-build
-  std::vector<std::filesystem::path> kernel_headers;  // --kernel-headers (.deb)
+  std::vector<std::filesystem::path> kernel_headers;  // --kernel-headers (.deb), or fetched (kernel_packages.hpp)
   std::filesystem::path sign_key;
   std::filesystem::path sign_cert;
   int jobs = 0;                                     // 0: number of CPUs

@@ -1,0 +1,38 @@
+// fetch_packages(): one entry point over both repository formats.
+#include <algorithm>
+
+#include "common/strings.hpp"
+#include "mirror/apt_repo.hpp"
+#include "mirror/http_transport.hpp"
+#include "mirror/packages.hpp"
+#include "mirror/rpm_repo.hpp"
+
+namespace gb::packages {
+
+Result<std::vector<Fetched>> fetch_packages(const std::vector<PackageSource>& sources, const FetchRequest& request,
+                                            const FetchOptions& options) {
+  if (sources.empty()) return input_error(request.why + ": no package source to fetch " + join(request.names, ", ") + " from");
+  const PackageFormat format = sources.front().format;
+  for (const auto& s : sources)
+    if (s.format != format)
+      return input_error("package sources '" + sources.front().name + "' and '" + s.name + "' are of different types (" +
+                         to_string(format) + ", " + to_string(s.format) + "); one request reads one type");
+  auto transport = options.transport ? options.transport : http::curl_transport({});
+  std::vector<Package> index;
+  for (const auto& s : sources) {
+    auto one = format == PackageFormat::Apt ? apt::load_index(*transport, s, request.arch)
+                                            : rpm_md::load_index(*transport, s, request.arch);
+    if (!one) return one.error();
+    index.insert(index.end(), std::make_move_iterator(one->begin()), std::make_move_iterator(one->end()));
+  }
+  auto wanted = format == PackageFormat::Apt ? apt::resolve(index, request, sources) : rpm_md::resolve(index, request, sources);
+  if (!wanted) return wanted.error();
+  auto files = download(*transport, sources, *wanted, request.dest, request.jobs, options.progress);
+  if (!files) return files.error();
+  std::sort(files->begin(), files->end(), [](const Fetched& a, const Fetched& b) {
+    return std::tie(a.package.name, a.package.arch) < std::tie(b.package.name, b.package.arch);
+  });
+  return files;
+}
+
+}  // namespace gb::packages

@@ -1,0 +1,151 @@
+#include "node-images/kernel_packages.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "common/files.hpp"
+#include "common/log.hpp"
+#include "common/strings.hpp"
+#include "common/time.hpp"
+#include "mirror/catalog_db.hpp"
+#include "mirror/oci.hpp"
+#include "mirror/packages.hpp"
+#include "mirror/store.hpp"
+#include "signing/digest.hpp"
+
+namespace gb {
+
+namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;
+
+namespace {
+
+constexpr const char* k_title = "org.opencontainers.image.title";
+constexpr const char* k_empty_type = "application/vnd.oci.empty.v1+json";
+
+std::string media_type(PackageFormat f) {
+  return f == PackageFormat::Apt ? "application/vnd.debian.binary-package" : "application/x-rpm";
+}
+
+Result<void> store_artifact(Store& store, const std::string& ref, const std::string& kernel, PackageFormat format,
+                            const std::vector<packages::Fetched>& files) {
+  auto epoch = source_date_epoch();
+  if (!epoch) return epoch.error();
+  const std::string empty = "{}";
+  json man = {{"schemaVersion", 2}, {"mediaType", std::string(oci::k_oci_manifest)},
+              {"artifactType", k_kernel_packages_artifact_type}};
+  man["config"] = {{"mediaType", k_empty_type}, {"digest", sha256_digest(empty)}, {"size", empty.size()}, {"data", "e30="}};
+  json layers = json::array();
+  for (const auto& f : files) {
+    const auto& p = f.package;
+    layers.push_back({{"mediaType", media_type(format)},
+                      {"digest", "sha256:" + p.sha256},
+                      {"size", p.size},
+                      {"annotations",
+                       {{k_title, p.file_name()},
+                        {"io.gpubundle.package", p.name + " " + p.version + " " + p.arch},
+                        {"io.gpubundle.package.origin", p.origin}}}});
+  }
+  man["layers"] = layers;
+  man["annotations"] = {{"org.opencontainers.image.created", rfc3339_utc(epoch->value_or(0))}, {"io.gpubundle.kernel", kernel}};
+  if (auto r = store.put_blob(sha256_digest(empty), empty); !r) return r.error();
+  for (const auto& f : files)
+    if (auto r = store.put_blob_file("sha256:" + f.package.sha256, f.package.size, f.file); !r) return r.error();
+  auto manifest = oci::parse_manifest(man.dump(), oci::k_oci_manifest);
+  if (!manifest) return manifest.error();
+  Publication pub{ref, std::move(*manifest), {}, {"linux/amd64"}, k_built_here};
+  return store.publish({pub});
+}
+
+// Copies the artifact's packages out of the store into `dir`, each checked.
+Result<std::vector<fs::path>> export_artifact(const Store& store, const StoredImage& image, const fs::path& dir) {
+  auto bytes = store.read_blob(image.digest);
+  if (!bytes) return bytes.error();
+  json man = json::parse(*bytes, nullptr, false);
+  if (!man.is_object() || man.value("artifactType", "") != k_kernel_packages_artifact_type || !man["layers"].is_array())
+    return op_error(image.ref + ": not a kernel packages artifact");
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return op_error(dir.string() + ": " + ec.message());
+  std::vector<fs::path> out;
+  for (const auto& l : man["layers"]) {
+    std::string digest = l.value("digest", "");
+    std::string title = l.contains("annotations") ? l["annotations"].value(k_title, "") : "";
+    if (title.empty() || title[0] == '.' || title.find('/') != std::string::npos)
+      return op_error(image.ref + ": layer title '" + title + "' is not a plain file name");
+    fs::path dst = dir / title;
+    auto file = AtomicFile::create(dst);
+    if (!file) return file.error();
+    std::ifstream in(store.blob_path(digest), std::ios::binary);
+    if (!in) return op_error(image.ref + ": blob " + digest + " is not in the store");
+    Sha256 h;
+    std::string buf(1 << 16, '\0');
+    while (in) {
+      in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+      std::string_view chunk(buf.data(), static_cast<size_t>(in.gcount()));
+      h.update(chunk);
+      if (auto w = file->write(chunk); !w) return w.error();
+    }
+    if ("sha256:" + h.hex() != digest)
+      return op_error(image.ref + ": blob " + digest + " in the store does not match its digest (run `gpubundle store fsck`)");
+    if (auto c = file->commit(); !c) return c.error();
+    out.push_back(dst);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string package_arch(const Recipe& recipe, PackageFormat format) {
+  std::string platform = recipe.platforms.empty() ? "linux/amd64" : recipe.platforms.front();
+  std::string arch = platform.substr(platform.find('/') + 1);
+  if (format == PackageFormat::RpmMd) return arch == "amd64" ? "x86_64" : arch == "arm64" ? "aarch64" : arch;
+  return arch;
+}
+
+Result<std::vector<fs::path>> kernel_header_packages(const Recipe& recipe, const std::string& kernel, Store& store,
+                                                     const fs::path& work, Progress* progress) {
+  const std::string ref = std::string(k_kernel_packages_repository) + ":" + kernel;
+  fs::path dir = work / ("packages-" + kernel);
+  if (auto have = store.find_image(ref)) {
+    log::info("kernel " + kernel + ": header packages from the store (" + ref + ")");
+    return export_artifact(store, *have, dir);
+  }
+  PackageFormat format = os_package_format(recipe.os);
+  std::vector<PackageSource> sources;
+  for (const auto& s : recipe.packages.sources)
+    if (s.format == format) sources.push_back(s);
+  if (sources.empty())
+    return input_error(recipe.where("packages.sources") + "kernel " + kernel + ": no " + to_string(format) +
+                       " package source to fetch its headers from (target.os " + recipe.os +
+                       "); add one under packages.sources, or pass --kernel-build/--kernel-headers");
+  packages::FetchRequest req;
+  req.names = {format == PackageFormat::Apt ? "linux-headers-" + kernel : "kernel-devel-" + kernel};
+  req.arch = package_arch(recipe, format);
+  req.closure = packages::Closure::SameSource;
+  req.dest = dir;
+  req.why = "kernel " + kernel;
+  packages::FetchOptions fo;
+  fo.progress = progress;
+  auto fetched = packages::fetch_packages(sources, req, fo);
+  if (!fetched) return fetched.error();
+  if (auto r = store_artifact(store, ref, kernel, format, *fetched); !r) return r.error();
+  std::vector<fs::path> files;
+  for (const auto& f : *fetched) files.push_back(f.file);
+  log::info("kernel " + kernel + ": " + std::to_string(files.size()) + " header packages fetched and stored as " + ref);
+  return files;
+}
+
+Result<void> add_fetched_headers(const Recipe& recipe, const std::vector<std::string>& kernels, Store& store,
+                                 const fs::path& work, DriverInputs& in, Progress* progress) {
+  if (!in.kernel_builds.empty() || !in.kernel_headers.empty() || recipe.packages.sources.empty()) return {};
+  for (const auto& k : kernels) {
+    auto files = kernel_header_packages(recipe, k, store, work, progress);
+    if (!files) return files.error();
+    in.kernel_headers.insert(in.kernel_headers.end(), files->begin(), files->end());
+  }
+  return {};
+}
+
+}  // namespace gb

@@ -1,0 +1,58 @@
+#pragma once
+// A kernel's header packages for building driver modules, fetched from the
+// recipe's `packages.sources` (mirror/packages.hpp: signed indexes, hashes)
+// and kept in the store as an OCI artifact, so a second build of the same
+// kernel needs no network and the bytes stay checked:
+//
+//   manifest  application/vnd.oci.image.manifest.v1+json
+//     artifactType  application/vnd.gpubundle.kernel-packages.v1
+//     config        the empty descriptor
+//     layers        one per package file, sorted by name, titled
+//                   (org.opencontainers.image.title) with its file name:
+//                   application/vnd.debian.binary-package or application/x-rpm,
+//                   annotated io.gpubundle.package = "<name> <version> <arch>"
+//                   and io.gpubundle.package.origin = the recipe source's name
+//     annotations   org.opencontainers.image.created (SOURCE_DATE_EPOCH or 0),
+//                   io.gpubundle.kernel = the kernel release
+//
+// Reference: localhost/gpubundle/kernel-packages:<kernel> (the kernel
+// release is tag-safe: recipes/recipe.cpp checks it for precompiled mode).
+// It is a build-machine cache, not in the lock: nodes never need headers in
+// precompiled mode, so bundles do not carry them.
+//
+// Which packages: apt `linux-headers-<kernel>`, rpm-md `kernel-devel-<kernel>`,
+// each with the packages built from the same source that it depends on
+// (Debian's -common and linux-kbuild, Ubuntu's linux-headers-<abi>).
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "common/error.hpp"
+#include "node-images/driver_files.hpp"
+#include "recipes/recipe.hpp"
+
+namespace gb {
+
+class Progress;
+class Store;
+
+inline constexpr const char* k_kernel_packages_artifact_type = "application/vnd.gpubundle.kernel-packages.v1";
+inline constexpr const char* k_kernel_packages_repository = "localhost/gpubundle/kernel-packages";
+
+// The header package files for `kernel`, from the store when it has them,
+// else fetched and stored first. Files are written under `work` (checked
+// against their digests on the way out).
+Result<std::vector<std::filesystem::path>> kernel_header_packages(const Recipe& recipe, const std::string& kernel, Store& store,
+                                                                  const std::filesystem::path& work, Progress* progress);
+
+// When `in` names no kernel tree and no header package, fetches the header
+// packages of every kernel in `kernels` (kernel_header_packages) into `work`
+// and lists them in in.kernel_headers. Otherwise leaves `in` alone.
+Result<void> add_fetched_headers(const Recipe& recipe, const std::vector<std::string>& kernels, Store& store,
+                                 const std::filesystem::path& work, DriverInputs& in, Progress* progress);
+
+// The package architecture of the recipe's first platform, as `format` spells it.
+std::string package_arch(const Recipe& recipe, PackageFormat format);
+
+}  // namespace gb
