@@ -10,6 +10,7 @@
 #include <deque>
 #include <fstream>
 
+#include "common/archive_raii.hpp"
 #include "common/files.hpp"
 #include "common/log.hpp"
 #include "common/strings.hpp"
@@ -86,12 +87,54 @@ std::string tail_lines(const fs::path& file, int n) {
   return out;
 }
 
+namespace {
+
+// An rpm's cpio payload, through libarchive, refusing absolute paths, `..`
+// and links that lead out (kernel-devel: usr/src/kernels/<kver>/).
+Result<void> unpack_rpm(const fs::path& rpm, const fs::path& sandbox) {
+  detail::ArchiveReader in(archive_read_new());
+  archive_read_support_filter_all(in.get());
+  archive_read_support_format_cpio(in.get());
+  if (archive_read_open_filename(in.get(), rpm.c_str(), 1 << 16) != ARCHIVE_OK)
+    return input_error(rpm.string() + ": not an rpm package: " + archive_error_string(in.get()));
+  detail::ArchiveWriter out(archive_write_disk_new());
+  archive_write_disk_set_options(out.get(), ARCHIVE_EXTRACT_SECURE_NODOTDOT | ARCHIVE_EXTRACT_SECURE_SYMLINKS |
+                                                ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS | ARCHIVE_EXTRACT_TIME);
+  archive_entry* e = nullptr;
+  for (int rc; (rc = archive_read_next_header(in.get(), &e)) != ARCHIVE_EOF;) {
+    if (rc != ARCHIVE_OK) return input_error(rpm.string() + ": " + archive_error_string(in.get()));
+    std::string name = archive_entry_pathname(e);
+    while (starts_with(name, "./")) name.erase(0, 2);
+    auto type = archive_entry_filetype(e);
+    if (type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK)
+      return input_error(rpm.string() + ": " + name + " is not a file, folder or link; refused");
+    archive_entry_set_pathname(e, (sandbox / name).c_str());
+    if (archive_write_header(out.get(), e) != ARCHIVE_OK)
+      return input_error(rpm.string() + ": " + name + ": " + archive_error_string(out.get()));
+    const void* buf;
+    size_t size;
+    la_int64_t offset;
+    while ((rc = archive_read_data_block(in.get(), &buf, &size, &offset)) == ARCHIVE_OK)
+      if (archive_write_data_block(out.get(), buf, size, offset) != ARCHIVE_OK)
+        return op_error(rpm.string() + ": " + name + ": " + archive_error_string(out.get()));
+    if (rc != ARCHIVE_EOF) return input_error(rpm.string() + ": " + name + ": " + archive_error_string(in.get()));
+  }
+  if (archive_write_close(out.get()) != ARCHIVE_OK) return op_error(rpm.string() + ": " + archive_error_string(out.get()));
+  return {};
+}
+
+}  // namespace
+
 Result<std::vector<KernelTree>> unpack_kernel_headers(const std::vector<fs::path>& debs, const fs::path& sandbox) {
   std::error_code ec;
   fs::create_directories(sandbox, ec);
   fs::path log = sandbox / "dpkg-deb.log";
   for (const auto& deb : debs) {
     if (!fs::is_regular_file(deb, ec)) return input_error(deb.string() + ": no such header package");
+    if (deb.extension() == ".rpm") {
+      if (auto r = unpack_rpm(deb, sandbox); !r) return r.error();
+      continue;
+    }
     auto rc = run_logged({"dpkg-deb", "-x", fs::absolute(deb).string(), sandbox.string()}, {}, log);
     if (!rc) return rc.error();
     if (*rc != 0) return input_error(deb.string() + ": dpkg-deb -x failed:" + tail_lines(log, 5));
@@ -112,14 +155,15 @@ Result<std::vector<KernelTree>> unpack_kernel_headers(const std::vector<fs::path
     if (ec) return op_error(l.string() + ": " + ec.message());
   }
   std::vector<KernelTree> trees;
-  fs::path src = sandbox / "usr/src";
-  if (fs::is_directory(src, ec))
-    for (const auto& d : fs::directory_iterator(src)) {
-      if (!fs::exists(d.path() / "include/generated/utsrelease.h", ec) && !fs::exists(d.path() / "include/config/kernel.release", ec)) continue;
-      auto t = open_kernel_tree(d.path());
-      if (!t) return t.error();
-      trees.push_back(*t);
-    }
+  // Debian/Ubuntu: usr/src/linux-headers-<kver>; RHEL kernel-devel: usr/src/kernels/<kver>.
+  for (const fs::path& src : {sandbox / "usr/src", sandbox / "usr/src/kernels"})
+    if (fs::is_directory(src, ec))
+      for (const auto& d : fs::directory_iterator(src)) {
+        if (!fs::exists(d.path() / "include/generated/utsrelease.h", ec) && !fs::exists(d.path() / "include/config/kernel.release", ec)) continue;
+        auto t = open_kernel_tree(d.path());
+        if (!t) return t.error();
+        trees.push_back(*t);
+      }
   if (trees.empty())
     return input_error("the header packages hold no kernel build tree (usr/src/*/include/config/kernel.release); "
                        "pass linux-headers-<kver> with its -common package");

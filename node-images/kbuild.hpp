@@ -27,9 +27,10 @@ struct KernelTree {
 
 Result<KernelTree> open_kernel_tree(const std::filesystem::path& dir);
 
-// Unpacks Debian/Ubuntu header packages (linux-headers-<kver>*.deb and the
-// -common/-kbuild packages they need) into `sandbox` with dpkg-deb -x and
-// returns the tree(s) found under sandbox/usr/src (one per kernel release).
+// Unpacks header packages into `sandbox` and returns the tree(s) found (one
+// per kernel release): Debian/Ubuntu linux-headers-<kver>*.deb with the
+// -common/-kbuild packages they need (dpkg-deb -x; usr/src/*), or RHEL
+// kernel-devel-<kver>.rpm (libarchive; usr/src/kernels/*).
 Result<std::vector<KernelTree>> unpack_kernel_headers(const std::vector<std::filesystem::path>& debs,
                                                       const std::filesystem::path& sandbox);
 
