@@ -11,3 +11,7 @@ set_tests_properties(driver-entrypoint driver-build build-driver node-image-bake
   SKIP_RETURN_CODE 77
   ENVIRONMENT "GB_SOURCE_DIR=${CMAKE_SOURCE_DIR};GB_CACHE_DIR=${CMAKE_BINARY_DIR}/cache")
 set_tests_properties(driver-build build-driver node-image-bake node-overlay-transport PROPERTIES RESOURCE_LOCK kbuild)
+# Issue 17: precompiled images for two kernels whose headers come from a signed apt source.
+add_test(NAME precompiled-packages COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/precompiled_packages.sh $<TARGET_FILE:gpubundle>)
+set_tests_properties(precompiled-packages PROPERTIES SKIP_RETURN_CODE 77 RESOURCE_LOCK kbuild
+  ENVIRONMENT "GB_SOURCE_DIR=${CMAKE_SOURCE_DIR};GB_CACHE_DIR=${CMAKE_BINARY_DIR}/cache")
