@@ -68,12 +68,19 @@ Result<fs::path> make_sandbox() {
 
 }  // namespace
 
-Result<std::unique_ptr<PreparedDriver>> prepare_driver(const Recipe& recipe, const DriverInputs& in) {
-  // Input checks first: nothing is extracted or built for a bad command line.
+Result<void> check_driver_inputs(const DriverInputs& in) {
   if (!in.sign_key.empty() && in.sign_cert.empty())
     return input_error("--sign-key " + in.sign_key.string() + " needs its certificate: pass --sign-cert");
   if (in.sign_key.empty() && !in.sign_cert.empty())
     return input_error("--sign-cert " + in.sign_cert.string() + " needs its private key: pass --sign-key");
+  std::error_code ec;
+  if (!fs::exists(in.installer, ec)) return input_error(in.installer.string() + ": no such installer (.run or folder)");
+  return {};
+}
+
+Result<std::unique_ptr<PreparedDriver>> prepare_driver(const Recipe& recipe, const DriverInputs& in) {
+  // Input checks first: nothing is extracted or built for a bad command line.
+  if (auto r = check_driver_inputs(in); !r) return r.error();
   if (in.kernel_builds.empty() && in.kernel_headers.empty())
     return input_error("no kernel to build for: pass --kernel-build DIR or --kernel-headers DEB..., or list "
                        "packages.sources in the recipe so the headers are fetched (docs/package-sources.md)");

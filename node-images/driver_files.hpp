@@ -61,6 +61,11 @@ struct PreparedDriver {
   PreparedDriver(const PreparedDriver&) = delete;
 };
 
+// The checks of `in` that need no work: key and certificate given together,
+// the installer present. prepare_driver() makes them first; callers that
+// fetch before it (kernel_packages.hpp) make them before fetching.
+Result<void> check_driver_inputs(const DriverInputs& in);
+
 // Checks the inputs (key without cert and the like) before any work, then
 // extracts, builds, checks vermagic and signs, for every recipe kernel.
 Result<std::unique_ptr<PreparedDriver>> prepare_driver(const Recipe& recipe, const DriverInputs& in);

@@ -140,6 +140,7 @@ Result<std::vector<fs::path>> kernel_header_packages(const Recipe& recipe, const
 Result<void> add_fetched_headers(const Recipe& recipe, const std::vector<std::string>& kernels, Store& store,
                                  const fs::path& work, DriverInputs& in, Progress* progress) {
   if (!in.kernel_builds.empty() || !in.kernel_headers.empty() || recipe.packages.sources.empty()) return {};
+  if (auto r = check_driver_inputs(in); !r) return r.error();
   for (const auto& k : kernels) {
     auto files = kernel_header_packages(recipe, k, store, work, progress);
     if (!files) return files.error();

@@ -56,7 +56,7 @@ for k in "$kver" "$cloud"; do
   titles=$(jget "$W/headers-$k.json" '" ".join(sorted(l["annotations"]["org.opencontainers.image.title"].split("_")[0] for l in d["layers"]))')
   [[ $titles == *"linux-headers-$k"* && $titles == *"linux-headers-${kver%-amd64}-common"* && $titles == *linux-kbuild-* ]] ||
     fail "header artifact of $k holds: $titles"
-  [[ $titles != *gcc-12* && $titles != *libc6* ]] || fail "the same-source closure of $k reached the compiler: $titles"
+  [[ " $titles " != *" gcc-12 "* && " $titles " != *" libc6 "* ]] || fail "the same-source closure of $k reached the compiler: $titles"
 done
 echo "ok: build fetched the headers of $kver and $cloud (own source only) and stored them as artifacts"
 
@@ -74,7 +74,7 @@ echo "ok: after import the site has a driver image for each kernel, as the lock 
 
 # The repository is gone: the stored headers are enough.
 "$PY" "$TOOLS/apt_standin.py" stop --dir "$W/apt" >/dev/null
-"$GB" --store "$W/store" -q driver build "$W/recipe.yaml" --installer "$run" --kernel "$cloud" \
+"$GB" --store "$W/store" driver build "$W/recipe.yaml" --installer "$run" --kernel "$cloud" \
   --base nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04 > "$W/again.out" 2> "$W/again.err" || { cat "$W/again.err"; fail "driver build --kernel offline"; }
 grep -q "580-$cloud-ubuntu22.04@sha256:" "$W/again.out" || fail "driver build --kernel printed: $(cat "$W/again.out")"
 echo "ok: driver build --kernel $cloud again with the repository down: headers from the store"
@@ -100,5 +100,7 @@ port=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); prin
 sed -e "s|url: http://127.0.0.1:[0-9]*|url: http://127.0.0.1:$port|" "$W/missing.yaml" > "$W/down.yaml"
 expect 1 "http://127.0.0.1:$port" "standin-debian" -- \
   "$GB" --store "$W/store" -q driver build "$W/down.yaml" --installer "$run"
+# Inputs are checked before the network: a missing installer with the repository down is bad input.
+expect 2 "$W/none.run" "no such installer" -- "$GB" --store "$W/store" -q driver build "$W/down.yaml" --installer "$W/none.run"
 echo "ok: unknown kernel, missing package and unreachable repository: one line each, naming kernel and repository"
 echo "PASS precompiled-packages"
