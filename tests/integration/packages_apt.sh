@@ -71,7 +71,11 @@ fetch() {
 apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts --no-breaks --no-replaces --no-enhances \
   "linux-headers-$K" | grep -v '^[ <]' | sort -u > "$W/apt-closure"
 mapfile -t closure < "$W/apt-closure"
-apt-get download --print-uris "${closure[@]}" | awk '{sub("SHA256:", "", $4); print $4 "  " $2}' | sort -k2 > "$W/apt-sums"
+apt-get download --print-uris "${closure[@]}" | "$PY" -c '
+import sys, urllib.parse  # the archive file name is the URL path, unquoted (no epoch there)
+for l in sys.stdin:
+    url, _, _, digest = l.split()
+    print(digest.split(":")[1] + "  " + urllib.parse.unquote(url.strip("\x27").rsplit("/", 1)[1]))' | sort -k2 > "$W/apt-sums"
 
 # 1. The full closure: exactly apt's list, every file with apt's own hash.
 fetch "$W/full" --closure full --why "kernel $K" "linux-headers-$K"
@@ -84,10 +88,9 @@ pass "full closure of linux-headers-$K: $(wc -l < "$W/out") packages, as apt lis
 
 # 2. SameSource: the packages of the kernel's own source, reached from the headers.
 src=$(apt-cache show --no-all-versions "linux-headers-$K" | sed -n 's/^Source: \([^ ]*\).*/\1/p')
-for p in "${closure[@]}"; do
-  s=$(apt-cache show --no-all-versions "$p" | sed -n 's/^Source: \([^ ]*\).*/\1/p')
-  [ "${s:-$p}" = "$src" ] && echo "$p"
-done > "$W/same-want"
+apt-cache show --no-all-versions "${closure[@]}" |
+  awk -v src="$src" '/^Package:/ {p = $2; s = $2} /^Source:/ {s = $2} /^$/ && p {if (s == src) print p; p = ""}
+                     END {if (p && s == src) print p}' | sort -u > "$W/same-want"
 grep -qx "linux-headers-${K%-*}-common" "$W/same-want" && grep -qx 'linux-kbuild-.*' "$W/same-want" ||
   fail "apt lists no -common or linux-kbuild of source $src for linux-headers-$K (want: $(cat "$W/same-want"))"
 fetch "$W/same" --closure same-source --why "kernel $K" "linux-headers-$K"
@@ -117,7 +120,18 @@ sed -i "/^Package: linux-kbuild/,/^$/ s/^SHA256: .*/SHA256: $other/" "$DISTS/mai
 xz -9 -c "$DISTS/main/binary-amd64/Packages" > "$DISTS/main/binary-amd64/Packages.xz"
 fetch "$W/t3" --closure same-source "linux-headers-$K"
 refused "Packages edited after signing" 1 "$W/t3" "$got" "$APT_URL/dists/$APT_SUITE/main/binary-amd64/Packages.xz" \
-  "does not match the signed Release"
+  "the signed Release"
+
+# The same size, one byte changed: the hash alone catches it.
+"$PY" "$TOOLS/apt_standin.py" index --dir "$W/apt"
+"$PY" - "$DISTS/main/binary-amd64/Packages.xz" <<'PYEOF'
+import sys
+b = bytearray(open(sys.argv[1], "rb").read())
+b[len(b) // 2] ^= 1
+open(sys.argv[1], "wb").write(b)
+PYEOF
+fetch "$W/t3b" --closure same-source "linux-headers-$K"
+refused "Packages with one byte flipped" 1 "$W/t3b" "$got" "$APT_URL/dists/$APT_SUITE/main/binary-amd64/Packages.xz" "sha256"
 
 # (c) a .deb in the pool swapped for another (real) package file.
 "$PY" "$TOOLS/apt_standin.py" index --dir "$W/apt"

@@ -20,7 +20,7 @@ The packages: linux-headers-$APT_KERNEL and its closure as this machine's apt
 sees it, `apt-cache depends --recurse` without recommends, suggests and
 conflicts (--closure full, ~36 packages, ~68 MB), or only the packages built
 from the kernel's own source (--closure kernel: the headers, their -common,
-linux-kbuild, linux-compiler-gcc; ~13 MB). --with adds packages (and their
+linux-kbuild, linux-compiler-gcc; ~15 MB). --with adds packages (and their
 closure) the same way. The .deb files come from /var/cache/apt/archives when
 they are there, else `apt-get download`, and are kept in the cache folder
 (--cache, default $GB_CACHE_DIR/apt-debs, else DIR/../apt-debs), checked
@@ -33,14 +33,16 @@ clearsigned, Release.gpg detached, binary). `index` writes the index and the
 signatures again: after tampering with the pool, to restore a clean state,
 to sign with the stranger key, to set Valid-Until (an RFC 2822 date) or to
 leave InRelease out (clients then read Release + Release.gpg).
-Needs apt-utils, gnupg, xz-utils. Tests tamper by editing files in DIR/repo;
-pool files are copies, never links into the cache.
+Pool files are pool/main/<package>/<file>.deb, named as the Debian archive
+names them (no epoch). Needs apt-utils, gnupg, xz-utils. Tests tamper by
+editing files in DIR/repo; pool files are copies, never links into the cache.
 """
 
 import argparse
 import gzip
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -70,34 +72,39 @@ def kernel_release():
     harness.die("apt-cache: linux-headers-amd64 depends on no linux-headers-<kernel> here")
 
 
-def source_of(name):
-    out = run(["apt-cache", "show", "--no-all-versions", name])
-    for line in out.splitlines():
-        if line.startswith("Source:"):
-            return line.split()[1]
-    return name
+APT_DEPENDS = ["--no-recommends", "--no-suggests", "--no-conflicts", "--no-breaks", "--no-replaces", "--no-enhances"]
 
 
 def closure(names, mode):
-    """The packages apt installs for names on an empty root (Depends and Pre-Depends)."""
-    if mode == "kernel":
-        # Follow dependencies only to packages of the requiring package's source.
-        todo, seen = list(names), set()
-        while todo:
-            n = todo.pop()
-            if n in seen:
-                continue
+    """The packages apt installs for names on an empty root (Depends and Pre-Depends);
+    mode kernel: followed only to packages of the requiring package's source."""
+    out = run(["apt-cache", "depends", "--recurse"] + APT_DEPENDS + list(names))
+    full = sorted({l for l in out.splitlines() if l and not l.startswith((" ", "<"))})
+    if mode == "full":
+        return full
+    source, pkg = {}, None
+    for line in run(["apt-cache", "show", "--no-all-versions"] + full).splitlines():
+        if line.startswith("Package:"):
+            pkg = line.split()[1]
+            source[pkg] = pkg
+        elif line.startswith("Source:"):
+            source[pkg] = line.split()[1]
+    deps, pkg = {}, None
+    for line in run(["apt-cache", "depends"] + APT_DEPENDS + full).splitlines():
+        if not line.startswith(" "):
+            pkg = line.strip()
+            deps.setdefault(pkg, [])
+        elif ":" in line:
+            dep = line.split(":", 1)[1].strip()
+            if not dep.startswith("<"):
+                deps[pkg].append(dep)
+    todo, seen = list(names), set()
+    while todo:
+        n = todo.pop()
+        if n not in seen:
             seen.add(n)
-            src = source_of(n)
-            for line in run(["apt-cache", "depends", "--no-recommends", "--no-suggests", "--no-conflicts", "--no-breaks",
-                             "--no-replaces", "--no-enhances", n]).splitlines()[1:]:
-                dep = line.split(":", 1)[1].strip() if ":" in line else ""
-                if dep and not dep.startswith("<") and source_of(dep) == src:
-                    todo.append(dep)
-        return sorted(seen)
-    out = run(["apt-cache", "depends", "--recurse", "--no-recommends", "--no-suggests", "--no-conflicts", "--no-breaks",
-               "--no-replaces", "--no-enhances"] + list(names))
-    return sorted({l for l in out.splitlines() if l and not l.startswith((" ", "<"))})
+            todo += [d for d in deps.get(n, []) if source.get(d) == source.get(n)]
+    return sorted(seen)
 
 
 def sha256_file(path):
@@ -193,12 +200,12 @@ def index(d, key="key", valid_until=None, inrelease=True):
     opts = [f"APT::FTPArchive::Release::{k}={v}" for k, v in
             (("Origin", "gpubundle-test"), ("Label", "gpubundle-test"), ("Suite", "stable"), ("Codename", SUITE),
              ("Architectures", ARCH), ("Components", COMPONENT))]
-    if valid_until:
-        opts.append(f"APT::FTPArchive::Release::Valid-Until={valid_until}")
     argv = ["apt-ftparchive"]
     for o in opts:
         argv += ["-o", o]
     release = run(argv + ["release", "."], cwd=dist)
+    if valid_until:  # apt-ftparchive only sets it relative to now (ValidTime)
+        release = release.replace("\nMD5Sum:", f"\nValid-Until: {valid_until}\nMD5Sum:", 1)
     with open(os.path.join(dist, "Release"), "w") as f:
         f.write(release)
     with GnupgHome() as home:
@@ -220,7 +227,8 @@ def build(args, d):
         base = os.path.basename(path)
         pool = os.path.join(tmp, "pool", COMPONENT, base.split("_")[0])
         os.makedirs(pool, exist_ok=True)
-        shutil.copyfile(path, os.path.join(pool, base))  # a copy: tests edit pool files
+        # A copy (tests edit pool files), named as the Debian archive names it: no epoch.
+        shutil.copyfile(path, os.path.join(pool, re.sub(r"_[0-9]+%3a", "_", base)))
     shutil.rmtree(os.path.join(d, "repo"), ignore_errors=True)
     os.replace(tmp, os.path.join(d, "repo"))
     make_key(d, "key", "gpubundle stand-in apt repository <apt-standin@example.invalid>")
