@@ -347,7 +347,7 @@ Result<IndexFile> packages_file(const Release& release, const std::string& compo
   for (const char* ext : {".xz", ".gz", ".zst", ".bz2", ""})
     for (const auto& f : release.sha256)
       if (f.path == base + ext) return f;
-  return op_error(what + ": the Release lists no Packages for component " + quote(component) + ", architecture " +
+  return input_error(what + ": the Release lists no Packages for component " + quote(component) + ", architecture " +
                   quote(arch) + " (no " + base + " in its SHA256 list)");
 }
 

@@ -80,7 +80,8 @@ Result<Release> parse_release(std::string_view text, const std::string& what);
 // Suite or Codename is `suite`, and `now` is before Valid-Until.
 Result<void> check_release(const Release& release, const std::string& suite, std::int64_t now, const std::string& what);
 // The Packages list of component/arch in the best compression the Release
-// lists; none is an error naming `what` (the suite), component and arch.
+// lists; none is an input error (the recipe names what the repository lacks)
+// naming `what` (the suite), component and arch.
 Result<IndexFile> packages_file(const Release& release, const std::string& component, const std::string& arch,
                                 const std::string& what);
 // A Release date (RFC 2822, "Sat, 28 Nov 2026 10:00:00 UTC", also "+0000"

@@ -157,6 +157,10 @@ recipe "$W/recipe.yaml" "$APT_URL"
 fetch "$W/t7" --closure same-source --why "kernel 9.9.9-nope" linux-headers-9.9.9-nope
 refused "an unknown kernel" 2 "$W/t7" "$got" "9.9.9-nope" "standin ($APT_URL)"
 
+sed -i 's/components: \[main\]/components: [contrib]/' "$W/recipe.yaml"
+fetch "$W/t7b" --closure same-source "linux-headers-$K"
+refused "a component the repository lacks" 2 "$W/t7b" "$got" "$APT_URL/dists/$APT_SUITE/" "'contrib'" "'amd64'"
+
 # 6. An unreachable mirror (a port nobody listens on) names the repository URL.
 port=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 recipe "$W/recipe.yaml" "http://127.0.0.1:$port/debian"

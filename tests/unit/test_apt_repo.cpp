@@ -252,6 +252,7 @@ TEST_CASE("a Release names its suite, its expiry and its index files", "[apt]") 
   CHECK(contrib->size == 50);
   auto none = apt::packages_file(*r, "non-free", "amd64", "debian bookworm");
   REQUIRE_FALSE(none.ok());
+  CHECK(none.error().kind == ErrorKind::Input);
   CHECK(none.error().message == "debian bookworm: the Release lists no Packages for component 'non-free', architecture "
                                 "'amd64' (no non-free/binary-amd64/Packages in its SHA256 list)");
 
