@@ -180,11 +180,6 @@ std::string group_text(const std::vector<Relation>& g) {
   return s;
 }
 
-// True when an InRelease request found nothing there, so Release + Release.gpg are next.
-bool is_not_found(const Failure& f) {
-  return f.message.find("404") != std::string::npos || f.message.find("410") != std::string::npos;
-}
-
 }  // namespace
 
 // --- versions ---
@@ -450,12 +445,13 @@ Result<std::vector<Package>> load_index(http::Transport& t, const PackageSource&
     std::string base = source.url + "/dists/" + suite + "/";
     std::string release_text;
     std::string shown = base + "InRelease";
-    auto in_release = get_document(t, source, shown, k_release_max_bytes);
-    if (in_release) {
-      auto signed_text = openpgp::verify_clearsigned(source.keyring, *in_release, shown);
+    auto in_release = get_optional_document(t, source, shown, k_release_max_bytes);
+    if (!in_release) return in_release.error();
+    if (*in_release) {
+      auto signed_text = openpgp::verify_clearsigned(source.keyring, **in_release, shown);
       if (!signed_text) return signed_text.error();
       release_text = std::move(signed_text.value());
-    } else if (is_not_found(in_release.error())) {
+    } else {  // no InRelease: Release and its detached signature
       shown = base + "Release";
       auto release = get_document(t, source, shown, k_release_max_bytes);
       if (!release) return release.error();
@@ -463,8 +459,6 @@ Result<std::vector<Package>> load_index(http::Transport& t, const PackageSource&
       if (!signature) return signature.error();
       if (auto v = openpgp::verify_detached(source.keyring, *release, *signature, shown); !v) return v.error();
       release_text = std::move(release.value());
-    } else {
-      return in_release.error();
     }
     auto release = parse_release(release_text, shown);
     if (!release) return release.error();

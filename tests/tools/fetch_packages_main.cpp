@@ -1,5 +1,7 @@
-// Test driver for the package repository client (no gpubundle command needs it
-// yet): fetch_packages() for the sources of a recipe, as the build will call it.
+// Test driver for the apt repository client: the recipe's apt sources read
+// (apt::load_index), the closure resolved (apt::resolve) and every file
+// downloaded and checked (packages::download), the steps fetch_packages()
+// takes for apt sources.
 //
 //   fetch_packages_main RECIPE DEST [--closure full|same-source] [--arch ARCH] [--why TEXT] NAME...
 //
@@ -8,8 +10,11 @@
 #include <cstdio>
 #include <exception>
 #include <string>
+#include <vector>
 
 #include "common/error.hpp"
+#include "mirror/apt_repo.hpp"
+#include "mirror/http_transport.hpp"
 #include "mirror/packages.hpp"
 #include "recipes/recipe.hpp"
 
@@ -39,7 +44,15 @@ int main(int argc, char** argv) {
         request.names.push_back(a);
       }
     }
-    auto fetched = packages::fetch_packages(recipe.packages.sources, request).value_or_throw();
+    const auto& sources = recipe.packages.sources;
+    auto transport = http::curl_transport({});
+    std::vector<packages::Package> index;
+    for (const auto& s : sources) {
+      auto one = packages::apt::load_index(*transport, s, request.arch).value_or_throw();
+      index.insert(index.end(), one.begin(), one.end());
+    }
+    auto wanted = packages::apt::resolve(index, request, sources).value_or_throw();
+    auto fetched = packages::download(*transport, sources, wanted, request.dest, request.jobs, nullptr).value_or_throw();
     for (const auto& f : fetched)
       std::printf("%s %s %s\n", f.package.name.c_str(), f.package.version.c_str(), f.file.filename().c_str());
     return 0;
