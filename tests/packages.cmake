@@ -10,3 +10,7 @@ add_test(NAME packages-apt COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/
                                    $<TARGET_FILE:fetch_packages_main>)
 set_tests_properties(packages-apt PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS "integration;hostile"
   ENVIRONMENT "GB_CACHE_DIR=${CMAKE_BINARY_DIR}/cache")
+# The closure against apt itself on this machine's real Debian lists (no network).
+add_test(NAME packages-apt-resolve COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/packages_apt_resolve.sh
+                                           $<TARGET_FILE:fetch_packages_main>)
+set_tests_properties(packages-apt-resolve PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS integration)
