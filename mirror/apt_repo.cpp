@@ -21,6 +21,7 @@ namespace {
 
 constexpr std::uint64_t k_release_max_bytes = 32ull << 20;    // Ubuntu's InRelease is ~300 KB
 constexpr std::uint64_t k_packages_max_bytes = 1ull << 30;    // a decompressed Packages list (Ubuntu universe: ~80 MB)
+constexpr size_t k_paragraph_max_fields = 256;                 // a package has ~20; the duplicate check is quadratic
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
@@ -252,6 +253,9 @@ Result<std::vector<Paragraph>> parse_deb822(std::string_view text, const std::st
         cur.line = line_no;
       }
       close_field();
+      if (cur.fields.size() == k_paragraph_max_fields)
+        return op_error(what + ":" + std::to_string(line_no) + ": more than " + std::to_string(k_paragraph_max_fields) +
+                        " fields in one paragraph");
       if (cur.field(name))
         return op_error(what + ":" + std::to_string(line_no) + ": field " + quote(name) + " twice in one paragraph");
       cur.fields.emplace_back(name, std::string_view());

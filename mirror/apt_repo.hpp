@@ -60,8 +60,8 @@ struct Paragraph {
   std::optional<std::string_view> field(std::string_view name) const;
 };
 // Paragraphs are separated by lines that are empty or blank. A field written
-// twice in one paragraph, or a line that is neither "Name: value" nor a
-// continuation, is an error naming `what` and the line.
+// twice in one paragraph, more than 256 fields in one, or a line that is
+// neither "Name: value" nor a continuation, is an error naming `what` and the line.
 Result<std::vector<Paragraph>> parse_deb822(std::string_view text, const std::string& what);
 
 struct IndexFile {

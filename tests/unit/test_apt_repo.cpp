@@ -215,6 +215,9 @@ TEST_CASE("Packages stanzas that cannot be trusted to name a file are refused", 
   CHECK_THAT(error_of(ok + "Size: 12\n"), Catch::Contains("field 'Size' twice"));
   CHECK_THAT(error_of(" continued\n" + ok), Catch::Contains(":1: a continuation line outside a field"));
   CHECK_THAT(error_of("just words\n"), Catch::Contains("is not a 'Field: value' line"));
+  std::string many;
+  for (int i = 0; i < 257; ++i) many += "X-Field-" + std::to_string(i) + ": x\n";
+  CHECK_THAT(error_of(ok + many), Catch::Contains(":257: more than 256 fields in one paragraph"));
   CHECK(apt::parse_packages("\n\n", source(), file)->empty());
 }
 
