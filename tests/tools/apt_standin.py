@@ -116,35 +116,45 @@ def sha256_file(path):
 
 
 def fetch_debs(names, cache):
-    """[(name, path in cache)], every file checked against apt's sha256."""
+    """Paths in the cache, every file checked against apt's sha256. Files
+    arrive in a private folder and are renamed in, so tests running at once
+    can share the cache."""
     os.makedirs(cache, exist_ok=True)
     uris = []
     for line in run(["apt-get", "download", "--print-uris"] + names).splitlines():
         _, fname, size, digest = line.split()
         uris.append((fname, int(size), digest.split(":", 1)[1].lower()))
-    missing = []
-    for fname, size, digest in uris:
-        path = os.path.join(cache, fname)
-        if os.path.exists(path) and os.path.getsize(path) == size and sha256_file(path) == digest:
-            continue
-        local = os.path.join(APT_ARCHIVES, fname)
-        if os.path.exists(local) and os.path.getsize(local) == size and sha256_file(local) == digest:
-            shutil.copyfile(local, path + ".tmp")
-            os.replace(path + ".tmp", path)
-            continue
-        missing.append(fname)
-    if missing:
-        if os.environ.get("GPUBUNDLE_OFFLINE_TESTS") == "1":
-            print(f"SKIP: GPUBUNDLE_OFFLINE_TESTS=1 and {len(missing)} .deb files not cached in {cache}", file=sys.stderr)
-            sys.exit(77)
-        want = [n for n in names if any(f.startswith(n + "_") for f in missing)]
-        r = subprocess.run(["apt-get", "download"] + want, cwd=cache, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        if r.returncode != 0:
-            harness.die(f"apt-get download (no network? GPUBUNDLE_OFFLINE_TESTS=1 skips): {r.stdout.strip()[-800:]}")
+
+    def good(path, size, digest):
+        return os.path.exists(path) and os.path.getsize(path) == size and sha256_file(path) == digest
+
+    with tempfile.TemporaryDirectory(dir=cache, prefix=".partial.") as part:
+        missing = []
+        for fname, size, digest in uris:
+            local = os.path.join(APT_ARCHIVES, fname)
+            if good(os.path.join(cache, fname), size, digest):
+                continue
+            if good(local, size, digest):
+                shutil.copyfile(local, os.path.join(part, fname))
+                os.replace(os.path.join(part, fname), os.path.join(cache, fname))
+                continue
+            missing.append(fname)
+        if missing:
+            if os.environ.get("GPUBUNDLE_OFFLINE_TESTS") == "1":
+                print(f"SKIP: GPUBUNDLE_OFFLINE_TESTS=1 and {len(missing)} .deb files not cached in {cache}", file=sys.stderr)
+                sys.exit(77)
+            want = [n for n in names if any(f.startswith(n + "_") for f in missing)]
+            r = subprocess.run(["apt-get", "download"] + want, cwd=part, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True)
+            if r.returncode != 0:
+                harness.die(f"apt-get download (no network? GPUBUNDLE_OFFLINE_TESTS=1 skips): {r.stdout.strip()[-800:]}")
+            for fname in missing:
+                if os.path.exists(os.path.join(part, fname)):
+                    os.replace(os.path.join(part, fname), os.path.join(cache, fname))
     files = []
     for fname, size, digest in uris:
         path = os.path.join(cache, fname)
-        if not os.path.exists(path) or sha256_file(path) != digest:
+        if not good(path, size, digest):
             harness.die(f"{path}: missing or not the file apt lists (sha256 {digest})")
         files.append(path)
     return files
