@@ -157,6 +157,13 @@ recipe "$W/recipe.yaml" "$APT_URL"
 fetch "$W/t7" --closure same-source --why "kernel 9.9.9-nope" linux-headers-9.9.9-nope
 refused "an unknown kernel" 2 "$W/t7" "$got" "9.9.9-nope" "standin ($APT_URL)"
 
+# A dependency the repository lacks names the package that needs it, the kernel and the repository.
+mv "$W/apt/repo/pool/main/libelf1" "$W/libelf1"
+"$PY" "$TOOLS/apt_standin.py" index --dir "$W/apt"
+fetch "$W/t7a" --closure full --why "kernel $K" "linux-headers-$K"
+refused "a missing dependency" 2 "$W/t7a" "$got" "kernel $K" "linux-kbuild-" "needs libelf1" "standin ($APT_URL)"
+mv "$W/libelf1" "$W/apt/repo/pool/main/libelf1"
+"$PY" "$TOOLS/apt_standin.py" index --dir "$W/apt"
 sed -i 's/components: \[main\]/components: [contrib]/' "$W/recipe.yaml"
 fetch "$W/t7b" --closure same-source "linux-headers-$K"
 refused "a component the repository lacks" 2 "$W/t7b" "$got" "$APT_URL/dists/$APT_SUITE/" "'contrib'" "'amd64'"
