@@ -8,7 +8,10 @@
 #include <set>
 #include <unordered_map>
 
+#include "common/files.hpp"
+#include "common/process.hpp"
 #include "common/strings.hpp"
+#include "common/time.hpp"
 #include "signing/digest.hpp"
 #include "signing/openpgp.hpp"
 
@@ -697,23 +700,54 @@ public:
     return {};
   }
 
+  // Follows the Requires of everything chosen. `if` and `unless` wait until
+  // the rest is known, as their conditions name packages that may come later
+  // (rpm lists "(a if b)" before the plain names that bring b in).
   Result<void> walk() {
-    for (size_t next = 0; next < m_order.size(); ++next) {
-      size_t i = m_order[next];
-      for (const auto& req : m_pkgs[i].needs) {
-        if (starts_with(req.name, "rpmlib(")) continue;
-        if (starts_with(req.name, "(")) {
-          auto rich = RichParser(req.name).parse();
-          if (!rich) return Failure{rich.error().kind, m_request.why + ": " + nevra(m_pkgs[i].pkg) + ": " + rich.error().message};
-          auto r = require(*rich, i);
-          if (!r) return r;
+    std::vector<std::pair<Rich, size_t>> pending;
+    size_t next = 0;
+    for (;;) {
+      for (; next < m_order.size(); ++next) {
+        size_t i = m_order[next];
+        for (const auto& req : m_pkgs[i].needs) {
+          if (starts_with(req.name, "rpmlib(")) continue;
+          Rich rich;
+          if (starts_with(req.name, "(")) {
+            auto parsed = RichParser(req.name).parse();
+            if (!parsed) return Failure{parsed.error().kind, m_request.why + ": " + nevra(m_pkgs[i].pkg) + ": " + parsed.error().message};
+            rich = std::move(*parsed);
+          } else {
+            rich.leaf = req;
+          }
+          if (rich.op == Rich::If || rich.op == Rich::Unless) {
+            pending.emplace_back(std::move(rich), i);
+            continue;
+          }
+          if (auto r = require(rich, i); !r) return r;
+        }
+      }
+      // Conditions that what is chosen now makes true.
+      for (auto it = pending.begin(); it != pending.end();) {
+        const Rich& r = it->first;
+        if (!satisfied(r.args[1])) {
+          ++it;
           continue;
         }
-        Rich leaf;
-        leaf.leaf = req;
-        auto r = require(leaf, i);
-        if (!r) return r;
+        const Rich* branch = r.op == Rich::If ? &r.args[0] : r.args.size() > 2 ? &r.args[2] : nullptr;
+        if (branch)
+          if (auto res = require(*branch, it->second); !res) return res;
+        it = pending.erase(it);
       }
+      if (next < m_order.size()) continue;
+      if (pending.empty()) break;
+      // Nothing more came in: the remaining conditions stay false.
+      for (const auto& [r, from] : pending) {
+        const Rich* branch = r.op == Rich::Unless ? &r.args[0] : r.args.size() > 2 ? &r.args[2] : nullptr;
+        if (branch)
+          if (auto res = require(*branch, from); !res) return res;
+      }
+      pending.clear();
+      if (next == m_order.size()) break;
     }
     return {};
   }
@@ -975,9 +1009,12 @@ Result<std::vector<Package>> load_index(http::Transport& t, const PackageSource&
     std::string repomd_url = repo + "/repodata/repomd.xml";
     auto repomd = get_document(t, source, repomd_url, k_repomd_max);
     if (!repomd) return repomd.error();
-    auto sig = get_document(t, source, repomd_url + ".asc", k_signature_max);
-    if (!sig) return Failure{sig.error().kind, "rpm-md source '" + source.name + "': the signature of " + repomd_url + ": " + sig.error().message};
-    auto ok = openpgp::verify_detached(source.keyring, *repomd, *sig, repomd_url);
+    auto sig = get_optional_document(t, source, repomd_url + ".asc", k_signature_max);
+    if (!sig) return sig.error();
+    if (!*sig)
+      return op_error(repomd_url + ": not signed (" + repomd_url + ".asc: not found); package source '" + source.name +
+                      "' must be a signed repository");
+    auto ok = openpgp::verify_detached(source.keyring, *repomd, **sig, repomd_url);
     if (!ok) return ok.error();
     auto primary = parse_repomd(*repomd, repomd_url);
     if (!primary) return primary.error();
@@ -1025,6 +1062,43 @@ Result<std::vector<Package>> resolve(const std::vector<Package>& index, const Fe
     if (auto r = closure.ask(name); !r) return r.error();
   if (auto r = closure.walk(); !r) return r.error();
   return closure.result();
+}
+
+Result<void> write_site_repo(const std::vector<Fetched>& files, const openpgp::SigningKey& key, const std::filesystem::path& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (const char* old : {"Packages", "repodata"}) {
+    fs::remove_all(dir / old, ec);
+    if (ec) return op_error((dir / old).string() + ": cannot remove the earlier repository: " + ec.message());
+  }
+  fs::create_directories(dir / "Packages", ec);
+  if (ec) return op_error((dir / "Packages").string() + ": " + ec.message());
+  std::set<std::string> names;
+  for (const auto& f : files) {
+    std::string name = f.package.file_name();
+    if (!names.insert(name).second) return input_error(name + ": two packages with one file name for " + dir.string());
+    fs::copy_file(f.file, dir / "Packages" / name, ec);
+    if (ec) return op_error(f.file.string() + ": cannot copy into " + (dir / "Packages").string() + ": " + ec.message());
+  }
+  // gz metadata, which every dnf and yum reads; no sqlite (dnf never reads
+  // it); fixed names, so the layout is the one above.
+  std::vector<std::string> argv = {"createrepo_c", "--quiet", "--no-database", "--simple-md-filenames",
+                                   "--general-compress-type=gz", "--checksum=sha256"};
+  auto epoch = source_date_epoch();
+  if (!epoch) return epoch.error();
+  if (*epoch) argv.insert(argv.end(), {"--revision=" + std::to_string(**epoch), "--set-timestamp-to-revision"});
+  argv.push_back(dir.string());
+  auto run = run_process(argv);
+  if (!run) return run.error();
+  if (run->status != 0)
+    return op_error(dir.string() + ": createrepo_c failed (exit " + std::to_string(run->status) + "): " + bounded_line(std::string(trim(run->err))));
+  fs::path repomd = dir / "repodata" / "repomd.xml";
+  auto text = read_file(repomd, k_repomd_max);
+  if (!text) return text.error();
+  auto sig = key.detach_sign(*text, true);
+  if (!sig) return sig.error();
+  if (auto w = write_atomic(repomd.string() + ".asc", *sig); !w) return w;
+  return write_atomic(dir / "RPM-GPG-KEY-gpubundle", key.public_armored());
 }
 
 }  // namespace gb::packages::rpm_md

@@ -207,6 +207,12 @@ TEST_CASE("the Full closure follows Requires as dnf picks providers", "[rpm]") {
   CHECK(nevras(rpm_md::resolve(index_of(with), request({"needs-file"}), {source()})) ==
         std::vector<std::string>{"bash-5.1.8-6.el9.x86_64", "gcc-11.4.1-3.el9.x86_64", "glibc-2.34-100.el9.x86_64",
                                  "needs-file-1-1.noarch"});
+  // "(dracut if bash)" is listed before the "/bin/sh" that brings bash in, and still counts.
+  auto later = repo();
+  later.push_back({"needs-if-later", "noarch", "0", "1", "1", "x.src.rpm", {}, {"(dracut if bash)", "(mkinitrd if gone)", "/bin/sh"}, {}});
+  CHECK(nevras(rpm_md::resolve(index_of(later), request({"needs-if-later"}), {source()})) ==
+        std::vector<std::string>{"bash-5.1.8-6.el9.x86_64", "dracut-057-53.el9.x86_64", "glibc-2.34-100.el9.x86_64",
+                                 "needs-if-later-1-1.noarch"});
   // (dracut or mkinitrd): the first alternative that exists.
   CHECK(nevras(rpm_md::resolve(idx, request({"kernel-core"}), {source()})) ==
         std::vector<std::string>{"bash-5.1.8-6.el9.x86_64", "dracut-057-53.el9.x86_64", "glibc-2.34-100.el9.x86_64",
