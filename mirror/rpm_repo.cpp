@@ -329,14 +329,14 @@ Result<std::string> read_evr(const XmlReader& x, const std::string& where, bool 
   const std::string* v = x.attr("ver");
   const std::string* r = x.attr("rel");
   if (!v) {
-    if (required || e || r) return input_error(where + ": no ver attribute");
+    if (required || e || r) return op_error(where + ": no ver attribute");
     return std::string();
   }
   if (!is_evr_part(*v) || (r && !is_evr_part(*r)))
-    return input_error(where + ": version " + quote(*v) + (r ? "-" + quote(*r) : std::string()) + " is not an rpm version");
-  if (required && !r) return input_error(where + ": no rel attribute");
-  if (e && !e->empty() && !is_digits(*e)) return input_error(where + ": epoch " + quote(*e) + " is not a number");
-  if (e && e->size() > 10) return input_error(where + ": epoch " + quote(*e) + " is too large");
+    return op_error(where + ": version " + quote(*v) + (r ? "-" + quote(*r) : std::string()) + " is not an rpm version");
+  if (required && !r) return op_error(where + ": no rel attribute");
+  if (e && !e->empty() && !is_digits(*e)) return op_error(where + ": epoch " + quote(*e) + " is not a number");
+  if (e && e->size() > 10) return op_error(where + ": epoch " + quote(*e) + " is too large");
   std::string evr;
   if (e && !e->empty() && e->find_first_not_of('0') != std::string::npos) evr = std::to_string(std::stoull(*e)) + ":";
   evr += *v;
@@ -347,22 +347,22 @@ Result<std::string> read_evr(const XmlReader& x, const std::string& where, bool 
 Result<Dep> read_dep(const XmlReader& x, const std::string& where) {
   Dep d;
   const std::string* name = x.attr("name");
-  if (!name || name->empty() || name->size() > 4096) return input_error(where + ": an rpm:entry without a name");
+  if (!name || name->empty() || name->size() > 4096) return op_error(where + ": an rpm:entry without a name");
   for (char c : *name)
-    if (static_cast<unsigned char>(c) < 0x20) return input_error(where + ": entry name " + quote(*name) + " has a control character");
+    if (static_cast<unsigned char>(c) < 0x20) return op_error(where + ": entry name " + quote(*name) + " has a control character");
   d.name = *name;
   const std::string* flags = x.attr("flags");
   if (flags) {
     static const std::map<std::string, unsigned> k_flags = {{"EQ", k_equal}, {"LT", k_less}, {"LE", k_less | k_equal}, {"GT", k_greater}, {"GE", k_greater | k_equal}};
     auto it = k_flags.find(*flags);
-    if (it == k_flags.end()) return input_error(where + ": entry " + quote(*name) + " has unknown flags " + quote(*flags));
+    if (it == k_flags.end()) return op_error(where + ": entry " + quote(*name) + " has unknown flags " + quote(*flags));
     d.flags = it->second;
   }
   auto evr = read_evr(x, where + ": entry " + quote(*name), false);
   if (!evr) return evr.error();
   d.evr = std::move(*evr);
-  if (d.flags == k_any && !d.evr.empty()) return input_error(where + ": entry " + quote(*name) + " has a version but no flags");
-  if (d.flags != k_any && d.evr.empty()) return input_error(where + ": entry " + quote(*name) + " has flags but no version");
+  if (d.flags == k_any && !d.evr.empty()) return op_error(where + ": entry " + quote(*name) + " has a version but no flags");
+  if (d.flags != k_any && d.evr.empty()) return op_error(where + ": entry " + quote(*name) + " has flags but no version");
   return d;
 }
 
@@ -386,11 +386,11 @@ Result<void> read_packages(std::string_view xml, std::string_view root, const Pa
     if (ev == XmlReader::Event::Eof) break;
     std::string_view name = x.name();
     if (ev == XmlReader::Event::Start) {
-      if (x.depth() == 1 && name != root) return input_error(what + ": the root element is <" + std::string(name) + ">, not <" + std::string(root) + ">");
+      if (x.depth() == 1 && name != root) return op_error(what + ": the root element is <" + std::string(name) + ">, not <" + std::string(root) + ">");
       if (name == "package" && package_depth == 0) {
-        if (x.depth() > 2) return input_error(what + ": <package> nested in <" + std::string(name) + ">");
+        if (x.depth() > 2) return op_error(what + ": a <package> below the top level");
         const std::string* type = x.attr("type");
-        if (!type || *type != "rpm") return input_error(what + ": package " + std::to_string(count + 1) + " is not type=\"rpm\"");
+        if (!type || *type != "rpm") return op_error(what + ": package " + std::to_string(count + 1) + " is not type=\"rpm\"");
         package_depth = x.depth();
         package_begin = x.tag_begin();
         p = RpmPackage();
@@ -399,7 +399,7 @@ Result<void> read_packages(std::string_view xml, std::string_view root, const Pa
         continue;
       }
       if (package_depth == 0) {
-        if (x.depth() > 1) return input_error(what + ": unexpected <" + std::string(name) + "> outside a <package>");
+        if (x.depth() > 1) return op_error(what + ": unexpected <" + std::string(name) + "> outside a <package>");
         continue;
       }
       size_t level = x.depth() - package_depth;  // 1: package's children
@@ -411,20 +411,20 @@ Result<void> read_packages(std::string_view xml, std::string_view root, const Pa
         } else if (name == "checksum") {
           const std::string* type = x.attr("type");
           if (!type || *type != "sha256")
-            return input_error(where() + ": checksum type " + quote(type ? *type : "") + " is not supported (sha256 only)");
+            return op_error(where() + ": checksum type " + quote(type ? *type : "") + " is not supported (sha256 only)");
         } else if (name == "size") {
           const std::string* size = x.attr("package");
-          if (!size || !is_digits(*size) || size->size() > 15) return input_error(where() + ": size package= is not a number");
+          if (!size || !is_digits(*size) || size->size() > 15) return op_error(where() + ": size package= is not a number");
           p.pkg.size = std::stoull(*size);
         } else if (name == "location") {
-          if (x.attr("xml:base")) return input_error(where() + ": location xml:base (a package elsewhere) is not supported");
+          if (x.attr("xml:base")) return op_error(where() + ": location xml:base (a package elsewhere) is not supported");
           const std::string* href = x.attr("href");
           if (!href || !safe_location(*href) || !ends_with(*href, ".rpm"))
-            return input_error(where() + ": location href " + quote(href ? *href : "") + " is not an .rpm path below the repository");
+            return op_error(where() + ": location href " + quote(href ? *href : "") + " is not an .rpm path below the repository");
           p.pkg.location = *href;
         }
         if (!seen.insert(name).second)
-          return input_error(where() + ": two <" + std::string(name) + "> elements");
+          return op_error(where() + ": two <" + std::string(name) + "> elements");
       } else if (level == 2) {
         section = name;
       } else if (level == 3 && name == "rpm:entry" && with_deps) {
@@ -442,7 +442,7 @@ Result<void> read_packages(std::string_view xml, std::string_view root, const Pa
     if (x.depth() + 1 == package_depth) {  // </package>
       package_depth = 0;
       for (const char* field : {"name", "arch", "version", "checksum", "size", "location"})
-        if (!seen.count(field)) return input_error(where() + ": no <" + std::string(field) + ">");
+        if (!seen.count(field)) return op_error(where() + ": no <" + std::string(field) + ">");
       p.pkg.entry = std::string(xml.substr(package_begin, x.tag_end() - package_begin));
       p.pkg.repo_url = repo_url;
       p.pkg.origin = source.name;
@@ -456,28 +456,28 @@ Result<void> read_packages(std::string_view xml, std::string_view root, const Pa
     const std::string& text = x.text();
     if (level == 1) {
       if (name == "name") {
-        if (!is_word(text, "+._-")) return input_error(where() + ": name " + quote(text) + " is not an rpm package name");
+        if (!is_word(text, "+._-")) return op_error(where() + ": name " + quote(text) + " is not an rpm package name");
         p.pkg.name = text;
       } else if (name == "arch") {
-        if (!is_word(text, "_")) return input_error(where() + ": arch " + quote(text) + " is not an rpm architecture");
+        if (!is_word(text, "_")) return op_error(where() + ": arch " + quote(text) + " is not an rpm architecture");
         p.pkg.arch = text;
       } else if (name == "checksum") {
         std::string hex = to_lower(trim(text));
         if (hex.size() != 64 || hex.find_first_not_of("0123456789abcdef") != std::string::npos)
-          return input_error(where() + ": checksum " + quote(text) + " is not a sha256");
+          return op_error(where() + ": checksum " + quote(text) + " is not a sha256");
         p.pkg.sha256 = std::move(hex);
       }
     } else if (level == 2) {
       if (name == "rpm:sourcerpm") {
-        if (!text.empty() && !is_word(text, "+._-~^")) return input_error(where() + ": sourcerpm " + quote(text) + " is not a file name");
+        if (!text.empty() && !is_word(text, "+._-~^")) return op_error(where() + ": sourcerpm " + quote(text) + " is not a file name");
         p.pkg.source = text;
       } else if (name == "file" && with_deps) {
-        if (text.empty() || text[0] != '/') return input_error(where() + ": file " + quote(text) + " is not an absolute path");
+        if (text.empty() || text[0] != '/') return op_error(where() + ": file " + quote(text) + " is not an absolute path");
         p.files.push_back(text);
       }
     }
   }
-  if (!x.error().empty()) return input_error(x.error());
+  if (!x.error().empty()) return op_error(x.error());
   return {};
 }
 
@@ -584,7 +584,7 @@ public:
   }
 
 private:
-  Failure bad(const std::string& why) { return input_error("rich dependency " + quote(m_s) + ": " + why); }
+  Failure bad(const std::string& why) { return op_error("rich dependency " + quote(m_s) + ": " + why); }
   void skip() {
     while (m_pos < m_s.size() && m_s[m_pos] == ' ') ++m_pos;
   }
@@ -889,7 +889,7 @@ private:
         return {};
       }
       default:
-        return input_error(m_request.why + ": " + nevra(m_pkgs[from].pkg) + " has a rich dependency with '" +
+        return op_error(m_request.why + ": " + nevra(m_pkgs[from].pkg) + " has a rich dependency with '" +
                            (r.op == Rich::With ? "with" : "without") + "', which is not supported");
     }
   }
@@ -917,23 +917,23 @@ Result<RepomdPrimary> parse_repomd(std::string_view xml, const std::string& what
   std::string checksum_type;
   while (x.next(ev) && ev != XmlReader::Event::Eof) {
     if (x.depth() == 1 && ev == XmlReader::Event::Start && x.name() != "repomd")
-      return input_error(what + ": the root element is <" + std::string(x.name()) + ">, not <repomd>");
+      return op_error(what + ": the root element is <" + std::string(x.name()) + ">, not <repomd>");
     if (ev == XmlReader::Event::Start) {
       if (x.depth() == 2 && x.name() == "data") {
         const std::string* type = x.attr("type");
         in_primary = type && *type == "primary";
-        if (in_primary && found) return input_error(what + ": two <data type=\"primary\">");
+        if (in_primary && found) return op_error(what + ": two <data type=\"primary\">");
         found = found || in_primary;
       } else if (in_primary && x.depth() == 3) {
         if (x.name() == "checksum" || x.name() == "open-checksum") {
           const std::string* type = x.attr("type");
           checksum_type = type ? *type : "";
           if (checksum_type != "sha256" && x.name() == "checksum")
-            return input_error(what + ": primary checksum type " + quote(checksum_type) + " is not supported (sha256 only)");
+            return op_error(what + ": primary checksum type " + quote(checksum_type) + " is not supported (sha256 only)");
         } else if (x.name() == "location") {
-          if (x.attr("xml:base")) return input_error(what + ": primary location xml:base (metadata elsewhere) is not supported");
+          if (x.attr("xml:base")) return op_error(what + ": primary location xml:base (metadata elsewhere) is not supported");
           const std::string* href = x.attr("href");
-          if (!href || !safe_location(*href)) return input_error(what + ": primary location href " + quote(href ? *href : "") + " is not a path below the repository");
+          if (!href || !safe_location(*href)) return op_error(what + ": primary location href " + quote(href ? *href : "") + " is not a path below the repository");
           p.href = *href;
         }
       }
@@ -947,7 +947,7 @@ Result<RepomdPrimary> parse_repomd(std::string_view xml, const std::string& what
     if (x.depth() != 2) continue;
     std::string text(trim(x.text()));
     auto number = [&](std::uint64_t& out, bool& has) -> Result<void> {
-      if (!is_digits(text) || text.size() > 15) return input_error(what + ": primary " + std::string(x.name()) + " " + quote(text) + " is not a number");
+      if (!is_digits(text) || text.size() > 15) return op_error(what + ": primary " + std::string(x.name()) + " " + quote(text) + " is not a number");
       out = std::stoull(text);
       has = true;
       return {};
@@ -955,7 +955,7 @@ Result<RepomdPrimary> parse_repomd(std::string_view xml, const std::string& what
     auto hex = [&](std::string& out) -> Result<void> {
       std::string h = to_lower(text);
       if (h.size() != 64 || h.find_first_not_of("0123456789abcdef") != std::string::npos)
-        return input_error(what + ": primary " + std::string(x.name()) + " " + quote(text) + " is not a sha256");
+        return op_error(what + ": primary " + std::string(x.name()) + " " + quote(text) + " is not a sha256");
       out = std::move(h);
       return {};
     };
@@ -966,10 +966,10 @@ Result<RepomdPrimary> parse_repomd(std::string_view xml, const std::string& what
     else if (x.name() == "open-size") r = number(p.open_size, p.has_open_size);
     if (!r) return r.error();
   }
-  if (!x.error().empty()) return input_error(x.error());
-  if (!found) return input_error(what + ": no <data type=\"primary\">");
-  if (p.href.empty()) return input_error(what + ": the primary data has no location");
-  if (p.sha256.empty()) return input_error(what + ": the primary data has no sha256 checksum");
+  if (!x.error().empty()) return op_error(x.error());
+  if (!found) return op_error(what + ": no <data type=\"primary\">");
+  if (p.href.empty()) return op_error(what + ": the primary data has no location");
+  if (p.sha256.empty()) return op_error(what + ": the primary data has no sha256 checksum");
   return p;
 }
 
@@ -1055,7 +1055,7 @@ Result<std::vector<Package>> resolve(const std::vector<Package>& index, const Fe
       return {};
     });
     if (!r) return r.error();
-    if (pkgs.size() != before + 1) return input_error(p.repo_url + ": " + nevra(p) + ": the index entry is not one <package>");
+    if (pkgs.size() != before + 1) return op_error(p.repo_url + ": " + nevra(p) + ": the index entry is not one <package>");
   }
   Resolver closure(std::move(pkgs), request, sources);
   for (const auto& name : request.names)
@@ -1076,7 +1076,7 @@ Result<void> write_site_repo(const std::vector<Fetched>& files, const openpgp::S
   std::set<std::string> names;
   for (const auto& f : files) {
     std::string name = f.package.file_name();
-    if (!names.insert(name).second) return input_error(name + ": two packages with one file name for " + dir.string());
+    if (!names.insert(name).second) return op_error(name + ": two packages with one file name for " + dir.string());
     fs::copy_file(f.file, dir / "Packages" / name, ec);
     if (ec) return op_error(f.file.string() + ": cannot copy into " + (dir / "Packages").string() + ": " + ec.message());
   }

@@ -289,6 +289,8 @@ TEST_CASE("primary.xml outside its known shape is refused with the document and 
   };
   const std::string at = "http://mirror.example/el9/BaseOS/repodata/primary.xml.gz: ";
   CHECK(parse_error(good).empty());
+  // The mirror's document is not the user's input: a failed operation (exit 1).
+  CHECK(rpm_md::parse_primary("<metadata", source(), "u", "w").error().kind == ErrorKind::Failed);
   CHECK(parse_error("<?xml version=\"1.0\"?>\n<!DOCTYPE x [<!ENTITY a \"b\">]><metadata/>") ==
         at + "line 2: unexpected '<!DOCTYPE' (no DOCTYPE, CDATA or processing instructions here)");
   CHECK(parse_error(with("<summary>", "<summary><![CDATA[x]]>")) .find("unexpected '<![CDATA['") != std::string::npos);
