@@ -689,10 +689,11 @@ public:
   // Adds the best package for one requested name.
   Result<void> ask(const std::string& name) {
     std::optional<size_t> best;
+    int best_form = 0;
     for (size_t i = 0; i < m_pkgs.size(); ++i) {
-      const Package& p = m_pkgs[i].pkg;
-      if (!matches_name(p, name)) continue;
-      if (!best || better(i, *best)) best = i;
+      int form = matches_name(m_pkgs[i].pkg, name);
+      if (form == 0 || form < best_form) continue;
+      if (!best || form > best_form || better(i, *best)) best = i, best_form = form;
     }
     if (!best)
       return input_error(m_request.why + ": no package " + quote(name) + " for " + m_request.arch + " in " + describe_sources(m_sources));
@@ -768,22 +769,24 @@ private:
     Dep dep;
   };
 
-  static bool matches_name(const Package& p, std::string_view want) {
-    if (!starts_with(want, p.name)) return false;
+  // How `want` names p: 2 by its name (NAME, NAME.ARCH), 1 with a version,
+  // 0 not at all. A package named "foo-1" wins over foo version 1, as in dnf.
+  static int matches_name(const Package& p, std::string_view want) {
+    if (!starts_with(want, p.name)) return 0;
     std::string_view rest = want.substr(p.name.size());
-    if (rest.empty()) return true;
-    if (rest == "." + p.arch) return true;
-    if (rest[0] != '-') return false;
+    if (rest.empty() || rest == "." + p.arch) return 2;
+    if (rest[0] != '-') return 0;
     rest.remove_prefix(1);
-    if (ends_with(rest, "." + p.arch) && matches_evr(p.version, rest.substr(0, rest.size() - p.arch.size() - 1))) return true;
-    return matches_evr(p.version, rest);
+    if (ends_with(rest, "." + p.arch) && matches_evr(p.version, rest.substr(0, rest.size() - p.arch.size() - 1))) return 1;
+    return matches_evr(p.version, rest) ? 1 : 0;
   }
-  // version is "[e:]v-r"; asked may carry the epoch or not.
+  // version is "[e:]v-r"; asked may leave out the epoch, or the release
+  // (dnf's NAME-VERSION: the driver container asks gcc-<version>).
   static bool matches_evr(std::string_view version, std::string_view asked) {
     if (asked == version) return true;
     Evr a = split_evr(asked), v = split_evr(version);
     std::string_view ae = a.epoch.empty() ? "0" : a.epoch, ve = v.epoch.empty() ? "0" : v.epoch;
-    return !a.release.empty() && a.version == v.version && a.release == v.release && (a.epoch.empty() || ae == ve);
+    return a.version == v.version && (a.release.empty() || a.release == v.release) && (a.epoch.empty() || ae == ve);
   }
 
   // dnf's pick among packages: the highest version, then the machine's arch over noarch, then the first listed.
@@ -869,7 +872,8 @@ private:
         if (best) add(*best);
         else if (m_request.closure == Closure::Full)
           return input_error(m_request.why + ": " + nevra(m_pkgs[from].pkg) + " requires " + quote(r.leaf.text()) +
-                             ", which no package for " + m_request.arch + " provides in " + describe_sources(m_sources));
+                             ", which no package for " + m_request.arch + " provides in " + describe_sources(m_sources) +
+                             (r.leaf.name[0] == '/' ? " (primary.xml lists only files in bin/ and /etc; filelists.xml is not read)" : ""));
         return {};
       }
       case Rich::And:

@@ -55,12 +55,13 @@ int compare_versions(std::string_view a, std::string_view b);
 
 // request.names and their Requires closure (request.closure) from `index`
 // (load_index of `sources`, which are named in errors). A name is NAME,
-// NAME.ARCH, NAME-[EPOCH:]VERSION-RELEASE or NAME-[EPOCH:]VERSION-RELEASE.ARCH
-// (kernel-devel-5.14.0-427.13.1.el9_4.x86_64). Of several candidates the
-// highest version wins, then request.arch over noarch, as dnf picks. rpmlib()
-// requires are rpm's own and skipped; rich dependencies follow `or` (first
-// satisfiable), `and`, `if`/`unless` (by what is already chosen); `with` and
-// `without` are refused, naming the package. Sorted by name.
+// NAME.ARCH, NAME-[EPOCH:]VERSION (gcc-11.4.1), NAME-[EPOCH:]VERSION-RELEASE
+// or that .ARCH (kernel-devel-5.14.0-427.13.1.el9_4.x86_64). Of several
+// candidates the highest version wins, then request.arch over noarch, as dnf
+// picks. rpmlib() requires are rpm's own and skipped; rich dependencies
+// follow `or` (first satisfiable), `and`, `if`/`unless` (decided once the
+// rest of the closure is known); `with` and `without` are refused, naming
+// the package. Sorted by name.
 Result<std::vector<Package>> resolve(const std::vector<Package>& index, const FetchRequest& request,
                                      const std::vector<PackageSource>& sources);
 

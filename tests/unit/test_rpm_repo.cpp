@@ -226,7 +226,7 @@ TEST_CASE("the SameSource closure stays within the kernel's source rpm", "[rpm]"
                                                "kernel-headers-6.1.0-1.el9.x86_64", "kernel-modules-core-6.1.0-1.el9.x86_64"});
 }
 
-TEST_CASE("requested names match NAME, NAME.ARCH, NAME-VERSION-RELEASE[.ARCH] with or without the epoch", "[rpm]") {
+TEST_CASE("requested names match NAME, NAME.ARCH, NAME-VERSION[-RELEASE[.ARCH]] with or without the epoch", "[rpm]") {
   auto idx = index_of(repo());
   auto one = [&](const std::string& name) {
     auto r = rpm_md::resolve(idx, request({name}, Closure::SameSource), {source()});
@@ -239,6 +239,9 @@ TEST_CASE("requested names match NAME, NAME.ARCH, NAME-VERSION-RELEASE[.ARCH] wi
   CHECK(one("kernel-headers-6.1.0-1.el9.x86_64") == "kernel-headers-6.1.0-1.el9.x86_64");
   CHECK(one("kernel-headers-0:6.1.0-1.el9.x86_64") == "kernel-headers-6.1.0-1.el9.x86_64");
   CHECK(one("mkinitrd") == "mkinitrd-1-1.el9.noarch");
+  CHECK(one("gcc-11.3.1") == "gcc-11.3.1-4.el9.x86_64");  // NAME-VERSION, as the driver container asks gcc
+  CHECK(one("kernel-headers-6.1.0") == "kernel-headers-6.1.0-1.el9.x86_64");
+  CHECK(!error_of(rpm_md::resolve(idx, request({"kernel-headers-6.1"}), {source()})).empty());
   // Same version for x86_64 and noarch: the machine's arch, as dnf prefers.
   auto both = repo();
   both.push_back({"gcc", "noarch", "0", "11.4.1", "3.el9", "gcc-11.4.1-3.el9.src.rpm", {}, {}, {}});
@@ -254,6 +257,10 @@ TEST_CASE("requested names match NAME, NAME.ARCH, NAME-VERSION-RELEASE[.ARCH] wi
   kernel.push_back({"kernel", "x86_64", "0", "6.1.0", "1.el9", k_kernel_src, {}, {}, {}});
   auto r = rpm_md::resolve(index_of(kernel), request({"kernel-devel-6.1.0-1.el9"}, Closure::SameSource), {source()});
   CHECK(nevras(r).front() == "kernel-devel-6.1.0-1.el9.x86_64");
+  auto named_like_a_version = repo();
+  named_like_a_version.push_back({"gcc-11.3.1", "noarch", "0", "1", "1", "x.src.rpm", {}, {}, {}});
+  CHECK(nevras(rpm_md::resolve(index_of(named_like_a_version), request({"gcc-11.3.1"}, Closure::SameSource), {source()})) ==
+        std::vector<std::string>{"gcc-11.3.1-1-1.noarch"});
   CHECK(!error_of(rpm_md::resolve(idx, request({"gcc-12.0.0-1.el9.aarch64"}), {source()})).empty());  // another arch
 }
 
