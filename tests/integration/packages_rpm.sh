@@ -2,6 +2,7 @@
 # The rpm-md client against real parts: a stand-in RHEL mirror built with
 # Debian's rpm, createrepo_c and gpg (tests/tools/rpm-standin.sh), served on
 # loopback, and dnf with a private configuration as the reference.
+#   - compare_versions agrees with python3-rpm's labelCompare on 3000 random pairs;
 #   - the Full closure of a kernel's packages is what `dnf install
 #     --downloadonly` fetches into an empty root, byte for byte;
 #   - SameSource is the part of it built from the kernel's source rpm;
@@ -67,6 +68,34 @@ upstream_repo() {
   done
 }
 names="kernel-headers-$KVER kernel-devel-$KVER kernel-core-$KVER"
+
+# --- rpm's version order, against rpm's own ---------------------------------
+# Random epoch:version-release pairs from the characters that matter (digits,
+# letters, separators, ~ and ^), compared by python3-rpm's labelCompare.
+/usr/bin/python3 - "$work/vercmp" <<'EOF'
+import random, sys
+import rpm
+rng = random.Random(17)
+parts = ["0", "1", "2", "9", "10", "007", "a", "b", "rc", "Z", ".", "_", "+", "~", "^", "~", "^"]
+def seg():
+    return "".join(rng.choice(parts) for _ in range(rng.randint(1, 5)))
+with open(sys.argv[1] + ".in", "w") as pairs, open(sys.argv[1] + ".want", "w") as want:
+    for _ in range(3000):
+        (e1, e2) = (rng.choice(["", "0", "1", "2", "10"]) for _ in range(2))
+        (v1, v2) = (seg() for _ in range(2))
+        if rng.random() < 0.3: v2 = v1
+        (r1, r2) = (seg() for _ in range(2))
+        if rng.random() < 0.3: r2 = r1
+        a = (e1 + ":" if e1 else "") + v1 + "-" + r1
+        b = (e2 + ":" if e2 else "") + v2 + "-" + r2
+        pairs.write(f"{a} {b}\n")
+        want.write(f"{rpm.labelCompare((e1 or None, v1, r1), (e2 or None, v2, r2))}\n")
+EOF
+"$tool" --vercmp <"$work/vercmp.in" >"$work/vercmp.got"
+if ! cmp -s "$work/vercmp.want" "$work/vercmp.got"; then
+  paste -d' ' "$work/vercmp.in" "$work/vercmp.want" "$work/vercmp.got" | awk '$3 != $4' | head -5 >&2
+  fail "compare_versions differs from rpm's labelCompare (A B rpm ours above)"
+fi
 
 # --- the Full closure is dnf's -----------------------------------------------
 "$tool" "$work/recipe.yaml" --kernel "$KVER" --dest "$work/full" >"$work/full.txt" 2>"$work/err" || fail "Full: $(cat "$work/err")"

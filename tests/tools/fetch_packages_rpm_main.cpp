@@ -8,6 +8,10 @@
 //
 // Prints "NAME VERSION ARCH FILE" per package, sorted. Errors: one line on
 // stderr, exit 2 for bad input, 1 for a failed operation.
+//
+//   fetch_packages_rpm --vercmp < PAIRS
+// prints compare_versions(A, B) (-1, 0, 1) for each line "A B" of stdin, to
+// hold against rpm's own (python3-rpm's labelCompare).
 #include <algorithm>
 #include <iostream>
 
@@ -84,6 +88,14 @@ void run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 2 && std::string(argv[1]) == "--vercmp") {
+    std::string a, b;
+    while (std::cin >> a >> b) {
+      int c = packages::rpm_md::compare_versions(a, b);
+      std::cout << (c < 0 ? -1 : c > 0 ? 1 : 0) << "\n";
+    }
+    return 0;
+  }
   if (argc < 2 || argc % 2 != 0) return usage();
   try {
     run(argc, argv);
