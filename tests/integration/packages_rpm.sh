@@ -215,4 +215,12 @@ mapfile -t other < <(site_repo "$work/standin/other-key.asc")
 if dnf_fetch other "$work/other-dl" "${other[@]}" -- $names; then fail "dnf took the site repository under another key"; fi
 grep -qiE "gpg|signature" "$work/dnf-other/out.log" || fail "dnf failed for another reason: $(tail -5 "$work/dnf-other/out.log")"
 
+# Written again over the same folder: the earlier packages go, the key stays.
+cp "$work/site/RPM-GPG-KEY-gpubundle" "$work/site-key.before"
+"$tool" "$work/recipe.yaml" --kernel "$KVER" --closure same-source --dest "$work/same" --site-repo "$work/site" --site-key "$work/site.key" >/dev/null 2>"$work/err" ||
+  fail "site repository, second time: $(cat "$work/err")"
+diff <(ls "$work/same") <(ls "$work/site/Packages") || fail "the second site repository kept earlier packages"
+cmp -s "$work/site-key.before" "$work/site/RPM-GPG-KEY-gpubundle" || fail "the site key changed"
+zcat "$work/site/repodata/primary.xml.gz" | grep -q 'packages="3"' || fail "the second site repository's primary.xml: $(zcat "$work/site/repodata/primary.xml.gz" | head -3)"
+
 echo "packages-rpm: ok ($(ls "$work/full" | wc -l) packages; dnf agrees on the closure and reads the site repository)"
