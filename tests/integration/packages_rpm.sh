@@ -223,4 +223,4 @@ diff <(ls "$work/same") <(ls "$work/site/Packages") || fail "the second site rep
 cmp -s "$work/site-key.before" "$work/site/RPM-GPG-KEY-gpubundle" || fail "the site key changed"
 zcat "$work/site/repodata/primary.xml.gz" | grep -q 'packages="3"' || fail "the second site repository's primary.xml: $(zcat "$work/site/repodata/primary.xml.gz" | head -3)"
 
-echo "packages-rpm: ok ($(ls "$work/full" | wc -l) packages; dnf agrees on the closure and reads the site repository)"
+echo "packages-rpm: ok ($(find "$work/full" -name '*.rpm' | wc -l) packages; dnf agrees on the closure and reads the site repository)"
