@@ -1105,4 +1105,9 @@ Result<void> write_site_repo(const std::vector<Fetched>& files, const openpgp::S
   return write_atomic(dir / "RPM-GPG-KEY-gpubundle", key.public_armored());
 }
 
+std::string repo_file(const std::string& id, const std::string& baseurl, const std::string& key_url) {
+  return "[" + id + "]\nname=" + id + " (kernel packages from gpubundle)\nbaseurl=" + baseurl +
+         "\nenabled=1\nrepo_gpgcheck=1\ngpgcheck=0\ngpgkey=" + key_url + "\n";
+}
+
 }  // namespace gb::packages::rpm_md

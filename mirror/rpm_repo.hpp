@@ -77,4 +77,13 @@ Result<std::vector<Package>> parse_primary(std::string_view xml, const PackageSo
 Result<void> write_site_repo(const std::vector<Fetched>& files, const openpgp::SigningKey& key,
                              const std::filesystem::path& dir);
 
+// The dnf .repo file (/etc/yum.repos.d/<id>.repo) for the site repository at
+// `baseurl`: repo_gpgcheck=1 against the key at `key_url` (file:// or
+// http(s)://). gpgcheck=0: the signed repomd.xml already pins every rpm's
+// sha256, and the site key did not sign the rpms themselves. The key can
+// travel beside the .repo in the driver's repoConfig ConfigMap (mounted at
+// /etc/yum.repos.d, where dnf reads only *.repo): key_url
+// file:///etc/yum.repos.d/RPM-GPG-KEY-gpubundle.
+std::string repo_file(const std::string& id, const std::string& baseurl, const std::string& key_url);
+
 }  // namespace gb::packages::rpm_md

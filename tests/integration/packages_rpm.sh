@@ -192,7 +192,8 @@ write_recipe "$work/closed.yaml" "http://127.0.0.1:$port"
 refused 1 "http://127.0.0.1:$port/BaseOS/repodata/repomd.xml" "$work/closed.yaml" --kernel "$KVER" --dest "$work/t8"
 
 # --- the site repository, read by dnf ----------------------------------------
-"$tool" "$work/recipe.yaml" --kernel "$KVER" --dest "$work/full" --site-repo "$work/site" --site-key "$work/site.key" >/dev/null 2>"$work/err" ||
+"$tool" "$work/recipe.yaml" --kernel "$KVER" --dest "$work/full" --site-repo "$work/site" --site-key "$work/site.key" \
+  --repo-file "$work/gpubundle.repo" >/dev/null 2>"$work/err" ||
   fail "site repository: $(cat "$work/err")"
 for f in repodata/repomd.xml repodata/repomd.xml.asc repodata/primary.xml.gz RPM-GPG-KEY-gpubundle; do
   [[ -f $work/site/$f ]] || fail "the site repository has no $f"
@@ -201,16 +202,18 @@ mkdir -m 700 "$work/gpgv-home"
 gpg --homedir "$work/gpgv-home" --batch --dearmor <"$work/site/RPM-GPG-KEY-gpubundle" >"$work/site-key.gpg"
 gpgv --homedir "$work/gpgv-home" --keyring "$work/site-key.gpg" "$work/site/repodata/repomd.xml.asc" "$work/site/repodata/repomd.xml" 2>"$work/err" ||
   fail "repomd.xml.asc does not verify with RPM-GPG-KEY-gpubundle: $(cat "$work/err")"
-site_repo() {  # KEYFILE
-  printf '%s\n' "[gpubundle]" "name=gpubundle site" "baseurl=file://$work/site" "repo_gpgcheck=1" "gpgcheck=0" "gpgkey=file://$1"
-}
-mapfile -t site < <(site_repo "$work/site/RPM-GPG-KEY-gpubundle")
+# The .repo file as repo_file() writes it, the key beside it in the repos
+# folder, as a repoConfig ConfigMap mounted at /etc/yum.repos.d holds both.
+mkdir -p "$work/dnf-site/repos"
+cp "$work/site/RPM-GPG-KEY-gpubundle" "$work/dnf-site/repos/"
+mapfile -t site < <(sed "s|^gpgkey=.*|gpgkey=file://$work/dnf-site/repos/RPM-GPG-KEY-gpubundle|" "$work/gpubundle.repo")
+grep -qx "repo_gpgcheck=1" "$work/gpubundle.repo" || fail "the .repo file does not check the repository's signature"
 # shellcheck disable=SC2086
 dnf_fetch site "$work/site-dl" "${site[@]}" -- $names || fail "dnf refused the site repository: $(tail -5 "$work/dnf-site/out.log")"
 diff <(ls "$work/full") <(ls "$work/site-dl") || fail "dnf fetched other packages from the site repository (left: the build side)"
 for f in "$work"/full/*.rpm; do cmp -s "$f" "$work/site-dl/$(basename "$f")" || fail "$(basename "$f") changed on the way"; done
 # The same repository under another key: dnf's repo_gpgcheck refuses it (so the check above was one).
-mapfile -t other < <(site_repo "$work/standin/other-key.asc")
+mapfile -t other < <(sed "s|^gpgkey=.*|gpgkey=file://$work/standin/other-key.asc|" "$work/gpubundle.repo")
 # shellcheck disable=SC2086
 if dnf_fetch other "$work/other-dl" "${other[@]}" -- $names; then fail "dnf took the site repository under another key"; fi
 grep -qiE "gpg|signature" "$work/dnf-other/out.log" || fail "dnf failed for another reason: $(tail -5 "$work/dnf-other/out.log")"

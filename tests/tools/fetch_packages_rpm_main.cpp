@@ -4,7 +4,7 @@
 // optionally the site repository written from them.
 //
 //   fetch_packages_rpm RECIPE --dest DIR (--kernel KVER | --name NAME...) [--closure full|same-source]
-//                      [--arch x86_64] [--site-repo DIR --site-key KEYFILE]
+//                      [--arch x86_64] [--site-repo DIR --site-key KEYFILE [--repo-file FILE]]
 //
 // Prints "NAME VERSION ARCH FILE" per package, sorted. Errors: one line on
 // stderr, exit 2 for bad input, 1 for a failed operation.
@@ -16,6 +16,7 @@
 #include <iostream>
 
 #include "common/error.hpp"
+#include "common/files.hpp"
 #include "mirror/http_transport.hpp"
 #include "mirror/packages.hpp"
 #include "mirror/rpm_repo.hpp"
@@ -28,13 +29,13 @@ namespace {
 
 int usage() {
   std::cerr << "usage: fetch_packages_rpm RECIPE --dest DIR (--kernel KVER | --name NAME...) [--closure full|same-source] "
-               "[--arch ARCH] [--site-repo DIR --site-key KEYFILE]\n";
+               "[--arch ARCH] [--site-repo DIR --site-key KEYFILE [--repo-file FILE]]\n";
   return 2;
 }
 
 void run(int argc, char** argv) {
   std::string recipe_file, kernel, arch = "x86_64", closure = "full";
-  std::filesystem::path dest, site_repo, site_key;
+  std::filesystem::path dest, site_repo, site_key, repo_file;
   std::vector<std::string> names;
   for (int i = 2; i + 1 < argc; i += 2) {
     std::string opt = argv[i], val = argv[i + 1];
@@ -45,6 +46,7 @@ void run(int argc, char** argv) {
     else if (opt == "--closure") closure = val;
     else if (opt == "--site-repo") site_repo = val;
     else if (opt == "--site-key") site_key = val;
+    else if (opt == "--repo-file") repo_file = val;
     else throw Error(ErrorKind::Input, "unknown option " + opt);
   }
   Recipe recipe = load_recipe(argv[1]).value_or_throw();
@@ -82,6 +84,11 @@ void run(int argc, char** argv) {
     auto key = std::filesystem::exists(site_key) ? openpgp::SigningKey::load(site_key).value_or_throw()
                                                  : openpgp::SigningKey::generate(site_key, "gpubundle test site <site@example.invalid>").value_or_throw();
     packages::rpm_md::write_site_repo(files, key, site_repo).value_or_throw();
+    if (!repo_file.empty()) {
+      auto dir = std::filesystem::absolute(site_repo).string();
+      write_atomic(repo_file, packages::rpm_md::repo_file("gpubundle", "file://" + dir, "file://" + dir + "/RPM-GPG-KEY-gpubundle"))
+          .value_or_throw();
+    }
   }
 }
 
