@@ -9,8 +9,9 @@
 #   - refused: repomd.xml signed by another key, unsigned, or edited after
 #     signing; primary.xml edited; an rpm replaced; an unknown kernel; a
 #     closed port; each one line naming the URL or the kernel and the repos;
-#   - the site repository (write_site_repo) read by dnf with repo_gpgcheck=1,
-#     and refused by dnf under another key.
+#   - the site repository (write_site_repo), served on loopback, read by dnf
+#     through repo_file()'s .repo with repo_gpgcheck=1, and refused by dnf
+#     under another key.
 # Usage: packages_rpm.sh FETCH_PACKAGES_RPM
 set -euo pipefail
 
@@ -173,10 +174,10 @@ cp "$work/primary.good" "$primary"
 restore
 "$tool" "$work/recipe.yaml" --kernel "$KVER" --closure same-source --dest "$work/t5" >/dev/null 2>"$work/err" || fail "the repository did not come back: $(cat "$work/err")"
 
-# An rpm replaced by other bytes under its name.
+# An rpm with other bytes (one changed) under its name.
 headers=$WWW/BaseOS/Packages/kernel-headers-6.1.0-1.el9.x86_64.rpm
 cp "$headers" "$work/headers.good"
-cp "$WWW/BaseOS/Packages/kernel-headers-6.2.0-1.el9.x86_64.rpm" "$headers"
+/usr/bin/python3 -c 'import sys; d = bytearray(open(sys.argv[1], "rb").read()); d[len(d) // 2] ^= 1; open(sys.argv[1], "wb").write(d)' "$headers"
 refused 1 "$URL/BaseOS/Packages/kernel-headers-6.1.0-1.el9.x86_64.rpm: " "$work/recipe.yaml" --kernel "$KVER" --dest "$work/t6"
 grep -qF "but its signed index says" "$work/err" || fail "the replaced rpm: $(cat "$work/err")"
 [[ ! -e $work/t6/kernel-headers-6.1.0-1.el9.x86_64.rpm ]] || fail "the replaced rpm was kept"
@@ -202,18 +203,20 @@ mkdir -m 700 "$work/gpgv-home"
 gpg --homedir "$work/gpgv-home" --batch --dearmor <"$work/site/RPM-GPG-KEY-gpubundle" >"$work/site-key.gpg"
 gpgv --homedir "$work/gpgv-home" --keyring "$work/site-key.gpg" "$work/site/repodata/repomd.xml.asc" "$work/site/repodata/repomd.xml" 2>"$work/err" ||
   fail "repomd.xml.asc does not verify with RPM-GPG-KEY-gpubundle: $(cat "$work/err")"
-# The .repo file as repo_file() writes it, the key beside it in the repos
-# folder, as a repoConfig ConfigMap mounted at /etc/yum.repos.d holds both.
+# Served over HTTP as the driver pods reach it, through the .repo file
+# repo_file() writes, the key beside it in the repos folder, as a repoConfig
+# ConfigMap mounted at /etc/yum.repos.d holds both.
+site_url=$(bash "$src/tests/tools/rpm-standin.sh" serve "$work/standin" site "$work/site" /repodata/repomd.xml)
 mkdir -p "$work/dnf-site/repos"
 cp "$work/site/RPM-GPG-KEY-gpubundle" "$work/dnf-site/repos/"
-mapfile -t site < <(sed "s|^gpgkey=.*|gpgkey=file://$work/dnf-site/repos/RPM-GPG-KEY-gpubundle|" "$work/gpubundle.repo")
+mapfile -t site < <(sed -e "s|^gpgkey=.*|gpgkey=file://$work/dnf-site/repos/RPM-GPG-KEY-gpubundle|" -e "s|^baseurl=.*|baseurl=$site_url|" "$work/gpubundle.repo")
 grep -qx "repo_gpgcheck=1" "$work/gpubundle.repo" || fail "the .repo file does not check the repository's signature"
 # shellcheck disable=SC2086
 dnf_fetch site "$work/site-dl" "${site[@]}" -- $names || fail "dnf refused the site repository: $(tail -5 "$work/dnf-site/out.log")"
 diff <(ls "$work/full") <(ls "$work/site-dl") || fail "dnf fetched other packages from the site repository (left: the build side)"
 for f in "$work"/full/*.rpm; do cmp -s "$f" "$work/site-dl/$(basename "$f")" || fail "$(basename "$f") changed on the way"; done
 # The same repository under another key: dnf's repo_gpgcheck refuses it (so the check above was one).
-mapfile -t other < <(sed "s|^gpgkey=.*|gpgkey=file://$work/standin/other-key.asc|" "$work/gpubundle.repo")
+mapfile -t other < <(sed -e "s|^gpgkey=.*|gpgkey=file://$work/standin/other-key.asc|" -e "s|^baseurl=.*|baseurl=$site_url|" "$work/gpubundle.repo")
 # shellcheck disable=SC2086
 if dnf_fetch other "$work/other-dl" "${other[@]}" -- $names; then fail "dnf took the site repository under another key"; fi
 grep -qiE "gpg|signature" "$work/dnf-other/out.log" || fail "dnf failed for another reason: $(tail -5 "$work/dnf-other/out.log")"

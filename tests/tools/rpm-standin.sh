@@ -3,7 +3,10 @@
 # createrepo_c and gpg.
 #
 #   rpm-standin.sh OUTDIR         build, sign and serve; prints shell-sourceable lines
-#   rpm-standin.sh stop OUTDIR    stop the server (idempotent)
+#   rpm-standin.sh stop OUTDIR    stop its servers (idempotent)
+#   rpm-standin.sh serve OUTDIR NAME DIR PROBE
+#                                 serve another folder (a site repository) on loopback
+#                                 until `stop OUTDIR`; prints its URL once DIR/PROBE answers
 #
 # Two repos below the URL, as in a RHEL mirror:
 #   BaseOS:    kernel-{devel,headers,core} 6.1.0-1.el9 and 6.2.0-1.el9 (all of
@@ -29,12 +32,41 @@ set -euo pipefail
 TOOLS=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 PY=/usr/bin/python3
 
+# serve NAME DIR PROBE: python3 -m http.server for DIR on a free port,
+# recorded under $OUT as http-NAME; prints its URL once PROBE answers 200.
+serve() {
+  "$PY" - "$TOOLS" "$OUT" "$1" "$2" "$3" <<'EOF'
+import sys
+sys.path.insert(0, sys.argv[1])
+import harness
+out, name, directory, probe = sys.argv[2:]
+harness.stop(out, {"http"}, name)
+for attempt in range(5):
+    port = harness.free_port()
+    proc = harness.spawn(out, "http", name, [sys.executable, "-m", "http.server", "--bind", "127.0.0.1",
+                                             "--directory", directory, str(port)], f"{out}/http-{name}.log")
+    url = f"http://127.0.0.1:{port}"
+    if harness.wait_http(url + probe, proc, ok=(200,)):
+        print(url)
+        sys.exit(0)
+    harness.stop(out, {"http"}, name)
+harness.die(f"python3 -m http.server did not start (see {out}/http-{name}.log)")
+EOF
+}
+
+if [[ ${1:-} == serve ]]; then
+  [[ $# -eq 5 ]] || { echo "usage: rpm-standin.sh serve OUTDIR NAME DIR PROBE" >&2; exit 2; }
+  mkdir -p "$2"
+  OUT=$(cd "$2" && pwd)
+  serve "$3" "$4" "$5"
+  exit 0
+fi
 if [[ ${1:-} == stop ]]; then
   [[ -n ${2:-} ]] || { echo "usage: rpm-standin.sh stop OUTDIR" >&2; exit 2; }
   "$PY" -c 'import sys; sys.path.insert(0, sys.argv[1]); import harness; harness.stop(sys.argv[2])' "$TOOLS" "$2"
   exit 0
 fi
-[[ $# -eq 1 ]] || { echo "usage: rpm-standin.sh OUTDIR | rpm-standin.sh stop OUTDIR" >&2; exit 2; }
+[[ $# -eq 1 ]] || { echo "usage: rpm-standin.sh OUTDIR | stop OUTDIR | serve OUTDIR NAME DIR PROBE" >&2; exit 2; }
 for tool in rpmbuild createrepo_c gpg; do
   command -v "$tool" >/dev/null || { echo "rpm-standin: $tool is missing (scripts/install-deps.sh installs it)" >&2; exit 77; }
 done
@@ -157,24 +189,7 @@ done
 for home in gnupg gnupg-other; do gpgconf --homedir "$OUT/$home" --kill gpg-agent 2>/dev/null || true; done
 
 # --- serve ----------------------------------------------------------------
-url=$("$PY" - "$TOOLS" "$OUT" <<'EOF'
-import sys
-sys.path.insert(0, sys.argv[1])
-import harness
-out = sys.argv[2]
-harness.stop(out)
-for attempt in range(5):
-    port = harness.free_port()
-    proc = harness.spawn(out, "http", "rpm", [sys.executable, "-m", "http.server", "--bind", "127.0.0.1",
-                                              "--directory", out + "/www", str(port)], out + "/http.log")
-    url = f"http://127.0.0.1:{port}"
-    if harness.wait_http(url + "/BaseOS/repodata/repomd.xml", proc, ok=(200,)):
-        print(url)
-        sys.exit(0)
-    harness.stop(out)
-harness.die("python3 -m http.server did not start (see " + out + "/http.log)")
-EOF
-)
+url=$(serve rpm "$OUT/www" /BaseOS/repodata/repomd.xml)
 
 cat >"$OUT/env" <<EOF
 RPM_STANDIN_URL=$url
