@@ -117,7 +117,8 @@ public:
 
   bool fail(const std::string& message) {
     if (m_error.empty()) {
-      size_t line = 1 + static_cast<size_t>(std::count(m_doc.begin(), m_doc.begin() + static_cast<std::ptrdiff_t>(std::min(m_pos, m_doc.size())), '\n'));
+      size_t line = 1;
+      for (size_t i = 0; i < std::min(m_pos, m_doc.size()); ++i) line += m_doc[i] == '\n';
       m_error = m_what + ": line " + std::to_string(line) + ": " + message;
     }
     return false;
@@ -177,7 +178,10 @@ private:
         unsigned long cp = 0;
         bool ok = !digits.empty() && digits.size() <= 8;
         for (char c : digits) {
-          int d = (c >= '0' && c <= '9') ? c - '0' : (hex && c >= 'a' && c <= 'f') ? c - 'a' + 10 : (hex && c >= 'A' && c <= 'F') ? c - 'A' + 10 : -1;
+          int d = (c >= '0' && c <= '9')          ? c - '0'
+                  : (hex && c >= 'a' && c <= 'f') ? c - 'a' + 10
+                  : (hex && c >= 'A' && c <= 'F') ? c - 'A' + 10
+                                                  : -1;
           if (d < 0) ok = false;
           else cp = cp * (hex ? 16 : 10) + static_cast<unsigned long>(d);
         }
@@ -248,7 +252,8 @@ private:
         break;
       }
       if (before == m_pos) return fail("no space before an attribute of <" + std::string(name) + ">");
-      if (m_attrs.size() == k_max_attrs) return fail("<" + std::string(name) + "> has more than " + std::to_string(k_max_attrs) + " attributes");
+      if (m_attrs.size() == k_max_attrs)
+        return fail("<" + std::string(name) + "> has more than " + std::to_string(k_max_attrs) + " attributes");
       Attr a;
       a.name = read_name();
       if (a.name.empty()) return false;
@@ -258,7 +263,8 @@ private:
       if (m_pos >= m_doc.size() || m_doc[m_pos] != '=') return fail("attribute " + std::string(a.name) + " has no '='");
       ++m_pos;
       skip_space();
-      if (m_pos >= m_doc.size() || (m_doc[m_pos] != '"' && m_doc[m_pos] != '\'')) return fail("attribute " + std::string(a.name) + " is not quoted");
+      if (m_pos >= m_doc.size() || (m_doc[m_pos] != '"' && m_doc[m_pos] != '\''))
+        return fail("attribute " + std::string(a.name) + " is not quoted");
       char q = m_doc[m_pos++];
       size_t end = m_doc.find(q, m_pos);
       if (end == std::string_view::npos) return fail("attribute " + std::string(a.name) + " does not end");
@@ -317,7 +323,8 @@ struct RpmPackage {
 bool is_evr_part(std::string_view s) { return is_word(s, "._+~^"); }
 
 bool safe_location(std::string_view href) {
-  if (href.empty() || href[0] == '/' || href.find("..") != std::string_view::npos || href.find("://") != std::string_view::npos) return false;
+  if (href.empty() || href[0] == '/' || href.find("..") != std::string_view::npos || href.find("://") != std::string_view::npos)
+    return false;
   for (char c : href)
     if (static_cast<unsigned char>(c) <= 0x20 || c == '?' || c == '#' || c == '\\' || c == 0x7f) return false;
   return true;
@@ -353,7 +360,8 @@ Result<Dep> read_dep(const XmlReader& x, const std::string& where) {
   d.name = *name;
   const std::string* flags = x.attr("flags");
   if (flags) {
-    static const std::map<std::string, unsigned> k_flags = {{"EQ", k_equal}, {"LT", k_less}, {"LE", k_less | k_equal}, {"GT", k_greater}, {"GE", k_greater | k_equal}};
+    static const std::map<std::string, unsigned> k_flags = {
+        {"EQ", k_equal}, {"LT", k_less}, {"LE", k_less | k_equal}, {"GT", k_greater}, {"GE", k_greater | k_equal}};
     auto it = k_flags.find(*flags);
     if (it == k_flags.end()) return op_error(where + ": entry " + quote(*name) + " has unknown flags " + quote(*flags));
     d.flags = it->second;
@@ -386,7 +394,8 @@ Result<void> read_packages(std::string_view xml, std::string_view root, const Pa
     if (ev == XmlReader::Event::Eof) break;
     std::string_view name = x.name();
     if (ev == XmlReader::Event::Start) {
-      if (x.depth() == 1 && name != root) return op_error(what + ": the root element is <" + std::string(name) + ">, not <" + std::string(root) + ">");
+      if (x.depth() == 1 && name != root)
+        return op_error(what + ": the root element is <" + std::string(name) + ">, not <" + std::string(root) + ">");
       if (name == "package" && package_depth == 0) {
         if (x.depth() > 2) return op_error(what + ": a <package> below the top level");
         const std::string* type = x.attr("type");
@@ -607,7 +616,8 @@ private:
     if (r.leaf.name.empty()) return bad("an empty operand");
     size_t save = m_pos;
     std::string_view op = word();
-    static const std::map<std::string_view, unsigned> k_ops = {{"=", k_equal}, {"==", k_equal}, {"<", k_less}, {"<=", k_less | k_equal}, {">", k_greater}, {">=", k_greater | k_equal}};
+    static const std::map<std::string_view, unsigned> k_ops = {{"=", k_equal},           {"==", k_equal},  {"<", k_less},
+                                                               {"<=", k_less | k_equal}, {">", k_greater}, {">=", k_greater | k_equal}};
     auto it = k_ops.find(op);
     if (it == k_ops.end()) {
       m_pos = save;
@@ -894,7 +904,7 @@ private:
       }
       default:
         return op_error(m_request.why + ": " + nevra(m_pkgs[from].pkg) + " has a rich dependency with '" +
-                           (r.op == Rich::With ? "with" : "without") + "', which is not supported");
+                        (r.op == Rich::With ? "with" : "without") + "', which is not supported");
     }
   }
 
@@ -937,7 +947,8 @@ Result<RepomdPrimary> parse_repomd(std::string_view xml, const std::string& what
         } else if (x.name() == "location") {
           if (x.attr("xml:base")) return op_error(what + ": primary location xml:base (metadata elsewhere) is not supported");
           const std::string* href = x.attr("href");
-          if (!href || !safe_location(*href)) return op_error(what + ": primary location href " + quote(href ? *href : "") + " is not a path below the repository");
+          if (!href || !safe_location(*href))
+            return op_error(what + ": primary location href " + quote(href ? *href : "") + " is not a path below the repository");
           p.href = *href;
         }
       }
@@ -951,7 +962,8 @@ Result<RepomdPrimary> parse_repomd(std::string_view xml, const std::string& what
     if (x.depth() != 2) continue;
     std::string text(trim(x.text()));
     auto number = [&](std::uint64_t& out, bool& has) -> Result<void> {
-      if (!is_digits(text) || text.size() > 15) return op_error(what + ": primary " + std::string(x.name()) + " " + quote(text) + " is not a number");
+      if (!is_digits(text) || text.size() > 15)
+        return op_error(what + ": primary " + std::string(x.name()) + " " + quote(text) + " is not a number");
       out = std::stoull(text);
       has = true;
       return {};
@@ -1027,13 +1039,15 @@ Result<std::vector<Package>> load_index(http::Transport& t, const PackageSource&
     auto packed = get_document(t, source, primary_url, primary->has_size ? primary->size : k_primary_max);
     if (!packed) return packed.error();
     if (primary->has_size && packed->size() != primary->size)
-      return op_error(primary_url + ": " + std::to_string(packed->size()) + " bytes, but the signed " + repomd_url + " says " + std::to_string(primary->size));
+      return op_error(primary_url + ": " + std::to_string(packed->size()) + " bytes, but the signed " + repomd_url + " says " +
+                      std::to_string(primary->size));
     if (auto got = sha256_hex(*packed); got != primary->sha256)
       return op_error(primary_url + ": sha256 " + got + " differs from the signed " + repomd_url + "'s " + primary->sha256);
     auto xml = decompress(*packed, primary_url, primary->has_open_size ? primary->open_size : k_primary_open_max);
     if (!xml) return xml.error();
     if (primary->has_open_size && xml->size() != primary->open_size)
-      return op_error(primary_url + ": " + std::to_string(xml->size()) + " bytes decompressed, but the signed " + repomd_url + " says " + std::to_string(primary->open_size));
+      return op_error(primary_url + ": " + std::to_string(xml->size()) + " bytes decompressed, but the signed " + repomd_url + " says " +
+                      std::to_string(primary->open_size));
     if (!primary->open_sha256.empty() && sha256_hex(*xml) != primary->open_sha256)
       return op_error(primary_url + ": the decompressed sha256 differs from the signed " + repomd_url + "'s open-checksum");
     auto r = read_packages(*xml, "metadata", source, repo, primary_url, false, [&](RpmPackage&& p) -> Result<void> {
@@ -1095,7 +1109,8 @@ Result<void> write_site_repo(const std::vector<Fetched>& files, const openpgp::S
   auto run = run_process(argv);
   if (!run) return run.error();
   if (run->status != 0)
-    return op_error(dir.string() + ": createrepo_c failed (exit " + std::to_string(run->status) + "): " + bounded_line(std::string(trim(run->err))));
+    return op_error(dir.string() + ": createrepo_c failed (exit " + std::to_string(run->status) +
+                    "): " + bounded_line(std::string(trim(run->err))));
   fs::path repomd = dir / "repodata" / "repomd.xml";
   auto text = read_file(repomd, k_repomd_max);
   if (!text) return text.error();
