@@ -264,7 +264,7 @@ TEST_CASE("requested names match NAME, NAME.ARCH, NAME-VERSION[-RELEASE[.ARCH]] 
   CHECK(!error_of(rpm_md::resolve(idx, request({"gcc-12.0.0-1.el9.aarch64"}), {source()})).empty());  // another arch
 }
 
-TEST_CASE("an unmet Requires and an unsupported rich dependency are one line naming the package", "[rpm]") {
+TEST_CASE("an unmet Requires and an unsupported rich dependency are one line naming the package", "[rpm][hostile]") {
   auto pkgs = repo();
   pkgs.push_back({"needs-gone", "noarch", "0", "1", "1", "x.src.rpm", {}, {"kernel-headers >= 7.0"}, {}});
   pkgs.push_back({"needs-with", "noarch", "0", "1", "1", "x.src.rpm", {}, {"(gcc with glibc)"}, {}});
@@ -286,7 +286,7 @@ TEST_CASE("an unmet Requires and an unsupported rich dependency are one line nam
                                  "mkinitrd-1-1.el9.noarch", "needs-unless-1-1.noarch"});
 }
 
-TEST_CASE("primary.xml outside its known shape is refused with the document and line", "[rpm]") {
+TEST_CASE("primary.xml outside its known shape is refused with the document and line", "[rpm][hostile]") {
   std::string good = document({repo().front()});
   auto with = [&](const std::string& from, const std::string& to) {
     std::string d = good;
