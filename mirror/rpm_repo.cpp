@@ -21,8 +21,9 @@ namespace {
 
 constexpr std::uint64_t k_repomd_max = 4ull << 20;
 constexpr std::uint64_t k_signature_max = 64ull << 10;
-constexpr std::uint64_t k_primary_max = 1ull << 30;       // compressed, when repomd gives no size
-constexpr std::uint64_t k_primary_open_max = 4ull << 30;  // decompressed
+// RHEL 9's AppStream primary.xml is about 10 MB packed and 100 MB open.
+constexpr std::uint64_t k_primary_max = 1ull << 30;       // packed
+constexpr std::uint64_t k_primary_open_max = 2ull << 30;  // decompressed
 constexpr size_t k_max_depth = 16;
 constexpr size_t k_max_attrs = 32;
 constexpr size_t k_max_name = 128;
@@ -1036,6 +1037,9 @@ Result<std::vector<Package>> load_index(http::Transport& t, const PackageSource&
     if (!primary) return primary.error();
 
     std::string primary_url = repo + "/" + primary->href;
+    if (primary->size > k_primary_max || primary->open_size > k_primary_open_max)
+      return op_error(primary_url + ": larger than " + std::to_string(k_primary_max >> 20) + " MiB packed or " +
+                      std::to_string(k_primary_open_max >> 20) + " MiB open, by the signed " + repomd_url + "; refused");
     auto packed = get_document(t, source, primary_url, primary->has_size ? primary->size : k_primary_max);
     if (!packed) return packed.error();
     if (primary->has_size && packed->size() != primary->size)
