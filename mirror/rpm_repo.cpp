@@ -21,7 +21,7 @@ namespace {
 
 constexpr std::uint64_t k_repomd_max = 4ull << 20;
 constexpr std::uint64_t k_signature_max = 64ull << 10;
-// RHEL 9's AppStream primary.xml is about 10 MB packed and 100 MB open.
+// Bounds far above any distribution repo's primary.xml, still refusing a runaway one.
 constexpr std::uint64_t k_primary_max = 1ull << 30;       // packed
 constexpr std::uint64_t k_primary_open_max = 2ull << 30;  // decompressed
 constexpr size_t k_max_depth = 16;
