@@ -315,7 +315,9 @@ struct Dep {
 };
 
 struct RpmPackage {
-  Package pkg;
+  Package pkg;                       // entry left empty: that copy is the caller's choice
+  std::string_view entry;            // the <package> element in the document read
+  const Package* indexed = nullptr;  // resolve(): the index's record this was read from
   std::vector<Dep> provides;
   std::vector<Dep> needs;  // Requires
   std::vector<std::string> files;
@@ -332,19 +334,20 @@ bool safe_location(std::string_view href) {
 }
 
 // epoch/ver/rel attributes of the reader's current element as "[e:]v[-r]".
-Result<std::string> read_evr(const XmlReader& x, const std::string& where, bool required) {
+// `where` names it in errors (made only then: entries are many).
+Result<std::string> read_evr(const XmlReader& x, const std::function<std::string()>& where, bool required) {
   const std::string* e = x.attr("epoch");
   const std::string* v = x.attr("ver");
   const std::string* r = x.attr("rel");
   if (!v) {
-    if (required || e || r) return op_error(where + ": no ver attribute");
+    if (required || e || r) return op_error(where() + ": no ver attribute");
     return std::string();
   }
   if (!is_evr_part(*v) || (r && !is_evr_part(*r)))
-    return op_error(where + ": version " + quote(*v) + (r ? "-" + quote(*r) : std::string()) + " is not an rpm version");
-  if (required && !r) return op_error(where + ": no rel attribute");
-  if (e && !e->empty() && !is_digits(*e)) return op_error(where + ": epoch " + quote(*e) + " is not a number");
-  if (e && e->size() > 10) return op_error(where + ": epoch " + quote(*e) + " is too large");
+    return op_error(where() + ": version " + quote(*v) + (r ? "-" + quote(*r) : std::string()) + " is not an rpm version");
+  if (required && !r) return op_error(where() + ": no rel attribute");
+  if (e && !e->empty() && !is_digits(*e)) return op_error(where() + ": epoch " + quote(*e) + " is not a number");
+  if (e && e->size() > 10) return op_error(where() + ": epoch " + quote(*e) + " is too large");
   std::string evr;
   if (e && !e->empty() && e->find_first_not_of('0') != std::string::npos) evr = std::to_string(std::stoull(*e)) + ":";
   evr += *v;
@@ -352,26 +355,26 @@ Result<std::string> read_evr(const XmlReader& x, const std::string& where, bool 
   return evr;
 }
 
-Result<Dep> read_dep(const XmlReader& x, const std::string& where) {
+Result<Dep> read_dep(const XmlReader& x, const std::function<std::string()>& where) {
   Dep d;
   const std::string* name = x.attr("name");
-  if (!name || name->empty() || name->size() > 4096) return op_error(where + ": an rpm:entry without a name");
+  if (!name || name->empty() || name->size() > 4096) return op_error(where() + ": an rpm:entry without a name");
   for (char c : *name)
-    if (static_cast<unsigned char>(c) < 0x20) return op_error(where + ": entry name " + quote(*name) + " has a control character");
+    if (static_cast<unsigned char>(c) < 0x20) return op_error(where() + ": entry name " + quote(*name) + " has a control character");
   d.name = *name;
   const std::string* flags = x.attr("flags");
   if (flags) {
     static const std::map<std::string, unsigned> k_flags = {
         {"EQ", k_equal}, {"LT", k_less}, {"LE", k_less | k_equal}, {"GT", k_greater}, {"GE", k_greater | k_equal}};
     auto it = k_flags.find(*flags);
-    if (it == k_flags.end()) return op_error(where + ": entry " + quote(*name) + " has unknown flags " + quote(*flags));
+    if (it == k_flags.end()) return op_error(where() + ": entry " + quote(*name) + " has unknown flags " + quote(*flags));
     d.flags = it->second;
   }
-  auto evr = read_evr(x, where + ": entry " + quote(*name), false);
+  auto evr = read_evr(x, [&] { return where() + ": entry " + quote(*name); }, false);
   if (!evr) return evr.error();
   d.evr = std::move(*evr);
-  if (d.flags == k_any && !d.evr.empty()) return op_error(where + ": entry " + quote(*name) + " has a version but no flags");
-  if (d.flags != k_any && d.evr.empty()) return op_error(where + ": entry " + quote(*name) + " has flags but no version");
+  if (d.flags == k_any && !d.evr.empty()) return op_error(where() + ": entry " + quote(*name) + " has a version but no flags");
+  if (d.flags != k_any && d.evr.empty()) return op_error(where() + ": entry " + quote(*name) + " has flags but no version");
   return d;
 }
 
@@ -415,7 +418,7 @@ Result<void> read_packages(std::string_view xml, std::string_view root, const Pa
       size_t level = x.depth() - package_depth;  // 1: package's children
       if (level == 1) {
         if (name == "version") {
-          auto evr = read_evr(x, where(), true);
+          auto evr = read_evr(x, where, true);
           if (!evr) return evr.error();
           p.pkg.version = std::move(*evr);
         } else if (name == "checksum") {
@@ -440,7 +443,7 @@ Result<void> read_packages(std::string_view xml, std::string_view root, const Pa
       } else if (level == 3 && name == "rpm:entry" && with_deps) {
         auto* list = section == "rpm:provides" ? &p.provides : section == "rpm:requires" ? &p.needs : nullptr;
         if (list) {
-          auto d = read_dep(x, where());
+          auto d = read_dep(x, where);
           if (!d) return d.error();
           list->push_back(std::move(*d));
         }
@@ -453,7 +456,7 @@ Result<void> read_packages(std::string_view xml, std::string_view root, const Pa
       package_depth = 0;
       for (const char* field : {"name", "arch", "version", "checksum", "size", "location"})
         if (!seen.count(field)) return op_error(where() + ": no <" + std::string(field) + ">");
-      p.pkg.entry = std::string(xml.substr(package_begin, x.tag_end() - package_begin));
+      p.entry = xml.substr(package_begin, x.tag_end() - package_begin);
       p.pkg.repo_url = repo_url;
       p.pkg.origin = source.name;
       ++count;
@@ -689,11 +692,11 @@ class Resolver {
 public:
   Resolver(std::vector<RpmPackage> pkgs, const FetchRequest& request, const std::vector<PackageSource>& sources)
       : m_pkgs(std::move(pkgs)), m_request(request), m_sources(sources) {
+    // Keys and Dep pointers point into m_pkgs, which stays as it is from here on.
+    for (auto& p : m_pkgs) p.provides.push_back(Dep{p.pkg.name, k_equal, p.pkg.version});  // rpm's own, to be sure
     for (size_t i = 0; i < m_pkgs.size(); ++i) {
-      auto& p = m_pkgs[i];
-      m_provides[p.pkg.name].push_back({i, Dep{p.pkg.name, k_equal, p.pkg.version}});
-      for (const auto& d : p.provides) m_provides[d.name].push_back({i, d});
-      for (const auto& f : p.files) m_files[f].push_back(i);
+      for (const auto& d : m_pkgs[i].provides) m_provides[d.name].push_back({i, &d});
+      for (const auto& f : m_pkgs[i].files) m_files[f].push_back(i);
     }
   }
 
@@ -766,7 +769,7 @@ public:
 
   std::vector<Package> result() const {
     std::vector<Package> out;
-    for (size_t i : m_order) out.push_back(m_pkgs[i].pkg);
+    for (size_t i : m_order) out.push_back(*m_pkgs[i].indexed);
     std::sort(out.begin(), out.end(), [](const Package& a, const Package& b) {
       if (a.name != b.name) return a.name < b.name;
       return compare_versions(a.version, b.version) < 0;
@@ -777,7 +780,7 @@ public:
 private:
   struct Provide {
     size_t pkg;
-    Dep dep;
+    const Dep* dep;
   };
 
   // How `want` names p: 2 by its name (NAME, NAME.ARCH), 1 with a version,
@@ -821,7 +824,7 @@ private:
     std::vector<size_t> out;
     if (auto it = m_provides.find(d.name); it != m_provides.end())
       for (const auto& p : it->second)
-        if (ranges_overlap(p.dep, d)) out.push_back(p.pkg);
+        if (ranges_overlap(*p.dep, d)) out.push_back(p.pkg);
     if (d.name[0] == '/')
       if (auto it = m_files.find(d.name); it != m_files.end()) out.insert(out.end(), it->second.begin(), it->second.end());
     std::sort(out.begin(), out.end());
@@ -912,8 +915,8 @@ private:
   std::vector<RpmPackage> m_pkgs;
   const FetchRequest& m_request;
   const std::vector<PackageSource>& m_sources;
-  std::unordered_map<std::string, std::vector<Provide>> m_provides;
-  std::unordered_map<std::string, std::vector<size_t>> m_files;
+  std::unordered_map<std::string_view, std::vector<Provide>> m_provides;
+  std::unordered_map<std::string_view, std::vector<size_t>> m_files;
   std::set<size_t> m_chosen;
   std::vector<size_t> m_order;
 };
@@ -1010,6 +1013,7 @@ Result<std::vector<Package>> parse_primary(std::string_view xml, const PackageSo
                                            const std::string& what) {
   std::vector<Package> out;
   auto r = read_packages(xml, "metadata", source, repo_url, what, true, [&](RpmPackage&& p) -> Result<void> {
+    p.pkg.entry = std::string(p.entry);
     out.push_back(std::move(p.pkg));
     return {};
   });
@@ -1055,7 +1059,9 @@ Result<std::vector<Package>> load_index(http::Transport& t, const PackageSource&
     if (!primary->open_sha256.empty() && sha256_hex(*xml) != primary->open_sha256)
       return op_error(primary_url + ": the decompressed sha256 differs from the signed " + repomd_url + "'s open-checksum");
     auto r = read_packages(*xml, "metadata", source, repo, primary_url, false, [&](RpmPackage&& p) -> Result<void> {
-      if (p.pkg.arch == arch || p.pkg.arch == "noarch") out.push_back(std::move(p.pkg));
+      if (p.pkg.arch != arch && p.pkg.arch != "noarch") return {};
+      p.pkg.entry = std::string(p.entry);
+      out.push_back(std::move(p.pkg));
       return {};
     });
     if (!r) return r.error();
@@ -1072,7 +1078,7 @@ Result<std::vector<Package>> resolve(const std::vector<Package>& index, const Fe
     if (p.arch != request.arch && p.arch != "noarch") continue;
     size_t before = pkgs.size();
     auto r = read_packages(p.entry, "package", none, p.repo_url, p.repo_url + ": " + nevra(p), true, [&](RpmPackage&& rp) -> Result<void> {
-      rp.pkg = p;  // the index's own record (origin, repo) stays as it was
+      rp.indexed = &p;  // the record returned, as the index has it (origin, repo)
       pkgs.push_back(std::move(rp));
       return {};
     });
