@@ -20,6 +20,9 @@
 // The XML reader is a small strict one for this structure: no DOCTYPE, CDATA
 // or processing instructions past the declaration; the predefined and
 // numeric entities only; bounded depth and attributes.
+// Not read: filelists.xml (a file requirement outside primary.xml's bin/ and
+// /etc lists fails, saying so) and modules.yaml (RHEL 8 modularity: the Full
+// closure picks from every stream, where dnf would keep to the enabled ones).
 //
 // The site repository (write_site_repo) is dnf's layout:
 //   DIR/Packages/<file>.rpm
