@@ -11,12 +11,14 @@
 //                                    they are decompressed
 //   primary.xml                      one <package type="rpm"> per package:
 //                                    name, arch, version epoch/ver/rel,
-//                                    checksum (sha256, pkgid="YES"), size
-//                                    package=, location href, and in
-//                                    <format>: rpm:sourcerpm,
+//                                    checksum type="sha256" (of the whole
+//                                    file), size package=, location href
+//                                    (no xml:base, "..", or leading /), and
+//                                    in <format>: rpm:sourcerpm,
 //                                    rpm:provides/rpm:requires entries
 //                                    (name, flags EQ|LT|LE|GT|GE, epoch,
-//                                    ver, rel, pre) and <file> paths
+//                                    ver, rel; pre="1" ones count like any)
+//                                    and <file> paths (provides too)
 // The XML reader is a small strict one for this structure: no DOCTYPE, CDATA
 // or processing instructions past the declaration; the predefined and
 // numeric entities only; bounded depth and attributes.
