@@ -8,6 +8,8 @@
 #include <set>
 #include <unordered_map>
 
+#include <stdlib.h>
+
 #include "common/files.hpp"
 #include "common/process.hpp"
 #include "common/strings.hpp"
@@ -1128,6 +1130,69 @@ Result<void> write_site_repo(const std::vector<Fetched>& files, const openpgp::S
   if (!sig) return sig.error();
   if (auto w = write_atomic(repomd.string() + ".asc", *sig); !w) return w;
   return write_atomic(dir / "RPM-GPG-KEY-gpubundle", key.public_armored());
+}
+
+Result<void> verify_package_signature(const std::filesystem::path& keyring, const Fetched& file) {
+  namespace fs = std::filesystem;
+  const std::string what = file.file.string();
+  std::string tmpl = (fs::temp_directory_path() / "gpubundle-rpmkeys-XXXXXX").string();
+  if (!::mkdtemp(tmpl.data())) return op_error("cannot make a temporary folder in " + fs::temp_directory_path().string());
+  ScratchDir scratch(tmpl);
+  const fs::path home = scratch.path() / "gnupg", db = scratch.path() / "rpmdb";
+  std::error_code ec;
+  fs::create_directories(home, ec);
+  fs::create_directories(db, ec);
+  if (ec) return op_error(scratch.path().string() + ": " + ec.message());
+  fs::permissions(home, fs::perms::owner_all, ec);
+  ProcessOptions c_locale{{{"LC_ALL", "C"}}, {}};
+  auto run = [&](std::vector<std::string> argv) -> Result<ProcessResult> {
+    auto r = run_process(argv, c_locale);
+    if (r && r->status != 0)
+      return op_error(what + ": " + argv[0] + " failed (exit " + std::to_string(r->status) + "): " + bounded_line(std::string(trim(r->err))));
+    return r;
+  };
+  // rpmkeys imports one armoured key per file: gpg splits the keyring (binary
+  // or armoured, one key or many) into those.
+  auto gpg = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"gpg", "--homedir", home.string(), "--batch", "--no-tty", "--quiet"});
+    return run(args);
+  };
+  if (auto r = gpg({"--import", keyring.string()}); !r) return r.error();
+  auto listed = gpg({"--with-colons", "--list-keys"});
+  if (!listed) return listed.error();
+  int keys = 0;
+  for (const auto& line : split(listed->out, '\n')) {
+    auto f = split(line, ':');
+    if (f.size() < 10 || f[0] != "fpr" || f[9].size() != 40) continue;
+    auto armored = gpg({"--armor", "--export", f[9]});
+    if (!armored) return armored.error();
+    fs::path key = scratch.path() / ("key" + std::to_string(keys++) + ".asc");
+    if (auto w = write_atomic(key, armored->out); !w) return w.error();
+    if (auto r = run({"rpmkeys", "--dbpath", db.string(), "--import", key.string()}); !r) return r.error();
+  }
+  if (keys == 0) return input_error(keyring.string() + ": no OpenPGP public key");
+  // rpmkeys exits 0 for an unsigned rpm whose digests match: the signature
+  // lines decide. Every one must be OK, and there must be one.
+  auto checked = run_process({"rpmkeys", "--dbpath", db.string(), "--checksig", "-v", what}, c_locale);
+  if (!checked) return checked.error();
+  bool signed_ok = false;
+  for (const auto& line : split(checked->out, '\n')) {
+    if (line.find("Signature") == std::string::npos) continue;
+    if (!ends_with(trim(line), ": OK"))
+      return op_error(what + ": " + bounded_line(std::string(trim(line))) + " (checked against " + keyring.string() + ")");
+    signed_ok = true;
+  }
+  if (checked->status != 0 || !signed_ok)
+    return op_error(what + ": not signed by a key in " + keyring.string() + " (rpmkeys: " +
+                    bounded_line(std::string(trim(checked->out + checked->err))) + ")");
+  // The signed header is the package the index named.
+  auto header = run({"rpm", "--dbpath", db.string(), "-qp", "--nosignature", "--nodigest", "--qf",
+                     "%{NAME} %{EPOCHNUM}:%{VERSION}-%{RELEASE} %{ARCH}", what});
+  if (!header) return header.error();
+  const Package& p = file.package;
+  std::string want = p.name + " " + (p.version.find(':') == std::string::npos ? "0:" : "") + p.version + " " + p.arch;
+  if (header->out != want) return op_error(what + ": its signed header says " + quote(header->out) + ", the index " + quote(want));
+  return {};
 }
 
 std::string repo_file(const std::string& id, const std::string& baseurl, const std::string& key_url) {

@@ -82,6 +82,15 @@ Result<std::vector<Package>> parse_primary(std::string_view xml, const PackageSo
 Result<void> write_site_repo(const std::vector<Fetched>& files, const openpgp::SigningKey& key,
                              const std::filesystem::path& dir);
 
+// For repositories that sign their rpms but not repomd.xml (Red Hat's CDN,
+// Fedora, EPEL publish no repomd.xml.asc): the rpm's own OpenPGP signature,
+// checked by rpmkeys against `keyring` in a private rpm database, and its
+// header's name, [epoch:]version-release and arch against the index's.
+// Unsigned rpms and rpms signed by a key not in `keyring` are refused.
+// Not wired into fetch_packages() yet (load_index still requires a signed
+// repomd.xml).
+Result<void> verify_package_signature(const std::filesystem::path& keyring, const Fetched& file);
+
 // The dnf .repo file (/etc/yum.repos.d/<id>.repo) for the site repository at
 // `baseurl`: repo_gpgcheck=1 against the key at `key_url` (file:// or
 // http(s)://). gpgcheck=0: the signed repomd.xml already pins every rpm's

@@ -9,6 +9,8 @@
 #   - refused: repomd.xml signed by another key, unsigned, or edited after
 #     signing; primary.xml edited; an rpm replaced; an unknown kernel; a
 #     closed port; each one line naming the URL or the kernel and the repos;
+#   - each rpm's own signature (rpmkeys) and header, for mirrors that sign
+#     rpms but not repomd.xml: another key, another version, unsigned refused;
 #   - the site repository (write_site_repo), served on loopback, read by dnf
 #     through repo_file()'s .repo with repo_gpgcheck=1, and refused by dnf
 #     under another key.
@@ -192,6 +194,24 @@ port=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0
 write_recipe "$work/closed.yaml" "http://127.0.0.1:$port"
 refused 1 "http://127.0.0.1:$port/BaseOS/repodata/repomd.xml" "$work/closed.yaml" --kernel "$KVER" --dest "$work/t8"
 
+# --- each rpm's own signature (verify_package_signature) ----------------------
+"$tool" "$work/recipe.yaml" --kernel "$KVER" --dest "$work/full" --check-rpm-signatures yes >/dev/null 2>"$work/err" ||
+  fail "the stand-in's signed rpms: $(cat "$work/err")"
+rpm_file=$work/full/kernel-headers-6.1.0-1.el9.x86_64.rpm
+verify() { "$tool" --verify-rpm "$@" >/dev/null 2>"$work/err"; }
+mkdir -m 700 "$work/gpgv-home"
+gpg --homedir "$work/gpgv-home" --batch --dearmor <"$RPM_STANDIN_KEYRING" >"$work/standin-key.gpg" 2>/dev/null
+verify "$work/standin-key.gpg" "$rpm_file" kernel-headers 6.1.0-1.el9 x86_64 || fail "a binary keyring: $(cat "$work/err")"
+if verify "$work/standin/other-key.asc" "$rpm_file" kernel-headers 6.1.0-1.el9 x86_64; then fail "an rpm signed by a key not in the keyring passed"; fi
+grep -qF "$rpm_file: Header V4 EdDSA/SHA256 Signature" "$work/err" || fail "another key: $(cat "$work/err")"
+if verify "$RPM_STANDIN_KEYRING" "$rpm_file" kernel-headers 6.2.0-1.el9 x86_64; then fail "an rpm passed for another version"; fi
+grep -qF "its signed header says 'kernel-headers 0:6.1.0-1.el9 x86_64', the index 'kernel-headers 0:6.2.0-1.el9 x86_64'" "$work/err" ||
+  fail "another version: $(cat "$work/err")"
+cp "$rpm_file" "$work/unsigned.rpm"
+rpmsign --delsign "$work/unsigned.rpm" >/dev/null 2>&1
+if verify "$RPM_STANDIN_KEYRING" "$work/unsigned.rpm" kernel-headers 6.1.0-1.el9 x86_64; then fail "an unsigned rpm passed"; fi
+grep -qF "$work/unsigned.rpm: not signed by a key in $RPM_STANDIN_KEYRING" "$work/err" || fail "unsigned: $(cat "$work/err")"
+
 # --- the site repository, read by dnf ----------------------------------------
 "$tool" "$work/recipe.yaml" --kernel "$KVER" --dest "$work/full" --site-repo "$work/site" --site-key "$work/site.key" \
   --repo-file "$work/gpubundle.repo" >/dev/null 2>"$work/err" ||
@@ -199,7 +219,6 @@ refused 1 "http://127.0.0.1:$port/BaseOS/repodata/repomd.xml" "$work/closed.yaml
 for f in repodata/repomd.xml repodata/repomd.xml.asc repodata/primary.xml.gz RPM-GPG-KEY-gpubundle; do
   [[ -f $work/site/$f ]] || fail "the site repository has no $f"
 done
-mkdir -m 700 "$work/gpgv-home"
 gpg --homedir "$work/gpgv-home" --batch --dearmor <"$work/site/RPM-GPG-KEY-gpubundle" >"$work/site-key.gpg"
 gpgv --homedir "$work/gpgv-home" --keyring "$work/site-key.gpg" "$work/site/repodata/repomd.xml.asc" "$work/site/repodata/repomd.xml" 2>"$work/err" ||
   fail "repomd.xml.asc does not verify with RPM-GPG-KEY-gpubundle: $(cat "$work/err")"

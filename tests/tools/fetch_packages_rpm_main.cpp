@@ -5,9 +5,13 @@
 //
 //   fetch_packages_rpm RECIPE --dest DIR (--kernel KVER | --name NAME...) [--closure full|same-source]
 //                      [--arch x86_64] [--site-repo DIR --site-key KEYFILE [--repo-file FILE]]
+//                      [--check-rpm-signatures yes]   (each rpm's own signature, against the source's keyring)
 //
 // Prints "NAME VERSION ARCH FILE" per package, sorted. Errors: one line on
 // stderr, exit 2 for bad input, 1 for a failed operation.
+//
+//   fetch_packages_rpm --verify-rpm KEYRING FILE NAME VERSION ARCH
+// checks one rpm's own signature and header (verify_package_signature).
 //
 //   fetch_packages_rpm --vercmp < PAIRS
 // prints compare_versions(A, B) (-1, 0, 1) for each line "A B" of stdin, to
@@ -34,7 +38,7 @@ int usage() {
 }
 
 void run(int argc, char** argv) {
-  std::string recipe_file, kernel, arch = "x86_64", closure = "full";
+  std::string recipe_file, kernel, arch = "x86_64", closure = "full", check_rpms;
   std::filesystem::path dest, site_repo, site_key, repo_file;
   std::vector<std::string> names;
   for (int i = 2; i + 1 < argc; i += 2) {
@@ -47,6 +51,7 @@ void run(int argc, char** argv) {
     else if (opt == "--site-repo") site_repo = val;
     else if (opt == "--site-key") site_key = val;
     else if (opt == "--repo-file") repo_file = val;
+    else if (opt == "--check-rpm-signatures") check_rpms = val;
     else throw Error(ErrorKind::Input, "unknown option " + opt);
   }
   Recipe recipe = load_recipe(argv[1]).value_or_throw();
@@ -77,6 +82,10 @@ void run(int argc, char** argv) {
   auto wanted = packages::rpm_md::resolve(index, req, sources).value_or_throw();
   auto files = packages::download(*transport, sources, wanted, dest, req.jobs, nullptr).value_or_throw();
   std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return a.package.name < b.package.name; });
+  if (check_rpms == "yes")
+    for (const auto& f : files)
+      for (const auto& s : sources)
+        if (s.name == f.package.origin) packages::rpm_md::verify_package_signature(s.keyring, f).value_or_throw();
   for (const auto& f : files)
     std::cout << f.package.name << " " << f.package.version << " " << f.package.arch << " " << f.file.string() << "\n";
 
@@ -102,6 +111,17 @@ int main(int argc, char** argv) {
       std::cout << (c < 0 ? -1 : c > 0 ? 1 : 0) << "\n";
     }
     return 0;
+  }
+  if (argc == 7 && std::string(argv[1]) == "--verify-rpm") {
+    packages::Fetched f;
+    f.file = argv[3];
+    f.package.name = argv[4];
+    f.package.version = argv[5];
+    f.package.arch = argv[6];
+    auto ok = packages::rpm_md::verify_package_signature(argv[2], f);
+    if (ok) return 0;
+    std::cerr << "error: " << ok.error().message << "\n";
+    return exit_code(ok.error().kind);
   }
   if (argc < 2 || argc % 2 != 0) return usage();
   try {

@@ -17,7 +17,8 @@
 #   AppStream: gcc and cpp 11.3.1-1.el9 and 11.4.1-3.el9 (gcc requires
 #              cpp = its own version and glibc)
 # repodata/repomd.xml of each is signed (armoured, detached) with a throw-away
-# Ed25519 key; a second key signs nothing and is there for tampering tests.
+# Ed25519 key, and so is every rpm (rpmsign); a second key signs nothing and
+# is there for tampering tests.
 #
 # Output (also in OUTDIR/env):
 #   RPM_STANDIN_URL=http://127.0.0.1:PORT       the repos are $URL/BaseOS and $URL/AppStream
@@ -182,6 +183,10 @@ for home in gnupg gnupg-other; do
 done
 gpg --homedir "$OUT/gnupg" --batch --armor --export >"$OUT/key.asc"
 gpg --homedir "$OUT/gnupg-other" --batch --armor --export >"$OUT/other-key.asc"
+# The rpms are signed too, as a distribution's are (rpmsign; rpm's own check is rpmkeys --checksig).
+fpr=$(gpg --homedir "$OUT/gnupg" --batch --with-colons --list-keys 2>/dev/null | awk -F: '/^fpr/ { print $10; exit }')
+rpmsign --define "__gpg /usr/bin/gpg" --define "_gpg_path $OUT/gnupg" --define "_gpg_name $fpr" \
+  --addsign "$OUT"/www/*/Packages/*.rpm >"$OUT/rpmsign.log" 2>&1 || { cat "$OUT/rpmsign.log" >&2; exit 1; }
 for repo in BaseOS AppStream; do
   createrepo_c --quiet "$OUT/www/$repo" >/dev/null
   gpg --homedir "$OUT/gnupg" --batch --yes --armor --detach-sign -o "$OUT/www/$repo/repodata/repomd.xml.asc" "$OUT/www/$repo/repodata/repomd.xml"
