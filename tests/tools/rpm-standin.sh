@@ -176,7 +176,7 @@ build gcc.spec AppStream --define "gver 11.3.1" --define "grel 1.el9"
 build gcc.spec AppStream --define "gver 11.4.1" --define "grel 3.el9"
 
 # --- keys and signed metadata ---------------------------------------------
-export GNUPGHOME=
+unset GNUPGHOME  # every gpg call names its --homedir
 for home in gnupg gnupg-other; do
   rm -rf "${OUT:?}/$home" && mkdir -m 700 "$OUT/$home"
   gpg --homedir "$OUT/$home" --batch --quiet --passphrase '' --quick-gen-key "rpm stand-in ($home) <standin@example.invalid>" ed25519 sign never
