@@ -16,6 +16,7 @@ packages=(
   python3-cryptography util-linux-extra  # bench/scale.sh: AES-keystream layers in seed.py --set scale; fincore
   apt-utils gnupg xz-utils  # packages-apt test: the stand-in apt repository (apt-ftparchive, gpg)
   pci.ids  # GPU names for PCI ids the catalog lacks (resolver messages)
+  rpm createrepo-c dnf python3-rpm gpg gpgv gpgconf  # rpm-md tests: rpmbuild, repo metadata, dnf and rpm as the references, signing
   # sanitizer and fuzz jobs: clang with libFuzzer and the sanitizer runtimes
   clang libclang-rt-14-dev
 )

@@ -1,0 +1,329 @@
+// The rpm-md client's logic: rpm's version order, the strict primary.xml
+// reader and the Requires closure, on in-memory documents. The signed fetch
+// path runs against createrepo_c, gpg and dnf in tests/integration/packages_rpm.sh.
+#include <catch2/catch.hpp>
+
+#include "mirror/rpm_repo.hpp"
+
+using namespace gb;
+using namespace gb::packages;
+
+namespace {
+
+struct Pkg {
+  std::string name, arch = "x86_64", epoch = "0", ver, rel = "1.el9", source;
+  std::vector<std::string> provides, requires_, files;
+};
+
+// "name" or "name OP e:v-r" -> an rpm:entry as createrepo_c writes it.
+std::string entry(const std::string& dep) {
+  auto sp = dep.find(' ');
+  if (sp == std::string::npos || dep[0] == '(') return "<rpm:entry name=\"" + dep + "\"/>";
+  std::string name = dep.substr(0, sp);
+  auto sp2 = dep.find(' ', sp + 1);
+  std::string op = dep.substr(sp + 1, sp2 - sp - 1), evr = dep.substr(sp2 + 1);
+  std::string flags = op == "=" ? "EQ" : op == "<" ? "LT" : op == "<=" ? "LE" : op == ">" ? "GT" : "GE";
+  std::string epoch = "0";
+  if (auto c = evr.find(':'); c != std::string::npos) epoch = evr.substr(0, c), evr = evr.substr(c + 1);
+  std::string rel;
+  if (auto d = evr.find('-'); d != std::string::npos) rel = " rel=\"" + evr.substr(d + 1) + "\"", evr = evr.substr(0, d);
+  return "<rpm:entry name=\"" + name + "\" flags=\"" + flags + "\" epoch=\"" + epoch + "\" ver=\"" + evr + "\"" + rel + "/>";
+}
+
+std::string element(const Pkg& p) {
+  std::string file = p.name + "-" + p.ver + "-" + p.rel + "." + p.arch + ".rpm";
+  std::string x = "<package type=\"rpm\">\n  <name>" + p.name + "</name>\n  <arch>" + p.arch + "</arch>\n  <version epoch=\"" +
+                  p.epoch + "\" ver=\"" + p.ver + "\" rel=\"" + p.rel + "\"/>\n" +
+                  "  <checksum type=\"sha256\" pkgid=\"YES\">" + std::string(64, p.name.size() % 2 ? 'a' : 'b') + "</checksum>\n" +
+                  "  <summary>" + p.name + " &amp; friends</summary>\n  <size package=\"1234\" installed=\"5678\" archive=\"6000\"/>\n" +
+                  "  <location href=\"Packages/" + file + "\"/>\n  <format>\n    <rpm:license>GPLv2</rpm:license>\n" +
+                  "    <rpm:sourcerpm>" + p.source + "</rpm:sourcerpm>\n    <rpm:header-range start=\"4504\" end=\"9000\"/>\n";
+  x += "    <rpm:provides>\n      " + entry(p.name + " = " + p.epoch + ":" + p.ver + "-" + p.rel) + "\n";
+  for (const auto& d : p.provides) x += "      " + entry(d) + "\n";
+  x += "    </rpm:provides>\n    <rpm:requires>\n";
+  for (const auto& d : p.requires_) x += "      " + entry(d) + "\n";
+  x += "    </rpm:requires>\n";
+  for (const auto& f : p.files) x += "    <file>" + f + "</file>\n";
+  return x + "  </format>\n</package>\n";
+}
+
+std::string document(const std::vector<Pkg>& pkgs) {
+  std::string x = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<metadata xmlns=\"http://linux.duke.edu/metadata/common\" "
+                  "xmlns:rpm=\"http://linux.duke.edu/metadata/rpm\" packages=\"" + std::to_string(pkgs.size()) + "\">\n";
+  for (const auto& p : pkgs) x += element(p);
+  return x + "</metadata>\n";
+}
+
+PackageSource source() {
+  PackageSource s;
+  s.name = "el9";
+  s.format = PackageFormat::RpmMd;
+  s.url = "http://mirror.example/el9";
+  s.suites = {"BaseOS", "AppStream"};
+  return s;
+}
+
+const std::string k_kernel_src = "kernel-6.1.0-1.el9.src.rpm";
+
+// A small RHEL-like repository: two kernels, a toolchain, a shell.
+std::vector<Pkg> repo() {
+  return {
+      {"kernel-devel", "x86_64", "0", "6.1.0", "1.el9", k_kernel_src, {}, {"kernel-headers = 6.1.0-1.el9", "/bin/sh", "gcc >= 11", "rpmlib(PayloadIsZstd) <= 5.4.18-1", "(elfutils-libelf-devel if gcc)"}, {}},
+      {"kernel-devel", "x86_64", "0", "6.2.0", "1.el9", "kernel-6.2.0-1.el9.src.rpm", {}, {"kernel-headers = 6.2.0-1.el9", "/bin/sh"}, {}},
+      {"kernel-headers", "x86_64", "0", "6.1.0", "1.el9", k_kernel_src, {}, {}, {}},
+      {"kernel-headers", "x86_64", "0", "6.2.0", "1.el9", "kernel-6.2.0-1.el9.src.rpm", {}, {}, {}},
+      {"kernel-core", "x86_64", "0", "6.1.0", "1.el9", k_kernel_src, {"kernel = 6.1.0-1.el9"}, {"kernel-modules-core-uname-r = 6.1.0-1.el9.x86_64", "bash", "(dracut or mkinitrd)"}, {}},
+      {"kernel-modules-core", "x86_64", "0", "6.1.0", "1.el9", k_kernel_src, {"kernel-modules-core-uname-r = 6.1.0-1.el9.x86_64"}, {"/bin/sh"}, {}},
+      {"bash", "x86_64", "0", "5.1.8", "6.el9", "bash-5.1.8-6.el9.src.rpm", {"/bin/sh"}, {"libc.so.6()(64bit)"}, {"/usr/bin/bash", "/usr/bin/sh"}},
+      {"gcc", "x86_64", "0", "11.4.1", "3.el9", "gcc-11.4.1-3.el9.src.rpm", {}, {"libc.so.6()(64bit)", "/usr/bin/sh"}, {"/usr/bin/gcc"}},
+      {"gcc", "x86_64", "0", "11.3.1", "4.el9", "gcc-11.3.1-4.el9.src.rpm", {}, {"libc.so.6()(64bit)"}, {"/usr/bin/gcc"}},
+      {"gcc", "aarch64", "0", "12.0.0", "1.el9", "gcc-12.0.0-1.el9.src.rpm", {}, {}, {"/usr/bin/gcc"}},
+      {"glibc", "x86_64", "0", "2.34", "100.el9", "glibc-2.34-100.el9.src.rpm", {"libc.so.6()(64bit)"}, {}, {}},
+      {"glibc", "i686", "0", "2.34", "100.el9", "glibc-2.34-100.el9.src.rpm", {"libc.so.6"}, {}, {}},
+      {"elfutils-libelf-devel", "x86_64", "0", "0.190", "2.el9", "elfutils-0.190-2.el9.src.rpm", {}, {}, {}},
+      {"dracut", "x86_64", "0", "057", "53.el9", "dracut-057-53.el9.src.rpm", {}, {"/bin/sh"}, {}},
+      {"mkinitrd", "noarch", "0", "1", "1.el9", "mkinitrd-1-1.el9.src.rpm", {}, {}, {}},
+  };
+}
+
+std::vector<Package> index_of(const std::vector<Pkg>& pkgs) {
+  auto r = rpm_md::parse_primary(document(pkgs), source(), "http://mirror.example/el9/BaseOS", "primary.xml");
+  REQUIRE(r.ok());
+  return std::move(r).value_or_throw();
+}
+
+FetchRequest request(std::vector<std::string> names, Closure closure = Closure::Full) {
+  FetchRequest q;
+  q.names = std::move(names);
+  q.arch = "x86_64";
+  q.closure = closure;
+  q.why = "kernel 6.1.0-1.el9.x86_64";
+  return q;
+}
+
+// name-version.arch of each resolved package, in the order returned.
+std::vector<std::string> nevras(const Result<std::vector<Package>>& r) {
+  if (!r.ok()) FAIL(r.error().message);
+  std::vector<std::string> out;
+  for (const auto& p : r.value()) out.push_back(p.name + "-" + p.version + "." + p.arch);
+  return out;
+}
+
+std::string error_of(const Result<std::vector<Package>>& r) { return r.ok() ? std::string() : r.error().message; }
+
+std::string parse_error(const std::string& xml) {
+  return error_of(rpm_md::parse_primary(xml, source(), "http://mirror.example/el9/BaseOS", "http://mirror.example/el9/BaseOS/repodata/primary.xml.gz"));
+}
+
+}  // namespace
+
+TEST_CASE("rpm versions compare as rpmvercmp does", "[rpm]") {
+  // rpm's own table (tests/rpmvercmp.at), each answer as `rpm.vercmp` gives it.
+  struct Row {
+    const char* a;
+    const char* b;
+    int want;
+  };
+  const Row rows[] = {
+      {"1.0", "1.0", 0}, {"1.0", "2.0", -1}, {"2.0.1", "2.0.1", 0}, {"2.0", "2.0.1", -1}, {"2.0.1a", "2.0.1", 1},
+      {"5.5p1", "5.5p2", -1}, {"5.5p10", "5.5p1", 1}, {"10xyz", "10.1xyz", -1}, {"xyz10", "xyz10.1", -1}, {"xyz.4", "8", -1},
+      {"xyz.4", "2", -1}, {"5.6p1", "6.5p1", -1}, {"6.0.rc1", "6.0", 1}, {"10b2", "10a1", 1}, {"10a2", "10b2", -1},
+      {"1.0a", "1.0aa", -1}, {"10.0001", "10.1", 0}, {"10.0001", "10.0039", -1}, {"4.999.9", "5.0", -1},
+      {"20101121", "20101122", -1}, {"2.0", "2_0", 0}, {"a", "b", -1}, {"a+", "a_", 0}, {"+a", "_a", 0}, {"+", "_", 0},
+      {"1.0~rc1", "1.0", -1}, {"1.0~rc1", "1.0~rc2", -1}, {"1.0~rc1~git123", "1.0~rc1", -1}, {"1.0^", "1.0", 1},
+      {"1.0", "1.0^git1", -1}, {"1.0^git1", "1.0^git2", -1}, {"1.0^git1", "1.01", -1}, {"1.0^20160101", "1.0.1", -1},
+      {"1.0^20160101^git1", "1.0^20160101", 1}, {"1.0~rc1^git1", "1.0~rc1", 1}, {"1.0^git1~pre", "1.0^git1", -1},
+      {"1.0~rc1", "1.0~rc1^git1", -1}, {"0001", "1", 0}, {"1.005", "1.5", 0},
+  };
+  for (const auto& row : rows) {
+    INFO(row.a << " vs " << row.b);
+    CHECK(rpm_md::compare_versions(row.a, row.b) == row.want);
+    CHECK(rpm_md::compare_versions(row.b, row.a) == -row.want);
+  }
+}
+
+TEST_CASE("rpm epochs and releases order versions", "[rpm]") {
+  CHECK(rpm_md::compare_versions("1:1.0-1", "2.0-1") > 0);  // any epoch beats a missing one
+  CHECK(rpm_md::compare_versions("0:1.0-1", "1.0-1") == 0);
+  CHECK(rpm_md::compare_versions("10:1", "9:2") > 0);       // epochs are numbers, not strings
+  CHECK(rpm_md::compare_versions("1.0-2", "1.0-1") > 0);
+  CHECK(rpm_md::compare_versions("1.0-1.el9", "1.0-1.el9_4") < 0);
+  CHECK(rpm_md::compare_versions("5.14.0-427.13.1.el9_4", "5.14.0-70.13.1.el9_0") > 0);
+  CHECK(rpm_md::compare_versions("1.0", "1.0-7") == 0);  // no release on one side: versions only, as in Requires
+}
+
+TEST_CASE("primary.xml reads packages with entities, files and the entry verbatim", "[rpm]") {
+  std::string doc = document(repo());
+  // A description with every entity kind, and a provide spelled with entities.
+  std::string extra = "<package type=\"rpm\"><name>perl-Carp</name><arch>noarch</arch><version epoch=\"1\" ver=\"1.50\" rel=\"460.el9\"/>"
+                      "<checksum type=\"sha256\" pkgid=\"YES\">ABCDEF0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF0123456789</checksum>"
+                      "<description>&lt;Carp&gt; &quot;croak&quot; &apos;n&apos; &#65;&#x42;&#x263A; &amp;c.</description>"
+                      "<size package=\"30000\"/><location href=\"Packages/p/perl-Carp-1.50-460.el9.noarch.rpm\"/>"
+                      "<format><rpm:sourcerpm>perl-&#67;arp-1.50-460.el9.src.rpm</rpm:sourcerpm>"
+                      "<rpm:provides><rpm:entry name=\"perl(Carp)\" flags=\"EQ\" epoch=\"0\" ver=\"1.50\"/><rpm:entry name=\"a&amp;b\"/></rpm:provides>"
+                      "<rpm:requires><rpm:entry name=\"rpmlib(CompressedFileNames)\" flags=\"LE\" epoch=\"0\" ver=\"3.0.4\" rel=\"1\" pre=\"1\"/></rpm:requires><file>/usr/share/perl5/Carp.pm</file></format></package>";
+  doc.insert(doc.rfind("</metadata>"), extra + "\n<!-- a comment -->\n");
+  auto r = rpm_md::parse_primary(doc, source(), "http://mirror.example/el9/BaseOS", "primary.xml");
+  REQUIRE(r.ok());
+  REQUIRE(r->size() == repo().size() + 1);
+  const Package& devel = r->front();
+  CHECK(devel.name == "kernel-devel");
+  CHECK(devel.version == "6.1.0-1.el9");  // epoch 0 is not spelled
+  CHECK(devel.arch == "x86_64");
+  CHECK(devel.source == k_kernel_src);
+  CHECK(devel.location == "Packages/kernel-devel-6.1.0-1.el9.x86_64.rpm");
+  CHECK(devel.repo_url == "http://mirror.example/el9/BaseOS");
+  CHECK(devel.origin == "el9");
+  CHECK(devel.size == 1234);
+  CHECK(devel.entry == element(repo().front()).substr(0, element(repo().front()).size() - 1));  // up to </package>
+  const Package& carp = r->back();
+  CHECK(carp.version == "1:1.50-460.el9");
+  CHECK(carp.sha256 == "abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789");
+  CHECK(carp.source == "perl-Carp-1.50-460.el9.src.rpm");  // decoded; the entry keeps the reference
+  CHECK(carp.entry == extra);
+  // The entry parses again on its own (the closure reads provides from it): "a&b" is a provide.
+  FetchRequest q = request({"kernel-devel"});
+  std::vector<Package> idx = {carp};
+  Pkg needs_ab{"needs-ab", "noarch", "0", "1", "1", "x.src.rpm", {}, {"a&amp;b", "perl(Carp) >= 1.49"}, {}};
+  auto more = index_of({needs_ab});
+  idx.push_back(more.front());
+  q.names = {"needs-ab"};
+  CHECK(nevras(rpm_md::resolve(idx, q, {source()})) == std::vector<std::string>{"needs-ab-1-1.noarch", "perl-Carp-1:1.50-460.el9.noarch"});
+}
+
+TEST_CASE("the Full closure follows Requires as dnf picks providers", "[rpm]") {
+  auto idx = index_of(repo());
+  // kernel-headers by its exact version (6.2.0 is newer and not taken), /bin/sh from bash's provide,
+  // the newest x86_64 gcc (not aarch64's 12), glibc's soname for x86_64 only, the if-dependency
+  // because gcc came in; rpmlib() is rpm's own.
+  auto r = rpm_md::resolve(idx, request({"kernel-devel-6.1.0-1.el9.x86_64"}), {source()});
+  CHECK(nevras(r) == std::vector<std::string>{"bash-5.1.8-6.el9.x86_64", "elfutils-libelf-devel-0.190-2.el9.x86_64",
+                                               "gcc-11.4.1-3.el9.x86_64", "glibc-2.34-100.el9.x86_64",
+                                               "kernel-devel-6.1.0-1.el9.x86_64", "kernel-headers-6.1.0-1.el9.x86_64"});
+  // A file requirement is met by a package's <file> as well.
+  Pkg needs_file{"needs-file", "noarch", "0", "1", "1", "x.src.rpm", {}, {"/usr/bin/gcc"}, {}};
+  auto with = repo();
+  with.push_back(needs_file);
+  CHECK(nevras(rpm_md::resolve(index_of(with), request({"needs-file"}), {source()})) ==
+        std::vector<std::string>{"bash-5.1.8-6.el9.x86_64", "gcc-11.4.1-3.el9.x86_64", "glibc-2.34-100.el9.x86_64",
+                                 "needs-file-1-1.noarch"});
+  // "(dracut if bash)" is listed before the "/bin/sh" that brings bash in, and still counts.
+  auto later = repo();
+  later.push_back({"needs-if-later", "noarch", "0", "1", "1", "x.src.rpm", {}, {"(dracut if bash)", "(mkinitrd if gone)", "/bin/sh"}, {}});
+  CHECK(nevras(rpm_md::resolve(index_of(later), request({"needs-if-later"}), {source()})) ==
+        std::vector<std::string>{"bash-5.1.8-6.el9.x86_64", "dracut-057-53.el9.x86_64", "glibc-2.34-100.el9.x86_64",
+                                 "needs-if-later-1-1.noarch"});
+  // (dracut or mkinitrd): the first alternative that exists.
+  CHECK(nevras(rpm_md::resolve(idx, request({"kernel-core"}), {source()})) ==
+        std::vector<std::string>{"bash-5.1.8-6.el9.x86_64", "dracut-057-53.el9.x86_64", "glibc-2.34-100.el9.x86_64",
+                                 "kernel-core-6.1.0-1.el9.x86_64", "kernel-modules-core-6.1.0-1.el9.x86_64"});
+}
+
+TEST_CASE("the SameSource closure stays within the kernel's source rpm", "[rpm]") {
+  auto idx = index_of(repo());
+  auto r = rpm_md::resolve(idx, request({"kernel-devel-6.1.0-1.el9.x86_64", "kernel-core-6.1.0-1.el9.x86_64"}, Closure::SameSource), {source()});
+  CHECK(nevras(r) == std::vector<std::string>{"kernel-core-6.1.0-1.el9.x86_64", "kernel-devel-6.1.0-1.el9.x86_64",
+                                               "kernel-headers-6.1.0-1.el9.x86_64", "kernel-modules-core-6.1.0-1.el9.x86_64"});
+}
+
+TEST_CASE("requested names match NAME, NAME.ARCH, NAME-VERSION[-RELEASE[.ARCH]] with or without the epoch", "[rpm]") {
+  auto idx = index_of(repo());
+  auto one = [&](const std::string& name) {
+    auto r = rpm_md::resolve(idx, request({name}, Closure::SameSource), {source()});
+    auto all = nevras(r);
+    return all.empty() ? std::string() : all.back();
+  };
+  CHECK(one("kernel-headers") == "kernel-headers-6.2.0-1.el9.x86_64");  // the newest
+  CHECK(one("kernel-headers.x86_64") == "kernel-headers-6.2.0-1.el9.x86_64");
+  CHECK(one("kernel-headers-6.1.0-1.el9") == "kernel-headers-6.1.0-1.el9.x86_64");
+  CHECK(one("kernel-headers-6.1.0-1.el9.x86_64") == "kernel-headers-6.1.0-1.el9.x86_64");
+  CHECK(one("kernel-headers-0:6.1.0-1.el9.x86_64") == "kernel-headers-6.1.0-1.el9.x86_64");
+  CHECK(one("mkinitrd") == "mkinitrd-1-1.el9.noarch");
+  CHECK(one("gcc-11.3.1") == "gcc-11.3.1-4.el9.x86_64");  // NAME-VERSION, as the driver container asks gcc
+  CHECK(one("kernel-headers-6.1.0") == "kernel-headers-6.1.0-1.el9.x86_64");
+  CHECK(!error_of(rpm_md::resolve(idx, request({"kernel-headers-6.1"}), {source()})).empty());
+  // Same version for x86_64 and noarch: the machine's arch, as dnf prefers.
+  auto both = repo();
+  both.push_back({"gcc", "noarch", "0", "11.4.1", "3.el9", "gcc-11.4.1-3.el9.src.rpm", {}, {}, {}});
+  CHECK(nevras(rpm_md::resolve(index_of(both), request({"gcc"}, Closure::SameSource), {source()})).back() == "gcc-11.4.1-3.el9.x86_64");
+
+  // Not there: one line naming the name, the kernel, the source and its repos.
+  auto missing = rpm_md::resolve(idx, request({"kernel-devel-6.9.9-1.el9.x86_64"}), {source()});
+  CHECK(error_of(missing) == "kernel 6.1.0-1.el9.x86_64: no package 'kernel-devel-6.9.9-1.el9.x86_64' for x86_64 in rpm-md source 'el9' "
+                             "(http://mirror.example/el9/BaseOS, http://mirror.example/el9/AppStream)");
+  CHECK(missing.error().kind == ErrorKind::Input);
+  // Names are whole: kernel-devel-6.1.0-1.el9 is not a version of a package "kernel".
+  auto kernel = repo();
+  kernel.push_back({"kernel", "x86_64", "0", "6.1.0", "1.el9", k_kernel_src, {}, {}, {}});
+  auto r = rpm_md::resolve(index_of(kernel), request({"kernel-devel-6.1.0-1.el9"}, Closure::SameSource), {source()});
+  CHECK(nevras(r).front() == "kernel-devel-6.1.0-1.el9.x86_64");
+  auto named_like_a_version = repo();
+  named_like_a_version.push_back({"gcc-11.3.1", "noarch", "0", "1", "1", "x.src.rpm", {}, {}, {}});
+  CHECK(nevras(rpm_md::resolve(index_of(named_like_a_version), request({"gcc-11.3.1"}, Closure::SameSource), {source()})) ==
+        std::vector<std::string>{"gcc-11.3.1-1-1.noarch"});
+  CHECK(!error_of(rpm_md::resolve(idx, request({"gcc-12.0.0-1.el9.aarch64"}), {source()})).empty());  // another arch
+}
+
+TEST_CASE("an unmet Requires and an unsupported rich dependency are one line naming the package", "[rpm][hostile]") {
+  auto pkgs = repo();
+  pkgs.push_back({"needs-gone", "noarch", "0", "1", "1", "x.src.rpm", {}, {"kernel-headers >= 7.0"}, {}});
+  pkgs.push_back({"needs-with", "noarch", "0", "1", "1", "x.src.rpm", {}, {"(gcc with glibc)"}, {}});
+  pkgs.push_back({"needs-bad", "noarch", "0", "1", "1", "x.src.rpm", {}, {"(gcc or"}, {}});
+  pkgs.push_back({"needs-unless", "noarch", "0", "1", "1", "x.src.rpm", {}, {"(dracut unless bash)", "(mkinitrd unless gone)"}, {}});
+  auto idx = index_of(pkgs);
+  CHECK(error_of(rpm_md::resolve(idx, request({"needs-gone"}), {source()})) ==
+        "kernel 6.1.0-1.el9.x86_64: needs-gone-1-1.noarch requires 'kernel-headers >= 7.0', which no package for x86_64 provides "
+        "in rpm-md source 'el9' (http://mirror.example/el9/BaseOS, http://mirror.example/el9/AppStream)");
+  CHECK(error_of(rpm_md::resolve(idx, request({"needs-with"}), {source()})) ==
+        "kernel 6.1.0-1.el9.x86_64: needs-with-1-1.noarch has a rich dependency with 'with', which is not supported");
+  CHECK_THAT(error_of(rpm_md::resolve(idx, request({"needs-bad"}), {source()})),
+             Catch::StartsWith("kernel 6.1.0-1.el9.x86_64: needs-bad-1-1.noarch: rich dependency '(gcc or'"));
+  // SameSource does not follow other sources, so their gaps do not matter.
+  CHECK(error_of(rpm_md::resolve(idx, request({"needs-gone"}, Closure::SameSource), {source()})).empty());
+  // unless: bash is not chosen, so dracut is; "gone" is not there, so mkinitrd is.
+  CHECK(nevras(rpm_md::resolve(idx, request({"needs-unless"}), {source()})) ==
+        std::vector<std::string>{"bash-5.1.8-6.el9.x86_64", "dracut-057-53.el9.x86_64", "glibc-2.34-100.el9.x86_64",
+                                 "mkinitrd-1-1.el9.noarch", "needs-unless-1-1.noarch"});
+}
+
+TEST_CASE("primary.xml outside its known shape is refused with the document and line", "[rpm][hostile]") {
+  std::string good = document({repo().front()});
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string d = good;
+    auto at = d.find(from);
+    REQUIRE(at != std::string::npos);
+    return d.replace(at, from.size(), to);
+  };
+  const std::string at = "http://mirror.example/el9/BaseOS/repodata/primary.xml.gz: ";
+  CHECK(parse_error(good).empty());
+  // The mirror's document is not the user's input: a failed operation (exit 1).
+  CHECK(rpm_md::parse_primary("<metadata", source(), "u", "w").error().kind == ErrorKind::Failed);
+  CHECK(parse_error("<?xml version=\"1.0\"?>\n<!DOCTYPE x [<!ENTITY a \"b\">]><metadata/>") ==
+        at + "line 2: unexpected '<!DOCTYPE' (no DOCTYPE, CDATA or processing instructions here)");
+  CHECK(parse_error(with("<summary>", "<summary><![CDATA[x]]>")) .find("unexpected '<![CDATA['") != std::string::npos);
+  CHECK(parse_error(with("&amp;", "&nbsp;")) == at + "line 8: an unknown entity '&nbsp;'");
+  CHECK(parse_error(with("&amp;", "&#0;")) == at + "line 8: a character reference '&#0;' that is not an XML character");
+  CHECK(parse_error(with("&amp;", "& ")) == at + "line 8: an '&' that starts no entity");
+  CHECK(parse_error(with("</summary>", "</name>")) == at + "line 8: </name> closes <summary>");
+  CHECK(parse_error(good.substr(0, good.find("</format>"))) == at + "line 25: the document ends inside <format>");
+  CHECK(parse_error(with("Packages/", "../../etc/")) ==
+        at + "package 1 (kernel-devel): location href '../../etc/kernel-devel-6.1.0-1.el9.x86_64.rpm' is not an .rpm path below the repository");
+  CHECK(parse_error(with("href=\"Packages/", "href=\"/Packages/")).find("is not an .rpm path below the repository") != std::string::npos);
+  CHECK(parse_error(with("<location ", "<location xml:base=\"http://elsewhere/\" ")) ==
+        at + "package 1 (kernel-devel): location xml:base (a package elsewhere) is not supported");
+  CHECK(parse_error(with("type=\"sha256\"", "type=\"sha1\"")) ==
+        at + "package 1 (kernel-devel): checksum type 'sha1' is not supported (sha256 only)");
+  CHECK(parse_error(with("  <arch>x86_64</arch>\n", "")) == at + "package 1 (kernel-devel): no <arch>");
+  CHECK(parse_error(with("<name>kernel-devel</name>", "<name>kernel devel</name>")) ==
+        at + "package 1: name 'kernel devel' is not an rpm package name");
+  CHECK(parse_error(with("flags=\"EQ\"", "flags=\"XX\"")) == at + "package 1 (kernel-devel): entry 'kernel-devel' has unknown flags 'XX'");
+  CHECK(parse_error(with("ver=\"6.1.0\"", "ver=\"6.1-0\"")).find("is not an rpm version") != std::string::npos);
+  CHECK(parse_error(with("<package type=\"rpm\">", "<package type=\"rpm\" type=\"rpm\">")) == at + "line 3: <package> has two type attributes");
+  CHECK(parse_error(with("</metadata>", "</metadata><metadata/>")) == at + "line 27: a second root element <metadata>");
+  CHECK(parse_error("<repomd/>") == at + "the root element is <repomd>, not <metadata>");
+  CHECK(parse_error("") == at + "line 1: no root element");
+  // Nesting and attribute counts are bounded.
+  std::string deep = "<metadata><package type=\"rpm\">";
+  for (int i = 0; i < 20; ++i) deep += "<x>";
+  CHECK(parse_error(deep) .find("nested deeper than 16") != std::string::npos);
+}
