@@ -29,6 +29,15 @@ Result<std::vector<Fetched>> fetch_packages(const std::vector<PackageSource>& so
   if (!wanted) return wanted.error();
   auto files = download(*transport, sources, *wanted, request.dest, request.jobs, options.progress);
   if (!files) return files.error();
+  // Sources trusted per package: a file whose own signature fails is removed, not kept.
+  for (const auto& f : *files)
+    for (const auto& s : sources)
+      if (s.name == f.package.origin && s.package_signatures)
+        if (auto ok = rpm_md::verify_package_signature(s.keyring, f); !ok) {
+          std::error_code ec;
+          std::filesystem::remove(f.file, ec);
+          return ok.error();
+        }
   std::sort(files->begin(), files->end(), [](const Fetched& a, const Fetched& b) {
     return std::tie(a.package.name, a.package.arch) < std::tie(b.package.name, b.package.arch);
   });

@@ -1034,11 +1034,11 @@ Result<std::vector<Package>> load_index(http::Transport& t, const PackageSource&
     if (!repomd) return repomd.error();
     auto sig = get_optional_document(t, source, repomd_url + ".asc", k_signature_max);
     if (!sig) return sig.error();
-    if (!*sig)
+    if (!*sig && !source.package_signatures)
       return op_error(repomd_url + ": not signed (" + repomd_url + ".asc: not found); package source '" + source.name +
-                      "' must be a signed repository");
-    auto ok = openpgp::verify_detached(source.keyring, *repomd, **sig, repomd_url);
-    if (!ok) return ok.error();
+                      "' must be a signed repository, or say `signatures: packages` to check each rpm's signature instead");
+    if (*sig)
+      if (auto ok = openpgp::verify_detached(source.keyring, *repomd, **sig, repomd_url); !ok) return ok.error();
     auto primary = parse_repomd(*repomd, repomd_url);
     if (!primary) return primary.error();
 

@@ -87,8 +87,8 @@ Result<void> write_site_repo(const std::vector<Fetched>& files, const openpgp::S
 // checked by rpmkeys against `keyring` in a private rpm database, and its
 // header's name, [epoch:]version-release and arch against the index's.
 // Unsigned rpms and rpms signed by a key not in `keyring` are refused.
-// Not wired into fetch_packages() yet (load_index still requires a signed
-// repomd.xml).
+// fetch_packages() calls it for every rpm of a source with `signatures:
+// packages`, whose repomd.xml need not be signed.
 Result<void> verify_package_signature(const std::filesystem::path& keyring, const Fetched& file);
 
 // The dnf .repo file (/etc/yum.repos.d/<id>.repo) for the site repository at

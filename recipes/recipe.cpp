@@ -321,7 +321,7 @@ void read(Reader& rd, const YAML::Node& root, Recipe& r) {
       for (size_t i = 0; i < ss.size(); ++i) {
         const auto& n = ss[i];
         std::string at = "packages.sources[" + std::to_string(i) + "]";
-        rd.only(n, at, {"name", "type", "url", "suites", "components", "keyring", "caFile"});
+        rd.only(n, at, {"name", "type", "url", "suites", "components", "keyring", "caFile", "signatures"});
         PackageSource src;
         for (const char* key : {"name", "type", "url", "keyring"})
           if (!n[key]) rd.fail(n, at + "." + key, "missing");
@@ -346,6 +346,12 @@ void read(Reader& rd, const YAML::Node& root, Recipe& r) {
         for (size_t j = 0; j < src.suites.size(); ++j)
           if (src.suites[j].empty() || src.suites[j].find("..") != std::string::npos || src.suites[j][0] == '/')
             rd.fail(n["suites"][j], at + ".suites[" + std::to_string(j) + "]", quote(src.suites[j]) + " is not a path below url");
+        if (n["signatures"]) {
+          src.package_signatures = rd.one_of(n["signatures"], at + ".signatures", {"repository", "packages"}) == "packages";
+          if (src.package_signatures && src.format == PackageFormat::Apt)
+            rd.fail(n["signatures"], at + ".signatures", "apt packages carry no signatures of their own; an apt source is "
+                                                         "trusted through its signed Release only");
+        }
         auto rel = [&](const char* key) {
           std::filesystem::path f = rd.str(n[key], at + "." + key);
           return f.is_absolute() ? f : r.file.parent_path() / f;

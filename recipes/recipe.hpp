@@ -15,7 +15,7 @@
 //   extraImages[]
 //   destination: {registry, prefix}
 //   pullSecret
-//   packages: {sources[]: {name, type, url, suites[], components[], keyring, caFile},
+//   packages: {sources[]: {name, type, url, suites[], components[], keyring, caFile, signatures},
 //              kernelPackages[], server: {image}}
 //
 // Unknown fields are errors that name the field path and the line.
@@ -73,6 +73,10 @@ struct PackageSource {
   std::vector<std::string> components;  // apt only: main, universe
   std::filesystem::path keyring;        // OpenPGP public keys; relative paths start at the recipe's folder
   std::filesystem::path ca_file;        // optional: CA bundle for an https url
+  // rpm-md only. Red Hat's CDN, Fedora and EPEL sign each rpm but publish no
+  // repomd.xml.asc: with `signatures: packages` every rpm's own signature is
+  // checked against the keyring instead (an .asc that is there still must verify).
+  bool package_signatures = false;
 };
 
 struct PackageSettings {

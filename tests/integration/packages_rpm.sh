@@ -150,6 +150,27 @@ rm "$base/repomd.xml.asc"
 refused 1 "$URL/BaseOS/repodata/repomd.xml: not signed ($URL/BaseOS/repodata/repomd.xml.asc: not found)" "$work/recipe.yaml" --kernel "$KVER" --dest "$work/t2"
 restore
 
+# Red Hat's CDN, Fedora and EPEL publish no repomd.xml.asc and sign each rpm
+# instead: with `signatures: packages` every rpm's own signature is checked.
+for repo in BaseOS AppStream; do
+  mkdir -p "$WWW/per-rpm/$repo"
+  cp -r "$WWW/$repo/Packages" "$WWW/per-rpm/$repo/"
+  createrepo_c --quiet "$WWW/per-rpm/$repo" >/dev/null
+done
+write_recipe "$work/per-rpm.yaml" "$URL/per-rpm"
+sed -i 's/keyring: \(.*\)}$/keyring: \1, signatures: packages}/' "$work/per-rpm.yaml"
+grep -q "signatures: packages" "$work/per-rpm.yaml" || fail "per-rpm recipe: $(cat "$work/per-rpm.yaml")"
+"$tool" "$work/per-rpm.yaml" --kernel "$KVER" --dest "$work/t2p" >/dev/null 2>"$work/err" ||
+  fail "signatures: packages with signed rpms and no repomd.xml.asc: $(cat "$work/err")"
+write_recipe "$work/per-rpm-strict.yaml" "$URL/per-rpm"
+refused 1 "say \`signatures: packages\`" "$work/per-rpm-strict.yaml" --kernel "$KVER" --dest "$work/t2r"
+# One rpm unsigned and indexed as it is: its hash matches, its signature is missing.
+unsigned=$(ls "$WWW"/per-rpm/BaseOS/Packages/kernel-headers-"${KVER%.x86_64}"*.rpm)
+rpmsign --delsign "$unsigned" >/dev/null 2>&1
+createrepo_c --quiet --update "$WWW/per-rpm/BaseOS" >/dev/null
+refused 1 "not signed by a key in $RPM_STANDIN_KEYRING" "$work/per-rpm.yaml" --kernel "$KVER" --dest "$work/t2s"
+[[ ! -e $work/t2s/$(basename "$unsigned") ]] || fail "the unsigned rpm was kept in dest"
+
 # primary.xml edited (kernel-headers pointed at other bytes), repomd.xml and its signature as they were.
 primary=$(find "$base" -name '*-primary.xml.gz')
 cp "$primary" "$work/primary.good"

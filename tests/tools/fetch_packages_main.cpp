@@ -20,7 +20,6 @@
 #include "common/error.hpp"
 #include "common/files.hpp"
 #include "mirror/apt_repo.hpp"
-#include "mirror/http_transport.hpp"
 #include "mirror/packages.hpp"
 #include "recipes/recipe.hpp"
 
@@ -62,15 +61,7 @@ int fetch(int argc, char** argv) {
   Recipe recipe = load_recipe(argv[1]).value_or_throw();
   Args a = parse(argc, argv, 3, false);
   a.request.dest = argv[2];
-  const auto& sources = recipe.packages.sources;
-  auto transport = http::curl_transport({});
-  std::vector<packages::Package> index;
-  for (const auto& s : sources) {
-    auto one = packages::apt::load_index(*transport, s, a.request.arch).value_or_throw();
-    index.insert(index.end(), one.begin(), one.end());
-  }
-  auto wanted = packages::apt::resolve(index, a.request, sources).value_or_throw();
-  auto fetched = packages::download(*transport, sources, wanted, a.request.dest, a.request.jobs, nullptr).value_or_throw();
+  auto fetched = packages::fetch_packages(recipe.packages.sources, a.request).value_or_throw();
   for (const auto& f : fetched)
     std::printf("%s %s %s\n", f.package.name.c_str(), f.package.version.c_str(), f.file.filename().c_str());
   return 0;

@@ -21,7 +21,6 @@
 
 #include "common/error.hpp"
 #include "common/files.hpp"
-#include "mirror/http_transport.hpp"
 #include "mirror/packages.hpp"
 #include "mirror/rpm_repo.hpp"
 #include "recipes/recipe.hpp"
@@ -72,15 +71,7 @@ void run(int argc, char** argv) {
   req.closure = closure == "same-source" ? packages::Closure::SameSource : packages::Closure::Full;
   req.dest = dest;
 
-  // What fetch_packages() does for rpm-md sources.
-  auto transport = http::curl_transport({});
-  std::vector<packages::Package> index;
-  for (const auto& s : sources) {
-    auto one = packages::rpm_md::load_index(*transport, s, arch).value_or_throw();
-    index.insert(index.end(), one.begin(), one.end());
-  }
-  auto wanted = packages::rpm_md::resolve(index, req, sources).value_or_throw();
-  auto files = packages::download(*transport, sources, wanted, dest, req.jobs, nullptr).value_or_throw();
+  auto files = packages::fetch_packages(sources, req).value_or_throw();
   std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return a.package.name < b.package.name; });
   if (check_rpms == "yes")
     for (const auto& f : files)
