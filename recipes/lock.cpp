@@ -268,7 +268,7 @@ Result<Lock> parse_lock(const std::string& text, const std::string& file) {
       std::string origin = str(i, "origin");
       if (origin == "built") {
         // The kind is the component (see the header): older locks read the same.
-        auto only = [&](const char* c) { return img.components == std::vector<std::string>{c}; };
+        auto only = [&](const char* kind) { return img.components == std::vector<std::string>{kind}; };
         if (only(k_node_overlay_component)) img.built = BuiltKind::NodeOverlay;
         else if (only(k_package_repo_component)) img.built = BuiltKind::PackageRepo;
         else if (only("driver")) img.built = BuiltKind::DriverImage;
