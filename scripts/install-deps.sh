@@ -14,6 +14,7 @@ packages=(
   debootstrap  # node-image bake test: minbase root, made once and cached
   containerd podman python3-yaml  # kit-runtimes test: the kit's runtime config read by real runtimes
   python3-cryptography util-linux-extra  # bench/scale.sh: AES-keystream layers in seed.py --set scale; fincore
+  apt-utils gnupg xz-utils  # packages-apt test: the stand-in apt repository (apt-ftparchive, gpg)
   pci.ids  # GPU names for PCI ids the catalog lacks (resolver messages)
   # sanitizer and fuzz jobs: clang with libFuzzer and the sanitizer runtimes
   clang libclang-rt-14-dev
