@@ -141,15 +141,17 @@ for _ in $(seq 50); do curl -fs "${URL}dists/gpubundle/Release" >/dev/null && br
 # apt with a private configuration: only the kit's sources line and key are trusted.
 A=$W/aptroot
 mkdir -p "$A/sources.list.d" "$A/state/lists/partial" "$A/cache/archives/partial" "$A/keys"
-cp "$W/kit-key.asc" "$A/keys/gpubundle-repo.asc"
+# The ConfigMap as the operator mounts it: both keys as files of sources.list.d.
+cp "$W/kit-key.asc" "$A/sources.list.d/gpubundle-repo.asc"
 : > "$A/status"  # an empty system: the repository alone must satisfy the closure
+: > "$A/sources.list"
 kit_line=$(cat "$W/kit-sources.list")
-line=${kit_line//\/etc\/apt\/sources.list.d\/gpubundle-repo.asc/$A\/keys\/gpubundle-repo.asc}
+line=${kit_line//\/etc\/apt\/sources.list.d\//$A\/sources.list.d\/}
 line=$(sed -E "s#http://[^ ]+/ #$URL #" <<< "$line")
 [ "$line" != "$kit_line" ] || fail "could not point the kit's sources line at the served copy"
 echo "$line" > "$A/sources.list.d/gpubundle.list"
 apt_private() {
-  apt-get -q -o Dir::Etc::sourcelist=/dev/null -o Dir::Etc::sourceparts="$A/sources.list.d" \
+  apt-get -q -o Dir::Etc::sourcelist="$A/sources.list" -o Dir::Etc::sourceparts="$A/sources.list.d" \
     -o Dir::State="$A/state" -o Dir::State::status="$A/status" -o Dir::Cache="$A/cache" \
     -o Dir::Etc::trusted=/dev/null -o Dir::Etc::trustedparts=/dev/null \
     -o Dir::Etc::preferences=/dev/null -o Dir::Etc::preferencesparts=/dev/null \
@@ -165,6 +167,17 @@ want=$(sha256sum "$W/apt/repo/pool/main/"*/"$(basename "$deb")" | cut -d' ' -f1)
 n=$(ls "$A/cache/archives"/*.deb | wc -l)
 pass "real apt: update and download of linux-headers-$K and its closure ($n packages) from the imported image"
 
+# As in the driver container, whose own sources.list names the public archive,
+# unreachable offline: apt warns and installs from the site repository.
+echo "deb http://127.0.0.1:1/ubuntu jammy main" > "$A/sources.list"
+rm -f "$A/cache/archives"/*.deb
+apt_private update > "$W/apt-offline.log" 2>&1 || { cat "$W/apt-offline.log"; fail "apt-get update with an unreachable archive beside"; }
+grep -q '^W: Failed to fetch http://127.0.0.1:1/' "$W/apt-offline.log" || { cat "$W/apt-offline.log"; fail "the unreachable archive was not tried"; }
+apt_private install -y --download-only "linux-headers-$K" > "$W/apt-install2.log" 2>&1 \
+  || { cat "$W/apt-install2.log"; fail "apt-get install beside an unreachable archive"; }
+: > "$A/sources.list"
+pass "an unreachable archive beside it (the driver container's own sources.list) is only a warning"
+
 # Refused: a tampered InRelease (one signed byte changed), and any key but the kit's.
 rm -rf "$A/state/lists"/* && mkdir -p "$A/state/lists/partial"
 cp "$ROOT/dists/gpubundle/InRelease" "$W/InRelease.good"
@@ -178,7 +191,7 @@ grep -qiE 'BADSIG|signature|not signed' "$W/apt-tamper.log" || { cat "$W/apt-tam
 pass "tampered InRelease refused: $(grep -m1 -iE 'BADSIG|signature' "$W/apt-tamper.log")"
 cp "$W/InRelease.good" "$ROOT/dists/gpubundle/InRelease"
 cp "$APT_STRANGER_KEYRING" "$A/keys/gpubundle-repo.gpg"
-sed -i "s#$A/keys/gpubundle-repo.asc#$A/keys/gpubundle-repo.gpg#" "$A/sources.list.d/gpubundle.list"
+sed -i "s#$A/sources.list.d/gpubundle-repo.asc#$A/keys/gpubundle-repo.gpg#" "$A/sources.list.d/gpubundle.list"
 if apt_private update > "$W/apt-stranger.log" 2>&1 && ! grep -q '^E:' "$W/apt-stranger.log"; then
   cat "$W/apt-stranger.log"; fail "apt accepted the repository under another key"
 fi
