@@ -64,6 +64,8 @@ BuildSummary run_build(const BuildRequest& q, const std::filesystem::path& store
   PrivateKey key = PrivateKey::load(q.key, pass).value_or_throw();
   s.signer = key.id();
   auto in = read_recipe_or_lock(q.input).value_or_throw();
+  if (!q.repo_key.empty() && !std::filesystem::is_regular_file(q.repo_key))
+    throw Error(ErrorKind::Input, "--repo-key " + q.repo_key.string() + ": no such key file");
   if (in.lock && !q.installer.empty())
     throw Error(ErrorKind::Input, q.input.string() + ": --installer needs the recipe (driver and kernels), not a lock");
   RegistryConfig config;

@@ -83,6 +83,24 @@ pass "build: $REPO_SRC ($REPO_DIGEST), key $FPR"
 cmp -s "$W/site.bundle" "$W/again.bundle" || fail "the second bundle is not byte-identical"
 pass "re-build: same key, same repository image, byte-identical bundle"
 
+# --repo-key: the site's own key signs instead; a missing one is one line naming it.
+export GNUPGHOME=$W/gnupg-own
+mkdir -m 700 "$GNUPGHOME"
+gpg --batch --quiet --passphrase '' --quick-generate-key "site key <site@example.invalid>" ed25519 sign never 2>/dev/null
+gpg --batch --armor --export-secret-keys > "$W/own.asc"
+OWN=$(gpg --batch --with-colons --list-secret-keys | awk -F: '$1=="fpr"{print $10; exit}')
+gpgconf --kill gpg-agent 2>/dev/null || true
+unset GNUPGHOME
+"$GB" --store "$W/store" -q build "$W/recipe.yaml" -o "$W/own.bundle" --key "$W/release.key" --lock "$W/own.lock.json" \
+  --registry-config "$W/registries.yaml" --repo-key "$W/own.asc" || fail "build --repo-key"
+[[ $(jget "$W/own.lock.json" 'd["packageRepo"]["fingerprint"]') == "$OWN" ]] || fail "--repo-key did not sign"
+rc=0
+"$GB" --store "$W/store" -q build "$W/recipe.yaml" -o "$W/none.bundle" --key "$W/release.key" --lock "$W/none.lock.json" \
+  --registry-config "$W/registries.yaml" --repo-key "$W/missing.asc" 2> "$W/missing.err" || rc=$?
+[ "$rc" = 2 ] && grep -q "missing.asc" "$W/missing.err" && [ "$(grep -c . "$W/missing.err")" = 1 ] \
+  || { cat "$W/missing.err"; fail "a missing --repo-key: exit $rc, not one line"; }
+pass "--repo-key signs with the site's key ($OWN); a missing one is refused"
+
 "$GB" --json import "$W/site.bundle" --registry "http://$SITE/gpu" --pubkey "$W/release.pub" -o "$W/kit" > "$W/import.json" \
   || fail "import"
 KIT=$W/kit
