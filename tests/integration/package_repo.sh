@@ -5,9 +5,10 @@
 # -> bundle -> `gpubundle import` into a loopback site registry -> the kit's
 # package-repo.yaml and values -> the repository image pulled back from the
 # site registry with skopeo, its last layer extracted and served on loopback
-# -> real apt, configured only by the kit's sources line and key (URL and key
-# path rewritten to this machine), updates and downloads the kernel headers
-# on an empty dpkg status, so the repository alone satisfies their closure.
+# by a real busybox httpd running the image's own command -> real apt,
+# configured only by the kit's sources line and key (URL and key path
+# rewritten to this machine), updates and downloads the kernel headers on an
+# empty dpkg status, so the repository alone satisfies their closure.
 # Then refusals: a tampered InRelease, a key other than the kit's.
 # Usage: package_repo.sh PATH/TO/gpubundle
 set -euo pipefail
@@ -15,9 +16,10 @@ GB=$(realpath "$1")
 HERE=$(cd "$(dirname "$0")" && pwd)
 TOOLS=$HERE/../tools
 source "$HERE/../../scripts/standin.sh"
-for tool in docker-registry skopeo apt-ftparchive apt-get gpg gpgv xz; do
+for tool in docker-registry skopeo apt-ftparchive apt-get gpg gpgv xz busybox; do
   command -v "$tool" >/dev/null || { echo "SKIP: $tool not installed (scripts/install-deps.sh)"; exit 77; }
 done
+busybox --list | grep -qx httpd || { echo "SKIP: this busybox has no httpd applet"; exit 77; }
 W=$(mktemp -d /tmp/gb-package-repo.XXXXXX)
 SERVER_PID=
 cleanup() {
@@ -135,26 +137,32 @@ pass "kit: repoConfig ConfigMap with the key, Deployment of $IMAGE, Service, dri
 
 # The repository as the site has it: the image from the site registry, its last layer.
 skopeo copy -q --src-tls-verify=false "docker://$IMAGE_BY_DIGEST" "oci:$W/pulled:repo" || fail "skopeo copy $IMAGE_BY_DIGEST"
-LAYER=$("$PY" - "$W/pulled" <<'PYEOF'
-import json, sys
-d = sys.argv[1]
+PORT=$("$PY" -c "import sys; sys.path.insert(0, '$TOOLS'); import harness; print(harness.free_port())")
+# The image's own command, run by a real busybox, with only the port and the
+# root folder moved to this machine's.
+"$PY" - "$W/pulled" "$W/served" "$PORT" > "$W/image.env" <<'PYEOF' || fail "the pulled image's config"
+import json, shlex, sys
+d, served, port = sys.argv[1:4]
 idx = json.load(open(d + "/index.json"))
 m = json.load(open(d + "/blobs/sha256/" + idx["manifests"][0]["digest"].split(":")[1]))
-cfg = json.load(open(d + "/blobs/sha256/" + m["config"]["digest"].split(":")[1]))
-assert cfg["config"]["Entrypoint"][0] == "httpd" and "Cmd" not in cfg["config"], cfg["config"]
-assert cfg["config"]["User"] == "65534:65534", cfg["config"]
-print(d + "/blobs/sha256/" + m["layers"][-1]["digest"].split(":")[1])
+cfg = json.load(open(d + "/blobs/sha256/" + m["config"]["digest"].split(":")[1]))["config"]
+entry = cfg["Entrypoint"]
+assert entry == ["httpd", "-f", "-v", "-p", "8080", "-h", "/srv/gpubundle-repo"] and not cfg.get("Cmd"), cfg
+assert cfg["User"] == "65534:65534" and "8080/tcp" in cfg["ExposedPorts"], cfg
+entry = [("127.0.0.1:" + port) if a == "8080" else (served + a) if a.startswith("/srv/") else a for a in entry]
+print("LAYER=" + d + "/blobs/sha256/" + m["layers"][-1]["digest"].split(":")[1])
+print("SERVE=(" + " ".join(shlex.quote(a) for a in entry) + ")")
 PYEOF
-) || fail "the pulled image's config"
+source "$W/image.env"
 mkdir -p "$W/served"
 tar -xzf "$LAYER" -C "$W/served"
 ROOT=$W/served/srv/gpubundle-repo
 [ -f "$ROOT/dists/gpubundle/InRelease" ] || fail "no InRelease in the image's last layer"
-PORT=$("$PY" -c "import sys; sys.path.insert(0, '$TOOLS'); import harness; print(harness.free_port())")
-"$PY" -m http.server "$PORT" --bind 127.0.0.1 --directory "$ROOT" > "$W/served.log" 2>&1 &
+busybox "${SERVE[@]}" > "$W/served.log" 2>&1 &
 SERVER_PID=$!
 URL=http://127.0.0.1:$PORT/
 for _ in $(seq 50); do curl -fs "${URL}dists/gpubundle/Release" >/dev/null && break; sleep 0.2; done
+curl -fs "${URL}dists/gpubundle/Release" >/dev/null || { cat "$W/served.log"; fail "busybox httpd does not serve the repository"; }
 
 # apt with a private configuration: only the kit's sources line and key are trusted.
 A=$W/aptroot
@@ -179,7 +187,7 @@ apt_private update > "$W/apt-update.log" 2>&1 || { cat "$W/apt-update.log"; fail
 grep -qE '^(W|E):' "$W/apt-update.log" && { cat "$W/apt-update.log"; fail "apt-get update warned"; }
 apt_private install -y --download-only "linux-headers-$K" > "$W/apt-install.log" 2>&1 \
   || { cat "$W/apt-install.log"; fail "apt-get install --download-only linux-headers-$K"; }
-deb=$(ls "$A/cache/archives"/linux-headers-"$K"_*.deb)
+deb=$(ls "$A/cache/archives/linux-headers-${K}"_*.deb)
 want=$(sha256sum "$W/apt/repo/pool/main/"*/"$(basename "$deb")" | cut -d' ' -f1)
 [ "$(sha256sum < "$deb" | cut -d' ' -f1)" = "$want" ] || fail "the downloaded headers differ from the archive's"
 n=$(ls "$A/cache/archives"/*.deb | wc -l)
