@@ -1,10 +1,20 @@
 // The site package repository: the apt index and Release the writer makes
 // (mirror/package_repo.hpp) and the lock's packageRepo. In memory; the signed
-// repository read by real apt is tests/integration/package_repo.sh.
+// repository read by real apt is tests/integration/package_repo.sh. The
+// repository image is built into a temporary store.
 
+#include <archive.h>
+#include <archive_entry.h>
 #include <catch2/catch.hpp>
+#include <map>
+#include <nlohmann/json.hpp>
 
+#include "bundle_fixture.hpp"
+#include "common/archive_raii.hpp"
+#include "fixtures.hpp"
 #include "mirror/package_repo.hpp"
+#include "mirror/store.hpp"
+#include "node-images/repo_image.hpp"
 #include "recipes/lock.hpp"
 #include "signing/digest.hpp"
 
@@ -123,4 +133,100 @@ TEST_CASE("lock: packageRepo round trip, the repository image typed by its compo
   CHECK_THAT(with({"apt", l.package_repo->fingerprint, "trusted=yes\n"}).error().message, Catch::Contains("packageRepo.publicKey"));
   CHECK_FALSE(with({"apt", l.package_repo->fingerprint, std::string(key).insert(40, "\x1b[2J")}).ok());
   CHECK(with({"rpm-md", l.package_repo->fingerprint, key}).ok());
+}
+
+namespace {
+
+struct LayerEntryInfo {
+  std::string path;
+  unsigned mode = 0;
+  std::string data;
+};
+
+std::vector<LayerEntryInfo> read_gzip_tar(const std::filesystem::path& p) {
+  std::vector<LayerEntryInfo> out;
+  detail::ArchiveReader a(archive_read_new());
+  archive_read_support_filter_gzip(a.get());
+  archive_read_support_format_tar(a.get());
+  REQUIRE(archive_read_open_filename(a.get(), p.c_str(), 65536) == ARCHIVE_OK);
+  archive_entry* e;
+  while (archive_read_next_header(a.get(), &e) == ARCHIVE_OK) {
+    LayerEntryInfo i{archive_entry_pathname(e), static_cast<unsigned>(archive_entry_perm(e)), ""};
+    if (!i.path.empty() && i.path.back() == '/') i.path.pop_back();  // folders
+    char buf[4096];
+    la_ssize_t n;
+    while ((n = archive_read_data(a.get(), buf, sizeof buf)) > 0) i.data.append(buf, static_cast<size_t>(n));
+    out.push_back(std::move(i));
+  }
+  return out;
+}
+
+// A repository folder and the store of tests/unit/bundle_fixture.hpp, whose
+// Docker schema2 device-plugin image stands in for the server image.
+struct RepoImageFixture {
+  gbtest::TempDir dir;
+  std::filesystem::path repo = dir / "repo";
+  RepoImageOptions options;
+  RepoImageFixture() {
+    std::filesystem::create_directories(repo / "dists/gpubundle/main/binary-amd64");
+    std::filesystem::create_directories(repo / "pool");
+    gbtest::spit(repo / "dists/gpubundle/InRelease", "signed\n");
+    gbtest::spit(repo / "dists/gpubundle/main/binary-amd64/Packages", "Package: a\n");
+    gbtest::spit(repo / "pool/a_1_amd64.deb", "deb bytes");
+    options.base = "nvcr.io/nvidia/k8s-device-plugin:v0.17.0";
+    options.os_tag = "ubuntu22.04";
+    options.fingerprint = std::string(40, 'A');
+    options.release_sha256 = std::string(64, 'b');
+  }
+  BuiltRepoImage build(const std::string& store_name) {
+    Store store = Store::open(dir / store_name, StoreAccess::Exclusive).value_or_throw();
+    gbtest::fill_bundle_store(store, 1000, 2000, 100);
+    options.work = dir / (store_name + "-work");
+    return build_repo_image(store, repo, options).value_or_throw();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("the repository image: server image + one layer of the tree, httpd as nobody, deterministic", "[package-repo][image]") {
+  RepoImageFixture f;
+  BuiltRepoImage img = f.build("store");
+  CHECK(img.ref == "localhost/gpubundle/package-repo:ubuntu22.04-bbbbbbbbbbbb");
+  CHECK(img.built().kind == BuiltKind::PackageRepo);
+  CHECK(img.platform == "linux/amd64");
+
+  Store store = Store::open(f.dir / "store", StoreAccess::Read).value_or_throw();
+  auto stored = store.find_image(img.ref);
+  REQUIRE(stored);
+  CHECK(stored->digest == img.digest);
+  auto man = nlohmann::json::parse(store.read_blob(img.digest).value_or_throw());
+  CHECK(man["mediaType"] == "application/vnd.oci.image.manifest.v1+json");
+  REQUIRE(man["layers"].size() == 2);  // the base's one, rewritten as OCI, and ours
+  CHECK(man["layers"][0]["mediaType"] == "application/vnd.oci.image.layer.v1.tar+gzip");
+  auto cfg = nlohmann::json::parse(store.read_blob(man["config"]["digest"].get<std::string>()).value_or_throw());
+  CHECK(cfg["config"]["Entrypoint"] == nlohmann::json({"httpd", "-f", "-v", "-p", "8080", "-h", "/srv/gpubundle-repo"}));
+  CHECK_FALSE(cfg["config"].contains("Cmd"));
+  CHECK(cfg["config"]["User"] == "65534:65534");
+  CHECK(cfg["config"]["Env"] == nlohmann::json({"B=1"}));  // the server image's own config stays
+  CHECK(cfg["config"]["Labels"]["io.gpubundle.package-repo.fingerprint"] == std::string(40, 'A'));
+  CHECK(cfg["rootfs"]["diff_ids"].size() == 1);
+
+  auto entries = read_gzip_tar(store.blob_path(man["layers"][1]["digest"].get<std::string>()));
+  std::map<std::string, LayerEntryInfo> by_path;
+  for (const auto& e : entries) by_path[e.path] = e;
+  REQUIRE(by_path.count("srv/gpubundle-repo/pool/a_1_amd64.deb"));
+  CHECK(by_path["srv/gpubundle-repo/pool/a_1_amd64.deb"].data == "deb bytes");
+  CHECK(by_path["srv/gpubundle-repo/pool/a_1_amd64.deb"].mode == 0644);
+  CHECK(by_path["srv/gpubundle-repo/dists/gpubundle/InRelease"].data == "signed\n");
+  CHECK(by_path["srv/gpubundle-repo/dists"].mode == 0755);
+  for (const auto& e : entries) CHECK(e.path.rfind("srv", 0) == 0);
+
+  // Another store, the same inputs: the same image.
+  CHECK(f.build("store2").digest == img.digest);
+  // The server image must be in the store.
+  f.options.base = "docker.io/library/busybox:1.36.1";
+  Store s3 = Store::open(f.dir / "store3", StoreAccess::Exclusive).value_or_throw();
+  auto missing = build_repo_image(s3, f.repo, f.options);
+  REQUIRE_FALSE(missing.ok());
+  CHECK_THAT(missing.error().message, Catch::Contains("docker.io/library/busybox:1.36.1"));
 }
