@@ -135,6 +135,27 @@ source "$W/kit.env"
 grep -q "$FPR" "$KIT/package-repo.yaml" || fail "package-repo.yaml does not name the key"
 pass "kit: repoConfig ConfigMap with the key, Deployment of $IMAGE, Service, driver.repoConfig"
 
+# On a server the site runs: no Deployment or Service, its CA for driver.certConfig.
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$W/ca.key" -out "$W/ca.pem" -days 2 \
+  -subj /CN=site-ca 2>/dev/null
+"$GB" --store "$W/store" -q overrides "$lock" --registry "http://$SITE/gpu" -o "$W/kit-own" \
+  --package-repo-url https://packages.site.example/gpu/ --package-repo-ca "$W/ca.pem" || fail "overrides --package-repo-url"
+"$PY" - "$W/kit-own" "$W/ca.pem" <<'PYEOF' || fail "kit for the site's own package server"
+import sys, yaml
+kit, ca = sys.argv[1:3]
+docs = list(yaml.safe_load_all(open(kit + "/package-repo.yaml")))
+assert [d["kind"] for d in docs] == ["ConfigMap", "ConfigMap"], docs
+assert " https://packages.site.example/gpu/ gpubundle main" in docs[0]["data"]["gpubundle.list"], docs[0]
+assert docs[1]["data"]["gpubundle-repo-ca.crt"] == open(ca).read(), docs[1]
+values = yaml.safe_load(open(kit + "/values.yaml"))
+assert values["driver"]["certConfig"]["name"] == docs[1]["metadata"]["name"], values["driver"]
+PYEOF
+rc=0
+"$GB" --store "$W/store" -q overrides "$lock" --registry "http://$SITE/gpu" -o "$W/kit-bad" --package-repo-ca "$W/ca.pem" \
+  2>/dev/null || rc=$?
+[ "$rc" = 2 ] || fail "--package-repo-ca without --package-repo-url: exit $rc, not 2"
+pass "overrides --package-repo-url/--package-repo-ca: sources at the site's server, certConfig, no Deployment"
+
 # The repository as the site has it: the image from the site registry, its last layer.
 skopeo copy -q --src-tls-verify=false "docker://$IMAGE_BY_DIGEST" "oci:$W/pulled:repo" || fail "skopeo copy $IMAGE_BY_DIGEST"
 PORT=$("$PY" -c "import sys; sys.path.insert(0, '$TOOLS'); import harness; print(harness.free_port())")
