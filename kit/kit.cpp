@@ -457,6 +457,10 @@ Result<Kit> make_kit(const Lock& lock, const Chart& chart, const KitOptions& opt
       return input_error("package repository URL " + quote(options.package_repo_url) + " is not http:// or https://");
     if (!options.package_repo_url.empty() && options.package_repo_url.find_first_of(" \t\n\"'") != std::string::npos)
       return input_error("package repository URL " + quote(options.package_repo_url) + " holds blanks or quotes");
+    bool image = std::any_of(placements->begin(), placements->end(), [](const Placement& p) { return p.image->built == BuiltKind::PackageRepo; });
+    if (!image && options.package_repo_url.empty())
+      return input_error("the lock has packageRepo but no package repository image (components [packageRepo]) to serve it: "
+                         "give --package-repo-url, or build the lock again from its recipe");
     kit.files.push_back({"package-repo.yaml", detail::package_repo_yaml(lock, *placements, *recipe, options), 0644});
   }
 

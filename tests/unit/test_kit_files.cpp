@@ -456,6 +456,15 @@ TEST_CASE("a package repository needs driver.repoConfig in the chart; without on
   auto k = kit::make_kit(package_repo_lock(), old, options());
   REQUIRE_FALSE(k.ok());
   CHECK_THAT(k.error().message, Catch::Contains("driver.repoConfig.configMapName"));
+  // A packageRepo without its image: nothing would serve what the ConfigMap names.
+  Lock no_image = package_repo_lock();
+  std::erase_if(no_image.images, [](const LockImage& i) { return i.built == BuiltKind::PackageRepo; });
+  auto orphan = kit::make_kit(no_image, fixture_chart(), options());
+  REQUIRE_FALSE(orphan.ok());
+  CHECK_THAT(orphan.error().message, Catch::Contains("no package repository image"));
+  auto served = options();
+  served.package_repo_url = "http://packages.site.example/";
+  CHECK(kit::make_kit(no_image, fixture_chart(), served).ok());
   auto plain = kit::make_kit(fixture_lock(), fixture_chart(), options());
   REQUIRE(plain.ok());
   CHECK_FALSE(plain->find("package-repo.yaml"));
