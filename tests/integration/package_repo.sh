@@ -75,7 +75,7 @@ REPO_SRC=$(jget "$lock" '[i["source"] for i in d["images"] if i["components"] ==
 REPO_DIGEST=$(jget "$lock" '[i["digest"] for i in d["images"] if i["components"] == ["packageRepo"]][0]')
 [[ $(jget "$lock" '[i["source"] for i in d["images"] if i["components"] == ["packageServer"]]') == "['nvcr.io/gpubundle-test/httpd:1.36.1']" ]] \
   || fail "the server image is not in the lock's closure"
-pass "build: $REPO_SRC ($REPO_DIGEST), key $FPR"
+pass "build: $REPO_SRC ($REPO_DIGEST), key $FPR; packages step $(jget "$W/build1.json" '"%.1f s" % d["phases"]["packages"]')"
 
 # The same packages and key make the same image; the key stays.
 "$GB" --store "$W/store" --json build "$W/recipe.yaml" -o "$W/again.bundle" --key "$W/release.key" \
@@ -83,7 +83,7 @@ pass "build: $REPO_SRC ($REPO_DIGEST), key $FPR"
 [[ $(jget "$lock" '[i["digest"] for i in d["images"] if i["components"] == ["packageRepo"]][0]') == "$REPO_DIGEST" ]] \
   || fail "the second build made another repository image"
 cmp -s "$W/site.bundle" "$W/again.bundle" || fail "the second bundle is not byte-identical"
-pass "re-build: same key, same repository image, byte-identical bundle"
+pass "re-build: same key, same repository image, byte-identical bundle; packages step $(jget "$W/build2.json" '"%.1f s" % d["phases"]["packages"]')"
 
 # --repo-key: the site's own key signs instead; a missing one is one line naming it.
 export GNUPGHOME=$W/gnupg-own
