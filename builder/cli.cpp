@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "common/error.hpp"
+#include "common/files.hpp"
 #include "common/log.hpp"
 #include "signing/keys.hpp"
 
@@ -127,6 +128,21 @@ const Keyring* bundle_trust(Keyring& storage, const std::vector<std::string>& pu
   if (!keyring.empty()) storage = Keyring::load_dir(keyring).value_or_throw();
   for (const auto& p : pubkeys) storage.add(PublicKey::load(p).value_or_throw());
   return &storage;
+}
+
+void PackageRepoSite::declare(CLI::App& app) {
+  auto* u = app.add_option("--package-repo-url", url,
+                           "Where the site serves the package repository of a conventional recipe with packages.sources "
+                           "(http(s)://HOST[:PORT]/PATH/); the kit then has no Deployment for it");
+  app.add_option("--package-repo-ca", ca_file, "CA certificate (PEM) of an https --package-repo-url, for driver.certConfig")->needs(u);
+}
+
+std::string PackageRepoSite::ca_pem() const {
+  if (ca_file.empty()) return "";
+  auto pem = read_file(ca_file, 1 << 20).value_or_throw();
+  if (pem.find("-----BEGIN CERTIFICATE-----") == std::string::npos)
+    throw Error(ErrorKind::Input, "--package-repo-ca " + ca_file + ": not a PEM certificate");
+  return pem;
 }
 
 }  // namespace gb::cli

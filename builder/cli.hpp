@@ -59,4 +59,13 @@ int run(int argc, char** argv);
 const Keyring* bundle_trust(Keyring& storage, const std::vector<std::string>& pubkeys, const std::string& keyring, bool skip_signature,
                             const std::string& command);
 
+// --package-repo-url and --package-repo-ca (overrides, import): the site
+// serves the package repository from a server of its own (docs/package-repos.md).
+struct PackageRepoSite {
+  std::string url, ca_file;
+  void declare(CLI::App& app);
+  // The CA's PEM, "" without --package-repo-ca.
+  std::string ca_pem() const;
+};
+
 }  // namespace gb::cli

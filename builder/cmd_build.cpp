@@ -31,6 +31,8 @@ void print_summary(const BuildSummary& s) {
   std::printf("  %-8s %7.2fs\n", "total", all);
   std::printf("\nlock    %s\n", s.lock.string().c_str());
   if (!s.overlay_dir.empty()) std::printf("overlay %s (install.sh --root IMAGE_ROOT)\n", s.overlay_dir.string().c_str());
+  if (s.repo_packages)
+    std::printf("packages %zu in the site repository, signed by OpenPGP key %s\n", s.repo_packages, s.repo_fingerprint.c_str());
   for (const auto& v : s.volumes) std::printf("bundle  %s\n", v.string().c_str());
   std::printf("id      %s, signed by key %s, verified\n", s.bundle_id.c_str(), s.signer.substr(0, 16).c_str());
 }
@@ -42,7 +44,8 @@ CommandSpec build_command() {
       "build",
       "Everything for the build machine: resolve, mirror, driver images, install kit, bundle, verify",
       "Runs resolve -> mirror -> driver images (precompiled recipes, when --installer is given) or a baked node overlay "
-      "(driver.mode host, when --installer is given; written next to the bundle and carried in it) -> install kit (when the "
+      "(driver.mode host, when --installer is given; written next to the bundle and carried in it) -> site package repository "
+      "(driver.mode conventional with packages.sources: the kernels' packages, signed, as an image; docs/package-repos.md) -> install kit (when the "
       "recipe has a destination) -> bundle -> verify, and prints the images with their sizes, the bytes downloaded and "
       "reused, the time of each step, and where the bundle and the lock are. It stops at the first failed step, naming "
       "it and what to do; what was already mirrored stays in the store, so running it again continues from there. Given a "
@@ -69,6 +72,9 @@ CommandSpec build_command() {
         app.add_option("--sign-key", q->sign_key, "Secure Boot module signing key (PEM)");
         app.add_option("--sign-cert", q->sign_cert, "Secure Boot module signing certificate (PEM or DER)");
         app.add_option("--driver-base", q->driver_base, "Base image for built driver images (default: the conventional driver image)");
+        app.add_option("--repo-key", q->repo_key,
+                       "OpenPGP key (armoured, no passphrase) that signs the site package repository of a conventional recipe with "
+                       "packages.sources (default: <store>/keys/package-repo.asc, made on first use)");
         return [&g, q] {
           auto progress = make_progress(g.json ? ProgressStyle::Json : g.quiet ? ProgressStyle::None : ProgressStyle::Auto);
           BuildSummary s = run_build(*q, g.store, *progress);
@@ -81,6 +87,7 @@ CommandSpec build_command() {
                                 {"builtDriverImages", s.built_driver_images},
                                 {"signer", s.signer}};
             if (!s.overlay_dir.empty()) j["nodeOverlay"] = s.overlay_dir.string();
+            if (s.repo_packages) j["packageRepo"] = {{"packages", s.repo_packages}, {"fingerprint", s.repo_fingerprint}};
             for (const auto& v : s.volumes) j["volumes"].push_back(v.string());
             for (const auto& p : s.phases) j["phases"][p.name] = p.seconds;
             for (const auto& i : s.images) j["images"].push_back({{"ref", i.ref}, {"bytes", i.bytes}, {"upToDate", i.reused}});

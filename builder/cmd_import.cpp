@@ -28,6 +28,7 @@ struct Args {
   bool skip_signature = false;
   bool no_kit = false;
   bool check_blobs = false;
+  PackageRepoSite repo_site;
 };
 
 int run_import(Globals& g, const Args& a) {
@@ -36,6 +37,8 @@ int run_import(Globals& g, const Args& a) {
   o.layout = kit::parse_layout(a.layout).value_or_throw();
   o.jobs = std::max(1, a.jobs);
   o.check_blobs = a.check_blobs;
+  o.package_repo_url = a.repo_site.url;
+  o.package_repo_ca = a.repo_site.ca_pem();
   if (!a.registry_config.empty()) o.config = RegistryConfig::load(a.registry_config).value_or_throw();
   Keyring keys;
   o.trusted = bundle_trust(keys, a.pubkeys, a.keyring, a.skip_signature, "import");
@@ -89,6 +92,7 @@ CommandSpec import_command() {
         app.add_option("-j,--jobs", a->jobs, "Parallel blob uploads (default 8)");
         app.add_option("-o,--output", a->out, "Install kit folder (default: beside the bundle)");
         app.add_flag("--no-kit", a->no_kit, "Do not write the install kit");
+        a->repo_site.declare(app);
         app.add_flag("--check-blobs", a->check_blobs, "Ask about every blob, even of images the site has whole (repairs a registry that lost blobs)");
         app.add_flag("--insecure-skip-signature", a->skip_signature, "Import without checking the signature (loudly warned)");
         return [&g, a] { return run_import(g, *a); };

@@ -27,16 +27,20 @@ CommandSpec overrides_command() {
         auto out = std::make_shared<std::string>();
         auto chart_flag = std::make_shared<std::string>();
         auto layout = std::make_shared<std::string>("strip-host");
+        auto repo_site = std::make_shared<PackageRepoSite>();
         app.add_option("lock", *lock_path, "Lock file (from gpubundle resolve or mirror), or a recipe: its lock <recipe folder>/<metadata.name>.lock.json")->required();
         app.add_option("--registry", *registry, "Site registry: HOST[:PORT][/PREFIX], http://... for plain HTTP")->required();
         app.add_option("-o,--output", *out, "Kit folder to write (created when missing)")->required();
         app.add_option("--chart", *chart_flag, "Chart .tgz or folder (default: the store's copy, else the lock's chart source when it is local)");
         app.add_option("--layout", *layout, "strip-host (default): HOST/PREFIX/<path>; keep-host: HOST/PREFIX/<source host>/<path>");
-        return [&g, lock_path, registry, out, chart_flag, layout]() -> int {
+        repo_site->declare(app);
+        return [&g, lock_path, registry, out, chart_flag, layout, repo_site]() -> int {
           auto [lock, lock_file] = lock_for(*lock_path).value_or_throw();
           kit::KitOptions options;
           options.registry = kit::SiteRegistry::parse(*registry).value_or_throw();
           options.layout = kit::parse_layout(*layout).value_or_throw();
+          options.package_repo_url = repo_site->url;
+          options.package_repo_ca = repo_site->ca_pem();
           LoadedChart chart = lock_chart(lock, lock_file, *chart_flag, ChartAccess{g.store}).value_or_throw();
           kit::Kit k = kit::make_kit(lock, chart.chart, options).value_or_throw();
           kit::write_kit(k, *out).value_or_throw();

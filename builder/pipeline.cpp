@@ -1,4 +1,5 @@
 #include "builder/pipeline.hpp"
+#include "builder/pipeline_packages.hpp"
 
 #include <chrono>
 #include <unistd.h>
@@ -64,6 +65,8 @@ BuildSummary run_build(const BuildRequest& q, const std::filesystem::path& store
   PrivateKey key = PrivateKey::load(q.key, pass).value_or_throw();
   s.signer = key.id();
   auto in = read_recipe_or_lock(q.input).value_or_throw();
+  if (!q.repo_key.empty() && !std::filesystem::is_regular_file(q.repo_key))
+    throw Error(ErrorKind::Input, "--repo-key " + q.repo_key.string() + ": no such key file");
   if (in.lock && !q.installer.empty())
     throw Error(ErrorKind::Input, q.input.string() + ": --installer needs the recipe (driver and kernels), not a lock");
   RegistryConfig config;
@@ -146,6 +149,14 @@ BuildSummary run_build(const BuildRequest& q, const std::filesystem::path& store
       auto stored = store_overlay(store, bo.output, ref).value_or_throw();
       record_built(lock, stored.built());
       s.images.push_back({stored.ref, stored.size, false});
+    });
+  }
+  if (recipe && wants_package_repo(*recipe)) {
+    step(s, "packages", "check packages.sources (URLs, keyrings) and that every kernel's packages are there", [&] {
+      auto built = build_package_repo(*recipe, lock, store, q.repo_key, q.jobs, progress);
+      s.images.push_back({built.ref, built.bytes, false});
+      s.repo_packages = built.packages;
+      s.repo_fingerprint = built.fingerprint;
     });
   }
   // Once, when every image has its digest: a failed step leaves the lock as it was.

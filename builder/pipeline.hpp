@@ -1,5 +1,6 @@
 #pragma once
 // `gpubundle build`: resolve -> mirror -> driver images or node overlay (when asked) ->
+// site package repository (conventional recipes with packages.sources) ->
 // install kit -> bundle -> verify, one step after another. A failed step
 // stops the run with the step's name and what to do; whatever was already
 // mirrored stays in the store, so a re-run continues from there.
@@ -31,6 +32,9 @@ struct BuildRequest {
   std::vector<std::filesystem::path> kernel_builds, kernel_headers;
   std::filesystem::path sign_key, sign_cert;
   std::string driver_base;
+  // Conventional recipes with packages.sources: the site repository's signing
+  // key (OpenPGP, armoured); "": STORE/keys/package-repo.asc, made on first use.
+  std::filesystem::path repo_key;
 };
 
 struct BuildPhase {
@@ -55,6 +59,8 @@ struct BuildSummary {
   std::string signer;
   std::size_t built_driver_images = 0;
   std::filesystem::path overlay_dir;  // the baked overlay's folder (host mode), "" when none
+  std::size_t repo_packages = 0;      // in the site package repository, 0 when none
+  std::string repo_fingerprint;       // its signing key
 };
 
 BuildSummary run_build(const BuildRequest& request, const std::filesystem::path& store, Progress& progress);

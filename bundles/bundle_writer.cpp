@@ -68,6 +68,13 @@ public:
 
 private:
   Result<void> collect() {
+    // A conventional recipe with packages.sources: without its repository the
+    // driver pods at the site would find no kernel packages.
+    for (const auto& li : m_lock.images)
+      if (std::find(li.components.begin(), li.components.end(), k_package_server_component) != li.components.end() &&
+          !m_lock.package_repo)
+        return input_error("lock lists the package server image " + li.source +
+                           " but no site package repository: make it with `gpubundle build` from the recipe");
     for (const auto& li : m_lock.images) {
       if (li.digest.empty())
         return op_error("lock image " + li.source + " has no digest: run `gpubundle mirror` first");

@@ -223,6 +223,8 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
     ko.registry = site;
     ko.layout = o.layout;
     ko.bundle_id = m.bundle_id;
+    ko.package_repo_url = o.package_repo_url;
+    ko.package_repo_ca = o.package_repo_ca;
     // The CA gpubundle was told to trust for the site is the one its nodes need.
     if (const HostConfig* h = o.config.host(site.host); h && !h->ca_file.empty() && !site.plain_http) {
       auto pem = read_file(h->ca_file);

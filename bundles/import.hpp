@@ -37,6 +37,9 @@ struct ImportOptions {
   // a registry that lost blobs behind its own back (storage restored, files
   // deleted), which a normal re-import takes as complete.
   bool check_blobs = false;
+  // The kit's package repository on a server of the site's (kit::KitOptions).
+  std::string package_repo_url;
+  std::string package_repo_ca;
 };
 
 struct ImportReport {

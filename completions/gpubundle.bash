@@ -22,9 +22,9 @@ _gpubundle_command() {
       ;;
     "build")
       subs=""
-      opts="-h --help -o --output --key --passphrase-env --passphrase-file --registry-config --chart --lock --split --since -j --jobs --installer --kernel-build --kernel-headers --sign-key --sign-cert --driver-base --store --json -q --quiet -v --verbose --version"
-      vals="-o --output --key --passphrase-env --passphrase-file --registry-config --chart --lock --split --since -j --jobs --installer --kernel-build --kernel-headers --sign-key --sign-cert --driver-base --store"
-      files="-o --output --key --passphrase-file --registry-config --chart --lock --since --installer --kernel-build --kernel-headers --sign-key --sign-cert --store"
+      opts="-h --help -o --output --key --passphrase-env --passphrase-file --registry-config --chart --lock --split --since -j --jobs --installer --kernel-build --kernel-headers --sign-key --sign-cert --driver-base --repo-key --store --json -q --quiet -v --verbose --version"
+      vals="-o --output --key --passphrase-env --passphrase-file --registry-config --chart --lock --split --since -j --jobs --installer --kernel-build --kernel-headers --sign-key --sign-cert --driver-base --repo-key --store"
+      files="-o --output --key --passphrase-file --registry-config --chart --lock --since --installer --kernel-build --kernel-headers --sign-key --sign-cert --repo-key --store"
       args=1
       ;;
     "bundle")
@@ -57,8 +57,8 @@ _gpubundle_command() {
       ;;
     "import")
       subs=""
-      opts="-h --help --registry --pubkey --keyring --registry-config --layout -j --jobs -o --output --no-kit --check-blobs --insecure-skip-signature --store --json -q --quiet -v --verbose --version"
-      vals="--registry --pubkey --keyring --registry-config --layout -j --jobs -o --output --store"
+      opts="-h --help --registry --pubkey --keyring --registry-config --layout -j --jobs -o --output --no-kit --package-repo-url --package-repo-ca --check-blobs --insecure-skip-signature --store --json -q --quiet -v --verbose --version"
+      vals="--registry --pubkey --keyring --registry-config --layout -j --jobs -o --output --package-repo-url --package-repo-ca --store"
       files="--pubkey --keyring --registry-config -o --output --store"
       args=1
       ;;
@@ -106,8 +106,8 @@ _gpubundle_command() {
       ;;
     "overrides")
       subs=""
-      opts="-h --help --registry -o --output --chart --layout --store --json -q --quiet -v --verbose --version"
-      vals="--registry -o --output --chart --layout --store"
+      opts="-h --help --registry -o --output --chart --layout --package-repo-url --package-repo-ca --store --json -q --quiet -v --verbose --version"
+      vals="--registry -o --output --chart --layout --package-repo-url --package-repo-ca --store"
       files="-o --output --chart --store"
       args=1
       ;;

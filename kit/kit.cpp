@@ -451,13 +451,29 @@ Result<Kit> make_kit(const Lock& lock, const Chart& chart, const KitOptions& opt
   if (recipe->time_slicing_replicas > 0)
     kit.files.push_back({"time-slicing.yaml", time_slicing_yaml(lock, chart, *recipe, options), 0644});
   kit.files.push_back({"alerts.yaml", alerts_yaml(lock, options), 0644});
+  if (lock.package_repo) {
+    if (!options.package_repo_url.empty() && !starts_with(options.package_repo_url, "http://") &&
+        !starts_with(options.package_repo_url, "https://"))
+      return input_error("package repository URL " + quote(options.package_repo_url) + " is not http:// or https://");
+    if (!options.package_repo_url.empty() && options.package_repo_url.find_first_of(" \t\n\"'") != std::string::npos)
+      return input_error("package repository URL " + quote(options.package_repo_url) + " holds blanks or quotes");
+    bool image = std::any_of(placements->begin(), placements->end(), [](const Placement& p) { return p.image->built == BuiltKind::PackageRepo; });
+    if (!image && options.package_repo_url.empty())
+      return input_error("the lock has packageRepo but no package repository image (components [packageRepo]) to serve it: "
+                         "give --package-repo-url, or build the lock again from its recipe");
+    kit.files.push_back({"package-repo.yaml", detail::package_repo_yaml(lock, *placements, *recipe, options), 0644});
+  }
 
   // Runtime mirrors for the hosts nodes pull from: not for a node overlay
   // (localhost/...), which image pipelines fetch and no node ever pulls.
   std::set<std::string> hosts;
   for (const auto& p : *placements) {
     const auto& c = p.image->components;
-    if (std::find(c.begin(), c.end(), k_node_overlay_component) == c.end()) hosts.insert(p.source.registry);
+    // Nor for the package repository's images: its Deployment names the site registry itself.
+    if (std::none_of(c.begin(), c.end(), [](const std::string& x) {
+          return x == k_node_overlay_component || x == k_package_repo_component || x == k_package_server_component;
+        }))
+      hosts.insert(p.source.registry);
   }
   std::vector<std::string> host_list(hosts.begin(), hosts.end());
   host_list.erase(std::remove(host_list.begin(), host_list.end(), options.registry.host), host_list.end());  // already the site

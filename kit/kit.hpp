@@ -14,6 +14,8 @@
 //   containerd/certs.d/<site>/ca.crt  the site's CA, when KitOptions::registry_ca is set
 //   crio/registries.conf.d/99-gpubundle.conf   the source hosts and the site itself
 //   crio/certs.d/<site>/ca.crt        the same CA, for /etc/containers/certs.d
+//   package-repo.yaml                 the site package repository: repoConfig ConfigMap (sources
+//                                     and key), CA ConfigMap, Deployment + Service (lock packageRepo)
 //   manifest.json                     machine-readable install manifest (format below)
 //   <chart>.tgz                       copied in by the caller when it has the archive
 //
@@ -109,6 +111,11 @@ struct KitOptions {
   // not trust it already: the kit then carries it as ca.crt for containerd
   // and CRI-O and points the containerd config at it. Ignored for plain HTTP.
   std::string registry_ca;
+  // The site package repository (a lock with packageRepo) is served in the
+  // cluster by its image (Deployment + Service in package-repo.yaml), or,
+  // with package_repo_url, by a server the site runs (then no Deployment):
+  std::string package_repo_url;  // http(s)://host[:port]/path/ where the repository tree is served
+  std::string package_repo_ca;   // PEM of the CA of an https package_repo_url (driver.certConfig)
 };
 
 struct KitFile {
@@ -126,6 +133,13 @@ struct Kit {
 constexpr const char* k_time_slicing_configmap = "time-slicing-config";
 constexpr const char* k_time_slicing_key = "any";
 constexpr const char* k_release_name = "gpu-operator";
+// The site package repository's Deployment/Service, its repoConfig and certConfig ConfigMaps.
+constexpr const char* k_package_repo_name = "gpubundle-package-repo";
+constexpr const char* k_package_repo_config_map = "gpubundle-repo-config";
+constexpr const char* k_package_repo_ca_config_map = "gpubundle-repo-ca";
+// Where the operator mounts the repoConfig ConfigMap (gpu-operator-facts §4.3).
+constexpr const char* k_apt_repo_config_dir = "/etc/apt/sources.list.d";
+constexpr const char* k_rpm_repo_config_dir = "/etc/yum.repos.d";
 
 // The chart archive name install.sh expects next to it ("gpu-operator-v26.7.0.tgz").
 std::string kit_chart_file(const Lock& lock);

@@ -19,6 +19,14 @@ std::string verify_sh(const Lock& lock, const std::vector<Placement>& placements
                       const KitOptions& options);
 std::string mig_sh(const Lock& lock, const KitRecipe& recipe, const KitOptions& options);
 
+// The site package repository (lock packageRepo): its base URL, the sources
+// file the driver container reads (apt sources.list line or yum .repo), and
+// package-repo.yaml.
+std::string package_repo_url(const KitOptions& options);
+std::string package_repo_sources(const Lock& lock, const KitOptions& options);
+std::string package_repo_yaml(const Lock& lock, const std::vector<Placement>& placements, const KitRecipe& recipe,
+                              const KitOptions& options);
+
 // Single-quoted for the shell.
 std::string shell_quote(std::string_view s);
 

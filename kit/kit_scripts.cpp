@@ -111,6 +111,11 @@ if [ -n "$pull_secret" ] && ! kubectl -n "$namespace" get secret "$pull_secret" 
   if [ "$dry_run" -eq 1 ]; then say "warning: $msg"; else fail "$msg"; fi
 fi
 
+if [ -f "$here/package-repo.yaml" ]; then
+  say "applying the site package repository (package-repo.yaml)"
+  kubectl apply -n "$namespace" -f "$here/package-repo.yaml" "${kubectl_flags[@]}"
+fi
+
 if [ -f "$here/time-slicing.yaml" ]; then
   say "applying the time-slicing ConfigMap"
   kubectl apply -n "$namespace" -f "$here/time-slicing.yaml" "${kubectl_flags[@]}"

@@ -261,6 +261,7 @@ Result<std::string> make_values_yaml(const Lock& lock, const Chart& chart, const
     for (const auto& c : p.image->components) {
       if (c == "extraImages") continue;  // mirrored for workloads (verify.sh); no values key
       if (c == k_node_overlay_component) continue;  // for node image pipelines; no values key
+      if (c == k_package_repo_component || c == k_package_server_component) continue;  // package-repo.yaml; no values key
       if (auto l = list_images_of(c); l && chart_has_key(chart, l->list_path)) {
         lists.emplace(l->list_path, *l).first->second.moved[p.source.str()] = p.destination.pinned();
         continue;
@@ -349,6 +350,10 @@ Result<std::string> make_values_yaml(const Lock& lock, const Chart& chart, const
     if (!v.has("driver.version")) {
       std::string version = lock.driver.use_precompiled ? lock.driver.branch : lock.driver.version;
       if (!version.empty()) v.set("driver.version", version);
+    }
+    if (lock.package_repo) {
+      v.set("driver.repoConfig.configMapName", k_package_repo_config_map);
+      if (!options.package_repo_ca.empty()) v.set("driver.certConfig.name", k_package_repo_ca_config_map);
     }
     const std::string& kmt = lock.driver.kernel_module_type;
     if (chart_has_key(chart, "driver.kernelModuleType")) {

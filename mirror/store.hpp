@@ -21,6 +21,11 @@
 //                               children for io.gpubundle.platforms (and their blobs) are present.
 //   STORE/charts/<name>-<version>.tgz   Helm charts (recipes/chart_source.hpp chart_file_name())
 //   STORE/catalog.db            sqlite index of the above (mirror/catalog_db.hpp); written last
+//   STORE/keys/package-repo.asc the site package repository's OpenPGP signing key (armoured
+//                               secret key, 0600), made by the first `build` that needs it
+//                               (builder/pipeline_packages.hpp); it never leaves the machine
+//   STORE/packages/<file>       verified kernel package files (mirror/packages.hpp), kept for
+//                               the next build, which checks them again before using them
 //   STORE/.lock                 flock(2): exclusive for writers (mirror, gc), shared for fsck
 //
 //   STORE/blobs/sha256/<hex>.partial   a download in progress, or cut short (kill, full disk,

@@ -29,11 +29,22 @@ std::vector<LockImage*> Lock::precompiled_driver_images() {
   return out;
 }
 
+namespace {
+const char* built_component(BuiltKind kind) {
+  switch (kind) {
+    case BuiltKind::NodeOverlay: return k_node_overlay_component;
+    case BuiltKind::PackageRepo: return k_package_repo_component;
+    case BuiltKind::DriverImage: break;
+  }
+  return "driver";
+}
+}  // namespace
+
 void record_built(Lock& lock, const BuiltImage& image) {
   LockImage* li = lock.find(image.ref);
   if (!li) {
     LockImage n;
-    n.components = {image.kind == BuiltKind::NodeOverlay ? k_node_overlay_component : "driver"};
+    n.components = {built_component(image.kind)};
     n.source = image.ref;
     n.platforms = {image.platform};
     lock.images.push_back(std::move(n));
@@ -79,6 +90,10 @@ std::string lock_to_json(const Lock& l) {
                       {"origin", origin_word(i)}});
   }
   j["images"] = images;
+  if (l.package_repo)
+    j["packageRepo"] = {{"format", l.package_repo->format},
+                        {"fingerprint", l.package_repo->fingerprint},
+                        {"publicKey", l.package_repo->public_key}};
   j["warnings"] = l.warnings;
   return j.dump(2) + "\n";
 }
@@ -149,6 +164,19 @@ std::string check_lock(const Lock& l) {
         return bad(at + ".components[" + std::to_string(c) + "]", i.components[c], "is not a component key");
     for (size_t p = 0; p < i.platforms.size(); ++p)
       if (!is_word(i.platforms[p], "/._-")) return bad(at + ".platforms[" + std::to_string(p) + "]", i.platforms[p], "is not a platform");
+  }
+  if (const auto& p = l.package_repo) {
+    if (!one_of(p->format, {"apt", "rpm-md"})) return bad("packageRepo.format", p->format, "is not apt or rpm-md");
+    if (p->fingerprint.size() != 40 || !std::all_of(p->fingerprint.begin(), p->fingerprint.end(), [](char c) {
+          return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'F');
+        }))
+      return bad("packageRepo.fingerprint", p->fingerprint, "is not 40 upper-case hex digits");
+    // The key lands in a ConfigMap file: armoured text and nothing else.
+    const std::string begin = "-----BEGIN PGP PUBLIC KEY BLOCK-----\n", end = "-----END PGP PUBLIC KEY BLOCK-----\n";
+    const auto& k = p->public_key;
+    if (!starts_with(k, begin) || k.size() < begin.size() + end.size() || k.compare(k.size() - end.size(), end.size(), end) != 0 ||
+        !std::all_of(k.begin(), k.end(), [](char c) { return c == '\n' || (c >= ' ' && c <= '~'); }))
+      return "packageRepo.publicKey: not one ASCII-armoured OpenPGP public key";
   }
   return "";
 }
@@ -240,15 +268,21 @@ Result<Lock> parse_lock(const std::string& text, const std::string& file) {
       std::string origin = str(i, "origin");
       if (origin == "built") {
         // The kind is the component (see the header): older locks read the same.
-        bool overlay = img.components == std::vector<std::string>{k_node_overlay_component};
-        if (!overlay && img.components != std::vector<std::string>{"driver"})
-          throw Error(ErrorKind::Input, at + ".origin: \"built\" is for a driver image (components [driver]) "
-                                        "or a node overlay (components [nodeOverlay])");
-        img.built = overlay ? BuiltKind::NodeOverlay : BuiltKind::DriverImage;
+        auto only = [&](const char* kind) { return img.components == std::vector<std::string>{kind}; };
+        if (only(k_node_overlay_component)) img.built = BuiltKind::NodeOverlay;
+        else if (only(k_package_repo_component)) img.built = BuiltKind::PackageRepo;
+        else if (only("driver")) img.built = BuiltKind::DriverImage;
+        else
+          throw Error(ErrorKind::Input, at + ".origin: \"built\" is for a driver image (components [driver]), "
+                                        "a node overlay (components [nodeOverlay]) or a package repository (components [packageRepo])");
       } else if (origin != "upstream") {
         throw Error(ErrorKind::Input, at + ".origin: " + quote(origin) + " is not upstream or built");
       }
       l.images.push_back(std::move(img));
+    }
+    if (j.contains("packageRepo")) {
+      const auto& p = need(j, "packageRepo");
+      l.package_repo = LockPackageRepo{str(p, "format"), str(p, "fingerprint"), str(p, "publicKey")};
     }
     l.warnings = strs(j, "warnings");
   } catch (const json::parse_error& e) {

@@ -13,15 +13,24 @@
 //     "driver":   {mode, version, branch, kernelModuleType, usePrecompiled},
 //     "destination": {registry, prefix, plainHttp?} | null,   // plainHttp only when true
 //     "images": [ {components[], source, platforms[], destination, digest, origin} ],
+//     "packageRepo": {format, fingerprint, publicKey},   // only with a site package repository
 //     "warnings": []
 //   }
 //
 // images are sorted by source. digest stays "" until `gpubundle mirror` fills
 // it; origin is "upstream" (pulled) or "built" (made here). A built image is
 // a precompiled driver image (`driver build`, `build --installer`; components
-// ["driver"]) or a baked node overlay (`node-image bake`; components
-// ["nodeOverlay"]): the component says which, so locks written before the kind
-// was typed read the same. In memory that is LockImage::built.
+// ["driver"]), a baked node overlay (`node-image bake`; components
+// ["nodeOverlay"]) or the site package repository image of a conventional
+// recipe with packages.sources (components ["packageRepo"]): the component
+// says which, so locks written before the kind was typed read the same. In
+// memory that is LockImage::built.
+//
+// packageRepo describes that repository (mirror/package_repo.hpp): its format
+// ("apt"; "rpm-md" for the RHEL family), the OpenPGP fingerprint of the key
+// that signs it (40 upper-case hex) and that public key, ASCII-armoured, which
+// the kit gives the nodes. Its server image (packages.server.image) is an
+// upstream image of component "packageServer".
 //
 // A lock also arrives inside a bundle from outside, and its values end up in
 // values.yaml, scripts, file names and registry URLs. parse_lock() therefore
@@ -56,11 +65,25 @@ constexpr int k_lock_max_depth = 32;
 // The component of a baked node overlay artifact (node-images/overlay_artifact.hpp):
 // carried and imported like an image, but no chart values key.
 inline constexpr const char* k_node_overlay_component = "nodeOverlay";
+// The site package repository image (built) and the HTTP server image it is
+// built from (pulled): carried and imported like images, no chart values key.
+inline constexpr const char* k_package_repo_component = "packageRepo";
+inline constexpr const char* k_package_server_component = "packageServer";
+// The default packages.server.image: busybox's httpd serves static files.
+inline constexpr const char* k_default_package_server_image = "docker.io/library/busybox:1.36.1";
+// How the repository image serves: the folder in the image, the port, and
+// the apt suite and component (mirror/package_repo.hpp, kit/).
+inline constexpr const char* k_package_repo_root = "srv/gpubundle-repo";
+inline constexpr int k_package_repo_port = 8080;
+inline constexpr const char* k_package_repo_suite = "gpubundle";
+inline constexpr const char* k_package_repo_area = "main";
+inline constexpr const char* k_package_repo_key_file = "gpubundle-repo.asc";
 
 // What gpubundle makes itself rather than pulls.
 enum class BuiltKind {
   DriverImage,  // a precompiled driver image, one per kernel (node-images/driver_image.hpp)
   NodeOverlay,  // a baked node overlay artifact (node-images/overlay_artifact.hpp)
+  PackageRepo,  // the site package repository image (node-images/repo_image.hpp)
 };
 
 struct LockImage {
@@ -98,6 +121,13 @@ struct LockDriver {
   bool use_precompiled = false;
 };
 
+// The site package repository (see the header comment).
+struct LockPackageRepo {
+  std::string format;       // apt | rpm-md
+  std::string fingerprint;  // 40 upper-case hex digits
+  std::string public_key;   // ASCII-armoured OpenPGP public key
+};
+
 struct Lock {
   int schema_version = k_lock_schema_version;
   std::string generator;
@@ -118,6 +148,7 @@ struct Lock {
   std::string destination_prefix;
   bool destination_plain_http = false;
   std::vector<LockImage> images;
+  std::optional<LockPackageRepo> package_repo;
   std::vector<std::string> warnings;
 
   LockImage* find(const std::string& source);

@@ -198,7 +198,22 @@ private:
     }
     if (m_r.driver_mode == DriverMode::Precompiled && m_r.kernels.empty())
       error("target.kernels", "target.kernels: precompiled drivers need the kernel release (uname -r) of every GPU node");
+    if (site_package_repo()) {
+      if (m_r.kernels.empty())
+        error("target.kernels", "target.kernels: a conventional driver with packages.sources needs the kernel release "
+                                "(uname -r) of every GPU node, since the packages it carries are those kernels' own");
+      const auto family = os_package_format(m_r.os);
+      for (size_t i = 0; i < m_r.packages.sources.size(); ++i)
+        if (m_r.packages.sources[i].format != family)
+          error("packages.sources", "packages.sources[" + std::to_string(i) + "].type: " + to_string(m_r.packages.sources[i].format) +
+                                        " source " + quote(m_r.packages.sources[i].name) + " cannot serve " + m_r.os +
+                                        " nodes, whose driver container installs " + to_string(family) + " packages");
+    }
   }
+
+  // A conventional driver with package sources: the bundle carries a package
+  // repository for the driver containers, served from an image built here.
+  bool site_package_repo() const { return m_r.driver_mode == DriverMode::Conventional && !m_r.packages.sources.empty(); }
 
   bool workload_allows(const std::string& key) const {
     for (std::string k = key; !k.empty(); k = parent_of(k)) {
@@ -376,6 +391,9 @@ private:
     for (const auto& dep : m_chart.dependencies) subchart_images(dep);
 
     for (const auto& e : m_r.extra_images) add("extraImages", e);
+    if (site_package_repo())
+      add(k_package_server_component,
+          m_r.packages.server_image.empty() ? k_default_package_server_image : m_r.packages.server_image);
   }
 
   void driver_images(const std::string& base) {

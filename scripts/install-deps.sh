@@ -15,6 +15,7 @@ packages=(
   containerd podman python3-yaml  # kit-runtimes test: the kit's runtime config read by real runtimes
   python3-cryptography util-linux-extra  # bench/scale.sh: AES-keystream layers in seed.py --set scale; fincore
   apt-utils gnupg xz-utils  # packages-apt test: the stand-in apt repository (apt-ftparchive, gpg)
+  busybox  # package-repo test: the repository image's httpd command, run by a real busybox
   pci.ids  # GPU names for PCI ids the catalog lacks (resolver messages)
   rpm createrepo-c dnf python3-rpm gpg gpgv gpgconf  # rpm-md tests: rpmbuild, repo metadata, dnf and rpm as the references, signing
   # sanitizer and fuzz jobs: clang with libFuzzer and the sanitizer runtimes

@@ -1,5 +1,6 @@
 #include "signing/openpgp.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <sstream>
 #include <vector>
@@ -7,6 +8,7 @@
 #include "common/files.hpp"
 #include "common/process.hpp"
 #include "common/strings.hpp"
+#include "common/time.hpp"
 
 namespace gb::openpgp {
 
@@ -138,6 +140,17 @@ struct SigningKey::Impl {
   GpgHome home;
   std::string fingerprint;
   std::string public_armored;
+  std::int64_t created = 0;  // the key's creation time, seconds
+
+  // An OpenPGP signature carries its creation time. With SOURCE_DATE_EPOCH
+  // that is the epoch (never before the key was made: gpgv refuses such a
+  // signature), so the same text and key give the same bytes.
+  Result<std::vector<std::string>> time_args() const {
+    auto epoch = source_date_epoch();
+    if (!epoch) return epoch.error();
+    if (!*epoch) return std::vector<std::string>{};
+    return std::vector<std::string>{"--faked-system-time", std::to_string(std::max(**epoch, created)) + "!"};
+  }
 };
 
 SigningKey::SigningKey() = default;
@@ -165,12 +178,16 @@ Result<SigningKey> SigningKey::load(const fs::path& secret_key_file) {
   auto list = home.run("gpg", {"--with-colons", "--list-secret-keys"});
   if (!list) return list.error();
   std::string fpr;
+  std::int64_t created = 0;
   int secret_keys = 0;
   std::istringstream in(list->out);
   std::string line;
   while (std::getline(in, line)) {
     auto f = split(line, ':');
-    if (!f.empty() && f[0] == "sec") ++secret_keys;
+    if (!f.empty() && f[0] == "sec") {
+      ++secret_keys;
+      if (f.size() > 5) created = std::strtoll(f[5].c_str(), nullptr, 10);
+    }
     if (f.size() > 9 && f[0] == "fpr" && fpr.empty()) fpr = f[9];
   }
   if (secret_keys != 1 || fpr.empty())
@@ -180,7 +197,7 @@ Result<SigningKey> SigningKey::load(const fs::path& secret_key_file) {
   if (!pub) return pub.error();
   if (pub->status != 0 || pub->out.empty()) return op_error(secret_key_file.string() + ": cannot export its public key");
   SigningKey k;
-  k.m_impl = new Impl{std::move(home), fpr, pub->out};
+  k.m_impl = new Impl{std::move(home), fpr, pub->out, created};
   return k;
 }
 
@@ -203,8 +220,12 @@ Result<SigningKey> SigningKey::generate(const fs::path& secret_key_file, const s
 Result<std::string> SigningKey::clearsign(std::string_view text) const {
   fs::path in = m_impl->home.dir() / "to-sign", out = m_impl->home.dir() / "signed.asc";
   if (auto w = write_atomic(in, text); !w) return w.error();
-  auto r = m_impl->home.run("gpg", {"--yes", "--local-user", m_impl->fingerprint, "--digest-algo", "SHA512", "--clearsign",
-                                    "--output", out.string(), in.string()});
+  auto t = m_impl->time_args();
+  if (!t) return t.error();
+  std::vector<std::string> args = *t;
+  args.insert(args.end(), {"--yes", "--local-user", m_impl->fingerprint, "--digest-algo", "SHA512", "--clearsign", "--output",
+                           out.string(), in.string()});
+  auto r = m_impl->home.run("gpg", args);
   if (!r) return r.error();
   if (r->status != 0) return op_error("gpg --clearsign failed: " + first_error_line(r->err));
   return read_file(out);
@@ -213,7 +234,10 @@ Result<std::string> SigningKey::clearsign(std::string_view text) const {
 Result<std::string> SigningKey::detach_sign(std::string_view data, bool armor) const {
   fs::path in = m_impl->home.dir() / "to-sign", out = m_impl->home.dir() / "signature";
   if (auto w = write_atomic(in, data); !w) return w.error();
-  std::vector<std::string> args = {"--yes", "--local-user", m_impl->fingerprint, "--digest-algo", "SHA512", "--detach-sign"};
+  auto t = m_impl->time_args();
+  if (!t) return t.error();
+  std::vector<std::string> args = *t;
+  args.insert(args.end(), {"--yes", "--local-user", m_impl->fingerprint, "--digest-algo", "SHA512", "--detach-sign"});
   if (armor) args.push_back("--armor");
   args.insert(args.end(), {"--output", out.string(), in.string()});
   auto r = m_impl->home.run("gpg", args);

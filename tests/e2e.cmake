@@ -7,3 +7,9 @@ set_tests_properties(quickstart PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 400 ENVIR
 # The README's main command, scripts/demo.sh, against this build tree (its build step finds it up to date).
 add_test(NAME demo COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/demo.sh ${CMAKE_BINARY_DIR} ${CMAKE_GENERATOR})
 set_tests_properties(demo PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 ENVIRONMENT "GB_SOURCE_DIR=${CMAKE_SOURCE_DIR}")
+# Conventional driver at the site (issue 17): build -> import -> the repository
+# image pulled back from the site registry and read by real apt with the kit's
+# sources and key. Needs the stand-in apt repository's .deb cache (build/cache).
+add_test(NAME package-repo COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/package_repo.sh $<TARGET_FILE:gpubundle>)
+set_tests_properties(package-repo PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS "integration"
+  ENVIRONMENT "GB_CACHE_DIR=${CMAKE_BINARY_DIR}/cache")

@@ -276,6 +276,21 @@ TEST_CASE("bundle create refuses an unmirrored lock", "[bundle]") {
   CHECK(r.error().message.find("the store has sha256:") != std::string::npos);
 }
 
+TEST_CASE("bundle create refuses a lock whose site package repository was never made", "[bundle][package-repo]") {
+  Fixture f;
+  f.lock.images[1].components = {k_package_server_component};
+  Store store = Store::open(f.store_dir, StoreAccess::Shared).value_or_throw();
+  CreateOptions o;
+  o.output = f.dir / "x.bundle";
+  auto progress = make_progress(ProgressStyle::None);
+  auto r = create_bundle(store, f.lock, f.key, o, *progress);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().kind == ErrorKind::Input);
+  CHECK(r.error().message == "lock lists the package server image " + f.lock.images[1].source +
+                                 " but no site package repository: make it with `gpubundle build` from the recipe");
+  CHECK_FALSE(fs::exists(f.dir / "x.bundle"));
+}
+
 TEST_CASE("volume files are numbered only when there are several", "[bundle]") {
   CHECK(volume_path("a.bundle", 2, 3).string() == "a.bundle.002");
   CHECK(volume_path("a.bundle", 1, 1).string() == "a.bundle");

@@ -40,6 +40,8 @@ driver:
   version: "580.105.08"
   imagePullSecrets: []
   manager: {repository: nvcr.io/nvidia/cloud-native, image: k8s-driver-manager, version: v0.9.1}
+  repoConfig: {configMapName: ""}
+  certConfig: {name: ""}
 toolkit: {enabled: true, repository: nvcr.io/nvidia/k8s, image: container-toolkit, version: v1.18.1, imagePullSecrets: []}
 devicePlugin:
   enabled: true
@@ -358,6 +360,115 @@ TEST_CASE("a node overlay in the lock changes neither the values nor the runtime
   CHECK(file(*a, "values.yaml") == file(*b, "values.yaml"));
   CHECK(file(*a, "crio/registries.conf.d/99-gpubundle.conf") == file(*b, "crio/registries.conf.d/99-gpubundle.conf"));
   CHECK_THAT(file(*b, "manifest.json"), Catch::Contains("localhost/gpubundle/node-overlay"));  // still listed as shipped
+}
+
+namespace {
+
+const char* k_test_public_key = "-----BEGIN PGP PUBLIC KEY BLOCK-----\n\nmDMEZ0test\n=abcd\n-----END PGP PUBLIC KEY BLOCK-----\n";
+
+// The fixture lock of a conventional recipe with packages.sources: the server
+// image pulled, the repository image built, and its key.
+Lock package_repo_lock() {
+  Lock l = fixture_lock();
+  l.images.push_back(image({k_package_server_component}, "docker.io/library/busybox:1.36.1"));
+  LockImage repo = image({k_package_repo_component}, "localhost/gpubundle/package-repo:ubuntu22.04-0123456789ab");
+  repo.built = BuiltKind::PackageRepo;
+  l.images.push_back(repo);
+  std::sort(l.images.begin(), l.images.end(), [](const auto& a, const auto& b) { return a.source < b.source; });
+  l.package_repo = LockPackageRepo{"apt", std::string(40, 'A'), k_test_public_key};
+  return l;
+}
+
+}  // namespace
+
+TEST_CASE("a package repository: repoConfig ConfigMap with the key, Deployment and Service, values", "[kit][files][package-repo]") {
+  Lock lock = package_repo_lock();
+  auto k = kit::make_kit(lock, fixture_chart(), options());
+  INFO((k ? std::string() : k.error().message));
+  REQUIRE(k.ok());
+  const std::string& text = file(*k, "package-repo.yaml");
+  std::vector<YAML::Node> docs = YAML::LoadAll(text);
+  REQUIRE(docs.size() == 3);
+  const auto& cm = docs[0];
+  CHECK(cm["kind"].as<std::string>() == "ConfigMap");
+  CHECK(cm["metadata"]["name"].as<std::string>() == kit::k_package_repo_config_map);
+  CHECK(cm["metadata"]["namespace"].as<std::string>() == "gpu-operator");
+  // The key rides in the same ConfigMap, which the operator mounts at /etc/apt/sources.list.d.
+  CHECK(cm["data"]["gpubundle-repo.asc"].as<std::string>() == k_test_public_key);
+  const std::string list = cm["data"]["gpubundle.list"].as<std::string>();
+  CHECK(list == "deb [arch=amd64 signed-by=/etc/apt/sources.list.d/gpubundle-repo.asc] "
+                "http://gpubundle-package-repo.gpu-operator.svc.cluster.local:8080/ gpubundle main\n");
+  CHECK_FALSE(contains(text, "trusted=yes"));
+  const auto& dep = docs[1];
+  CHECK(dep["kind"].as<std::string>() == "Deployment");
+  const auto& pod = dep["spec"]["template"]["spec"];
+  // From the site registry, pinned by digest, with the recipe's pull secret.
+  CHECK(pod["containers"][0]["image"].as<std::string>() ==
+        "registry.site:5000/gpu/gpubundle/package-repo:ubuntu22.04-0123456789ab@" +
+            sha256_digest("localhost/gpubundle/package-repo:ubuntu22.04-0123456789ab"));
+  CHECK(pod["imagePullSecrets"][0]["name"].as<std::string>() == "site-pull");
+  CHECK(pod["containers"][0]["ports"][0]["containerPort"].as<int>() == 8080);
+  CHECK(dep["spec"]["selector"]["matchLabels"]["app.kubernetes.io/name"].as<std::string>() == "gpubundle-package-repo");
+  const auto& svc = docs[2];
+  CHECK(svc["kind"].as<std::string>() == "Service");
+  CHECK(svc["metadata"]["name"].as<std::string>() == "gpubundle-package-repo");
+  CHECK(svc["spec"]["ports"][0]["port"].as<int>() == 8080);
+
+  YAML::Node values = YAML::Load(file(*k, "values.yaml"));
+  CHECK(values["driver"]["repoConfig"]["configMapName"].as<std::string>() == kit::k_package_repo_config_map);
+  CHECK_FALSE(values["driver"]["certConfig"]);
+  // Applied before the chart is installed.
+  const std::string& install = file(*k, "install.sh");
+  auto applied = install.find("package-repo.yaml\" \"${kubectl_flags[@]}\"");
+  REQUIRE(applied != std::string::npos);
+  CHECK(applied < install.find("helm upgrade --install \"$release\""));
+  // Neither image is pulled by a node from its source host.
+  CHECK_FALSE(k->find("containerd/certs.d/localhost/hosts.toml"));
+  CHECK_FALSE(k->find("containerd/certs.d/docker.io/hosts.toml"));
+}
+
+TEST_CASE("a package repository on the site's own https server: certConfig, no Deployment", "[kit][files][package-repo]") {
+  Lock lock = package_repo_lock();
+  auto o = options();
+  o.package_repo_url = "https://packages.site.example/gpu/";
+  o.package_repo_ca = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----";
+  auto k = kit::make_kit(lock, fixture_chart(), o);
+  INFO((k ? std::string() : k.error().message));
+  REQUIRE(k.ok());
+  std::vector<YAML::Node> docs = YAML::LoadAll(file(*k, "package-repo.yaml"));
+  REQUIRE(docs.size() == 2);
+  CHECK(docs[0]["data"]["gpubundle.list"].as<std::string>() ==
+        "deb [arch=amd64 signed-by=/etc/apt/sources.list.d/gpubundle-repo.asc] https://packages.site.example/gpu/ gpubundle main\n");
+  CHECK(docs[1]["metadata"]["name"].as<std::string>() == kit::k_package_repo_ca_config_map);
+  CHECK(docs[1]["data"]["gpubundle-repo-ca.crt"].as<std::string>() == o.package_repo_ca + "\n");
+  YAML::Node values = YAML::Load(file(*k, "values.yaml"));
+  CHECK(values["driver"]["certConfig"]["name"].as<std::string>() == kit::k_package_repo_ca_config_map);
+
+  o.package_repo_url = "ftp://packages.site.example/";
+  auto bad = kit::make_kit(lock, fixture_chart(), o);
+  REQUIRE_FALSE(bad.ok());
+  CHECK_THAT(bad.error().message, Catch::Contains("ftp://packages.site.example/"));
+}
+
+TEST_CASE("a package repository needs driver.repoConfig in the chart; without one the kit has none", "[kit][files][package-repo]") {
+  Chart old = fixture_chart();
+  old.values["driver"].remove("repoConfig");
+  auto k = kit::make_kit(package_repo_lock(), old, options());
+  REQUIRE_FALSE(k.ok());
+  CHECK_THAT(k.error().message, Catch::Contains("driver.repoConfig.configMapName"));
+  // A packageRepo without its image: nothing would serve what the ConfigMap names.
+  Lock no_image = package_repo_lock();
+  std::erase_if(no_image.images, [](const LockImage& i) { return i.built == BuiltKind::PackageRepo; });
+  auto orphan = kit::make_kit(no_image, fixture_chart(), options());
+  REQUIRE_FALSE(orphan.ok());
+  CHECK_THAT(orphan.error().message, Catch::Contains("no package repository image"));
+  auto served = options();
+  served.package_repo_url = "http://packages.site.example/";
+  CHECK(kit::make_kit(no_image, fixture_chart(), served).ok());
+  auto plain = kit::make_kit(fixture_lock(), fixture_chart(), options());
+  REQUIRE(plain.ok());
+  CHECK_FALSE(plain->find("package-repo.yaml"));
+  CHECK_FALSE(contains(file(*plain, "values.yaml"), "repoConfig"));
 }
 
 TEST_CASE("write_kit writes every file with its mode", "[kit][files]") {

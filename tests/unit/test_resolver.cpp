@@ -728,3 +728,34 @@ TEST_CASE("catalog lookups by name, alias and PCI id", "[catalog]") {
   CHECK(cat.os_supported("v26.7.0", "rhel9") == true);
   CHECK_FALSE(cat.os_supported("v30.1.0", "ubuntu22.04").has_value());
 }
+
+TEST_CASE("a conventional recipe with package sources: the server image joins the closure", "[resolver][package-repo]") {
+  GB_REQUIRE_SHARED();
+  TempDir keys;
+  const std::string sources =
+      "packages:\n  sources:\n  - {name: ubuntu, type: apt, url: 'http://archive.ubuntu.com/ubuntu', suites: [jammy], "
+      "components: [main], keyring: ubuntu.gpg}\n";
+  auto o = resolve_shared("v26.7.0", "target: {gpus: [L4], os: ubuntu22.04, kernels: [5.15.0-122-generic]}\n" + sources);
+  INFO((o.lock ? std::string() : o.lock.error().message));
+  REQUIRE(o.lock.ok());
+  CHECK(one(o, k_package_server_component) == k_default_package_server_image);
+  CHECK_FALSE(o.lock->package_repo);  // the build fills it in with the key
+
+  auto own = resolve_shared("v26.7.0", "target: {gpus: [L4], os: ubuntu22.04, kernels: [5.15.0-122-generic]}\n" + sources +
+                                           "  server: {image: 'registry.site/tools/httpd:1.0'}\n");
+  REQUIRE(own.lock.ok());
+  CHECK(one(own, k_package_server_component) == "registry.site/tools/httpd:1.0");
+
+  // Without sources, or in another driver mode, nothing changes.
+  auto plain = resolve_shared("v26.7.0", "target: {gpus: [L4], os: ubuntu22.04, kernels: [5.15.0-122-generic]}\n");
+  REQUIRE(plain.lock.ok());
+  CHECK(one(plain, k_package_server_component).empty());
+
+  // The packages are the kernels' own: no kernels, no repository.
+  CHECK(contains(error_of("v26.7.0", "target: {gpus: [L4], os: ubuntu22.04}\n" + sources),
+                 "target.kernels: a conventional driver with packages.sources needs the kernel release"));
+  // An rpm-md source cannot serve Ubuntu nodes.
+  CHECK(contains(error_of("v26.7.0", "target: {gpus: [L4], os: ubuntu22.04, kernels: [5.15.0-122-generic]}\n"
+                                     "packages:\n  sources:\n  - {name: rhel, type: rpm-md, url: 'http://x/rhel', keyring: k.asc}\n"),
+                 "packages.sources[0].type: rpm-md source 'rhel' cannot serve ubuntu22.04 nodes"));
+}

@@ -1,0 +1,71 @@
+#pragma once
+// The site package repository: the kernel packages a conventional driver
+// container installs (recipe packages.sources, mirror/packages.hpp), as a
+// signed repository that the nodes' own package manager reads. Written into a
+// folder; node-images/repo_image.hpp puts that folder into an image.
+//
+// apt (Debian, Ubuntu):
+//
+//   ROOT/gpubundle-repo.asc                       the signing key's public half (armoured)
+//   ROOT/pool/<file>.deb                          every package, by its file name
+//   ROOT/dists/gpubundle/main/binary-<arch>/Packages     one stanza per package, sorted
+//   ROOT/dists/gpubundle/main/binary-<arch>/Packages.gz  the same, gzip without a time stamp
+//   ROOT/dists/gpubundle/Release                  Origin, Label, Suite and Codename gpubundle,
+//                                                 Date, Architectures, Components main, SHA256
+//   ROOT/dists/gpubundle/InRelease                Release, clearsigned
+//   ROOT/dists/gpubundle/Release.gpg              Release, detached armoured signature
+//
+// A Packages stanza is the upstream index entry verbatim (its SHA256 and Size
+// are what the upstream archive signed) with only Filename: rewritten to
+// pool/<file>. "Architecture: all" packages appear under every architecture.
+// Release has no Valid-Until: across an air gap it must never expire. Date is
+// SOURCE_DATE_EPOCH (or 0), so the same packages and key give the same bytes
+// (an Ed25519 signature is deterministic too). A site trusts the key once:
+// `sources.list` names it with signed-by, never trusted=yes.
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "common/error.hpp"
+#include "mirror/packages.hpp"
+
+namespace gb::openpgp {
+class SigningKey;
+}
+
+namespace gb::package_repo {
+
+// One index file of a repository and its bytes, path relative to dists/<suite>/.
+struct IndexFile {
+  std::string path;  // main/binary-amd64/Packages
+  std::string bytes;
+};
+
+// Packages for `arch`: the stanzas of the packages built for it or for all,
+// sorted by name, version and architecture, Filename rewritten to pool/.
+// Input errors: a stanza without Filename, two files of one name that differ.
+Result<std::string> apt_packages(const std::vector<packages::Package>& packages, const std::string& arch);
+
+// The Release text over `indexes` for `archs`, dated `date` (seconds).
+std::string apt_release(const std::vector<IndexFile>& indexes, const std::vector<std::string>& archs, std::int64_t date);
+
+// "Tue, 01 Dec 2026 19:00:00 UTC" (RFC 2822, as apt writes Date).
+std::string rfc2822_utc(std::int64_t seconds);
+
+struct WrittenRepo {
+  std::filesystem::path root;
+  std::size_t packages = 0;      // distinct package files in pool/
+  std::uint64_t bytes = 0;       // of the package files
+  std::string release_sha256;    // hex, of dists/gpubundle/Release: names the repository's content
+};
+
+// Writes the apt repository for `fetched` (deduplicated by file name) and
+// `archs` (amd64, arm64) into `root`, which must not exist yet, signed with
+// `key`. Package files are hard-linked from where they were fetched when the
+// file system allows, copied otherwise.
+Result<WrittenRepo> write_apt_repo(const std::vector<packages::Fetched>& fetched, const std::vector<std::string>& archs,
+                                   const openpgp::SigningKey& key, const std::filesystem::path& root);
+
+}  // namespace gb::package_repo
