@@ -9,11 +9,13 @@
 #include "common/strings.hpp"
 #include "mirror/package_repo.hpp"
 #include "mirror/packages.hpp"
+#include "mirror/rpm_repo.hpp"
 #include "mirror/store.hpp"
 #include "node-images/repo_image.hpp"
 #include "recipes/lock.hpp"
 #include "recipes/reference.hpp"
 #include "recipes/recipe.hpp"
+#include "signing/digest.hpp"
 #include "signing/openpgp.hpp"
 
 namespace gb::cli {
@@ -53,9 +55,6 @@ fs::path package_repo_key_path(const fs::path& store_root, const fs::path& repo_
 PackageRepoBuilt build_package_repo(const Recipe& recipe, Lock& lock, Store& store, const fs::path& repo_key, int jobs,
                                     Progress& progress) {
   const PackageFormat format = os_package_format(recipe.os);
-  if (format != PackageFormat::Apt)
-    throw Error(ErrorKind::Input, recipe.where("packages.sources") + "a site package repository for " + recipe.os +
-                                      " (rpm-md) is not made yet; only apt (Debian, Ubuntu)");
   auto key = repo_signing_key(store.root(), repo_key);
 
   std::vector<std::string> archs;
@@ -69,7 +68,7 @@ PackageRepoBuilt build_package_repo(const Recipe& recipe, Lock& lock, Store& sto
     for (const auto& kernel : recipe.kernels) {
       packages::FetchRequest req;
       req.names = kernel_package_names(recipe.packages, recipe.os, kernel);
-      req.arch = arch;
+      req.arch = package_arch("linux/" + arch, format);
       req.closure = packages::Closure::Full;
       req.dest = store.root() / "packages";
       req.why = "kernel " + kernel;
@@ -81,7 +80,22 @@ PackageRepoBuilt build_package_repo(const Recipe& recipe, Lock& lock, Store& sto
     }
 
   ScratchDir scratch(store.root() / "packages" / (".site-repo." + std::to_string(::getpid())));
-  auto repo = package_repo::write_apt_repo(all, archs, key, scratch.path() / "repo").value_or_throw();
+  package_repo::WrittenRepo repo;
+  if (format == PackageFormat::Apt) {
+    repo = package_repo::write_apt_repo(all, archs, key, scratch.path() / "repo").value_or_throw();
+  } else {
+    // dnf's layout, metadata by createrepo_c (mirror/rpm_repo.hpp); its signed repomd.xml names the content.
+    repo.root = scratch.path() / "repo";
+    packages::rpm_md::write_site_repo(all, key, repo.root).value_or_throw();
+    repo.release_sha256 = sha256_file_hex(repo.root / "repodata" / "repomd.xml").value_or_throw();
+    std::vector<std::string> seen;
+    for (const auto& f : all)
+      if (std::find(seen.begin(), seen.end(), f.package.file_name()) == seen.end()) {
+        seen.push_back(f.package.file_name());
+        repo.bytes += f.package.size;
+        ++repo.packages;
+      }
+  }
 
   RepoImageOptions io;
   io.base = recipe.packages.server_image.empty() ? k_default_package_server_image : recipe.packages.server_image;

@@ -211,8 +211,8 @@ _gpubundle_command() {
       ;;
     "driver build")
       subs=""
-      opts="-h --help --installer --kernel-build --kernel-headers --sign-key --sign-cert -j --jobs --kernel-module-type --keep-sandbox --base --repository --os-tag --lock --store --json -q --quiet -v --verbose --version"
-      vals="--installer --kernel-build --kernel-headers --sign-key --sign-cert -j --jobs --kernel-module-type --base --repository --os-tag --lock --store"
+      opts="-h --help --installer --kernel-build --kernel-headers --sign-key --sign-cert -j --jobs --kernel-module-type --keep-sandbox --base --repository --os-tag --kernel --lock --store --json -q --quiet -v --verbose --version"
+      vals="--installer --kernel-build --kernel-headers --sign-key --sign-cert -j --jobs --kernel-module-type --base --repository --os-tag --kernel --lock --store"
       files="--installer --kernel-build --kernel-headers --sign-key --sign-cert --lock --store"
       args=1
       ;;

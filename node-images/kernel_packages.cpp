@@ -97,13 +97,6 @@ Result<std::vector<fs::path>> export_artifact(const Store& store, const StoredIm
 
 }  // namespace
 
-std::string package_arch(const Recipe& recipe, PackageFormat format) {
-  std::string platform = recipe.platforms.empty() ? "linux/amd64" : recipe.platforms.front();
-  std::string arch = platform.substr(platform.find('/') + 1);
-  if (format == PackageFormat::RpmMd) return arch == "amd64" ? "x86_64" : arch == "arm64" ? "aarch64" : arch;
-  return arch;
-}
-
 Result<std::vector<fs::path>> kernel_header_packages(const Recipe& recipe, const std::string& kernel, Store& store,
                                                      const fs::path& work, Progress* progress) {
   const std::string ref = std::string(k_kernel_packages_repository) + ":" + kernel;
@@ -122,7 +115,7 @@ Result<std::vector<fs::path>> kernel_header_packages(const Recipe& recipe, const
                        "); add one under packages.sources, or pass --kernel-build/--kernel-headers");
   packages::FetchRequest req;
   req.names = {format == PackageFormat::Apt ? "linux-headers-" + kernel : "kernel-devel-" + kernel};
-  req.arch = package_arch(recipe, format);
+  req.arch = package_arch(recipe.platforms.empty() ? "linux/amd64" : recipe.platforms.front(), format);
   req.closure = packages::Closure::SameSource;
   req.dest = dir;
   req.why = "kernel " + kernel;

@@ -52,7 +52,4 @@ Result<std::vector<std::filesystem::path>> kernel_header_packages(const Recipe& 
 Result<void> add_fetched_headers(const Recipe& recipe, const std::vector<std::string>& kernels, Store& store,
                                  const std::filesystem::path& work, DriverInputs& in, Progress* progress);
 
-// The package architecture of the recipe's first platform, as `format` spells it.
-std::string package_arch(const Recipe& recipe, PackageFormat format);
-
 }  // namespace gb

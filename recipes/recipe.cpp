@@ -416,6 +416,13 @@ PackageFormat os_package_format(const std::string& os) {
   return PackageFormat::Apt;
 }
 
+std::string package_arch(const std::string& platform, PackageFormat format) {
+  auto parts = split(platform, '/');  // linux/arm64/v8
+  std::string arch = parts.size() >= 2 ? parts[1] : platform;
+  if (format == PackageFormat::RpmMd) return arch == "amd64" ? "x86_64" : arch == "arm64" ? "aarch64" : arch;
+  return arch;
+}
+
 std::vector<std::string> kernel_package_names(const PackageSettings& p, const std::string& os, const std::string& kernel) {
   std::vector<std::string> templates = p.kernel_packages;
   if (templates.empty()) {

@@ -92,6 +92,8 @@ struct PackageSettings {
 std::vector<std::string> kernel_package_names(const PackageSettings& p, const std::string& os, const std::string& kernel);
 // Debian/Ubuntu (apt) or RHEL family (rpm-md), from the OS name.
 PackageFormat os_package_format(const std::string& os);
+// A platform's architecture as `format` spells it: linux/amd64 -> amd64 (apt), x86_64 (rpm-md).
+std::string package_arch(const std::string& platform, PackageFormat format);
 
 struct ComponentOverride {
   std::optional<bool> enabled;

@@ -174,3 +174,64 @@ TEST_CASE("a missing recipe file is an input error naming it", "[recipe]") {
   CHECK(r.error().kind == ErrorKind::Input);
   CHECK(r.error().message.find("/nonexistent/site.yaml") != std::string::npos);
 }
+
+TEST_CASE("packages: sources, kernel package names and architectures", "[recipe]") {
+  const std::string base = std::string(k_full) + R"(packages:
+  sources:
+    - name: ubuntu
+      type: apt
+      url: http://archive.ubuntu.com/ubuntu/
+      suites: [jammy, jammy-updates]
+      components: [main]
+      keyring: keys/ubuntu.gpg
+    - {name: el9, type: rpm-md, url: "https://mirror.example/rocky/9", suites: [BaseOS/x86_64/os], keyring: /etc/k.asc, signatures: packages}
+  kernelPackages: ["linux-headers-{kernel}"]
+  server: {image: "registry.example/httpd:1"}
+)";
+  auto r = parse_recipe(base, "/sites/a/recipe.yaml").value_or_throw();
+  REQUIRE(r.packages.sources.size() == 2);
+  const auto& apt = r.packages.sources[0];
+  CHECK(apt.format == PackageFormat::Apt);
+  CHECK(apt.url == "http://archive.ubuntu.com/ubuntu");  // trailing slash dropped
+  CHECK(apt.suites == std::vector<std::string>{"jammy", "jammy-updates"});
+  CHECK(apt.keyring == "/sites/a/keys/ubuntu.gpg");  // relative to the recipe
+  CHECK_FALSE(apt.package_signatures);
+  CHECK(r.packages.sources[1].format == PackageFormat::RpmMd);
+  CHECK(r.packages.sources[1].keyring == "/etc/k.asc");
+  CHECK(r.packages.sources[1].package_signatures);
+  CHECK(kernel_package_names(r.packages, "ubuntu22.04", "6.8.0-49-generic") ==
+        std::vector<std::string>{"linux-headers-6.8.0-49-generic"});
+
+  PackageSettings none;
+  CHECK(kernel_package_names(none, "ubuntu24.04", "6.8.0-49-generic") ==
+        std::vector<std::string>{"linux-headers-6.8.0-49-generic", "linux-image-6.8.0-49-generic",
+                                 "linux-modules-6.8.0-49-generic"});
+  CHECK(kernel_package_names(none, "rhel9.4", "5.14.0-427.13.1.el9_4.x86_64") ==
+        std::vector<std::string>{"kernel-headers-5.14.0-427.13.1.el9_4.x86_64", "kernel-devel-5.14.0-427.13.1.el9_4.x86_64",
+                                 "kernel-core-5.14.0-427.13.1.el9_4.x86_64"});
+  CHECK(os_package_format("rocky9") == PackageFormat::RpmMd);
+  CHECK(os_package_format("rhcos4.16") == PackageFormat::RpmMd);
+  CHECK(os_package_format("ubuntu22.04") == PackageFormat::Apt);
+  CHECK(os_package_format("debian12") == PackageFormat::Apt);
+  CHECK(os_package_format("olympus1") == PackageFormat::Apt);  // "ol" only before a digit
+  CHECK(package_arch("linux/amd64", PackageFormat::Apt) == "amd64");
+  CHECK(package_arch("linux/amd64", PackageFormat::RpmMd) == "x86_64");
+  CHECK(package_arch("linux/arm64/v8", PackageFormat::RpmMd) == "aarch64");
+
+  auto replace = [&](const std::string& from, const std::string& to) {
+    std::string s = base;
+    auto pos = s.find(from);
+    REQUIRE(pos != std::string::npos);
+    return error_of(s.replace(pos, from.size(), to));
+  };
+  CHECK_THAT(replace("type: apt", "type: yum"), Catch::Contains("packages.sources[0].type") && Catch::Contains("apt, rpm-md"));
+  CHECK_THAT(replace("url: http://archive", "url: ftp://archive"), Catch::Contains("packages.sources[0].url"));
+  CHECK_THAT(replace("      components: [main]\n", ""), Catch::Contains("packages.sources[0].components"));
+  CHECK_THAT(replace("      keyring: keys/ubuntu.gpg\n", ""), Catch::Contains("packages.sources[0].keyring: missing"));
+  CHECK_THAT(replace("suites: [BaseOS/x86_64/os]", "suites: [../etc]"), Catch::Contains("packages.sources[1].suites[0]"));
+  CHECK_THAT(replace("name: el9", "name: ubuntu"), Catch::Contains("names two sources"));
+  CHECK_THAT(replace("      keyring: keys/ubuntu.gpg\n", "      keyring: keys/ubuntu.gpg\n      signatures: packages\n"),
+             Catch::Contains("packages.sources[0].signatures") && Catch::Contains("apt"));
+  CHECK_THAT(replace("\"linux-headers-{kernel}\"", "linux-headers-generic"), Catch::Contains("packages.kernelPackages[0]"));
+  CHECK_THAT(replace("server: {image:", "server: {img:"), Catch::Contains("packages.server.img"));
+}
