@@ -14,10 +14,13 @@ packages=(
   debootstrap  # node-image bake test: minbase root, made once and cached
   containerd podman python3-yaml  # kit-runtimes test: the kit's runtime config read by real runtimes
   python3-cryptography util-linux-extra  # bench/scale.sh: AES-keystream layers in seed.py --set scale; fincore
-  apt-utils gnupg xz-utils  # packages-apt test: the stand-in apt repository (apt-ftparchive, gpg)
+  # run by gpubundle itself for package repositories: gpgv and gpg (OpenPGP),
+  # createrepo_c (rpm-md site repositories), rpmkeys (rpms signed one by one)
+  gpgv gnupg gpgconf createrepo-c rpm
+  apt-utils xz-utils  # packages-apt test: the stand-in apt repository (apt-ftparchive)
   busybox  # package-repo test: the repository image's httpd command, run by a real busybox
   pci.ids  # GPU names for PCI ids the catalog lacks (resolver messages)
-  rpm createrepo-c dnf python3-rpm gpg gpgv gpgconf  # rpm-md tests: rpmbuild, repo metadata, dnf and rpm as the references, signing
+  dnf python3-rpm  # rpm-md tests: dnf and rpm's own version order as the references
   # sanitizer and fuzz jobs: clang with libFuzzer and the sanitizer runtimes
   clang libclang-rt-14-dev
 )
