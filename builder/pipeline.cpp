@@ -114,7 +114,7 @@ BuildSummary run_build(const BuildRequest& q, const std::filesystem::path& store
   for (const auto& i : mirrored.images) s.images.push_back({i.ref, i.bytes, i.up_to_date});
 
   if (build_drivers) {
-    step(s, "driver", "check the installer, the kernel trees and the signing key and certificate", [&] {
+    step(s, "driver", "check the installer, the kernel trees (or packages.sources) and the signing key and certificate", [&] {
       DriverInputs di = driver_inputs(q);
       ScratchDir work(std::filesystem::temp_directory_path() / ("gpubundle-headers-" + std::to_string(::getpid())));
       add_fetched_headers(*recipe, recipe->kernels, store, work.path(), di, &progress).value_or_throw();
@@ -137,7 +137,7 @@ BuildSummary run_build(const BuildRequest& q, const std::filesystem::path& store
   }
 
   if (bake_overlay) {
-    step(s, "bake", "check the installer, the kernel trees and the signing key and certificate", [&] {
+    step(s, "bake", "check the installer, the kernel trees (or packages.sources) and the signing key and certificate", [&] {
       DriverInputs di = driver_inputs(q);
       ScratchDir work(std::filesystem::temp_directory_path() / ("gpubundle-headers-" + std::to_string(::getpid())));
       add_fetched_headers(*recipe, recipe->kernels, store, work.path(), di, &progress).value_or_throw();

@@ -335,6 +335,9 @@ void read(Reader& rd, const YAML::Node& root, Recipe& r) {
         while (!src.url.empty() && src.url.back() == '/') src.url.pop_back();
         if (!starts_with(src.url, "http://") && !starts_with(src.url, "https://"))
           rd.fail(n["url"], at + ".url", quote(src.url) + " is not an http:// or https:// URL");
+        // Messages name the URL: a password in it would reach logs.
+        if (auto authority = src.url.substr(src.url.find("://") + 3); authority.substr(0, authority.find('/')).find('@') != std::string::npos)
+          rd.fail(n["url"], at + ".url", "credentials in a package source URL are not supported (messages and logs name the URL)");
         if (n["suites"]) src.suites = rd.strings(n["suites"], at + ".suites");
         if (n["components"]) src.components = rd.strings(n["components"], at + ".components");
         if (src.format == PackageFormat::Apt) {

@@ -226,6 +226,8 @@ TEST_CASE("packages: sources, kernel package names and architectures", "[recipe]
   };
   CHECK_THAT(replace("type: apt", "type: yum"), Catch::Contains("packages.sources[0].type") && Catch::Contains("apt, rpm-md"));
   CHECK_THAT(replace("url: http://archive", "url: ftp://archive"), Catch::Contains("packages.sources[0].url"));
+  CHECK_THAT(replace("url: http://archive", "url: http://me:secret@archive"), Catch::Contains("credentials"));
+  CHECK(replace("url: http://archive.ubuntu.com/ubuntu/", "url: http://archive.ubuntu.com/~me@x/ubuntu") == "");
   CHECK_THAT(replace("      components: [main]\n", ""), Catch::Contains("packages.sources[0].components"));
   CHECK_THAT(replace("      keyring: keys/ubuntu.gpg\n", ""), Catch::Contains("packages.sources[0].keyring: missing"));
   CHECK_THAT(replace("suites: [BaseOS/x86_64/os]", "suites: [../etc]"), Catch::Contains("packages.sources[1].suites[0]"));
