@@ -21,8 +21,8 @@ using json = nlohmann::ordered_json;
 
 namespace {
 
-constexpr const char* k_title = "org.opencontainers.image.title";
-constexpr const char* k_empty_type = "application/vnd.oci.empty.v1+json";
+constexpr const char* k_title = oci::k_oci_title;
+constexpr const char* k_empty_type = oci::k_oci_empty;
 
 std::string media_type(PackageFormat f) {
   return f == PackageFormat::Apt ? "application/vnd.debian.binary-package" : "application/x-rpm";

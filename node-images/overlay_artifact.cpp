@@ -28,8 +28,8 @@ using json = nlohmann::ordered_json;
 
 namespace {
 
-constexpr const char* k_empty_type = "application/vnd.oci.empty.v1+json";
-constexpr const char* k_title = "org.opencontainers.image.title";
+constexpr const char* k_empty_type = oci::k_oci_empty;
+constexpr const char* k_title = oci::k_oci_title;
 constexpr const char* k_uncompressed = "io.gpubundle.uncompressed.sha256";
 constexpr const char* k_overlay_type = "application/vnd.oci.image.layer.v1.tar+zstd";
 constexpr int k_zstd_level = 3;
