@@ -217,61 +217,6 @@ std::string time_slicing_yaml(const Lock& lock, const Chart& chart, const KitRec
          out.c_str() + "\n";
 }
 
-// --- alerts.yaml -----------------------------------------------------------
-
-struct AlertRule {
-  const char* name;
-  const char* expr;
-  const char* for_;
-  const char* severity;
-  const char* summary;
-  const char* description;
-};
-
-std::string alerts_yaml(const Lock& lock, const KitOptions& options) {
-  static const AlertRule rules[] = {
-      {"GPUXidError", "DCGM_FI_DEV_XID_ERRORS != 0", "", "critical", "GPU reported an XID error",
-       "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported XID {{ $value }}."},
-      {"GPUTemperatureHigh", "DCGM_FI_DEV_GPU_TEMP > 85", "5m", "warning", "GPU temperature above 85 C",
-       "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} has been at {{ $value }} C for 5 minutes."},
-      {"GPUIdle", "DCGM_FI_DEV_GPU_UTIL == 0", "1h", "info", "GPU idle for an hour",
-       "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} has had 0% utilisation for 1 hour."},
-      {"GPUMemoryNearlyFull", "DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE) > 0.95", "5m", "warning",
-       "GPU framebuffer memory above 95%",
-       "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} has used {{ $value | humanizePercentage }} of its memory for 5 minutes."},
-  };
-  YAML::Emitter out;
-  out << YAML::BeginMap;
-  out << YAML::Key << "apiVersion" << YAML::Value << "monitoring.coreos.com/v1";
-  out << YAML::Key << "kind" << YAML::Value << "PrometheusRule";
-  out << YAML::Key << "metadata" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "name" << YAML::Value << "gpubundle-gpu-alerts";
-  out << YAML::Key << "labels" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "app.kubernetes.io/managed-by" << YAML::Value << "gpubundle" << YAML::EndMap;
-  out << YAML::EndMap;
-  out << YAML::Key << "spec" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "groups" << YAML::Value << YAML::BeginSeq << YAML::BeginMap;
-  out << YAML::Key << "name" << YAML::Value << "gpubundle.dcgm";
-  out << YAML::Key << "rules" << YAML::Value << YAML::BeginSeq;
-  for (const auto& r : rules) {
-    out << YAML::BeginMap;
-    out << YAML::Key << "alert" << YAML::Value << r.name;
-    out << YAML::Key << "expr" << YAML::Value << YAML::DoubleQuoted << r.expr;
-    if (*r.for_) out << YAML::Key << "for" << YAML::Value << r.for_;
-    out << YAML::Key << "labels" << YAML::Value << YAML::BeginMap;
-    out << YAML::Key << "severity" << YAML::Value << r.severity << YAML::EndMap;
-    out << YAML::Key << "annotations" << YAML::Value << YAML::BeginMap;
-    out << YAML::Key << "summary" << YAML::Value << YAML::DoubleQuoted << r.summary;
-    out << YAML::Key << "description" << YAML::Value << YAML::DoubleQuoted << r.description;
-    out << YAML::EndMap << YAML::EndMap;
-  }
-  out << YAML::EndSeq << YAML::EndMap << YAML::EndSeq << YAML::EndMap << YAML::EndMap;
-  return detail::yaml_header(lock, options,
-                             "Default GPU alerts on DCGM exporter metrics (needs the Prometheus Operator CRDs; install.sh "
-                             "applies it when they exist).") +
-         out.c_str() + "\n";
-}
-
 // --- node runtime config ---------------------------------------------------
 
 std::string upstream_server(const std::string& host) {
@@ -450,7 +395,7 @@ Result<Kit> make_kit(const Lock& lock, const Chart& chart, const KitOptions& opt
   if (!recipe->mig_config.empty()) kit.files.push_back({"mig.sh", detail::mig_sh(lock, *recipe, options), 0755});
   if (recipe->time_slicing_replicas > 0)
     kit.files.push_back({"time-slicing.yaml", time_slicing_yaml(lock, chart, *recipe, options), 0644});
-  kit.files.push_back({"alerts.yaml", alerts_yaml(lock, options), 0644});
+  for (auto& f : detail::monitoring_files(lock, options)) kit.files.push_back(std::move(f));
   if (lock.package_repo) {
     if (!options.package_repo_url.empty() && !starts_with(options.package_repo_url, "http://") &&
         !starts_with(options.package_repo_url, "https://"))

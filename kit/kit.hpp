@@ -10,6 +10,9 @@
 //   mig.sh                            node labels for the recipe's MIG config (when set)
 //   time-slicing.yaml                 device-plugin ConfigMap (when sharing is set)
 //   alerts.yaml                       PrometheusRule on DCGM metrics
+//   monitoring/gpu-alerts.rules.yaml  the same rules as a plain Prometheus rule file
+//   monitoring/grafana-dashboard.json Grafana dashboard of those four signals, per node and per GPU
+//   monitoring/grafana-dashboard-configmap.yaml   it, as a ConfigMap for the Grafana sidecar
 //   containerd/certs.d/<host>/hosts.toml   one per source registry host, plus the site
 //   containerd/certs.d/<site>/ca.crt  the site's CA, when KitOptions::registry_ca is set
 //   crio/registries.conf.d/99-gpubundle.conf   the source hosts and the site itself

@@ -27,6 +27,10 @@ std::string package_repo_sources(const Lock& lock, const KitOptions& options);
 std::string package_repo_yaml(const Lock& lock, const std::vector<Placement>& placements, const KitRecipe& recipe,
                               const KitOptions& options);
 
+// alerts.yaml, and monitoring/: the same rules as a plain Prometheus rule
+// file, the Grafana dashboard of those signals and its sidecar ConfigMap.
+std::vector<KitFile> monitoring_files(const Lock& lock, const KitOptions& options);
+
 // Single-quoted for the shell.
 std::string shell_quote(std::string_view s);
 

@@ -10,3 +10,8 @@ set_tests_properties(kit-overrides PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
 add_test(NAME kit-runtimes
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/kit_runtimes.sh $<TARGET_FILE:gpubundle>)
 set_tests_properties(kit-runtimes PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 400)
+# The kit's alerts and Grafana dashboard checked by promtool (check rules, test
+# rules, the dashboard's queries as PromQL). Skips (77) without promtool outside CI.
+add_test(NAME kit-monitoring
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/monitoring.sh $<TARGET_FILE:gpubundle> ${CMAKE_SOURCE_DIR})
+set_tests_properties(kit-monitoring PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)

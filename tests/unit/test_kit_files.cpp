@@ -180,7 +180,9 @@ TEST_CASE("the kit's files: YAML parses, scripts carry site values, runtime conf
                                           "containerd/certs.d/registry.k8s.io/hosts.toml",
                                           "containerd/certs.d/registry.site:5000/hosts.toml",
                                           "crio/registries.conf.d/99-gpubundle.conf", "install.sh", "manifest.json", "mig.sh",
-                                          "time-slicing.yaml", "values.yaml", "verify.sh"});
+                                          "monitoring/gpu-alerts.rules.yaml", "monitoring/grafana-dashboard-configmap.yaml",
+                                          "monitoring/grafana-dashboard.json", "time-slicing.yaml", "values.yaml",
+                                          "verify.sh"});
   for (const auto& f : k.files) {
     if (f.path.size() > 5 && f.path.substr(f.path.size() - 5) == ".yaml") {
       INFO(f.path);
@@ -220,6 +222,22 @@ TEST_CASE("the kit's files: YAML parses, scripts carry site values, runtime conf
   CHECK(contains(exprs, "DCGM_FI_DEV_GPU_TEMP > 85|5m|warning"));
   CHECK(contains(exprs, "DCGM_FI_DEV_GPU_UTIL == 0|1h|info"));
   CHECK(contains(exprs, "DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE) > 0.95"));
+  // The plain rule file holds the same groups (promtool reads it: kit-monitoring).
+  YAML::Node plain = YAML::Load(file(k, "monitoring/gpu-alerts.rules.yaml"));
+  CHECK(YAML::Dump(plain["groups"]) == YAML::Dump(alerts["spec"]["groups"]));
+
+  // The dashboard: each alert's threshold is the red step of its panels.
+  auto board = nlohmann::json::parse(file(k, "monitoring/grafana-dashboard.json"));
+  std::map<std::string, double> red;
+  for (const auto& p : board["panels"])
+    if (p["type"] == "timeseries")
+      for (const auto& step : p["fieldConfig"]["defaults"]["thresholds"]["steps"])
+        if (step["color"] == "red") red[p["title"].get<std::string>()] = step["value"].get<double>();
+  CHECK(red == std::map<std::string, double>{{"Temperature per GPU", 85}, {"Framebuffer memory used per GPU", 0.95},
+                                             {"XID errors per GPU", 1}});
+  YAML::Node cm = YAML::Load(file(k, "monitoring/grafana-dashboard-configmap.yaml"));
+  CHECK(cm["metadata"]["labels"]["grafana_dashboard"].as<std::string>() == "1");
+  CHECK(cm["data"]["gpubundle-gpus.json"].as<std::string>() == file(k, "monitoring/grafana-dashboard.json"));
 
   // containerd: override_path with a prefix; the site registry gets its own file.
   const std::string& nvcr = file(k, "containerd/certs.d/nvcr.io/hosts.toml");
