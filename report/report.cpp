@@ -138,7 +138,7 @@ void nccl_plot_section(std::string& h, const Results& r) {
   } else {
     h += "<p class=\"missing\">The runs have no rows to plot.</p>\n";
   }
-  h += "<table class=\"runs\">\n<tr><th>run</th><th>result</th><th>avg bus bandwidth</th><th>peak bus bandwidth</th><th>nodes</th>"
+  h += "<table class=\"runs\">\n<tr><th>run</th><th>result</th><th>avg bus bandwidth</th><th>required avg</th><th>peak bus bandwidth</th><th>nodes</th>"
        "<th>GPUs per node</th><th>ranks</th><th>NCCL</th><th>started</th></tr>\n";
   for (std::size_t n = 0; n < r.nccl.size(); ++n) {
     const NcclRun& run = r.nccl[n];
@@ -146,6 +146,7 @@ void nccl_plot_section(std::string& h, const Results& r) {
     for (const auto& row : run.rows) peak = std::max(peak, row.out_of_place.bus_bw);
     h += std::string("<tr><td><span class=\"swatch\" style=\"background: ") + series_colour(n) + "\"></span>" + esc(run_name(run)) +
          "</td><td>" + badge(run.passed) + "</td><td class=\"num\">" + fixed(run.avg_bus_bw, 2) + " GB/s</td><td class=\"num\">" +
+         (run.min_bus_bw && *run.min_bus_bw > 0 ? fixed(*run.min_bus_bw, 2) + " GB/s" : std::string("no bound")) + "</td><td class=\"num\">" +
          fixed(peak, 2) + " GB/s</td><td>" + esc(join_words(run.nodes)) + "</td><td class=\"num\">" + std::to_string(run.gpus_per_node) +
          "</td><td class=\"num\">" + std::to_string(run.ranks) + "</td><td>" + esc(run.nccl_version.empty() ? "not printed" : run.nccl_version) +
          "</td><td>" + esc(run.started_at) + "</td></tr>\n";

@@ -10,6 +10,8 @@
 // missing or mistyped field: one input error naming the file and the field
 // ("results/run1.json: field rows[3].outOfPlace.busBw: must be a number").
 // Unknown fields are ignored, so writers may add some without a new schema.
+// Whole-number fields also take a float that is whole ("3e+06"), since the
+// NCCL script copies numbers as all_reduce_perf prints them.
 //
 // Limits: a file is at most k_result_max_bytes, nested at most 32 deep, and a
 // run has at most k_nccl_max_rows rows.
@@ -79,6 +81,7 @@ struct NcclRun {
   std::vector<NcclRow> rows;
   double avg_bus_bw = 0;  // GB/s, all_reduce_perf's "# Avg bus bandwidth"
   std::int64_t out_of_bounds = 0;
+  std::optional<double> min_bus_bw;  // the recipe's bound on avgBusBw; none or 0: no bound
   bool passed = false;
 };
 

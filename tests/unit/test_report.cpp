@@ -190,6 +190,14 @@ TEST_CASE("results are told apart by kind and read field by field", "[report]") 
   CHECK(r.nccl[0].rows[1].out_of_place.bus_bw == 0.2);
   CHECK(r.nccl[0].rows[1].out_of_place.wrong == 0);
   CHECK_FALSE(r.nccl[0].rows[1].in_place.wrong.has_value());  // -c 0: "N/A"
+  CHECK_FALSE(r.nccl[0].min_bus_bw.has_value());
+  // Counts as all_reduce_perf may print them, and the recipe's bound.
+  json spelled = nccl_doc({{8, 0.1}});
+  spelled["rows"][0]["count"] = 3e+06;
+  spelled["minBusBw"] = 350.5;
+  REQUIRE(add_result(r, spelled.dump(), "spelled.json"));
+  CHECK(r.nccl.back().rows[0].count == 3000000);
+  CHECK(r.nccl.back().min_bus_bw == 350.5);
   CHECK(passed(r));
   json failed = nccl_doc({{8, 0.1}});
   failed["passed"] = false;
