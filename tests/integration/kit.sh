@@ -227,7 +227,7 @@ PYEOF
 }
 PATH="$vstubs:$PATH" "$kit/verify.sh" --json "$work/verify.json" >"$work/vjson.out" || fail "verify.sh --json failed: $(cat "$work/vjson.out")"
 check_json "$work/verify.json" "$work/vjson.out" "pods node-gpus mig cuda-smoke" || fail "verify.json: $(cat "$work/verify.json")"
-ls "$work" | grep -q '\.tmp\.' && fail "verify.sh --json left a temporary file"
+if compgen -G "$work/*.tmp.*" >/dev/null; then fail "verify.sh --json left a temporary file"; fi
 if STUB_MIG_STATE=failed PATH="$vstubs:$PATH" "$kit/verify.sh" --json "$work/verify.json" >"$work/vjson.out"; then fail "verify.sh --json passed with a failed MIG state"; fi
 check_json "$work/verify.json" "$work/vjson.out" "pods node-gpus mig cuda-smoke" || fail "verify.json (MIG failed): $(cat "$work/verify.json")"
 grep -q '"summary": {"pass": 3, "fail": 1, "skip": 0}' "$work/verify.json" || fail "verify.json summary (MIG failed): $(cat "$work/verify.json")"
