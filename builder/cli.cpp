@@ -24,6 +24,7 @@ const std::vector<CommandSpec>& commands() {
       mirror_command(),
       store_command(),
       overrides_command(),
+      report_command(),
       keys_command(),
       node_image_command(),
       node_command(),

@@ -45,6 +45,7 @@ CommandSpec inventory_command();
 CommandSpec mirror_command();
 CommandSpec store_command();
 CommandSpec overrides_command();
+CommandSpec report_command();
 CommandSpec keys_command();
 CommandSpec node_image_command();
 CommandSpec node_command();

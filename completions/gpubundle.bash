@@ -7,7 +7,7 @@ _gpubundle_command() {
   # a path) and args (1 when the command takes file arguments) for "$1".
   case "$1" in
     "")
-      subs="resolve build bundle import inventory mirror store overrides keys node-image node driver completion"
+      subs="resolve build bundle import inventory mirror store overrides report keys node-image node driver completion"
       opts="-h --help --store --json -q --quiet -v --verbose --version"
       vals="--store"
       files="--store"
@@ -109,6 +109,13 @@ _gpubundle_command() {
       opts="-h --help --registry -o --output --chart --layout --package-repo-url --package-repo-ca --store --json -q --quiet -v --verbose --version"
       vals="--registry -o --output --chart --layout --package-repo-url --package-repo-ca --store"
       files="-o --output --chart --store"
+      args=1
+      ;;
+    "report")
+      subs=""
+      opts="-h --help --kit -o --output --store --json -q --quiet -v --verbose --version"
+      vals="--kit -o --output --store"
+      files="-o --output --store"
       args=1
       ;;
     "keys")

@@ -191,10 +191,31 @@ echo "mig.sh: watch progress with: kubectl get nodes -L nvidia.com/mig.config.st
 constexpr const char* k_verify = R"SH(#!/usr/bin/env bash
 # verify.sh: acceptance checks after install.sh. Prints one PASS/FAIL/SKIP line
 # per check and exits non-zero when any check fails.
+# Usage: ./verify.sh [--json FILE]
+#   --json FILE  also write the results as JSON (kind gpubundle.verify,
+#                docs/acceptance-results.md) for `gpubundle report`
 # Environment: GPUBUNDLE_NAMESPACE (default @NAMESPACE@), VERIFY_TIMEOUT (seconds for
 # the smoke pod, default 300).
 @HEADER@
 set -euo pipefail
+
+json_file=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --json)
+      if [ $# -lt 2 ] || [ -z "$2" ]; then echo "verify.sh: --json needs a FILE" >&2; exit 2; fi
+      json_file="$2"; shift 2 ;;
+    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    *) echo "verify.sh: unknown argument: $1 (usage: ./verify.sh [--json FILE])" >&2; exit 2 ;;
+  esac
+done
+if [ -n "$json_file" ]; then
+  json_dir="$(dirname -- "$json_file")"
+  if [ ! -d "$json_dir" ] || [ ! -w "$json_dir" ]; then
+    echo "verify.sh: --json $json_file: folder $json_dir is not writable" >&2
+    exit 2
+  fi
+fi
 
 namespace="${GPUBUNDLE_NAMESPACE:-@NAMESPACE@}"
 timeout="${VERIFY_TIMEOUT:-300}"
@@ -203,13 +224,64 @@ mig_config=@MIG_CONFIG@
 mig_strategy=@MIG_STRATEGY@
 pull_secret=@PULL_SECRET@
 dra=@DRA@  # 1: the GPUCluster (DRA) stack, whose GPUs are ResourceSlice devices
+generator=@GENERATOR@
 smoke_pod=gpubundle-cuda-smoke
+started_at="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 
+# Each check: a stable name (cluster, pods, node-gpus, mig, cuda-smoke), its
+# status and its line, kept for --json.
 failures=0
-pass() { echo "PASS: $*"; }
-failed() { echo "FAIL: $*"; failures=$((failures + 1)); }
-skip() { echo "SKIP: $*"; }
+passes=0
+skips=0
+check_names=()
+check_states=()
+check_details=()
+record() { check_names+=("$1"); check_states+=("$2"); check_details+=("$3"); }
+pass() { echo "PASS: $2"; passes=$((passes + 1)); record "$1" PASS "$2"; }
+failed() { echo "FAIL: $2"; failures=$((failures + 1)); record "$1" FAIL "$2"; }
+skip() { echo "SKIP: $2"; skips=$((skips + 1)); record "$1" SKIP "$2"; }
+
+# A JSON string: backslash, quote and control characters escaped (RFC 8259).
+json_string() {
+  local s="$1" out="" c i
+  s="${s//\\/\\\\}"
+  s="${s//\"/\\\"}"
+  s="${s//$'\n'/\\n}"
+  s="${s//$'\r'/\\r}"
+  s="${s//$'\t'/\\t}"
+  if [[ "$s" == *[$'\x01'-$'\x1f']* ]]; then
+    for ((i = 0; i < ${#s}; i++)); do
+      c="${s:i:1}"
+      case "$c" in [$'\x01'-$'\x1f']) printf -v c '\\u%04x' "'$c" ;; esac
+      out+="$c"
+    done
+    s="$out"
+  fi
+  printf '"%s"' "$s"
+}
+
+# The results as JSON, written beside FILE and renamed onto it.
+write_json() {
+  local i tmp="$json_file.tmp.$$"
+  if ! {
+    printf '{\n  "schemaVersion": 1,\n  "kind": "gpubundle.verify",\n'
+    printf '  "generator": %s,\n' "$(json_string "$generator")"
+    printf '  "startedAt": "%s",\n' "$started_at"
+    printf '  "namespace": %s,\n' "$(json_string "$namespace")"
+    printf '  "checks": ['
+    for ((i = 0; i < ${#check_names[@]}; i++)); do
+      [ "$i" -eq 0 ] || printf ','
+      printf '\n    {"name": "%s", "status": "%s", "detail": %s}' "${check_names[i]}" "${check_states[i]}" "$(json_string "${check_details[i]}")"
+    done
+    printf '\n  ],\n  "summary": {"pass": %d, "fail": %d, "skip": %d}\n}\n' "$passes" "$failures" "$skips"
+  } >"$tmp" || ! mv -f "$tmp" "$json_file"; then
+    rm -f "$tmp"
+    echo "verify.sh: cannot write $json_file" >&2
+  fi
+}
+
 finish() {
+  if [ -n "$json_file" ]; then write_json; fi
   if [ "$failures" -gt 0 ]; then
     echo "verify.sh: $failures check(s) failed"
     exit 1
@@ -234,22 +306,22 @@ kubectl_error() { grep -v '^[[:space:]]*$' "$scratch/err" | tail -n 1; }
 
 @API_CHECK@
 
-command -v kubectl >/dev/null 2>&1 || { failed "kubectl is not on PATH"; finish; }
+command -v kubectl >/dev/null 2>&1 || { failed cluster "kubectl is not on PATH"; finish; }
 context="$(kubectl config current-context 2>/dev/null || true)"
 if [ -z "$context" ]; then
-  failed "kubectl has no current context (kubectl config use-context NAME, or set KUBECONFIG)"
+  failed cluster "kubectl has no current context (kubectl config use-context NAME, or set KUBECONFIG)"
   finish
 fi
 if ! api_answers; then
-  failed "the Kubernetes API server of context $context${api_server:+ at $api_server} does not answer ($api_error)"
+  failed cluster "the Kubernetes API server of context $context${api_server:+ at $api_server} does not answer ($api_error)"
   finish
 fi
 
 # 1. Operator pods: every pod Running and Ready, or Succeeded (validators).
 if ! pods="$(kubectl -n "$namespace" get pods -o jsonpath='{range .items[*]}{.metadata.name}{" "}{.status.phase}{" "}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' 2>"$scratch/err")"; then
-  failed "cannot list the pods in namespace $namespace ($(kubectl_error))"
+  failed pods "cannot list the pods in namespace $namespace ($(kubectl_error))"
 elif [ -z "$pods" ]; then
-  failed "no pods in namespace $namespace"
+  failed pods "no pods in namespace $namespace"
 else
   not_ready=""
   while read -r name phase ready; do
@@ -257,7 +329,7 @@ else
     if [ "$phase" = "Succeeded" ] || { [ "$phase" = "Running" ] && [ "$ready" = "True" ]; }; then continue; fi
     not_ready="$not_ready $name($phase)"
   done <<<"$pods"
-  if [ -z "$not_ready" ]; then pass "all pods in $namespace are ready"; else failed "pods not ready in $namespace:$not_ready"; fi
+  if [ -z "$not_ready" ]; then pass pods "all pods in $namespace are ready"; else failed pods "pods not ready in $namespace:$not_ready"; fi
 fi
 
 # 2. GPU resources allocatable on every GPU node.
@@ -266,19 +338,19 @@ resource_template='{{range .items}}{{.metadata.name}}{{range $k, $v := .status.a
 smoke_resource=""
 if [ -n "$dra" ]; then
   if ! slices="$(kubectl get resourceslices -o jsonpath='{range .items[?(@.spec.driver=="gpu.nvidia.com")]}{.spec.nodeName}{" "}{.spec.devices[*].name}{"\n"}{end}' 2>"$scratch/err")"; then
-    failed "cannot list the DRA ResourceSlices ($(kubectl_error))"
+    failed node-gpus "cannot list the DRA ResourceSlices ($(kubectl_error))"
   elif [ -z "$slices" ]; then
-    failed "no ResourceSlice of the DRA driver gpu.nvidia.com: no node offers a GPU"
+    failed node-gpus "no ResourceSlice of the DRA driver gpu.nvidia.com: no node offers a GPU"
   else
     while read -r node devices; do
       [ -n "$node" ] || continue
-      if [ -n "$devices" ]; then pass "node $node DRA devices: $devices"; else failed "node $node: a gpu.nvidia.com ResourceSlice without devices"; fi
+      if [ -n "$devices" ]; then pass node-gpus "node $node DRA devices: $devices"; else failed node-gpus "node $node: a gpu.nvidia.com ResourceSlice without devices"; fi
     done <<<"$slices"
   fi
 elif ! gpu_nodes="$(kubectl get nodes -l nvidia.com/gpu.present=true -o go-template="$resource_template" 2>"$scratch/err")"; then
-  failed "cannot list the GPU nodes ($(kubectl_error))"
+  failed node-gpus "cannot list the GPU nodes ($(kubectl_error))"
 elif [ -z "$gpu_nodes" ]; then
-  failed "no node carries nvidia.com/gpu.present=true"
+  failed node-gpus "no node carries nvidia.com/gpu.present=true"
 else
   while read -r node rest; do
     [ -n "$node" ] || continue
@@ -291,36 +363,36 @@ else
           if [ "$value" != "0" ]; then found="$found $key=$value"; [ -n "$smoke_resource" ] || smoke_resource="$key"; fi ;;
       esac
     done
-    if [ -n "$found" ]; then pass "node $node allocatable:$found"; else failed "node $node has no allocatable nvidia.com/gpu"; fi
+    if [ -n "$found" ]; then pass node-gpus "node $node allocatable:$found"; else failed node-gpus "node $node has no allocatable nvidia.com/gpu"; fi
   done <<<"$gpu_nodes"
 fi
 
 # 3. MIG state (only when the recipe configures MIG).
 if [ -n "$mig_config" ]; then
   if ! states="$(kubectl get nodes -l nvidia.com/gpu.present=true -o jsonpath='{range .items[*]}{.metadata.name}{" "}{.metadata.labels.nvidia\.com/mig\.config}{" "}{.metadata.labels.nvidia\.com/mig\.config\.state}{"\n"}{end}' 2>"$scratch/err")"; then
-    failed "cannot read the MIG labels of the GPU nodes ($(kubectl_error))"
+    failed mig "cannot read the MIG labels of the GPU nodes ($(kubectl_error))"
   fi
   while read -r node config state; do
     [ -n "$node" ] || continue
     if [ "$config" != "$mig_config" ]; then
-      failed "node $node: nvidia.com/mig.config is '${config}', expected $mig_config (run mig.sh)"
+      failed mig "node $node: nvidia.com/mig.config is '${config}', expected $mig_config (run mig.sh)"
     elif [ "$state" = "success" ]; then
-      pass "node $node: MIG config $mig_config applied (strategy $mig_strategy)"
+      pass mig "node $node: MIG config $mig_config applied (strategy $mig_strategy)"
     else
-      failed "node $node: nvidia.com/mig.config.state is '${state}', expected success"
+      failed mig "node $node: nvidia.com/mig.config.state is '${state}', expected success"
     fi
   done <<<"$states"
 else
-  skip "MIG: the recipe configures no MIG layout"
+  skip mig "MIG: the recipe configures no MIG layout"
 fi
 
 # 4. CUDA smoke pod from the mirrored CUDA image.
 if [ -z "$cuda_image" ]; then
-  skip "CUDA smoke pod: no CUDA image in the recipe's extraImages"
+  skip cuda-smoke "CUDA smoke pod: no CUDA image in the recipe's extraImages"
 elif [ -n "$dra" ]; then
-  skip "CUDA smoke pod: the DRA stack hands out GPUs through ResourceClaims (device class gpu.nvidia.com), not nvidia.com/gpu"
+  skip cuda-smoke "CUDA smoke pod: the DRA stack hands out GPUs through ResourceClaims (device class gpu.nvidia.com), not nvidia.com/gpu"
 elif [ -z "$smoke_resource" ]; then
-  failed "CUDA smoke pod: no GPU resource to request"
+  failed cuda-smoke "CUDA smoke pod: no GPU resource to request"
 else
   smoke_pod_made=1
   kubectl -n "$namespace" delete pod "$smoke_pod" --ignore-not-found --wait=false >/dev/null 2>&1 || true
@@ -344,7 +416,7 @@ $secrets
       limits: {"$smoke_resource": 1}
 EOF
   then
-    failed "CUDA smoke pod: cannot create it ($(kubectl_error))"
+    failed cuda-smoke "CUDA smoke pod: cannot create it ($(kubectl_error))"
     finish
   fi
   phase=""
@@ -354,9 +426,9 @@ EOF
     sleep 1
   done
   if [ "$phase" = "Succeeded" ]; then
-    pass "CUDA smoke pod ran nvidia-smi ($cuda_image, $smoke_resource)"
+    pass cuda-smoke "CUDA smoke pod ran nvidia-smi ($cuda_image, $smoke_resource)"
   else
-    failed "CUDA smoke pod ended in phase '${phase:-unknown}' ($cuda_image); logs follow"
+    failed cuda-smoke "CUDA smoke pod ended in phase '${phase:-unknown}' ($cuda_image); logs follow"
     kubectl -n "$namespace" logs "$smoke_pod" 2>&1 | tail -n 20 || true
   fi
 fi
@@ -400,6 +472,8 @@ std::string verify_sh(const Lock& lock, const std::vector<Placement>& placements
   }
   auto dra_it = recipe.components.find("draDriver");
   bool dra = dra_it != recipe.components.end() && dra_it->second.has_enabled && dra_it->second.enabled;
+  std::string generator = "gpubundle " GPUBUNDLE_VERSION " (kit of " +
+                          (options.bundle_id.empty() ? "recipe " + lock.recipe_name : "bundle " + options.bundle_id) + ")";
   return fill_template(k_verify, {{"HEADER", script_header(lock, options)},
                          {"NAMESPACE", options.namespace_name},
                          {"CUDA_IMAGE", shell_quote(cuda)},
@@ -407,6 +481,7 @@ std::string verify_sh(const Lock& lock, const std::vector<Placement>& placements
                          {"MIG_STRATEGY", shell_quote(recipe.mig_strategy.empty() ? "chart default" : recipe.mig_strategy)},
                          {"PULL_SECRET", shell_quote(recipe.pull_secret)},
                          {"DRA", shell_quote(dra ? "1" : "")},
+                         {"GENERATOR", shell_quote(generator)},
                          {"API_CHECK", k_api_check}});
 }
 

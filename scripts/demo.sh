@@ -11,7 +11,9 @@
 #   5. node images with a preinstalled driver: bake a signed overlay from a
 #      stand-in NVIDIA installer for this machine's kernel headers, ship it in
 #      a delta bundle, and export it at the site;
-#   6. stop everything it started, even when a step fails.
+#   6. the handover report: the install kit plus recorded acceptance results
+#      (examples/acceptance-results) into one self-contained HTML file;
+#   7. stop everything it started, even when a step fails.
 # --keep leaves the registries up for exploring.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -113,5 +115,14 @@ else
   cat site-overlay/values.yaml
   cd - >/dev/null
 fi
+
+section "7. The handover report"
+echo "after install.sh the site runs verify.sh --json, gpubundle-node check --json on each node and the NCCL"
+echo "all-reduce runs, and gathers the JSON in one folder. Here: the recorded samples in examples/acceptance-results"
+echo "(its README says which are real and which are synthetic):"
+ls examples/acceptance-results
+report="$(cd "$build" && pwd)/acceptance-report.html"
+run "$GB" report --kit "$W/install-kit" examples/acceptance-results -o "$report"
+echo "one HTML file, no external assets (inline SVG plot, no script): open $report in a browser"
 echo
 echo "demo: done"

@@ -20,6 +20,7 @@ packages=(
   apt-utils xz-utils  # packages-apt test: the stand-in apt repository (apt-ftparchive)
   busybox  # package-repo test: the repository image's httpd command, run by a real busybox
   prometheus  # monitoring test: promtool check rules / test rules on the kit's alerts and dashboard queries
+  chromium  # report-browser test: headless Chromium screenshots the handover report
   pci.ids  # GPU names for PCI ids the catalog lacks (resolver messages)
   dnf python3-rpm  # rpm-md tests: dnf and rpm's own version order as the references
   # sanitizer and fuzz jobs: clang with libFuzzer and the sanitizer runtimes

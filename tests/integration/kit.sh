@@ -9,6 +9,8 @@
 #   - install.sh names every missing prerequisite at once, and says plainly when
 #     the API server does not answer (stub kubectl failing as real kubectl does);
 #   - verify.sh turns a dead cluster or a refused query into its own FAIL lines;
+#   - verify.sh --json writes the gpubundle.verify JSON (docs/acceptance-results.md):
+#     one entry per printed line, in order, hostile text escaped, same exit code;
 #   - mig.sh labels nodes through the stub kubectl;
 #   - the same lock gives the same bytes.
 # Usage: kit.sh GPUBUNDLE SOURCE_DIR
@@ -174,7 +176,7 @@ case "$*" in
   "config current-context") echo stub-context ;;
   "-n gpu-operator get pods -o jsonpath="*)
     if [ -n "${STUB_PODS_FORBIDDEN:-}" ]; then
-      echo 'Error from server (Forbidden): pods is forbidden: User "viewer" cannot list resource "pods" in API group "" in the namespace "gpu-operator"' >&2
+      printf '%s\n' "${STUB_PODS_ERROR:-Error from server (Forbidden): pods is forbidden: User \"viewer\" cannot list resource \"pods\" in API group \"\" in the namespace \"gpu-operator\"}" >&2
       exit 1
     fi
     printf 'gpu-operator-1 Running True\nnvidia-cuda-validator-x Succeeded False\n' ;;
@@ -201,6 +203,58 @@ grep -qxF "FAIL: cannot list the pods in namespace gpu-operator (Error from serv
   "$work/vforbid.out" || fail "verify.sh: pods FAIL line: $(cat "$work/vforbid.out")"
 [ "$(grep -c '^PASS:' "$work/vforbid.out")" -eq 3 ] || fail "verify.sh stopped after a refused query: $(cat "$work/vforbid.out")"
 if grep -v -e '^FAIL: ' -e '^PASS: ' -e '^verify.sh: ' "$work/vforbid.out"; then fail "verify.sh printed raw kubectl output"; fi
+
+# verify.sh --json: the same lines as JSON, the same exit code.
+# check_json FILE STDOUT_FILE NAMES: the JSON is the gpubundle.verify document,
+# its checks are the printed PASS/FAIL/SKIP lines in order with these names.
+check_json() {
+  python3 - "$@" <<'PYEOF'
+import json, sys
+doc = json.load(open(sys.argv[1], encoding="utf-8"))
+lines = [l for l in open(sys.argv[2], encoding="utf-8", newline="").read().split("\n") if l[:6] in ("PASS: ", "FAIL: ", "SKIP: ")]
+assert doc["schemaVersion"] == 1 and doc["kind"] == "gpubundle.verify", doc
+assert doc["generator"].startswith("gpubundle ") and "(kit of recipe " in doc["generator"], doc["generator"]
+assert doc["namespace"] == "gpu-operator", doc["namespace"]
+import re
+assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", doc["startedAt"]), doc["startedAt"]
+got = [(c["status"], c["detail"]) for c in doc["checks"]]
+assert got == [(l[:4], l[6:]) for l in lines], (got, lines)
+assert [c["name"] for c in doc["checks"]] == sys.argv[3].split(), [c["name"] for c in doc["checks"]]
+assert set(c.keys() == {"name", "status", "detail"} for c in doc["checks"]) <= {True}
+s = doc["summary"]
+assert (s["pass"], s["fail"], s["skip"]) == tuple(sum(c["status"] == k for c in doc["checks"]) for k in ("PASS", "FAIL", "SKIP")), s
+PYEOF
+}
+PATH="$vstubs:$PATH" "$kit/verify.sh" --json "$work/verify.json" >"$work/vjson.out" || fail "verify.sh --json failed: $(cat "$work/vjson.out")"
+check_json "$work/verify.json" "$work/vjson.out" "pods node-gpus mig cuda-smoke" || fail "verify.json: $(cat "$work/verify.json")"
+if compgen -G "$work/*.tmp.*" >/dev/null; then fail "verify.sh --json left a temporary file"; fi
+if STUB_MIG_STATE=failed PATH="$vstubs:$PATH" "$kit/verify.sh" --json "$work/verify.json" >"$work/vjson.out"; then fail "verify.sh --json passed with a failed MIG state"; fi
+check_json "$work/verify.json" "$work/vjson.out" "pods node-gpus mig cuda-smoke" || fail "verify.json (MIG failed): $(cat "$work/verify.json")"
+grep -q '"summary": {"pass": 3, "fail": 1, "skip": 0}' "$work/verify.json" || fail "verify.json summary (MIG failed): $(cat "$work/verify.json")"
+if PATH="$dstubs:$PATH" "$kit/verify.sh" --json "$work/verify.json" >"$work/vjson.out" 2>&1; then fail "verify.sh --json passed against a dead cluster"; fi
+check_json "$work/verify.json" "$work/vjson.out" "cluster" || fail "verify.json (dead cluster): $(cat "$work/verify.json")"
+# Whatever kubectl says lands in the JSON escaped: quotes, backslashes, tabs,
+# carriage returns, other control characters, non-ASCII text.
+hostile=$'Error from server: "quoted" back\\slash\\n\ttab\rcr \x01\x1b[31m\x7f caf\xc3\xa9 \xe2\x82\xac %s %d'
+if STUB_PODS_FORBIDDEN=1 STUB_PODS_ERROR="$hostile" PATH="$vstubs:$PATH" "$kit/verify.sh" --json "$work/verify.json" >"$work/vjson.out" 2>&1; then
+  fail "verify.sh --json passed without pods"
+fi
+check_json "$work/verify.json" "$work/vjson.out" "pods node-gpus mig cuda-smoke" || fail "verify.json (hostile kubectl error): $(cat "$work/verify.json")"
+python3 - "$work/verify.json" "$hostile" <<'PYEOF' || fail "verify.json: the hostile kubectl error did not come back unchanged"
+import json, os, sys
+detail = json.load(open(sys.argv[1], encoding="utf-8"))["checks"][0]["detail"]
+assert detail == "cannot list the pods in namespace gpu-operator (" + os.fsdecode(os.fsencode(sys.argv[2])) + ")", repr(detail)
+PYEOF
+# Bad usage: exit 2, nothing run.
+: >"$STUB_LOG/verify.args"
+for args in "--json" "--json $work/no-such-folder/verify.json" "--frobnicate"; do
+  rc=0
+  # shellcheck disable=SC2086 # the words of $args are the arguments
+  PATH="$vstubs:$PATH" "$kit/verify.sh" $args >"$work/vusage.out" 2>&1 || rc=$?
+  [ "$rc" -eq 2 ] || fail "verify.sh $args: exit $rc, expected 2: $(cat "$work/vusage.out")"
+  grep -q '^verify.sh: ' "$work/vusage.out" || fail "verify.sh $args: no line saying why: $(cat "$work/vusage.out")"
+done
+[ ! -s "$STUB_LOG/verify.args" ] || fail "verify.sh ran kubectl after bad usage"
 
 # The DRA driver: GPUs are ResourceSlice devices, not nvidia.com/gpu.
 sed -e '/^mig:/d' -e 's/^components:/components:\n  draDriver: true/' "$src/examples/conventional.yaml" >"$work/dra.yaml"

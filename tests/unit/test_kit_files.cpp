@@ -12,6 +12,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "kit/kit.hpp"
+#include "report/results.hpp"
 #include "signing/digest.hpp"
 
 namespace fs = std::filesystem;
@@ -300,6 +301,24 @@ TEST_CASE("keep-host, no prefix, plain HTTP, bundle id and sizes", "[kit][files]
   auto flat = kit::make_kit(l, fixture_chart(), options("reg.site")).value();
   CHECK_FALSE(contains(file(flat, "containerd/certs.d/nvcr.io/hosts.toml"), "override_path"));
   CHECK(contains(file(flat, "containerd/certs.d/nvcr.io/hosts.toml"), "[host.\"https://reg.site\"]"));
+}
+
+TEST_CASE("gpubundle report reads the kit's manifest.json as written", "[kit][files][report]") {
+  Lock l = fixture_lock();
+  auto o = options();
+  o.bundle_id = "b-123";
+  auto k = kit::make_kit(l, fixture_chart(), o).value();
+  auto id = report::parse_kit_manifest(file(k, "manifest.json"), "kit/manifest.json");
+  INFO((id ? std::string() : id.error().message));
+  REQUIRE(id);
+  CHECK(id->bundle_id == "b-123");
+  CHECK(id->recipe_name == l.recipe_name);
+  CHECK(id->operator_version == l.operator_version);
+  CHECK(id->chart_version == l.chart.version);
+  CHECK(id->driver_version == l.driver.version);
+  CHECK(id->registry == "registry.site:5000/gpu");
+  REQUIRE(id->images.size() == l.images.size());
+  CHECK(id->images[2].destination == "registry.site:5000/gpu/nvidia/driver:580.105.08-ubuntu22.04");
 }
 
 TEST_CASE("the CRI-O drop-in names the site registry itself; a given CA rides along for both runtimes", "[kit][files]") {

@@ -1,0 +1,287 @@
+// The handover report (report/): reading the results, the plot's axes and
+// points, HTML escaping, and the one-line refusals of bad input.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "report/plot.hpp"
+#include "report/report.hpp"
+#include "report/results.hpp"
+
+using namespace gb;
+using namespace gb::report;
+using nlohmann::json;
+
+namespace {
+
+json nccl_doc(const std::vector<std::pair<std::uint64_t, double>>& rows) {
+  json r = json::array();
+  for (const auto& [bytes, busbw] : rows) {
+    json side = {{"timeUs", 10.5}, {"algBw", busbw / 2}, {"busBw", busbw}, {"wrong", 0}};
+    json in_place = side;
+    in_place["wrong"] = nullptr;
+    r.push_back({{"bytes", bytes}, {"count", bytes / 4}, {"type", "float"}, {"redop", "sum"}, {"root", -1}, {"outOfPlace", side}, {"inPlace", in_place}});
+  }
+  return {{"schemaVersion", 1}, {"kind", "gpubundle.nccl"}, {"test", "all_reduce_perf"}, {"startedAt", "2026-12-01T10:05:00Z"},
+          {"image", "site/nccl-tests:1"}, {"nodes", {"n1", "n2"}}, {"gpusPerNode", 8}, {"ranks", 16}, {"ncclVersion", "2.28.9"},
+          {"dataType", "float"}, {"redOp", "sum"}, {"rows", r}, {"avgBusBw", 12.5}, {"outOfBounds", 0}, {"passed", true}};
+}
+
+json verify_doc() {
+  return {{"schemaVersion", 1},
+          {"kind", "gpubundle.verify"},
+          {"generator", "gpubundle 0.1.0 (kit of recipe r)"},
+          {"startedAt", "2026-12-01T10:00:00Z"},
+          {"namespace", "gpu-operator"},
+          {"checks", {{{"name", "pods"}, {"status", "PASS"}, {"detail", "all pods ready"}}, {{"name", "mig"}, {"status", "SKIP"}, {"detail", "no MIG"}}}},
+          {"summary", {{"pass", 1}, {"fail", 0}, {"skip", 1}}}};
+}
+
+// The message add_result gives for a document, "" when it is accepted.
+std::string refusal(const json& doc, const std::string& file = "r.json") {
+  Results r;
+  auto added = add_result(r, doc.dump(), file);
+  return added ? "" : added.error().message;
+}
+
+}  // namespace
+
+TEST_CASE("html_escape makes input text inert in text and attributes", "[report]") {
+  CHECK(html_escape(R"(<a href="x" onclick='y'>&amp;</a>)") == "&lt;a href=&quot;x&quot; onclick=&#39;y&#39;&gt;&amp;amp;&lt;/a&gt;");
+  CHECK(html_escape("plain text: 8 GiB, é") == "plain text: 8 GiB, é");
+}
+
+TEST_CASE("every string from the inputs reaches the HTML escaped", "[report]") {
+  const std::string evil = "<script>alert(1)</script>\"'&";
+  Results r;
+  json v = verify_doc();
+  v["checks"][0]["detail"] = evil;
+  v["checks"][0]["name"] = evil;
+  v["namespace"] = evil;
+  v["generator"] = evil;
+  REQUIRE(add_result(r, v.dump(), "<b>verify</b>.json"));
+  json n = nccl_doc({{8, 0.5}, {1024, 3.5}});
+  n["image"] = evil;
+  n["nodes"] = {evil};
+  n["ncclVersion"] = evil;
+  n["startedAt"] = evil;
+  REQUIRE(add_result(r, n.dump(), "<i>run</i>.json"));
+  json node = {{"node", {{"os", evil}, {"kernel", evil}, {"driver", evil}, {"gpus", {{{"name", evil}}}}}},
+               {"checks", {{{"check", evil}, {"status", "FAIL"}, {"detail", evil}}}},
+               {"summary", {{"pass", 0}, {"fail", 1}, {"skip", 0}}},
+               {"exitCode", 1}};
+  REQUIRE(add_result(r, node.dump(), "results/<u>node.json"));
+  KitIdentity kit;
+  kit.recipe_name = kit.bundle_id = kit.operator_version = kit.registry = evil;
+  kit.images.push_back({evil, evil, evil});
+  r.kit = kit;
+  std::string html = report_html(r, evil);
+  CHECK(html.find("<script") == std::string::npos);
+  CHECK(html.find("<b>") == std::string::npos);
+  CHECK(html.find("<i>") == std::string::npos);
+  CHECK(html.find("<u>") == std::string::npos);
+  CHECK(html.find("&lt;script&gt;alert(1)&lt;/script&gt;&quot;&#39;&amp;") != std::string::npos);
+  CHECK(html.find("&lt;u&gt;node") != std::string::npos);  // the node's name comes from its file
+  CHECK(html.find("FAIL: 1 check failed") != std::string::npos);
+}
+
+TEST_CASE("sizes are labelled in bytes and binary units", "[report]") {
+  CHECK(size_label(8) == "8 B");
+  CHECK(size_label(1000) == "1000 B");
+  CHECK(size_label(1024) == "1 KiB");
+  CHECK(size_label(1536) == "1.5 KiB");
+  CHECK(size_label(std::uint64_t{8} << 30) == "8 GiB");
+  CHECK(size_label(std::uint64_t{1} << 40) == "1 TiB");
+}
+
+TEST_CASE("the size axis runs 8 B to 8 GiB for all_reduce_perf -b 8 -e 8G", "[report]") {
+  SizeAxis a = size_axis(8, std::uint64_t{8} << 30);
+  CHECK(a.lo == 3);
+  CHECK(a.hi == 33);
+  CHECK(a.step == 3);
+  std::vector<std::string> labels;
+  for (const auto& t : size_ticks(a)) labels.push_back(t.label);
+  CHECK(labels == std::vector<std::string>{"8 B", "64 B", "512 B", "4 KiB", "32 KiB", "256 KiB", "2 MiB", "16 MiB", "128 MiB", "1 GiB", "8 GiB"});
+  CHECK(size_ticks(a).back().value == std::ldexp(1.0, 33));
+
+  // A short range gets a label at every doubling; odd ends widen to powers of two.
+  SizeAxis b = size_axis(1000, 1 << 20);
+  CHECK(b.lo == 9);
+  CHECK(b.hi == 20);
+  CHECK(b.step == 1);
+  CHECK(size_ticks(b).size() == 12);
+  // One size alone still spans a doubling.
+  SizeAxis c = size_axis(4096, 4096);
+  CHECK(c.lo == 12);
+  CHECK(c.hi == 13);
+}
+
+TEST_CASE("the bandwidth axis ends on a round step above the data", "[report]") {
+  ValueAxis a = value_axis(468.8);
+  CHECK(a.step == 100);
+  CHECK(a.top == 500);
+  std::vector<std::string> labels;
+  for (const auto& t : value_ticks(a)) labels.push_back(t.label);
+  CHECK(labels == std::vector<std::string>{"0", "100", "200", "300", "400", "500"});
+  ValueAxis b = value_axis(12.5);
+  CHECK(b.step == 2.5);
+  CHECK(b.top == 12.5);
+  CHECK(value_ticks(b)[1].label == "2.5");
+  ValueAxis c = value_axis(0.9);
+  CHECK(c.step == Approx(0.2));
+  CHECK(c.top == Approx(1.0));
+  CHECK(value_ticks(c).back().label == "1.0");
+  CHECK(value_axis(0).top == 1);  // a run that moved nothing still has an axis
+}
+
+TEST_CASE("the SVG polylines hold the data's points, one colour per run", "[report]") {
+  std::vector<PlotSeries> series = {
+      {"run-a", {{std::uint64_t{8} << 30, 370.0}, {8, 0.01}, {1 << 20, 120.5}}},  // unsorted on purpose
+      {"run-b", {{64, 0.2}, {std::uint64_t{1} << 30, 455.25}}},
+  };
+  PlotFrame f = plot_frame(series);
+  // The frame's ends are the axis ends: 8 B at the left, 8 GiB at the right, 0 at the bottom.
+  CHECK(f.x(8) == Approx(f.left));
+  CHECK(f.x(std::ldexp(1.0, 33)) == Approx(f.left + f.width));
+  CHECK(f.y(0) == Approx(f.top + f.height));
+  CHECK(f.y_axis.top == 500);
+  CHECK(f.y(500) == Approx(f.top));
+  CHECK(f.x(1 << 18) == Approx(f.left + f.width * 15.0 / 30.0));  // 2^18 is halfway from 2^3 to 2^33
+
+  std::string svg = bus_bw_svg(series);
+  std::regex polyline(R"re(<polyline class="run" data-run="(\d+)" points="([^"]*)" fill="none" stroke="(#[0-9a-f]{6})")re");
+  std::vector<std::smatch> found;
+  for (std::sregex_iterator it(svg.begin(), svg.end(), polyline), end; it != end; ++it) found.push_back(*it);
+  REQUIRE(found.size() == 2);
+  for (std::size_t n = 0; n < found.size(); ++n) {
+    CHECK(std::stoul(found[n][1].str()) == n);
+    CHECK(found[n][3].str() == series_colour(n));
+    auto points = series[n].points;
+    std::sort(points.begin(), points.end());
+    std::string list = found[n][2].str();
+    std::regex pair(R"((-?[0-9.]+),(-?[0-9.]+))");
+    std::size_t k = 0;
+    for (std::sregex_iterator it(list.begin(), list.end(), pair), end; it != end; ++it, ++k) {
+      REQUIRE(k < points.size());
+      // Back from pixels to data.
+      double bytes = std::exp2(f.x_axis.lo + (std::stod((*it)[1].str()) - f.left) / f.width * (f.x_axis.hi - f.x_axis.lo));
+      double gbps = (f.top + f.height - std::stod((*it)[2].str())) / f.height * f.y_axis.top;
+      CHECK(bytes == Approx(static_cast<double>(points[k].first)).epsilon(1e-4));
+      CHECK(gbps == Approx(points[k].second).margin(0.02));
+    }
+    CHECK(k == points.size());
+  }
+  CHECK(std::string(series_colour(0)) != series_colour(1));
+  CHECK(svg.find("run-a") != std::string::npos);  // the legend
+  CHECK(svg.find("http") == std::string::npos);   // no namespace URL, no link
+}
+
+TEST_CASE("results are told apart by kind and read field by field", "[report]") {
+  Results r;
+  REQUIRE(add_result(r, verify_doc().dump(), "v.json"));
+  REQUIRE(add_result(r, nccl_doc({{8, 0.1}, {16, 0.2}}).dump(), "dir/run1.json"));
+  REQUIRE(r.verify.size() == 1);
+  CHECK(r.verify[0].checks[0].name == "pods");
+  CHECK(r.verify[0].checks[1].status == Status::Skip);
+  REQUIRE(r.nccl.size() == 1);
+  CHECK(r.nccl[0].rows.size() == 2);
+  CHECK(r.nccl[0].rows[1].bytes == 16);
+  CHECK(r.nccl[0].rows[1].out_of_place.bus_bw == 0.2);
+  CHECK(r.nccl[0].rows[1].out_of_place.wrong == 0);
+  CHECK_FALSE(r.nccl[0].rows[1].in_place.wrong.has_value());  // -c 0: "N/A"
+  CHECK_FALSE(r.nccl[0].min_bus_bw.has_value());
+  // Counts as all_reduce_perf may print them, and the recipe's bound.
+  json spelled = nccl_doc({{8, 0.1}});
+  spelled["rows"][0]["count"] = 3e+06;
+  spelled["minBusBw"] = 350.5;
+  REQUIRE(add_result(r, spelled.dump(), "spelled.json"));
+  CHECK(r.nccl.back().rows[0].count == 3000000);
+  CHECK(r.nccl.back().min_bus_bw == 350.5);
+  CHECK(passed(r));
+  json failed = nccl_doc({{8, 0.1}});
+  failed["passed"] = false;
+  REQUIRE(add_result(r, failed.dump(), "run2.json"));
+  CHECK_FALSE(passed(r));
+}
+
+TEST_CASE("the real H200 node check and the sample results read", "[report]") {
+  auto results = load_results({std::string(GB_SOURCE_DIR) + "/examples/acceptance-results"}, {});
+  REQUIRE(results);
+  CHECK(results->verify.size() == 1);
+  REQUIRE(results->nodes.size() == 1);
+  const NodeCheck& node = results->nodes[0];
+  CHECK(node.node == "h200-node");
+  CHECK(node.gpus == std::vector<std::string>{"H200-SXM-141GB"});
+  CHECK(node.driver == "580.159.04");
+  CHECK(count(node.checks).pass == 11);
+  CHECK(count(node.checks).skip == 2);
+  REQUIRE(results->nccl.size() == 2);
+  CHECK(results->nccl[0].rows.size() == 31);  // 8 B to 8 GiB
+  CHECK(results->nccl[0].file < results->nccl[1].file);  // name order
+}
+
+TEST_CASE("bad input is refused in one line naming the file and the field", "[report]") {
+  Results r;
+  auto bad = add_result(r, "{\"kind\": ", "run.json");
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().kind == ErrorKind::Input);
+  CHECK(bad.error().message.rfind("run.json: not valid JSON: ", 0) == 0);
+  CHECK(refusal(json::array({1})) == "r.json: not a JSON object");
+
+  json unknown = verify_doc();
+  unknown["kind"] = "gpubundle.upgrade";
+  CHECK(refusal(unknown) == "r.json: field kind: 'gpubundle.upgrade' is not a result this gpubundle reads (gpubundle.verify, gpubundle.nccl)");
+  CHECK(refusal(json{{"checks", json::array()}}) ==
+        "r.json: field kind: missing, and not `gpubundle node check --json` output either (no node and checks)");
+
+  json newer = nccl_doc({{8, 0.1}});
+  newer["schemaVersion"] = 2;
+  CHECK(refusal(newer) == "r.json: field schemaVersion: 2 is newer than this gpubundle reads (1); upgrade gpubundle");
+  newer["schemaVersion"] = "1";
+  CHECK(refusal(newer) == "r.json: field schemaVersion: must be a whole number from 1");
+
+  json missing = nccl_doc({{8, 0.1}, {16, 0.2}});
+  missing["rows"][1]["outOfPlace"].erase("busBw");
+  CHECK(refusal(missing) == "r.json: field rows[1].outOfPlace.busBw: missing");
+  json typed = nccl_doc({{8, 0.1}});
+  typed["rows"][0]["inPlace"]["busBw"] = "fast";
+  CHECK(refusal(typed) == "r.json: field rows[0].inPlace.busBw: must be a number");
+  typed = nccl_doc({{8, 0.1}});
+  typed["rows"][0]["bytes"] = 8.5;
+  CHECK(refusal(typed) == "r.json: field rows[0].bytes: must be a whole number");
+  typed = nccl_doc({{8, 0.1}});
+  typed["rows"][0]["outOfPlace"]["wrong"] = "N/A";
+  CHECK(refusal(typed) == "r.json: field rows[0].outOfPlace.wrong: must be a whole number");
+
+  json status = verify_doc();
+  status["checks"][1]["status"] = "OK";
+  CHECK(refusal(status) == "r.json: field checks[1].status: 'OK' is not PASS, FAIL or SKIP");
+  json summary = verify_doc();
+  summary["summary"]["fail"] = 2;
+  CHECK(refusal(summary) == "r.json: field summary.fail: 2, but 0 checks are FAIL");
+
+  json node = {{"node", {{"os", "x"}, {"kernel", "k"}, {"driver", ""}, {"gpus", json::array()}}}, {"checks", {{{"check", "gpus"}, {"status", "PASS"}}}}};
+  CHECK(refusal(node) == "r.json: field checks[0].detail: missing");
+
+  std::string deep(100, '[');
+  auto nested = add_result(r, "{\"a\": " + deep, "deep.json");
+  REQUIRE_FALSE(nested);
+  CHECK(nested.error().message == "deep.json: nested deeper than 32 levels");
+
+  auto kit = parse_kit_manifest(R"({"schemaVersion": 3})", "kit/manifest.json");
+  REQUIRE_FALSE(kit);
+  CHECK(kit.error().message == "kit/manifest.json: field schemaVersion: 3 is newer than this gpubundle reads (1); upgrade gpubundle");
+  kit = parse_kit_manifest(R"({"schemaVersion": 1, "generator": "g", "bundleId": ""})", "kit/manifest.json");
+  REQUIRE_FALSE(kit);
+  CHECK(kit.error().message == "kit/manifest.json: field recipe: missing");
+
+  auto none = load_results({"/nonexistent/results.json"}, {});
+  REQUIRE_FALSE(none);
+  CHECK(none.error().message == "/nonexistent/results.json: cannot read: No such file or directory");
+  auto no_kit = load_results({}, "/nonexistent-kit");
+  REQUIRE_FALSE(no_kit);
+  CHECK(no_kit.error().message == "/nonexistent-kit/manifest.json: cannot read: No such file or directory");
+
+  for (const std::string& m : {refusal(missing), refusal(unknown), bad.error().message}) CHECK(m.find('\n') == std::string::npos);
+}
