@@ -199,6 +199,18 @@ public:
       error("network.releaseFile", "network.releaseFile " + m_net.release_file + " is the image list of " + it->second.version +
                                        ", not network.version " + m_net.version);
 
+    // A subchart operand the chart has no switch for would silently carry nothing.
+    for (const auto& name : m_net.operands) {
+      const NetworkOperand* op = m_cat.network_operand(name);
+      if (op->chart_switch.empty()) continue;
+      bool has = std::any_of(m_chart.dependencies.begin(), m_chart.dependencies.end(),
+                             [&](const ChartDependency& d) { return d.condition == op->chart_switch; });
+      if (!has)
+        error("network.operands", "network.operands: " + name + " (" + op->title + "): chart " + m_chart.name + " " +
+                                      m_chart.version + " has no subchart switched by " + op->chart_switch +
+                                      "; remove " + name + " or use a release that has it");
+    }
+
     std::vector<std::string> warnings;
     for (const auto& img : network_chart_images(m_chart, m_net.operands, m_cat, warnings))
       add("network:" + img.path, img.reference, m_r.platforms);

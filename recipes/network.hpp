@@ -18,6 +18,7 @@
 // "network:node-feature-discovery.image"); the catalog's policy paths and
 // the chart's values paths do not overlap.
 
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>

@@ -176,6 +176,18 @@ TEST_CASE("network: a release file of another release, a chart of another versio
   CHECK(r.error().message.find("network.version v26.4.1 does not match the network-operator chart's version 26.1.2") != std::string::npos);
   CHECK(r.error().message.find("network.releaseFile") != std::string::npos);
   CHECK(r.error().message.find("is the image list of v26.1.2") != std::string::npos);
+
+  // An operand whose subchart the chart lacks is refused, not carried as nothing.
+  auto with_maintenance = parse_recipe(recipe_text("v26.4.1", "  operands: [maintenanceOperator]\n"), dir / "fabric.yaml").value_or_throw();
+  Chart net = load_chart(network_dir("v26.4.1")).value_or_throw();
+  net.dependencies.erase(std::remove_if(net.dependencies.begin(), net.dependencies.end(),
+                                        [](const ChartDependency& d) { return d.condition == "maintenanceOperator.enabled"; }),
+                         net.dependencies.end());
+  Lock lock2 = resolve(with_maintenance, gpu, Catalog::builtin()).value_or_throw();
+  auto r2 = resolve_network(with_maintenance, net, gbtest::slurp(network_dir("v26.4.1") / "hack/release.yaml"), Catalog::builtin(), lock2);
+  REQUIRE_FALSE(r2.ok());
+  CHECK(r2.error().message.find("network.operands: maintenanceOperator (NVIDIA maintenance operator (subchart)): chart network-operator "
+                                "26.4.1 has no subchart switched by maintenanceOperator.enabled") != std::string::npos);
 }
 
 TEST_CASE("network: bad recipe fields are one line naming the field", "[network]") {
