@@ -48,7 +48,9 @@ int create(Globals& g, const std::string& input, const std::string& output, cons
   apply_source_date_epoch(o).value_or_throw();
   // The kit rides along when the lock names the site registry.
   ScratchDir scratch(std::filesystem::path(output).parent_path() / (".gpubundle-kit." + std::to_string(::getpid())));
-  add_kit_files(lock, chart.chart, "", scratch.path(), o.extra).value_or_throw();
+  std::optional<LoadedChart> network_chart;
+  if (lock.network) network_chart = lock_network_chart(lock, lock_file, ChartAccess{g.store}).value_or_throw();
+  add_kit_files(lock, chart.chart, "", scratch.path(), o.extra, network_chart ? &network_chart->chart : nullptr).value_or_throw();
   auto progress = make_progress(g.json ? ProgressStyle::Json : g.quiet ? ProgressStyle::None : ProgressStyle::Auto);
   CreateReport r = create_bundle(store, lock, key, o, *progress).value_or_throw();
   if (g.json) {

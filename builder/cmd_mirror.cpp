@@ -87,7 +87,7 @@ CommandSpec mirror_command() {
             if (out.empty()) out = default_lock_path(*in.recipe);
             auto r = resolve_recipe(*in.recipe, o->chart, access).value_or_throw();
             lock = std::move(r.lock);
-            lock.chart.source = chart_source_for_lock(*in.recipe, out);
+            set_chart_sources_for_lock(lock, *in.recipe, out);
             chart = std::move(r.chart);
             for (const auto& w : lock.warnings) log::warn(w);
             if (o->locked) {

@@ -1,5 +1,6 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "builder/cli.hpp"
@@ -42,10 +43,18 @@ CommandSpec overrides_command() {
           options.package_repo_url = repo_site->url;
           options.package_repo_ca = repo_site->ca_pem();
           LoadedChart chart = lock_chart(lock, lock_file, *chart_flag, ChartAccess{g.store}).value_or_throw();
+          std::optional<LoadedChart> network_chart;
+          if (lock.network) {
+            network_chart = lock_network_chart(lock, lock_file, ChartAccess{g.store}).value_or_throw();
+            options.network_chart = &network_chart->chart;
+          }
           kit::Kit k = kit::make_kit(lock, chart.chart, options).value_or_throw();
           kit::write_kit(k, *out).value_or_throw();
           // install.sh expects the chart archive next to it.
           write_atomic(fs::path(*out) / kit::kit_chart_file(lock), chart.archive).value_or_throw();
+          if (network_chart)
+            write_atomic(fs::path(*out) / chart_file_name(lock.network->chart.name, lock.network->chart.version), network_chart->archive)
+                .value_or_throw();
           if (g.json) {
             nlohmann::json j;
             j["output"] = *out;

@@ -66,7 +66,7 @@ CommandSpec resolve_command() {
           for (const auto& w : lock.warnings) log::warn(w);
           std::string json = lock_to_json(lock);
           if (!out->empty()) {
-            lock.chart.source = chart_source_for_lock(*in.recipe, *out);
+            set_chart_sources_for_lock(lock, *in.recipe, *out);
             json = lock_to_json(lock);
             write_atomic(*out, json).value_or_throw();
             log::info("wrote " + *out);

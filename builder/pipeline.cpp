@@ -85,7 +85,7 @@ BuildSummary run_build(const BuildRequest& q, const std::filesystem::path& store
       return std::pair{std::move(*in.lock), std::move(c.chart)};
     }
     ResolvedRecipe r = resolve_recipe(*in.recipe, q.chart.string(), access).value_or_throw();
-    r.lock.chart.source = chart_source_for_lock(*in.recipe, s.lock);
+    set_chart_sources_for_lock(r.lock, *in.recipe, s.lock);
     for (const auto& w : r.lock.warnings) log::warn(w);
     return std::pair{std::move(r.lock), std::move(r.chart.chart)};
   });
@@ -165,7 +165,9 @@ BuildSummary run_build(const BuildRequest& q, const std::filesystem::path& store
   ScratchDir scratch(q.output.parent_path() / (".gpubundle-kit." + std::to_string(::getpid())));
   CreateOptions co2;
   step(s, "kit", "the install kit needs the lock's destination registry to be valid", [&] {
-    add_kit_files(lock, chart, "", scratch.path(), co2.extra).value_or_throw();
+    std::optional<LoadedChart> network_chart;
+    if (lock.network) network_chart = lock_network_chart(lock, s.lock, ChartAccess{store.root()}).value_or_throw();
+    add_kit_files(lock, chart, "", scratch.path(), co2.extra, network_chart ? &network_chart->chart : nullptr).value_or_throw();
   });
 
   auto report = step(s, "bundle", "check free space at the output and the signing key", [&] {

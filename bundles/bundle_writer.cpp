@@ -129,6 +129,13 @@ private:
       return op_error("chart " + m_lock.chart.name + " " + m_lock.chart.version + " is not in the store (" + chart.string() +
                       "): run `gpubundle mirror`");
     if (auto r = add_disk("charts/" + chart.filename().string(), chart); !r) return r;
+    if (const auto& net = m_lock.network) {  // the Network Operator's chart rides along the same way
+      auto net_chart = m_store.chart_path(net->chart.name, net->chart.version);
+      if (!std::filesystem::exists(net_chart))
+        return op_error("chart " + net->chart.name + " " + net->chart.version + " is not in the store (" + net_chart.string() +
+                        "): run `gpubundle mirror`");
+      if (auto r = add_disk("charts/" + net_chart.filename().string(), net_chart); !r) return r;
+    }
     for (const auto& [path, file] : m_o.extra)
       if (auto r = add_disk(path, file); !r) return r;
     add_memory("oci/oci-layout", "{\"imageLayoutVersion\":\"1.0.0\"}");

@@ -207,24 +207,46 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
   // nothing (and after the bundle's own checks, which say more).
   std::optional<kit::Kit> kit;
   std::string chart_bytes;
+  std::optional<LoadedChart> network_chart;
   if (!o.kit_dir.empty()) {
+    // The GPU Operator's chart by its name; a bundle of a lock with a network
+    // section carries the network-operator chart too (bundle_writer.cpp).
+    const std::string network_file =
+        lock.network ? "charts/" + chart_file_name(lock.network->chart.name, lock.network->chart.version) : "";
     const BundleFile* chart_file = nullptr;
-    for (const auto& f : m.files)
-      if (starts_with(f.path, "charts/") && f.parts == 0) chart_file = &f;
+    const BundleFile* network_chart_file = nullptr;
+    for (const auto& f : m.files) {
+      if (!starts_with(f.path, "charts/") || f.parts != 0) continue;
+      if (f.path == network_file) network_chart_file = &f;
+      else if (!chart_file || f.path == "charts/" + kit::kit_chart_file(lock)) chart_file = &f;
+    }
     if (!chart_file) return op_error("bundle " + m.bundle_id + " carries no chart: cannot write the install kit");
-    if (chart_file->size > k_max_chart_bytes)
-      return op_error("bundle " + m.bundle_id + ": chart " + chart_file->path + " is larger than " + human_bytes(k_max_chart_bytes));
-    const auto& loc = verified.locations.at(chart_file->path);
-    auto stored = BundleBlobs::read_stored(BundleBlob{"", {{loc.volume, loc.offset, chart_file->size}}});
+    if (lock.network && !network_chart_file)
+      return op_error("bundle " + m.bundle_id + " carries no " + network_file + " for its lock's network section: cannot write the install kit");
+    auto read_chart = [&](const BundleFile& f) -> Result<std::string> {
+      if (f.size > k_max_chart_bytes)
+        return op_error("bundle " + m.bundle_id + ": chart " + f.path + " is larger than " + human_bytes(k_max_chart_bytes));
+      const auto& loc = verified.locations.at(f.path);
+      return BundleBlobs::read_stored(BundleBlob{"", {{loc.volume, loc.offset, f.size}}});
+    };
+    auto stored = read_chart(*chart_file);
     if (!stored) return stored.error();
     auto chart = lock_chart_archive(lock, std::move(stored.value()), chart_file->path);
     if (!chart) return chart.error();
+    if (network_chart_file) {
+      auto net_stored = read_chart(*network_chart_file);
+      if (!net_stored) return net_stored.error();
+      auto net = locked_chart_archive(lock.network->chart, std::move(net_stored.value()), network_chart_file->path);
+      if (!net) return net.error();
+      network_chart = std::move(*net);
+    }
     kit::KitOptions ko;
     ko.registry = site;
     ko.layout = o.layout;
     ko.bundle_id = m.bundle_id;
     ko.package_repo_url = o.package_repo_url;
     ko.package_repo_ca = o.package_repo_ca;
+    if (network_chart) ko.network_chart = &network_chart->chart;
     // The CA gpubundle was told to trust for the site is the one its nodes need.
     if (const HostConfig* h = o.config.host(site.host); h && !h->ca_file.empty() && !site.plain_http) {
       auto pem = read_file(h->ca_file);
@@ -340,6 +362,9 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
   if (kit) {
     if (auto w = kit::write_kit(*kit, o.kit_dir); !w) return w.error();
     if (auto w = write_atomic(o.kit_dir / kit::kit_chart_file(lock), chart_bytes); !w) return w.error();
+    if (network_chart)
+      if (auto w = write_atomic(o.kit_dir / chart_file_name(lock.network->chart.name, lock.network->chart.version), network_chart->archive); !w)
+        return w.error();
   }
   return report;
 }

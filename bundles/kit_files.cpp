@@ -5,7 +5,7 @@
 namespace gb {
 
 Result<void> add_kit_files(const Lock& lock, const Chart& chart, const std::string& bundle_id,
-                           const std::filesystem::path& scratch, ExtraFiles& extra) {
+                           const std::filesystem::path& scratch, ExtraFiles& extra, const Chart* network_chart) {
   if (lock.destination_registry.empty()) return {};
   kit::KitOptions o;
   auto site = kit::SiteRegistry::parse(lock.destination_registry +
@@ -14,6 +14,7 @@ Result<void> add_kit_files(const Lock& lock, const Chart& chart, const std::stri
   o.registry = site.value();
   o.registry.plain_http = lock.destination_plain_http;
   o.bundle_id = bundle_id;
+  o.network_chart = network_chart;
   auto k = kit::make_kit(lock, chart, o);
   if (!k) return k.error();
   if (auto r = kit::write_kit(k.value(), scratch); !r) return r;

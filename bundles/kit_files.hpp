@@ -14,7 +14,8 @@ namespace gb {
 
 // Adds "kit/<file>" entries to `extra` (nothing when the lock has no
 // destination). Files are written below `scratch`, which the caller removes.
+// `network_chart`: the network-operator chart, for a lock with a network section.
 Result<void> add_kit_files(const Lock& lock, const Chart& chart, const std::string& bundle_id,
-                           const std::filesystem::path& scratch, ExtraFiles& extra);
+                           const std::filesystem::path& scratch, ExtraFiles& extra, const Chart* network_chart = nullptr);
 
 }  // namespace gb

@@ -396,6 +396,17 @@ Result<Kit> make_kit(const Lock& lock, const Chart& chart, const KitOptions& opt
   if (recipe->time_slicing_replicas > 0)
     kit.files.push_back({"time-slicing.yaml", time_slicing_yaml(lock, chart, *recipe, options), 0644});
   for (auto& f : detail::monitoring_files(lock, options)) kit.files.push_back(std::move(f));
+  if (lock.network) {
+    if (!options.network_chart)
+      return input_error("the lock has a network section, but the network-operator chart " + lock.network->chart.name + " " +
+                         lock.network->chart.version + " is not at hand: run `gpubundle mirror` on its recipe");
+    auto net_values = detail::network_values_yaml(lock, *options.network_chart, *placements, *recipe, options);
+    if (!net_values) return net_values.error();
+    kit.files.push_back({"network-operator-values.yaml", *net_values, 0644});
+    auto policy = detail::nic_cluster_policy_yaml(lock, *placements, *recipe, options);
+    if (!policy) return policy.error();
+    kit.files.push_back({"nic-cluster-policy.yaml", *policy, 0644});
+  }
   if (lock.package_repo) {
     if (!options.package_repo_url.empty() && !starts_with(options.package_repo_url, "http://") &&
         !starts_with(options.package_repo_url, "https://"))

@@ -19,8 +19,12 @@
 //   crio/certs.d/<site>/ca.crt        the same CA, for /etc/containers/certs.d
 //   package-repo.yaml                 the site package repository: repoConfig ConfigMap (sources
 //                                     and key), CA ConfigMap, Deployment + Service (lock packageRepo)
+//   network-operator-values.yaml      Helm values for the network-operator chart (lock network section)
+//   nic-cluster-policy.yaml           NicClusterPolicy: the recipe's network operands, site images,
+//                                     DOCA driver upgrades one node at a time with drain
 //   manifest.json                     machine-readable install manifest (format below)
-//   <chart>.tgz                       copied in by the caller when it has the archive
+//   <chart>.tgz                       copied in by the caller when it has the archive (and the
+//                                     network-operator chart's, for a lock with a network section)
 //
 // manifest.json (sorted keys, two-space indent, schemaVersion 1):
 //   { "schemaVersion": 1, "generator": "gpubundle X", "bundleId": "" | id,
@@ -119,6 +123,9 @@ struct KitOptions {
   // with package_repo_url, by a server the site runs (then no Deployment):
   std::string package_repo_url;  // http(s)://host[:port]/path/ where the repository tree is served
   std::string package_repo_ca;   // PEM of the CA of an https package_repo_url (driver.certConfig)
+  // The network-operator chart a lock's network section was resolved against
+  // (mirror/chart_fetch.hpp lock_network_chart): required for such a lock.
+  const Chart* network_chart = nullptr;
 };
 
 struct KitFile {

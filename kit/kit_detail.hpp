@@ -5,6 +5,9 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "common/strings.hpp"
 #include "kit/kit.hpp"
 
 namespace gb::kit::detail {
@@ -30,6 +33,64 @@ std::string package_repo_yaml(const Lock& lock, const std::vector<Placement>& pl
 // alerts.yaml, and monitoring/: the same rules as a plain Prometheus rule
 // file, the Grafana dashboard of those signals and its sidecar ConfigMap.
 std::vector<KitFile> monitoring_files(const Lock& lock, const KitOptions& options);
+
+// The Network Operator files (kit/kit_network.cpp), for a lock with a network section.
+Result<std::string> network_values_yaml(const Lock& lock, const Chart& chart, const std::vector<Placement>& placements,
+                                        const KitRecipe& recipe, const KitOptions& options);
+Result<std::string> nic_cluster_policy_yaml(const Lock& lock, const std::vector<Placement>& placements, const KitRecipe& recipe,
+                                            const KitOptions& options);
+
+// True for a values key of values_key_exceptions().
+bool is_key_exception(std::string_view path);
+
+// The tree of overrides, kept in a JSON object (sorted keys, typed leaves).
+class Overrides {
+public:
+  Overrides(const Chart& chart, std::vector<std::string>& problems) : m_chart(chart), m_problems(problems) {}
+
+  // Sets a key that must exist in the chart (or be a documented exception).
+  void set(const std::string& path, nlohmann::json value) {
+    if (!chart_has_key(m_chart, path) && !is_key_exception(path)) {
+      m_problems.push_back("values key " + path + " does not exist in chart " + chart_label());
+      return;
+    }
+    nlohmann::json* node = &m_root;
+    auto parts = split(path, '.');
+    for (size_t i = 0; i + 1 < parts.size(); ++i) node = &(*node)[parts[i]];
+    nlohmann::json& leaf = (*node)[parts.back()];
+    if (!leaf.is_null() && leaf != value) {
+      m_problems.push_back("values key " + path + " would be set to both " + leaf.dump() + " and " + value.dump());
+      return;
+    }
+    leaf = std::move(value);
+  }
+  // Sets a key only when this chart version has it.
+  bool set_if_present(const std::string& path, nlohmann::json value) {
+    if (!chart_has_key(m_chart, path) && !is_key_exception(path)) return false;
+    set(path, std::move(value));
+    return true;
+  }
+  bool has(const std::string& path) const {
+    const nlohmann::json* node = &m_root;
+    for (const auto& p : split(path, '.')) {
+      if (!node->is_object() || !node->contains(p)) return false;
+      node = &(*node)[p];
+    }
+    return true;
+  }
+  const nlohmann::json& root() const { return m_root; }
+  std::string chart_label() const {
+    return m_chart.name + " " + m_chart.version + (m_chart.path.empty() ? "" : " (" + m_chart.path.string() + ")");
+  }
+
+private:
+  const Chart& m_chart;
+  std::vector<std::string>& m_problems;
+  nlohmann::json m_root = nlohmann::json::object();
+};
+
+// The overrides as YAML (sorted keys, strings double-quoted).
+void emit_node(YAML::Emitter& out, const nlohmann::json& j);
 
 // Single-quoted for the shell.
 std::string shell_quote(std::string_view s);

@@ -14,6 +14,7 @@
 #include "kit/kit_detail.hpp"
 #include "common/strings.hpp"
 #include "recipes/catalog.hpp"
+#include "recipes/network.hpp"
 #include "recipes/reference.hpp"
 
 namespace gb::kit {
@@ -40,11 +41,15 @@ namespace {
 
 constexpr const char* k_nfd = "node-feature-discovery";
 
-bool is_exception(std::string_view path) {
+}  // namespace
+
+bool detail::is_key_exception(std::string_view path) {
   for (const auto& e : values_key_exceptions())
     if (path == e.path) return true;
   return false;
 }
+
+namespace {
 
 void collect_leaves(const YAML::Node& node, const std::string& prefix, std::vector<std::string>& out) {
   if (node.IsMap()) {
@@ -72,51 +77,6 @@ bool has_path(const YAML::Node& root, const std::vector<std::string>& parts, siz
   return true;
 }
 
-// The tree of overrides, kept in a JSON object (sorted keys, typed leaves).
-class Overrides {
-public:
-  Overrides(const Chart& chart, std::vector<std::string>& problems) : m_chart(chart), m_problems(problems) {}
-
-  // Sets a key that must exist in the chart (or be a documented exception).
-  void set(const std::string& path, json value) {
-    if (!chart_has_key(m_chart, path) && !is_exception(path)) {
-      m_problems.push_back("values key " + path + " does not exist in chart " + chart_label());
-      return;
-    }
-    json* node = &m_root;
-    auto parts = split(path, '.');
-    for (size_t i = 0; i + 1 < parts.size(); ++i) node = &(*node)[parts[i]];
-    json& leaf = (*node)[parts.back()];
-    if (!leaf.is_null() && leaf != value) {
-      m_problems.push_back("values key " + path + " would be set to both " + leaf.dump() + " and " + value.dump());
-      return;
-    }
-    leaf = std::move(value);
-  }
-  // Sets a key only when this chart version has it.
-  bool set_if_present(const std::string& path, json value) {
-    if (!chart_has_key(m_chart, path) && !is_exception(path)) return false;
-    set(path, std::move(value));
-    return true;
-  }
-  bool has(const std::string& path) const {
-    const json* node = &m_root;
-    for (const auto& p : split(path, '.')) {
-      if (!node->is_object() || !node->contains(p)) return false;
-      node = &(*node)[p];
-    }
-    return true;
-  }
-  const json& root() const { return m_root; }
-  std::string chart_label() const {
-    return m_chart.name + " " + m_chart.version + (m_chart.path.empty() ? "" : " (" + m_chart.path.string() + ")");
-  }
-
-private:
-  const Chart& m_chart;
-  std::vector<std::string>& m_problems;
-  json m_root = json::object();
-};
 
 std::string parent_path(const std::string& repository) {
   size_t slash = repository.rfind('/');
@@ -196,7 +156,9 @@ std::optional<ListImages> list_images_of(const std::string& component) {
   return std::nullopt;
 }
 
-void emit_node(YAML::Emitter& out, const json& j) {
+}  // namespace
+
+void detail::emit_node(YAML::Emitter& out, const json& j) {
   if (j.is_object()) {
     out << YAML::BeginMap;
     for (const auto& [k, v] : j.items()) {
@@ -220,8 +182,6 @@ void emit_node(YAML::Emitter& out, const json& j) {
   }
 }
 
-}  // namespace
-
 std::vector<std::string> leaf_paths(const YAML::Node& values) {
   std::vector<std::string> out;
   collect_leaves(values, "", out);
@@ -231,16 +191,15 @@ std::vector<std::string> leaf_paths(const YAML::Node& values) {
 bool chart_has_key(const Chart& chart, std::string_view path) {
   auto parts = split(path, '.');
   if (parts.empty()) return false;
-  if (parts[0] == k_nfd) {
-    if (const Chart* sub = chart.subchart(k_nfd); sub && has_path(sub->values, parts, 1)) return true;
-  }
+  // A subchart's own values (node-feature-discovery.*, sriov-network-operator.*).
+  if (const Chart* sub = chart.subchart(parts[0]); sub && has_path(sub->values, parts, 1)) return true;
   return has_path(chart.values, parts, 0);
 }
 
 std::vector<std::string> unknown_keys(const YAML::Node& values, const Chart& chart) {
   std::vector<std::string> out;
   for (const auto& p : leaf_paths(values))
-    if (!chart_has_key(chart, p) && !is_exception(p)) out.push_back(p);
+    if (!chart_has_key(chart, p) && !detail::is_key_exception(p)) out.push_back(p);
   return out;
 }
 
@@ -251,7 +210,7 @@ Result<std::string> make_values_yaml(const Lock& lock, const Chart& chart, const
   if (!recipe) return recipe.error();
 
   std::vector<std::string> problems;
-  Overrides v(chart, problems);
+  detail::Overrides v(chart, problems);
   const bool secret = !recipe->pull_secret.empty();
   std::map<std::string, ListImages> lists;  // by list path
 
@@ -262,6 +221,7 @@ Result<std::string> make_values_yaml(const Lock& lock, const Chart& chart, const
       if (c == "extraImages") continue;  // mirrored for workloads (verify.sh); no values key
       if (c == k_node_overlay_component) continue;  // for node image pipelines; no values key
       if (c == k_package_repo_component || c == k_package_server_component) continue;  // package-repo.yaml; no values key
+      if (is_network_component(c)) continue;  // network-operator-values.yaml, nic-cluster-policy.yaml
       if (auto l = list_images_of(c); l && chart_has_key(chart, l->list_path)) {
         lists.emplace(l->list_path, *l).first->second.moved[p.source.str()] = p.destination.pinned();
         continue;
@@ -414,7 +374,7 @@ Result<std::string> make_values_yaml(const Lock& lock, const Chart& chart, const
   if (!problems.empty()) return input_error(join(problems, "\n"));
 
   YAML::Emitter out;
-  emit_node(out, v.root());
+  detail::emit_node(out, v.root());
   std::string text = detail::yaml_header(lock, options,
                                          "Helm values for chart " + lock.chart.name + " " + lock.chart.version +
                                              ": every image from the site registry " + options.registry.str() + ".");

@@ -4,6 +4,7 @@
 
 #include "common/files.hpp"
 #include "common/strings.hpp"
+#include "recipes/network.hpp"
 #include "recipes/resolver.hpp"
 #include "signing/digest.hpp"
 
@@ -154,25 +155,52 @@ Result<LoadedChart> obtain(const ChartSource& source, const std::string& name, c
 }
 
 // Refuses a chart whose sha256 is not the lock's.
-Result<void> same_as_locked(const Lock& lock, const Chart& chart, const std::string& what) {
-  if (!lock.chart.sha256.empty() && chart.sha256 != lock.chart.sha256)
+Result<void> same_as_locked(const LockChart& locked, const Chart& chart, const std::string& what) {
+  if (!locked.sha256.empty() && chart.sha256 != locked.sha256)
     return input_error(what + " (sha256 " + chart.sha256.substr(0, 12) + ") is not the one the lock was resolved against (" +
-                       lock.chart.sha256.substr(0, 12) + ")");
+                       locked.sha256.substr(0, 12) + ")");
   return {};
 }
 
 // Puts the chart the lock names into the store, unless the same bytes are there.
-Result<void> keep(LoadedChart& c, const Lock& lock, const std::string& source, const ChartAccess& access) {
+Result<void> keep(LoadedChart& c, const LockChart& locked, const std::string& source, const ChartAccess& access) {
   if (!access.store) return {};
-  fs::path dest = access.store->chart_path(lock.chart.name, lock.chart.version);
+  fs::path dest = access.store->chart_path(locked.name, locked.version);
   std::error_code ec;
   if (fs::exists(dest, ec)) {
     auto have = sha256_file_hex(dest);
     if (have && *have == c.chart.sha256) return {};
   }
-  if (auto r = access.store->put_chart(lock.chart.name, lock.chart.version, c.archive, source); !r) return r;
+  if (auto r = access.store->put_chart(locked.name, locked.version, c.archive, source); !r) return r;
   c.stored = true;
   return {};
+}
+
+// The network section's image list: a local file, else the store's copy of
+// the URL, else downloaded (and kept in the store when it may be written).
+Result<std::string> network_release_text(const Recipe& recipe, const ChartAccess& access) {
+  const auto& net = *recipe.network;
+  const std::string where = recipe.where("network.releaseFile") + "network.releaseFile ";
+  constexpr size_t max = 1 << 20;
+  if (!starts_with(net.release_file, "https://")) {
+    fs::path file = net.release_file;
+    if (file.is_relative()) file = recipe.file.parent_path() / file;
+    auto text = read_file(file, max);
+    if (!text) return input_error(where + file.string() + ": " + text.error().message);
+    return text;
+  }
+  fs::path cached = access.store_root / "charts" / network_release_file_name(net.version);
+  std::error_code ec;
+  if (fs::exists(cached, ec)) return read_file(cached, max);
+  if (!access.network)
+    return input_error(where + net.release_file + " is remote and not in the store yet: run `gpubundle mirror` to fetch it, "
+                                                  "or name a local copy");
+  auto text = access.network->get_url(net.release_file);
+  if (!text) return text.error();
+  if (text->size() > max) return input_error(where + net.release_file + ": larger than 1 MiB; not a release image list");
+  if (access.store)
+    if (auto r = write_atomic(cached, *text); !r) return r.error();
+  return text;
 }
 
 }  // namespace
@@ -184,41 +212,68 @@ Result<ResolvedRecipe> resolve_recipe(const Recipe& recipe, const std::string& c
   if (!chart) return chart.error();
   auto lock = resolve(recipe, chart->chart, Catalog::builtin());
   if (!lock) return lock.error();
-  ResolvedRecipe out{std::move(*lock), std::move(*chart)};
-  if (auto r = keep(out.chart, out.lock, source.written, access); !r) return r.error();
+  ResolvedRecipe out{std::move(*lock), std::move(*chart), {}};
+  if (recipe.network) {
+    ChartSource net_source = select_chart_source("", recipe.network->chart, recipe.file.parent_path());
+    auto net_chart = obtain(net_source, k_network_chart, strip_v(recipe.network->version), access, recipe.where("network.chart"));
+    if (!net_chart) return net_chart.error();
+    auto release = network_release_text(recipe, access);
+    if (!release) return release.error();
+    if (auto r = resolve_network(recipe, net_chart->chart, *release, Catalog::builtin(), out.lock); !r) return r.error();
+    if (auto r = keep(*net_chart, out.lock.network->chart, net_source.written, access); !r) return r.error();
+    out.network_chart = std::move(*net_chart);
+  }
+  if (auto r = keep(out.chart, out.lock.chart, source.written, access); !r) return r.error();
   return out;
 }
 
 Result<LoadedChart> lock_chart_archive(const Lock& lock, std::string archive, const std::string& label) {
+  return locked_chart_archive(lock.chart, std::move(archive), label);
+}
+
+Result<LoadedChart> locked_chart_archive(const LockChart& locked, std::string archive, const std::string& label) {
   auto chart = load_chart_archive(archive, label);
   if (!chart) return chart.error();
-  if (auto r = same_as_locked(lock, *chart, "chart " + label); !r) return r.error();
+  if (auto r = same_as_locked(locked, *chart, "chart " + label); !r) return r.error();
   LoadedChart out;
   out.chart = std::move(*chart);
   out.archive = std::move(archive);
   return out;
 }
 
-Result<LoadedChart> lock_chart(const Lock& lock, const fs::path& lock_file, const std::string& chart_flag, const ChartAccess& access) {
+namespace {
+
+Result<LoadedChart> locked_chart(const LockChart& locked, const fs::path& lock_file, const std::string& chart_flag, const ChartAccess& access) {
   std::string where = lock_file.string() + ": ";
-  fs::path stored = access.store_root / "charts" / chart_file_name(lock.chart.name, lock.chart.version);
+  fs::path stored = access.store_root / "charts" / chart_file_name(locked.name, locked.version);
   std::error_code ec;
   ChartSource source;
   if (chart_flag.empty() && fs::exists(stored, ec)) {
     source.origin = ChartOrigin::Archive;
     source.location = source.written = stored.string();
   } else {
-    source = select_chart_source(chart_flag, lock.chart.source, lock_file.parent_path());
+    source = select_chart_source(chart_flag, locked.source, lock_file.parent_path());
     if (source.origin == ChartOrigin::None)
-      return input_error(where + "chart " + lock.chart.name + " " + lock.chart.version + " is not in the store (" + stored.string() +
+      return input_error(where + "chart " + locked.name + " " + locked.version + " is not in the store (" + stored.string() +
                          ") and the lock names no source: pass --chart FILE");
     if (!chart_flag.empty()) where = "--chart: ";
   }
-  auto chart = obtain(source, lock.chart.name, lock.chart.version, access, where);
+  auto chart = obtain(source, locked.name, locked.version, access, where);
   if (!chart) return chart.error();
-  if (auto r = same_as_locked(lock, chart->chart, where + "chart " + source.written); !r) return r.error();
-  if (auto r = keep(*chart, lock, lock.chart.source.empty() ? source.written : lock.chart.source, access); !r) return r.error();
+  if (auto r = same_as_locked(locked, chart->chart, where + "chart " + source.written); !r) return r.error();
+  if (auto r = keep(*chart, locked, locked.source.empty() ? source.written : locked.source, access); !r) return r.error();
   return chart;
+}
+
+}  // namespace
+
+Result<LoadedChart> lock_chart(const Lock& lock, const fs::path& lock_file, const std::string& chart_flag, const ChartAccess& access) {
+  return locked_chart(lock.chart, lock_file, chart_flag, access);
+}
+
+Result<LoadedChart> lock_network_chart(const Lock& lock, const fs::path& lock_file, const ChartAccess& access) {
+  if (!lock.network) return input_error(lock_file.string() + ": the lock has no network section");
+  return locked_chart(lock.network->chart, lock_file, "", access);
 }
 
 }  // namespace gb

@@ -14,6 +14,7 @@
 // there without the network.
 
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "common/error.hpp"
@@ -49,9 +50,14 @@ Result<std::string> fetch_chart_archive(const ChartSource& source, const std::st
 struct ResolvedRecipe {
   Lock lock;
   LoadedChart chart;
+  std::optional<LoadedChart> network_chart;  // the recipe's network section
 };
 
-// Recipe -> chart (--chart `chart_flag`, else operator.chart) -> lock.
+// Recipe -> chart (--chart `chart_flag`, else operator.chart) -> lock. With
+// a network section also its chart (network.chart, as operator.chart, kept in
+// the store the same way) and its release image list (network.releaseFile:
+// a local path, else the store's STORE/charts/<network_release_file_name>,
+// else downloaded when the network is allowed, and kept there).
 Result<ResolvedRecipe> resolve_recipe(const Recipe& recipe, const std::string& chart_flag, const ChartAccess& access);
 
 // The chart a lock was resolved against: --chart, else the store's copy, else
@@ -62,9 +68,15 @@ Result<ResolvedRecipe> resolve_recipe(const Recipe& recipe, const std::string& c
 Result<LoadedChart> lock_chart(const Lock& lock, const std::filesystem::path& lock_file, const std::string& chart_flag,
                                const ChartAccess& access);
 
+// The network-operator chart of a lock's network section, by the same rules
+// (the store's copy, else network.chart.source) and the same sha256 check.
+Result<LoadedChart> lock_network_chart(const Lock& lock, const std::filesystem::path& lock_file, const ChartAccess& access);
+
 // The same, for chart bytes the caller already has (a bundle's charts/ entry,
 // named by `label`): parsed, and refused when its sha256 differs from the lock's.
 Result<LoadedChart> lock_chart_archive(const Lock& lock, std::string archive, const std::string& label);
+// The same against one chart entry of the lock (lock.network->chart).
+Result<LoadedChart> locked_chart_archive(const LockChart& locked, std::string archive, const std::string& label);
 
 // Resolves a chart URL from index.yaml against the repository URL.
 std::string resolve_chart_url(const std::string& repo_url, const std::string& url);

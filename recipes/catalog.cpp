@@ -134,12 +134,36 @@ Result<Catalog> Catalog::from_files(const std::map<std::string, std::string>& fi
       if (v["helmRenderedFrom"]) info.helm_rendered_from = v["helmRenderedFrom"].as<std::string>();
       c.m_components[it->first.as<std::string>()] = std::move(info);
     }
+
+    auto net = get("network.yaml");
+    for (auto it = net["operands"].begin(); it != net["operands"].end(); ++it) {
+      const YAML::Node v = it->second;
+      NetworkOperand op;
+      op.name = it->first.as<std::string>();
+      op.title = v["title"].as<std::string>();
+      for (const auto& p : v["policy"]) op.policy.push_back({p["path"].as<std::string>(), p["release"].as<std::string>()});
+      if (v["chart"]) op.chart_switch = v["chart"].as<std::string>();
+      if (op.policy.empty() == op.chart_switch.empty())
+        throw Error(ErrorKind::Failed, "network operand " + op.name + " needs either policy or chart");
+      c.m_network_operands.push_back(std::move(op));
+    }
+    c.m_network_default_operands = str_list(net["defaultOperands"]);
+    for (const auto& d : c.m_network_default_operands)
+      if (!c.network_operand(d)) throw Error(ErrorKind::Failed, "network.yaml: default operand " + d + " is not an operand");
+    c.m_doca_tag = net["docaDriver"]["tag"].as<std::string>();
+    c.m_doca_precompiled_tag = net["docaDriver"]["precompiledTag"].as<std::string>();
   } catch (const YAML::Exception& e) {
     return op_error("catalog " + current + ": " + e.what());
   } catch (const Error& e) {
     return op_error(std::string("catalog: ") + e.what());
   }
   return c;
+}
+
+const NetworkOperand* Catalog::network_operand(std::string_view name) const {
+  for (const auto& o : m_network_operands)
+    if (o.name == name) return &o;
+  return nullptr;
 }
 
 const Catalog& Catalog::builtin() {

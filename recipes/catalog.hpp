@@ -44,6 +44,19 @@ struct ComponentInfo {
   std::string helm_rendered_from;  // Helm renders repository/image:version from this release on
 };
 
+// A NVIDIA Network Operator operand a recipe's network.operands names
+// (recipes/catalog/network.yaml says what each field means).
+struct NetworkPolicyImage {
+  std::string path;     // NicClusterPolicy spec path: "secondaryNetwork.multus"
+  std::string release;  // its key in the release's hack/release.yaml: "Multus"
+};
+struct NetworkOperand {
+  std::string name;  // "ofedDriver"
+  std::string title;
+  std::vector<NetworkPolicyImage> policy;  // NicClusterPolicy operands
+  std::string chart_switch;                // or a chart values switch: "nfd.enabled"
+};
+
 // The sandboxWorkloads.mode the install kit deploys VM workloads in, where
 // the release has a mode (v26.3 on).
 inline constexpr const char* k_sandbox_mode = "kubevirt";
@@ -98,6 +111,13 @@ public:
   // nullptr for components the catalog does not know (found in a new chart).
   const ComponentInfo* component(std::string_view values_key) const;
 
+  // The Network Operator's operands, in catalog order; nullptr for an unknown name.
+  const std::vector<NetworkOperand>& network_operands() const { return m_network_operands; }
+  const NetworkOperand* network_operand(std::string_view name) const;
+  const std::vector<std::string>& network_default_operands() const { return m_network_default_operands; }
+  // The DOCA driver tag template ({version}, {os}, {kernel}, {arch}).
+  const std::string& doca_driver_tag(bool precompiled) const { return precompiled ? m_doca_precompiled_tag : m_doca_tag; }
+
 private:
   std::vector<GpuInfo> m_gpus;
   std::map<std::string, std::vector<std::string>> m_branches;
@@ -113,6 +133,9 @@ private:
   std::map<std::string, std::vector<std::string>> m_os_support;
   std::vector<std::string> m_precompiled_published;
   std::map<std::string, ComponentInfo, std::less<>> m_components;
+  std::vector<NetworkOperand> m_network_operands;
+  std::vector<std::string> m_network_default_operands;
+  std::string m_doca_tag, m_doca_precompiled_tag;
 };
 
 // The device's name in Debian's pci.ids ("GA102GL [A10G]"), "" when the

@@ -134,6 +134,32 @@ Result<Chart> load_chart(const std::filesystem::path& path) {
   return chart;
 }
 
+// The node at a dotted path, or an undefined node. Navigates with const
+// lookups and reset(): yaml-cpp's operator= would write into the tree.
+YAML::Node at_path(const YAML::Node& root, const std::string& path) {
+  YAML::Node cur;
+  cur.reset(root);
+  for (const auto& part : split(path, '.')) {
+    if (!cur.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
+    const YAML::Node& c = cur;
+    YAML::Node next = c[part];
+    if (!next.IsDefined()) return YAML::Node(YAML::NodeType::Undefined);
+    cur.reset(next);
+  }
+  return cur;
+}
+
+void merge_into(YAML::Node base, const YAML::Node& over) {
+  if (!over || !over.IsMap()) return;
+  for (auto it = over.begin(); it != over.end(); ++it) {
+    std::string k = it->first.as<std::string>();
+    if (it->second.IsMap() && base[k] && base[k].IsMap())
+      merge_into(base[k], it->second);
+    else
+      base[k] = it->second;
+  }
+}
+
 bool is_placeholder_version(const std::string& version) {
   std::string_view v = version;
   if (starts_with(v, "v")) v.remove_prefix(1);

@@ -38,6 +38,13 @@ Result<Chart> load_chart(const std::filesystem::path& path);
 // A chart .tgz already in memory (a nested subchart, or a download).
 Result<Chart> load_chart_archive(const std::string& bytes, const std::string& label);
 
+// The node at a dotted values path ("driver.manager"), or an undefined node;
+// never writes into the tree.
+YAML::Node at_path(const YAML::Node& root, const std::string& path);
+// Helm's merge of a parent chart's values for a subchart over its own: maps
+// merge key by key, anything else replaces.
+void merge_into(YAML::Node base, const YAML::Node& over);
+
 // True for the placeholder versions charts carry when packed from a git tag
 // ("v1.0.0-devel", "devel-ubi8", "main-latest").
 bool is_placeholder_version(const std::string& version);

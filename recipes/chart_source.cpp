@@ -45,16 +45,31 @@ ChartSource select_chart_source(const std::string& flag, const std::string& decl
   return s;
 }
 
+std::string network_release_file_name(const std::string& version) {
+  return std::string("network-operator-") + (starts_with(version, "v") ? version.substr(1) : version) + ".release.yaml";
+}
+
 std::string chart_file_name(const std::string& name, const std::string& version) { return name + "-" + version + ".tgz"; }
 
 fs::path default_lock_path(const Recipe& recipe) { return recipe.file.parent_path() / (recipe.name + ".lock.json"); }
 
-std::string chart_source_for_lock(const Recipe& recipe, const fs::path& lock_file) {
-  if (recipe.chart.empty() || is_remote_chart(recipe.chart) || fs::path(recipe.chart).is_absolute()) return recipe.chart;
+namespace {
+std::string source_for_lock(const std::string& chart, const Recipe& recipe, const fs::path& lock_file) {
+  if (chart.empty() || is_remote_chart(chart) || fs::path(chart).is_absolute()) return chart;
   fs::path recipe_dir = fs::absolute(recipe.file).parent_path().lexically_normal();
   fs::path lock_dir = fs::absolute(lock_file).parent_path().lexically_normal();
-  if (recipe_dir == lock_dir) return recipe.chart;
-  return (recipe_dir / recipe.chart).lexically_normal().lexically_relative(lock_dir).generic_string();
+  if (recipe_dir == lock_dir) return chart;
+  return (recipe_dir / chart).lexically_normal().lexically_relative(lock_dir).generic_string();
+}
+}  // namespace
+
+std::string chart_source_for_lock(const Recipe& recipe, const fs::path& lock_file) {
+  return source_for_lock(recipe.chart, recipe, lock_file);
+}
+
+void set_chart_sources_for_lock(Lock& lock, const Recipe& recipe, const fs::path& lock_file) {
+  lock.chart.source = chart_source_for_lock(recipe, lock_file);
+  if (lock.network && recipe.network) lock.network->chart.source = source_for_lock(recipe.network->chart, recipe, lock_file);
 }
 
 bool looks_like_lock(std::string_view text) {

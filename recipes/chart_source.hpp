@@ -39,6 +39,10 @@ struct ChartSource {
 // chart.source, relative to `declared_base`). None when both are empty.
 ChartSource select_chart_source(const std::string& flag, const std::string& declared, const std::filesystem::path& declared_base);
 
+// The store's copy of a remote network.releaseFile, next to the charts:
+// "network-operator-<version without v>.release.yaml".
+std::string network_release_file_name(const std::string& version);
+
 // True for an http(s):// Helm repository URL or an oci:// reference.
 bool is_remote_chart(const std::string& chart);
 
@@ -52,6 +56,8 @@ std::filesystem::path default_lock_path(const Recipe& recipe);
 // The lock's chart.source for a lock written at `lock_file`: the recipe's
 // operator.chart, a relative local path rewritten to start at the lock's folder.
 std::string chart_source_for_lock(const Recipe& recipe, const std::filesystem::path& lock_file);
+// Sets the lock's chart.source, and its network.chart.source by the same rule.
+void set_chart_sources_for_lock(Lock& lock, const Recipe& recipe, const std::filesystem::path& lock_file);
 
 // A lock is JSON; a recipe is YAML and never starts with '{'.
 bool looks_like_lock(std::string_view text);

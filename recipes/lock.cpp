@@ -6,6 +6,7 @@
 
 #include "common/files.hpp"
 #include "common/strings.hpp"
+#include "recipes/catalog.hpp"
 #include "recipes/recipe.hpp"
 #include "recipes/reference.hpp"
 #include "signing/digest.hpp"
@@ -94,6 +95,19 @@ std::string lock_to_json(const Lock& l) {
     j["packageRepo"] = {{"format", l.package_repo->format},
                         {"fingerprint", l.package_repo->fingerprint},
                         {"publicKey", l.package_repo->public_key}};
+  if (const auto& n = l.network) {
+    j["network"] = {{"version", n->version},
+                    {"chart", {{"name", n->chart.name},
+                               {"version", n->chart.version},
+                               {"appVersion", n->chart.app_version},
+                               {"source", n->chart.source},
+                               {"sha256", n->chart.sha256}}},
+                    {"releaseFile", n->release_file},
+                    {"releaseSha256", n->release_sha256},
+                    {"operands", n->operands},
+                    {"docaDriver", n->doca_version.empty() ? json(nullptr)
+                                                           : json{{"version", n->doca_version}, {"precompiled", n->doca_precompiled}}}};
+  }
   j["warnings"] = l.warnings;
   return j.dump(2) + "\n";
 }
@@ -160,7 +174,7 @@ std::string check_lock(const Lock& l) {
       if (auto r = Reference::parse(i.destination); !r) return at + ".destination: " + r.error().message;
     if (!i.digest.empty() && !is_sha256_digest(i.digest)) return bad(at + ".digest", i.digest, "is not sha256:<64 hex>");
     for (size_t c = 0; c < i.components.size(); ++c)
-      if (!is_word(i.components[c], "._-"))
+      if (!is_word(i.components[c], "._:-"))
         return bad(at + ".components[" + std::to_string(c) + "]", i.components[c], "is not a component key");
     for (size_t p = 0; p < i.platforms.size(); ++p)
       if (!is_word(i.platforms[p], "/._-")) return bad(at + ".platforms[" + std::to_string(p) + "]", i.platforms[p], "is not a platform");
@@ -177,6 +191,25 @@ std::string check_lock(const Lock& l) {
     if (!starts_with(k, begin) || k.size() < begin.size() + end.size() || k.compare(k.size() - end.size(), end.size(), end) != 0 ||
         !std::all_of(k.begin(), k.end(), [](char c) { return c == '\n' || (c >= ' ' && c <= '~'); }))
       return "packageRepo.publicKey: not one ASCII-armoured OpenPGP public key";
+  }
+  if (const auto& n = l.network) {
+    if (!is_release_tag(n->version)) return bad("network.version", n->version, "is not a release tag like v26.4.1");
+    if (n->chart.name.size() > k_lock_max_chart_word || !is_word(n->chart.name, "._-"))
+      return bad("network.chart.name", n->chart.name, "is not a chart name");
+    if (n->chart.version.size() > k_lock_max_chart_word || !is_word(n->chart.version, "._+-"))
+      return bad("network.chart.version", n->chart.version, "is not a chart version");
+    if (!n->chart.app_version.empty() && !is_word(n->chart.app_version, "._+-"))
+      return bad("network.chart.appVersion", n->chart.app_version, "is not a version");
+    if (!n->chart.sha256.empty() && !is_hex64(n->chart.sha256)) return bad("network.chart.sha256", n->chart.sha256, "is not 64 hex digits");
+    if (n->release_file.empty() || n->release_file.find_first_of("\n\r") != std::string::npos)
+      return bad("network.releaseFile", n->release_file, "is not a path or URL");
+    if (!is_hex64(n->release_sha256)) return bad("network.releaseSha256", n->release_sha256, "is not 64 hex digits");
+    for (size_t i = 0; i < n->operands.size(); ++i)
+      if (!Catalog::builtin().network_operand(n->operands[i]))
+        return bad("network.operands[" + std::to_string(i) + "]", n->operands[i], "is not a Network Operator operand");
+    // The NicClusterPolicy's ofedDriver.version: a tag prefix or a digest.
+    if (!n->doca_version.empty() && !is_sha256_digest(n->doca_version) && !is_word(n->doca_version, "._+-"))
+      return bad("network.docaDriver.version", n->doca_version, "is not a DOCA driver version");
   }
   return "";
 }
@@ -283,6 +316,23 @@ Result<Lock> parse_lock(const std::string& text, const std::string& file) {
     if (j.contains("packageRepo")) {
       const auto& p = need(j, "packageRepo");
       l.package_repo = LockPackageRepo{str(p, "format"), str(p, "fingerprint"), str(p, "publicKey")};
+    }
+    if (j.contains("network")) {
+      const auto& n = need(j, "network");
+      LockNetwork net;
+      net.version = str(n, "version");
+      const auto& nc = need(n, "chart");
+      net.chart = {str(nc, "name"), str(nc, "version"), str(nc, "appVersion"), str(nc, "source"), str(nc, "sha256")};
+      net.release_file = str(n, "releaseFile");
+      net.release_sha256 = str(n, "releaseSha256");
+      net.operands = strs(n, "operands");
+      const auto& doca = need(n, "docaDriver");
+      if (!doca.is_null()) {
+        net.doca_version = str(doca, "version");
+        if (net.doca_version.empty()) throw Error(ErrorKind::Input, "field network.docaDriver.version: empty");
+        net.doca_precompiled = need(doca, "precompiled").get<bool>();
+      }
+      l.network = std::move(net);
     }
     l.warnings = strs(j, "warnings");
   } catch (const json::parse_error& e) {

@@ -14,6 +14,9 @@
 //     "destination": {registry, prefix, plainHttp?} | null,   // plainHttp only when true
 //     "images": [ {components[], source, platforms[], destination, digest, origin} ],
 //     "packageRepo": {format, fingerprint, publicKey},   // only with a site package repository
+//     "network": {version, chart: {name, version, appVersion, source, sha256},
+//                 releaseFile, releaseSha256, operands[],
+//                 docaDriver: {version, precompiled} | null},   // only with a recipe network section
 //     "warnings": []
 //   }
 //
@@ -31,6 +34,14 @@
 // that signs it (40 upper-case hex) and that public key, ASCII-armoured, which
 // the kit gives the nodes. Its server image (packages.server.image) is an
 // upstream image of component "packageServer".
+//
+// network is the NVIDIA Network Operator (recipes/network.hpp): its release,
+// its chart (kept and carried like the GPU Operator's), the image list it was
+// resolved from (hack/release.yaml, its sha256), the operands (catalog names)
+// and the DOCA driver version the NicClusterPolicy names (null without the
+// ofedDriver operand); precompiled: the images are per kernel. Its images are
+// in `images` with components "network:<operand>" or "network:<values path>".
+// A lock without "network" has none.
 //
 // A lock also arrives inside a bundle from outside, and its values end up in
 // values.yaml, scripts, file names and registry URLs. parse_lock() therefore
@@ -128,6 +139,17 @@ struct LockPackageRepo {
   std::string public_key;   // ASCII-armoured OpenPGP public key
 };
 
+// The Network Operator (see the header comment).
+struct LockNetwork {
+  std::string version;  // release tag, "v26.4.1"
+  LockChart chart;      // the network-operator chart
+  std::string release_file;
+  std::string release_sha256;
+  std::vector<std::string> operands;
+  std::string doca_version;  // "" without the ofedDriver operand
+  bool doca_precompiled = false;
+};
+
 struct Lock {
   int schema_version = k_lock_schema_version;
   std::string generator;
@@ -149,6 +171,7 @@ struct Lock {
   bool destination_plain_http = false;
   std::vector<LockImage> images;
   std::optional<LockPackageRepo> package_repo;
+  std::optional<LockNetwork> network;
   std::vector<std::string> warnings;
 
   LockImage* find(const std::string& source);

@@ -144,9 +144,59 @@ private:
   Recipe& m_r;
 };
 
+void read_network(Reader& rd, const YAML::Node& n, Recipe& r) {
+  rd.only(n, "network", {"version", "chart", "releaseFile", "operands", "ofedDriver"});
+  NetworkSettings net;
+  if (!n["version"]) rd.fail(n, "network.version", "missing (the Network Operator release tag, e.g. v26.4.1)");
+  net.version = rd.str(n["version"], "network.version");
+  if (!is_release_tag(net.version))
+    rd.fail(n["version"], "network.version", quote(net.version) + " is not a release tag like v26.4.1");
+  net.chart = n["chart"] ? rd.str(n["chart"], "network.chart") : "https://helm.ngc.nvidia.com/nvidia";
+  if (n["releaseFile"]) {
+    net.release_file = rd.str(n["releaseFile"], "network.releaseFile");
+    if (starts_with(net.release_file, "http://"))
+      rd.fail(n["releaseFile"], "network.releaseFile", quote(net.release_file) + ": the image list is fetched over https:// only");
+    if (net.release_file.empty()) rd.fail(n["releaseFile"], "network.releaseFile", "empty");
+  } else {
+    net.release_file = default_network_release_file(net.version);
+  }
+  const auto& catalog = Catalog::builtin();
+  if (n["operands"]) {
+    net.operands = rd.strings(n["operands"], "network.operands");
+    std::vector<std::string> known;
+    for (const auto& o : catalog.network_operands()) known.push_back(o.name);
+    for (size_t i = 0; i < net.operands.size(); ++i) {
+      const std::string at = "network.operands[" + std::to_string(i) + "]";
+      if (!catalog.network_operand(net.operands[i]))
+        rd.fail(n["operands"][i], at, quote(net.operands[i]) + " is not a Network Operator operand; known: " + join(known, ", "));
+      for (size_t j = 0; j < i; ++j)
+        if (net.operands[j] == net.operands[i]) rd.fail(n["operands"][i], at, quote(net.operands[i]) + " is listed twice");
+    }
+  } else {
+    net.operands = catalog.network_default_operands();
+  }
+  if (auto o = n["ofedDriver"]) {
+    rd.only(o, "network.ofedDriver", {"precompiled"});
+    if (o["precompiled"]) net.doca_precompiled = rd.boolean(o["precompiled"], "network.ofedDriver.precompiled");
+    if (std::find(net.operands.begin(), net.operands.end(), "ofedDriver") == net.operands.end())
+      rd.fail(o, "network.ofedDriver", "set, but network.operands does not list ofedDriver");
+  }
+  if (net.doca_precompiled) {
+    if (r.kernels.empty())
+      rd.fail(n["ofedDriver"]["precompiled"], "network.ofedDriver.precompiled",
+              "precompiled DOCA drivers are one image per kernel: list the nodes' kernels in target.kernels");
+    for (size_t i = 0; i < r.kernels.size(); ++i)
+      if (r.kernels[i].find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") != std::string::npos)
+        rd.fail(n["ofedDriver"]["precompiled"], "network.ofedDriver.precompiled",
+                "target.kernels[" + std::to_string(i) + "] " + quote(r.kernels[i]) +
+                    " has a character an image tag cannot hold, so it has no precompiled DOCA driver image");
+  }
+  r.network = std::move(net);
+}
+
 void read(Reader& rd, const YAML::Node& root, Recipe& r) {
   rd.only(root, "", {"apiVersion", "kind", "metadata", "operator", "target", "driver", "toolkit", "components", "mig",
-                     "sharing", "extraImages", "destination", "pullSecret", "packages"});
+                     "sharing", "extraImages", "destination", "pullSecret", "packages", "network"});
   if (!root["apiVersion"]) rd.fail(root, "apiVersion", "missing (expected gpubundle/v1)");
   if (rd.str(root["apiVersion"], "apiVersion") != "gpubundle/v1")
     rd.fail(root["apiVersion"], "apiVersion", "unsupported version " + quote(root["apiVersion"].Scalar()) +
@@ -381,6 +431,8 @@ void read(Reader& rd, const YAML::Node& root, Recipe& r) {
     }
   }
 
+  if (auto n = root["network"]) read_network(rd, n, r);
+
   if (root["pullSecret"]) {
     r.pull_secret = rd.str(root["pullSecret"], "pullSecret");
     if (!is_recipe_name(r.pull_secret))
@@ -408,6 +460,10 @@ Result<Recipe> parse_recipe(const std::string& text, const std::filesystem::path
     return Failure{e.kind(), e.what()};
   }
   return r;
+}
+
+std::string default_network_release_file(const std::string& version) {
+  return "https://raw.githubusercontent.com/Mellanox/network-operator/" + version + "/hack/release.yaml";
 }
 
 std::string to_string(PackageFormat f) { return f == PackageFormat::Apt ? "apt" : "rpm-md"; }

@@ -17,6 +17,7 @@
 //   pullSecret
 //   packages: {sources[]: {name, type, url, suites[], components[], keyring, caFile, signatures},
 //              kernelPackages[], server: {image}}
+//   network: {version, chart, releaseFile, operands[], ofedDriver: {precompiled}}
 //
 // Unknown fields are errors that name the field path and the line.
 // A key written twice in one mapping is an error too (recipes/yaml_input.hpp).
@@ -95,6 +96,20 @@ PackageFormat os_package_format(const std::string& os);
 // A platform's architecture as `format` spells it: linux/amd64 -> amd64 (apt), x86_64 (rpm-md).
 std::string package_arch(const std::string& platform, PackageFormat format);
 
+// The NVIDIA Network Operator next to the GPU Operator (recipes/network.hpp).
+struct NetworkSettings {
+  std::string version;  // release tag, "v26.4.1"
+  std::string chart;    // as operator.chart: path, https:// Helm repo or oci://
+  // The release's image list (hack/release.yaml): a path (relative to the
+  // recipe's folder) or an https:// URL; default: the release tag's file on GitHub.
+  std::string release_file;
+  std::vector<std::string> operands;  // catalog names (recipes/catalog/network.yaml), in recipe order
+  bool doca_precompiled = false;      // ofedDriver.precompiled: one DOCA driver image per kernel
+};
+
+// The release file the Network Operator publishes at a tag.
+std::string default_network_release_file(const std::string& version);
+
 struct ComponentOverride {
   std::optional<bool> enabled;
   std::optional<bool> service_monitor;  // dcgmExporter only
@@ -132,6 +147,7 @@ struct Recipe {
   bool destination_plain_http = false;  // registry given as http://host[:port]
   std::string pull_secret;
   PackageSettings packages;
+  std::optional<NetworkSettings> network;
 
   // "driver.version" -> 14: lets later checks point at the recipe line.
   std::map<std::string, int> lines;

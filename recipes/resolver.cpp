@@ -36,21 +36,6 @@ void find_images(const YAML::Node& node, const std::string& path, const std::set
   }
 }
 
-// The node at a dotted path, or an undefined node. Navigates with const
-// lookups and reset(): yaml-cpp's operator= would write into the tree.
-YAML::Node at_path(const YAML::Node& root, const std::string& path) {
-  YAML::Node cur;
-  cur.reset(root);
-  for (const auto& part : split(path, '.')) {
-    if (!cur.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
-    const YAML::Node& c = cur;
-    YAML::Node next = c[part];
-    if (!next.IsDefined()) return YAML::Node(YAML::NodeType::Undefined);
-    cur.reset(next);
-  }
-  return cur;
-}
-
 std::string parent_of(const std::string& key) {
   auto dot = key.rfind('.');
   return dot == std::string::npos ? "" : key.substr(0, dot);
@@ -68,17 +53,6 @@ void collect(const YAML::Node& node, const std::vector<std::string>& parts, size
       for (const auto& item : node) collect(item, parts, i + 1, out);
   } else if (node.IsMap()) {
     collect(node[parts[i]], parts, i + 1, out);
-  }
-}
-
-void merge_into(YAML::Node base, const YAML::Node& over) {
-  if (!over || !over.IsMap()) return;
-  for (auto it = over.begin(); it != over.end(); ++it) {
-    std::string k = it->first.as<std::string>();
-    if (it->second.IsMap() && base[k] && base[k].IsMap())
-      merge_into(base[k], it->second);
-    else
-      base[k] = it->second;
   }
 }
 

@@ -15,3 +15,9 @@ set_tests_properties(kit-runtimes PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 400)
 add_test(NAME kit-monitoring
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/monitoring.sh $<TARGET_FILE:gpubundle> ${CMAKE_SOURCE_DIR})
 set_tests_properties(kit-monitoring PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
+# The Network Operator: resolve and overrides on a recipe with a network
+# section, over both shared releases. Skips (77) when ../shared is absent.
+add_test(NAME kit-network
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/network.sh $<TARGET_FILE:gpubundle>)
+set_tests_properties(kit-network PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180
+                     ENVIRONMENT "GB_SOURCE_DIR=${CMAKE_SOURCE_DIR};GB_SHARED_DIR=${GB_SHARED_DIR}")

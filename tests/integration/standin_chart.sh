@@ -24,8 +24,10 @@ tag=v26.7.0
 #    uses the stand-in chart (helmrepo.py pack --release, chart.py).
 readers=$(cd "$src" && grep -rlE 'shared/upstream|/work/shared|GB_SHARED_DIR' --exclude='*.md' \
   scripts tests bench builder bundles common mirror node node-images recipes signing fuzz CMakeLists.txt | sort | xargs)
-allowed="scripts/gen-mig-configs.py tests/CMakeLists.txt tests/integration/cli_resolve.sh tests/integration/standin_chart.sh \
-tests/tools.cmake tests/unit/fixtures.cpp tests/unit/fixtures.hpp tests/unit/test_kit_values.cpp"
+# The Network Operator readers (network.sh, kit.cmake, test_network.cpp) have no stand-in: they read its two real releases.
+allowed="scripts/gen-mig-configs.py tests/CMakeLists.txt tests/integration/cli_resolve.sh tests/integration/network.sh \
+tests/integration/standin_chart.sh tests/kit.cmake tests/tools.cmake tests/unit/fixtures.cpp tests/unit/fixtures.hpp \
+tests/unit/test_kit_values.cpp tests/unit/test_network.cpp"
 [[ $readers == "$allowed" ]] || fail "files reading ../shared: '$readers'; allowed: '$allowed'"
 echo "ok: only the comparisons with the real upstream read ../shared ($(wc -w <<<"$allowed") files)"
 
@@ -65,7 +67,8 @@ realtgz=$W/real/gpu-operator-$tag.tgz
 # the examples leave off (VM workloads, DCGM, GDS, node status exporter,
 # NFD off, host toolkit, the DRA driver).
 mkdir -p "$W/recipes"
-for ex in "$src"/examples/*.yaml; do grep -q "version: $tag" "$ex" && cp "$ex" "$W/recipes/"; done
+# (Not network.yaml: its network-operator chart has no stand-in; kit-network reads the real one.)
+for ex in "$src"/examples/*.yaml; do grep -q "version: $tag" "$ex" && ! grep -q '^network:' "$ex" && cp "$ex" "$W/recipes/"; done
 base=$src/examples/conventional.yaml
 variant() { sed -e "s/^components:/components:\n  $2/" "$base" > "$W/recipes/$1.yaml"; }
 variant all-on 'dcgm: true\n  gds: true\n  gdrcopy: true\n  nodeStatusExporter: true'

@@ -365,3 +365,27 @@ TEST_CASE("a blob in parts is hashed on request as one stream over its volumes",
   CHECK(blobs.find(big)->segments.size() >= 2);
   CHECK(blobs.content(big).value_or_throw() == f.big);
 }
+
+TEST_CASE("a lock with a network section carries the network-operator chart too, or is refused without it", "[bundle][network]") {
+  Fixture f;
+  f.lock.network = LockNetwork{"v26.4.1", {"network-operator", "26.4.1", "v26.4.1", "https://helm.ngc.nvidia.com/nvidia", ""},
+                               "https://example/release.yaml", std::string(64, 'b'), {"nfd"}, "", false};
+  Store store = Store::open(f.store_dir, StoreAccess::Exclusive).value_or_throw();
+  CreateOptions o;
+  o.output = f.dir / "n.bundle";
+  auto progress = make_progress(ProgressStyle::None);
+  auto refused = create_bundle(store, f.lock, f.key, o, *progress);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().message.find("chart network-operator 26.4.1 is not in the store") == 0);
+
+  store.put_chart("network-operator", "26.4.1", "network chart bytes", "test").value_or_throw();
+  create_bundle(store, f.lock, f.key, o, *progress).value_or_throw();
+  auto r = f.verify({f.dir / "n.bundle"});
+  INFO(problems(r));
+  CHECK(r.problems.empty());
+  std::map<std::string, std::string> charts;
+  for (const auto& e : read_tar(f.dir / "n.bundle"))
+    if (e.path.rfind("charts/", 0) == 0) charts[e.path] = e.data;
+  CHECK(charts.size() == 2);
+  CHECK(charts["charts/network-operator-26.4.1.tgz"] == "network chart bytes");
+}

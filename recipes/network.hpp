@@ -1,0 +1,81 @@
+#pragma once
+// The NVIDIA Network Operator's closure (recipe section `network`). Like the
+// GPU Operator's, it comes from upstream data, so a new release needs no code:
+//   - the network-operator chart's own values.yaml and its enabled subcharts
+//     (the operator, its DOCA init container, NFD, the SR-IOV network
+//     operator, the maintenance operator);
+//   - the release's hack/release.yaml, the image of every NicClusterPolicy
+//     operand, which the chart values do not carry; the catalog
+//     (recipes/catalog/network.yaml) says which release.yaml key and which
+//     NicClusterPolicy spec path each operand the recipe names has;
+//   - the DOCA driver, whose tag the operator composes per node pool by the
+//     catalog's rule: <version>-<os>-<arch>, precompiled
+//     <version>-<kernel>-<os>-<arch>, one image per target platform (and
+//     kernel).
+// Lock images get components "network:<NicClusterPolicy spec path>"
+// (release.yaml images: "network:ofedDriver", "network:secondaryNetwork.multus")
+// or "network:<chart values path>" (chart images: "network:operator",
+// "network:node-feature-discovery.image"); the catalog's policy paths and
+// the chart's values paths do not overlap.
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error.hpp"
+#include "recipes/catalog.hpp"
+#include "recipes/chart.hpp"
+#include "recipes/lock.hpp"
+#include "recipes/recipe.hpp"
+
+namespace gb {
+
+inline constexpr const char* k_network_chart = "network-operator";
+inline constexpr std::string_view k_network_component_prefix = "network:";
+bool is_network_component(std::string_view component);
+
+// An image the network chart's values name, where the kit rewrites it.
+struct NetworkChartImage {
+  enum class Shape {
+    RepositoryImage,  // {repository: host/path, image: name, version|tag}: the chart's own
+    RepositoryName,   // {repository: host/path, name: name, tag}: maintenance operator
+    FullRepository,   // {repository: host/path/name, tag}: NFD
+    String,           // a reference string under an `images` map: SR-IOV network operator
+  };
+  std::string path;  // values path: "operator", "sriov-network-operator.images.operator"
+  Shape shape = Shape::RepositoryImage;
+  std::string reference;  // as the chart renders it
+  std::string tag_key;    // "version" or "tag" where the values set the tag; "" when Helm takes appVersion
+};
+
+// The images of the chart and of the subcharts that `operands` (catalog
+// names) turn on; a subchart no catalog operand switches follows its
+// condition in the chart's values. An image without a tag or digest is left
+// out with a line in `warnings`.
+std::vector<NetworkChartImage> network_chart_images(const Chart& chart, const std::vector<std::string>& operands,
+                                                    const Catalog& catalog, std::vector<std::string>& warnings);
+
+// One operand image from release.yaml: {repository, image, version}.
+struct ReleaseImage {
+  std::string repository;
+  std::string image;
+  std::string version;
+};
+
+// The release's image list, key -> image; one line naming `label` and the key when malformed.
+Result<std::map<std::string, ReleaseImage>> parse_network_release(const std::string& text, const std::string& label);
+
+// The DOCA driver tags for `os`, the platforms' architectures and (precompiled) each kernel.
+std::vector<std::pair<std::string, std::string>> doca_driver_tags(const Catalog& catalog, const std::string& version,
+                                                                  bool precompiled, const std::string& os,
+                                                                  const std::vector<std::string>& kernels,
+                                                                  const std::vector<std::string>& platforms);
+
+// Adds the recipe's network closure to `lock` (images and lock.network).
+// `release_text` is hack/release.yaml of the release, `release_file` where
+// it was read from. Fails with one line per problem.
+Result<void> resolve_network(const Recipe& recipe, const Chart& chart, const std::string& release_text,
+                             const Catalog& catalog, Lock& lock);
+
+}  // namespace gb

@@ -1,0 +1,315 @@
+// The Network Operator's closure (recipes/network.hpp) and kit files
+// (kit/kit_network.cpp), on the real releases in ../shared/upstream/network-operator.
+
+#include <catch2/catch.hpp>
+#include <set>
+
+#include "fixtures.hpp"
+#include "kit/kit.hpp"
+#include "recipes/network.hpp"
+#include "recipes/resolver.hpp"
+
+using namespace gb;
+using gbtest::TempDir;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::vector<std::string> k_network_tags = {"v26.1.2", "v26.4.1"};
+const std::string k_gpu_tag = "v26.7.0";
+
+fs::path network_dir(const std::string& tag) { return fs::path(GB_SHARED_DIR) / "upstream" / "network-operator" / tag; }
+
+bool have_network_upstream() {
+  if (fs::is_directory(network_dir(k_network_tags[0])) && !gbtest::upstream_dir().empty()) return true;
+  WARN("skipped: " << (fs::path(GB_SHARED_DIR) / "upstream").string() << "/{network-operator,gpu-operator} is absent (tests read it in place)");
+  SUCCEED();
+  return false;
+}
+
+std::string recipe_text(const std::string& tag, const std::string& network) {
+  return "apiVersion: gpubundle/v1\nkind: Recipe\nmetadata: {name: fabric}\noperator: {version: " + k_gpu_tag +
+         "}\ntarget: {gpus: [H100-SXM5-80GB], os: ubuntu22.04, kernels: [5.15.0-122-generic, 5.15.0-125-generic], "
+         "platforms: [linux/amd64, linux/arm64]}\n"
+         "driver: {version: \"580.95.05\"}\ndestination: {registry: \"registry.site:5000\", prefix: gpu}\n"
+         "network:\n  version: " + tag + "\n  releaseFile: " + (network_dir(tag) / "hack/release.yaml").string() + "\n" + network;
+}
+
+struct Resolved {
+  Recipe recipe;
+  Chart net_chart;
+  Chart gpu_chart;
+  Lock lock;
+};
+
+Resolved resolve_both(const TempDir& dir, const std::string& tag, const std::string& network) {
+  auto tgz = gbtest::pack_chart(gbtest::shared_chart(k_gpu_tag), dir / "gpu-operator.tgz");
+  auto recipe = parse_recipe(recipe_text(tag, network), dir / "fabric.yaml").value_or_throw();
+  Chart gpu = load_chart(tgz).value_or_throw();
+  Chart net = load_chart(network_dir(tag)).value_or_throw();
+  Lock lock = resolve(recipe, gpu, Catalog::builtin()).value_or_throw();
+  resolve_network(recipe, net, gbtest::slurp(network_dir(tag) / "hack/release.yaml"), Catalog::builtin(), lock).value_or_throw();
+  return {std::move(recipe), std::move(net), std::move(gpu), std::move(lock)};
+}
+
+const LockImage* find_image(const Lock& lock, const std::string& source) {
+  for (const auto& i : lock.images)
+    if (i.source == source) return &i;
+  return nullptr;
+}
+
+std::string error_of(const std::string& text) {
+  TempDir dir;
+  auto r = parse_recipe(text, dir / "fabric.yaml");
+  REQUIRE_FALSE(r.ok());
+  return r.error().message;
+}
+
+}  // namespace
+
+TEST_CASE("network: both shared releases resolve from their chart and release.yaml, operands as asked", "[network]") {
+  if (!have_network_upstream()) return;
+  const std::vector<std::string> on = {"ofedDriver", "rdmaSharedDevicePlugin", "multus", "cniPlugins", "ipoib", "nvIpam",
+                                       "sriovNetworkOperator"};
+  std::string operands = "  operands: [";
+  for (size_t i = 0; i < on.size(); ++i) operands += (i ? ", " : "") + on[i];
+  operands += "]\n";
+  for (const auto& tag : k_network_tags) {
+    CAPTURE(tag);
+    TempDir dir;
+    auto r = resolve_both(dir, tag, operands);
+    REQUIRE(r.lock.network);
+    CHECK(r.lock.network->version == tag);
+    CHECK(r.lock.network->chart.name == "network-operator");
+    CHECK(r.lock.network->operands == on);
+
+    YAML::Node release = YAML::LoadFile((network_dir(tag) / "hack/release.yaml").string());
+    auto release_ref = [&](const std::string& key, const std::string& tag_text) {
+      return release[key]["repository"].as<std::string>() + "/" + release[key]["image"].as<std::string>() + ":" + tag_text;
+    };
+    // Every NicClusterPolicy operand: present with its exact version when asked, absent otherwise.
+    for (const auto& op : Catalog::builtin().network_operands()) {
+      bool wanted = std::find(on.begin(), on.end(), op.name) != on.end();
+      for (const auto& pi : op.policy) {
+        if (op.name == "ofedDriver") continue;  // per OS and arch, below
+        std::string ref = release_ref(pi.release, release[pi.release]["version"].as<std::string>());
+        CAPTURE(op.name, ref);
+        // (The SR-IOV network operator subchart names the SR-IOV device plugin image too.)
+        const LockImage* img = find_image(r.lock, ref);
+        bool listed = img && std::find(img->components.begin(), img->components.end(), "network:" + pi.path) != img->components.end();
+        CHECK(listed == wanted);
+        if (wanted) {
+          REQUIRE(img);
+          CHECK(img->destination == Reference::parse(ref).value().rehomed("registry.site:5000", "gpu").str());
+        }
+      }
+    }
+    // DOCA driver: <version>-<os>-<arch>, one per platform, platform-specific.
+    const std::string doca = release["Mofed"]["version"].as<std::string>();
+    CHECK(r.lock.network->doca_version == doca);
+    CHECK_FALSE(r.lock.network->doca_precompiled);
+    for (const std::string arch : {"amd64", "arm64"}) {
+      const LockImage* img = find_image(r.lock, release_ref("Mofed", doca + "-ubuntu22.04-" + arch));
+      REQUIRE(img);
+      CHECK(img->platforms == std::vector<std::string>{"linux/" + arch});
+      CHECK(img->components == std::vector<std::string>{"network:ofedDriver"});
+    }
+    // Chart images: the operator (Helm's appVersion), its DOCA init container,
+    // the enabled SR-IOV subchart's images as the parent values pin them, no NFD.
+    CHECK(find_image(r.lock, r.net_chart.values["operator"]["repository"].as<std::string>() + "/" +
+                                 r.net_chart.values["operator"]["image"].as<std::string>() + ":" + r.net_chart.app_version));
+    const auto& init = r.net_chart.values["operator"]["ofedDriver"]["initContainer"];
+    CHECK(find_image(r.lock, init["repository"].as<std::string>() + "/" + init["image"].as<std::string>() + ":" +
+                                 init["version"].as<std::string>()));
+    for (const auto& kv : r.net_chart.values["sriov-network-operator"]["images"]) {
+      CAPTURE(kv.first.as<std::string>());
+      CHECK(find_image(r.lock, Reference::parse(kv.second.as<std::string>()).value().str()));
+    }
+    const auto& nfd = r.net_chart.values["node-feature-discovery"]["image"];
+    CHECK_FALSE(find_image(r.lock, nfd["repository"].as<std::string>() + ":" + nfd["tag"].as<std::string>()));
+    // The GPU Operator's closure is still all there.
+    CHECK(std::any_of(r.lock.images.begin(), r.lock.images.end(), [](const LockImage& i) {
+      return std::find(i.components.begin(), i.components.end(), "driver") != i.components.end();
+    }));
+  }
+}
+
+TEST_CASE("network: default operands bring NFD; precompiled DOCA drivers are per kernel, OS and arch", "[network]") {
+  if (!have_network_upstream()) return;
+  for (const auto& tag : k_network_tags) {
+    CAPTURE(tag);
+    TempDir dir;
+    auto r = resolve_both(dir, tag, "  ofedDriver: {precompiled: true}\n");
+    CHECK(r.lock.network->operands == Catalog::builtin().network_default_operands());
+    const auto& nfd = r.net_chart.values["node-feature-discovery"]["image"];
+    const LockImage* nfd_image = find_image(r.lock, nfd["repository"].as<std::string>() + ":" + nfd["tag"].as<std::string>());
+    REQUIRE(nfd_image);
+    CHECK(nfd_image->components == std::vector<std::string>{"network:node-feature-discovery.image"});
+    YAML::Node release = YAML::LoadFile((network_dir(tag) / "hack/release.yaml").string());
+    const std::string base = release["Mofed"]["repository"].as<std::string>() + "/" + release["Mofed"]["image"].as<std::string>();
+    const std::string doca = release["Mofed"]["version"].as<std::string>();
+    size_t doca_images = 0;
+    for (const auto& i : r.lock.images)
+      if (i.components == std::vector<std::string>{"network:ofedDriver"}) ++doca_images;
+    CHECK(doca_images == r.recipe.kernels.size() * r.recipe.platforms.size());
+    for (const auto& k : r.recipe.kernels)
+      for (const std::string arch : {"amd64", "arm64"}) {
+        CAPTURE(k, arch);
+        CHECK(find_image(r.lock, base + ":" + doca + "-" + k + "-ubuntu22.04-" + arch));
+      }
+    // Not asked for: the SR-IOV device plugin.
+    CHECK_FALSE(find_image(r.lock, release["SriovDevicePlugin"]["repository"].as<std::string>() + "/" +
+                                       release["SriovDevicePlugin"]["image"].as<std::string>() + ":" +
+                                       release["SriovDevicePlugin"]["version"].as<std::string>()));
+  }
+}
+
+TEST_CASE("network: a release file of another release, a chart of another version are refused", "[network]") {
+  if (!have_network_upstream()) return;
+  TempDir dir;
+  auto recipe = parse_recipe(recipe_text("v26.4.1", ""), dir / "fabric.yaml").value_or_throw();
+  Chart gpu = load_chart(gbtest::pack_chart(gbtest::shared_chart(k_gpu_tag), dir / "g.tgz")).value_or_throw();
+  Lock lock = resolve(recipe, gpu, Catalog::builtin()).value_or_throw();
+  Chart net_old = load_chart(network_dir("v26.1.2")).value_or_throw();
+  auto r = resolve_network(recipe, net_old, gbtest::slurp(network_dir("v26.1.2") / "hack/release.yaml"), Catalog::builtin(), lock);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message.find("network.version v26.4.1 does not match the network-operator chart's version 26.1.2") != std::string::npos);
+  CHECK(r.error().message.find("network.releaseFile") != std::string::npos);
+  CHECK(r.error().message.find("is the image list of v26.1.2") != std::string::npos);
+
+  // An operand whose subchart the chart lacks is refused, not carried as nothing.
+  auto with_maintenance = parse_recipe(recipe_text("v26.4.1", "  operands: [maintenanceOperator]\n"), dir / "fabric.yaml").value_or_throw();
+  Chart net = load_chart(network_dir("v26.4.1")).value_or_throw();
+  net.dependencies.erase(std::remove_if(net.dependencies.begin(), net.dependencies.end(),
+                                        [](const ChartDependency& d) { return d.condition == "maintenanceOperator.enabled"; }),
+                         net.dependencies.end());
+  Lock lock2 = resolve(with_maintenance, gpu, Catalog::builtin()).value_or_throw();
+  auto r2 = resolve_network(with_maintenance, net, gbtest::slurp(network_dir("v26.4.1") / "hack/release.yaml"), Catalog::builtin(), lock2);
+  REQUIRE_FALSE(r2.ok());
+  CHECK(r2.error().message.find("network.operands: maintenanceOperator (NVIDIA maintenance operator (subchart)): chart network-operator "
+                                "26.4.1 has no subchart switched by maintenanceOperator.enabled") != std::string::npos);
+}
+
+TEST_CASE("network: bad recipe fields are one line naming the field", "[network]") {
+  const std::string head = "apiVersion: gpubundle/v1\nkind: Recipe\noperator: {version: v26.7.0}\ntarget: {gpus: [L4], os: ubuntu22.04}\n";
+  auto e = error_of(head + "network: {version: v26.4.1, operands: [ofedDriver, rdma]}\n");
+  CHECK(e.find("fabric.yaml:5: network.operands[1]: 'rdma' is not a Network Operator operand; known: ofedDriver, ") == 0);
+  CHECK(e.find("rdmaSharedDevicePlugin") != std::string::npos);
+  CHECK(e.find('\n') == std::string::npos);
+  CHECK(error_of(head + "network: {version: 26.4.1}\n").find("network.version: '26.4.1' is not a release tag") != std::string::npos);
+  CHECK(error_of(head + "network: {operands: [multus]}\n").find("network.version: missing") != std::string::npos);
+  CHECK(error_of(head + "network: {version: v26.4.1, operand: [multus]}\n").find("network.operand: unknown field (did you mean 'operands'?)") !=
+        std::string::npos);
+  CHECK(error_of(head + "network: {version: v26.4.1, operands: [multus, multus]}\n").find("network.operands[1]: 'multus' is listed twice") !=
+        std::string::npos);
+  CHECK(error_of(head + "network: {version: v26.4.1, ofedDriver: {precompiled: true}}\n")
+            .find("network.ofedDriver.precompiled: precompiled DOCA drivers are one image per kernel") != std::string::npos);
+  CHECK(error_of(head + "network: {version: v26.4.1, operands: [multus], ofedDriver: {precompiled: false}}\n")
+            .find("network.ofedDriver: set, but network.operands does not list ofedDriver") != std::string::npos);
+  CHECK(error_of(head + "network: {version: v26.4.1, releaseFile: \"http://x/release.yaml\"}\n").find("network.releaseFile:") !=
+        std::string::npos);
+  TempDir dir;
+  auto ok = parse_recipe(head + "network: {version: v26.4.1}\n", dir / "r.yaml").value_or_throw();
+  REQUIRE(ok.network);
+  CHECK(ok.network->release_file == "https://raw.githubusercontent.com/Mellanox/network-operator/v26.4.1/hack/release.yaml");
+  CHECK(ok.network->chart == "https://helm.ngc.nvidia.com/nvidia");
+  CHECK_FALSE(parse_recipe(head, dir / "r.yaml").value_or_throw().network);
+}
+
+TEST_CASE("network: the lock's network section round-trips and every field is checked", "[network]") {
+  Lock l;
+  l.network = LockNetwork{"v26.4.1", {"network-operator", "26.4.1", "v26.4.1", "https://helm.ngc.nvidia.com/nvidia", std::string(64, 'a')},
+                          "https://example/release.yaml", std::string(64, 'b'), {"ofedDriver", "nfd"}, "doca3.4.1-26.04-1.1.0.0-1", true};
+  LockImage img;
+  img.components = {"network:ofedDriver"};
+  img.source = "nvcr.io/nvidia/mellanox/doca-driver:doca3.4.1-26.04-1.1.0.0-1-ubuntu22.04-amd64";
+  img.platforms = {"linux/amd64"};
+  l.images.push_back(img);
+  std::string text = lock_to_json(l);
+  auto back = parse_lock(text, "l.json").value_or_throw();
+  REQUIRE(back.network);
+  CHECK(back.network->operands == l.network->operands);
+  CHECK(back.network->doca_version == l.network->doca_version);
+  CHECK(back.network->doca_precompiled);
+  CHECK(back.network->chart.sha256 == l.network->chart.sha256);
+  CHECK(lock_to_json(back) == text);
+
+  auto refused = [&](const std::string& from, const std::string& to) {
+    std::string t = text;
+    auto at = t.find(from);
+    REQUIRE(at != std::string::npos);
+    t.replace(at, from.size(), to);
+    auto r = parse_lock(t, "l.json");
+    REQUIRE_FALSE(r.ok());
+    return r.error().message;
+  };
+  CHECK(refused("\"version\": \"v26.4.1\"", "\"version\": \"26.4.1;rm\"").find("network.version") != std::string::npos);
+  CHECK(refused("\"nfd\"", "\"nope\"").find("network.operands[1]: 'nope' is not a Network Operator operand") != std::string::npos);
+  CHECK(refused("\"doca3.4.1-26.04-1.1.0.0-1\"", "\"doca 3\"").find("network.docaDriver.version") != std::string::npos);
+  CHECK(refused(std::string(64, 'b'), "xyz").find("network.releaseSha256") != std::string::npos);
+
+  // A lock written before the network section reads as one without it.
+  Lock old;
+  auto plain = parse_lock(lock_to_json(old), "old.json").value_or_throw();
+  CHECK_FALSE(plain.network);
+  CHECK(lock_to_json(old).find("\"network\"") == std::string::npos);
+}
+
+TEST_CASE("network kit: NicClusterPolicy and chart values name only the site registry and keys the chart has", "[network][kit]") {
+  if (!have_network_upstream()) return;
+  for (const auto& tag : k_network_tags) {
+    CAPTURE(tag);
+    TempDir dir;
+    auto r = resolve_both(dir, tag, "  operands: [ofedDriver, rdmaSharedDevicePlugin, sriovDevicePlugin, multus, cniPlugins, nvIpam, nfd, sriovNetworkOperator, maintenanceOperator]\n");
+    kit::KitOptions o;
+    o.registry = kit::SiteRegistry::parse("registry.site:5000/gpu").value_or_throw();
+    auto refused = kit::make_kit(r.lock, r.gpu_chart, o);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().message.find("network-operator chart") != std::string::npos);
+
+    o.network_chart = &r.net_chart;
+    kit::Kit k = kit::make_kit(r.lock, r.gpu_chart, o).value_or_throw();
+    const kit::KitFile* policy = k.find("nic-cluster-policy.yaml");
+    const kit::KitFile* values = k.find("network-operator-values.yaml");
+    REQUIRE(policy);
+    REQUIRE(values);
+
+    YAML::Node ncp = YAML::Load(policy->content);
+    CHECK(ncp["kind"].as<std::string>() == "NicClusterPolicy");
+    // Every operand image at the site, with the version release.yaml names.
+    size_t images = 0;
+    std::function<void(const YAML::Node&, const std::string&)> walk = [&](const YAML::Node& n, const std::string& path) {
+      if (!n.IsMap()) return;
+      if (n["repository"]) {
+        ++images;
+        CAPTURE(path);
+        CHECK(n["repository"].as<std::string>().rfind("registry.site:5000/gpu/", 0) == 0);
+        CHECK_FALSE(n["version"].as<std::string>().empty());
+      }
+      for (const auto& kv : n) walk(kv.second, path + "." + kv.first.as<std::string>());
+    };
+    walk(ncp["spec"], "spec");
+    CHECK(images == 6);  // ofedDriver, rdma, sriov device plugin, multus, cni plugins, nv-ipam
+    CHECK(ncp["spec"]["ofedDriver"]["version"].as<std::string>() == r.lock.network->doca_version);
+    CHECK(ncp["spec"]["ofedDriver"]["upgradePolicy"]["maxParallelUpgrades"].as<int>() == 1);
+    CHECK(ncp["spec"]["ofedDriver"]["upgradePolicy"]["drain"]["enable"].as<bool>());
+    CHECK(ncp["spec"]["secondaryNetwork"]["multus"]["image"].as<std::string>() == "multus-cni");
+
+    // The chart values: every key is one the chart (or its subchart) has, and
+    // no image reference leaves the site registry.
+    YAML::Node v = YAML::Load(values->content);
+    for (const auto& p : kit::leaf_paths(v)) {
+      CAPTURE(p);
+      CHECK(kit::chart_has_key(r.net_chart, p));
+    }
+    CHECK(v["operator"]["repository"].as<std::string>() == "registry.site:5000/gpu/nvidia/cloud-native");
+    CHECK(v["node-feature-discovery"]["image"]["repository"].as<std::string>().rfind("registry.site:5000/gpu/", 0) == 0);
+    CHECK(v["maintenance-operator-chart"]["operator"]["image"]["repository"].as<std::string>().rfind("registry.site:5000/gpu/", 0) == 0);
+    for (const auto& kv : v["sriov-network-operator"]["images"])
+      CHECK(kv.second.as<std::string>().rfind("registry.site:5000/gpu/", 0) == 0);
+    CHECK(v["sriovNetworkOperator"]["enabled"].as<bool>());
+    CHECK(v["nfd"]["enabled"].as<bool>());
+    // The GPU Operator's values carry nothing of the network chart.
+    CHECK(k.find("values.yaml")->content.find("network") == std::string::npos);
+  }
+}
