@@ -32,6 +32,10 @@
 // the kit gives the nodes. Its server image (packages.server.image) is an
 // upstream image of component "packageServer".
 //
+// The recipe's acceptance.nccl adds upstream images of component "ncclTests"
+// (its image) and, with mpiOperator.install, "mpiOperator"; recipe.spec then
+// holds acceptance.nccl with every default made explicit.
+//
 // A lock also arrives inside a bundle from outside, and its values end up in
 // values.yaml, scripts, file names and registry URLs. parse_lock() therefore
 // checks every field it will write somewhere: references parse, digests are
@@ -69,6 +73,14 @@ inline constexpr const char* k_node_overlay_component = "nodeOverlay";
 // built from (pulled): carried and imported like images, no chart values key.
 inline constexpr const char* k_package_repo_component = "packageRepo";
 inline constexpr const char* k_package_server_component = "packageServer";
+// The NCCL acceptance job's images (recipe acceptance.nccl, kit/kit_acceptance.cpp):
+// the nccl-tests image and, with mpiOperator.install, the Kubeflow MPI
+// Operator's. Carried and imported like images; no chart values key.
+inline constexpr const char* k_nccl_tests_component = "ncclTests";
+inline constexpr const char* k_mpi_operator_component = "mpiOperator";
+// The default acceptance.nccl.mpiOperator.image: the controller image of the
+// upstream release manifest deploy/v2beta1/mpi-operator.yaml at v0.8.0.
+inline constexpr const char* k_default_mpi_operator_image = "docker.io/mpioperator/mpi-operator:0.8.0";
 // The default packages.server.image: busybox's httpd serves static files.
 inline constexpr const char* k_default_package_server_image = "docker.io/library/busybox:1.36.1";
 // How the repository image serves: the folder in the image, the port, and
