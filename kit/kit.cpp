@@ -144,6 +144,17 @@ Result<KitRecipe> kit_recipe(const Lock& lock) {
     }
     if (spec.contains("extraImages")) r.extra_images = spec["extraImages"].get<std::vector<std::string>>();
     r.pull_secret = spec.value("pullSecret", "");
+    if (spec.contains("acceptance") && spec["acceptance"].contains("nccl")) {
+      const auto& n = spec["acceptance"]["nccl"];
+      KitRecipe::Nccl a;
+      a.nodes = n.value("nodes", a.nodes);
+      a.gpus_per_node = n.value("gpusPerNode", a.gpus_per_node);
+      a.min_bytes = n.value("minBytes", a.min_bytes);
+      a.max_bytes = n.value("maxBytes", a.max_bytes);
+      a.min_bus_bw = n.value("minBusBw", a.min_bus_bw);
+      if (n.contains("mpiOperator")) a.mpi_operator_install = n["mpiOperator"].value("install", false);
+      r.nccl = a;
+    }
   } catch (const json::exception& e) {
     return input_error(std::string("lock recipe.spec: ") + e.what());
   }
@@ -396,6 +407,11 @@ Result<Kit> make_kit(const Lock& lock, const Chart& chart, const KitOptions& opt
   if (recipe->time_slicing_replicas > 0)
     kit.files.push_back({"time-slicing.yaml", time_slicing_yaml(lock, chart, *recipe, options), 0644});
   for (auto& f : detail::monitoring_files(lock, options)) kit.files.push_back(std::move(f));
+  if (recipe->nccl) {
+    auto acceptance = detail::acceptance_files(lock, *placements, *recipe, options);
+    if (!acceptance) return acceptance.error();
+    for (auto& f : *acceptance) kit.files.push_back(std::move(f));
+  }
   if (lock.package_repo) {
     if (!options.package_repo_url.empty() && !starts_with(options.package_repo_url, "http://") &&
         !starts_with(options.package_repo_url, "https://"))

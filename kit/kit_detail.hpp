@@ -31,6 +31,14 @@ std::string package_repo_yaml(const Lock& lock, const std::vector<Placement>& pl
 // file, the Grafana dashboard of those signals and its sidecar ConfigMap.
 std::vector<KitFile> monitoring_files(const Lock& lock, const KitOptions& options);
 
+// acceptance/: the NCCL all-reduce MPIJob and the scripts that run it
+// (recipe acceptance.nccl). Fails when the lock lacks its images.
+Result<std::vector<KitFile>> acceptance_files(const Lock& lock, const std::vector<Placement>& placements,
+                                              const KitRecipe& recipe, const KitOptions& options);
+
+// The scripts' api_answers() shell function (kit_scripts.cpp).
+std::string api_check_sh();
+
 // Single-quoted for the shell.
 std::string shell_quote(std::string_view s);
 
