@@ -121,6 +121,7 @@ fail() { echo "nccl-allreduce.sh: $*" >&2; exit 1; }
 bad_usage() { echo "nccl-allreduce.sh: $* ($usage)" >&2; exit 2; }
 
 dry_run=0
+job_failed=0
 json=""
 parse=""
 operator_manifest=""
@@ -149,9 +150,10 @@ ranks=$((nodes * gpus))
 # parse_log LOG OUT NODES_JSON STARTED: all_reduce_perf's table as the JSON of
 # docs/acceptance-results.md in OUT. Exit 0 passed, 1 failed (OUT written),
 # 3 not a finished all_reduce_perf table (OUT not written). One line on stdout.
+# With job_failed=1 the results never pass, whatever the log says.
 parse_log() {
   awk -v out="$2" -v nodes_json="$3" -v started="$4" -v image="$image" -v gpus="$gpus" -v ranks="$ranks" \
-      -v min_bw="$min_bus_bw" -v file="$1" '
+      -v min_bw="$min_bus_bw" -v job_failed="$job_failed" -v file="$1" '
     function bad(why) { print file ":" FNR ": " why; broken = 1; exit 3 }
     # Numbers go into the JSON as the log spells them (3e+06 too), never reformatted.
     function num(s, what) { if (s !~ /^-?[0-9]+(\.[0-9]+)?(e[+-]?[0-9]+)?$/) bad(what " " s " is not a number"); return s }
@@ -190,7 +192,7 @@ parse_log() {
         for (i = 1; i <= nhosts; i++) nodes_json = nodes_json (i > 1 ? ", " : "") "\"" hosts[i] "\""
         nodes_json = nodes_json "]"
       }
-      passed = (wrongs == 0 && oob + 0 == 0 && avg + 0 >= min_bw + 0)
+      passed = (wrongs == 0 && oob + 0 == 0 && avg + 0 >= min_bw + 0 && !job_failed)
       printf "{\n  \"schemaVersion\": 1,\n  \"kind\": \"gpubundle.nccl\",\n  \"test\": \"all_reduce_perf\",\n" > out
       printf "  \"startedAt\": \"%s\",\n  \"image\": \"%s\",\n  \"nodes\": %s,\n", started, image, nodes_json > out
       printf "  \"gpusPerNode\": %d,\n  \"ranks\": %d,\n  \"ncclVersion\": \"%s\",\n", gpus, ranks, version > out
@@ -199,6 +201,7 @@ parse_log() {
       printf "  ],\n  \"avgBusBw\": %s,\n  \"outOfBounds\": %d,\n  \"minBusBw\": %s,\n  \"passed\": %s\n}\n", avg, oob, min_bw + 0, (passed ? "true" : "false") > out
       close(out)
       why = ""
+      if (job_failed) why = why ", the MPIJob failed"
       if (wrongs > 0) why = why ", " wrongs " rows with #wrong values"
       if (oob + 0 > 0) why = why ", " oob " out-of-bounds values"
       if (avg + 0 < min_bw + 0) why = why ", avg bus bandwidth " avg " GB/s below " min_bw " GB/s"
@@ -301,7 +304,7 @@ node_names="$(kubectl -n "$namespace" get pods -l "training.kubeflow.org/job-nam
   -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | sort -u)"
 nodes_json="[$(printf '%s\n' "$node_names" | sed '/^$/d; s/.*/"&"/' | paste -sd, - | sed 's/,/, /g')]"
 case " $state " in
-  *" Failed "*) say "MPIJob $job failed; its log: $log"; (report "$log" "$nodes_json" "$started") || true; fail "MPIJob $job failed (kubectl -n $namespace describe mpijob $job)" ;;
+  *" Failed "*) job_failed=1; (report "$log" "$nodes_json" "$started") || true; fail "MPIJob $job failed (kubectl -n $namespace describe mpijob $job)" ;;
 esac
 report "$log" "$nodes_json" "$started"
 )SH";

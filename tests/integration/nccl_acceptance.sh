@@ -153,6 +153,10 @@ case "$*" in
   "config current-context") [ -n "${STUB_NO_CONTEXT:-}" ] && exit 1; echo stub-context ;;
   "get crd mpijobs.kubeflow.org") [ -n "${STUB_NO_CRD:-}" ] && exit 1 ;;
   *" -f - "*|*" -f -") cat >>"$STUB_LOG/applied.yaml" ;;
+  *"get mpijob gpubundle-nccl-allreduce -o jsonpath="*) echo "Created Running ${STUB_JOB_STATE:-Succeeded}" ;;
+  *"logs job/gpubundle-nccl-allreduce-launcher") cat "$STUB_LAUNCHER_LOG" ;;
+  *"get pods -l training.kubeflow.org/job-name=gpubundle-nccl-allreduce,training.kubeflow.org/job-role=worker "*)
+    printf 'gpu-node-b\ngpu-node-a\n' ;;
 esac
 exit 0
 EOF
@@ -173,6 +177,20 @@ if STUB_NO_CRD=1 PATH="$stubs:$PATH" "$script" >"$work/nocrd.out" 2>&1; then fai
 grep -q 'the MPIJob CRD (mpijobs.kubeflow.org) is not installed' "$work/nocrd.out" || fail "no CRD: $(cat "$work/nocrd.out")"
 if STUB_NO_CONTEXT=1 PATH="$stubs:$PATH" "$script" --dry-run >"$work/noctx.out" 2>&1; then fail "ran without a context"; fi
 grep -q 'missing prerequisite: kubectl context: none is set' "$work/noctx.out" || fail "no context: $(cat "$work/noctx.out")"
+
+# A whole run against the stub: the job succeeds, the launcher's log is the real
+# mpirun output; the JSON names the worker pods' nodes and keeps the log beside it.
+export STUB_LAUNCHER_LOG="$fixtures/h200-mpirun-all_reduce_perf.txt"
+out="$(PATH="$stubs:$PATH" "$script" --json "$work/run.json")" || fail "run: $out"
+cmp -s "$work/run.log" "$STUB_LAUNCHER_LOG" || fail "run: the launcher's log was not kept as run.log"
+grep -qx 'apply -f -' "$STUB_LOG/kubectl.args" || fail "run: no kubectl apply"
+python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["nodes"] == ["gpu-node-a", "gpu-node-b"] and len(j["rows"]) == 31 and j["passed"], j["nodes"]' \
+  "$work/run.json" || fail "run: JSON"
+if STUB_JOB_STATE=Failed PATH="$stubs:$PATH" "$script" --json "$work/failed.json" >"$work/failed.out" 2>&1; then fail "a failed MPIJob passed"; fi
+grep -q 'MPIJob gpubundle-nccl-allreduce failed (kubectl -n gpu-operator describe mpijob gpubundle-nccl-allreduce)' "$work/failed.out" ||
+  fail "failed MPIJob: $(cat "$work/failed.out")"
+grep -q 'FAIL: the MPIJob failed; results in' "$work/failed.out" || fail "failed MPIJob: $(cat "$work/failed.out")"
+python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["passed"] is False' "$work/failed.json" || fail "failed MPIJob: passed in JSON"
 
 # --install-mpi-operator: the release manifest's controller image moved to the site registry.
 printf 'kind: Deployment\nspec:\n  template:\n    spec:\n      containers:\n      - image: mpioperator/mpi-operator:0.8.0\n        name: mpi-operator\n' \
