@@ -20,4 +20,4 @@ set_tests_properties(kit-monitoring PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
 # failing copies, --dry-run against a stub kubectl, shellcheck. Skips (77) without shellcheck.
 add_test(NAME kit-nccl-acceptance
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/nccl_acceptance.sh $<TARGET_FILE:gpubundle> ${CMAKE_SOURCE_DIR})
-set_tests_properties(kit-nccl-acceptance PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
+set_tests_properties(kit-nccl-acceptance PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 240)
