@@ -100,8 +100,9 @@ constexpr const char* k_nccl_sh = R"SH(#!/usr/bin/env bash
 #   --parse LOG    only turn a saved all_reduce_perf log into the JSON (no cluster)
 #   --install-mpi-operator MANIFEST   apply the Kubeflow MPI Operator's release manifest
 #                  (deploy/v2beta1/mpi-operator.yaml) with its image moved to the site registry
-# Exit: 0 passed, 1 failed (job failed, #wrong values, out-of-bounds values, bus bandwidth below
-# @MIN_BUS_BW@ GB/s, or a log that is no all_reduce_perf table), 2 bad usage.
+# Exit: 0 passed, 1 failed (job failed, #wrong values, out-of-bounds values, avg bus bandwidth
+# below the recipe's minBusBw (@MIN_BUS_BW@ GB/s; 0: no bound), or a log that is no
+# all_reduce_perf table), 2 bad usage.
 # Environment: GPUBUNDLE_NAMESPACE (default @NAMESPACE@), GPUBUNDLE_TIMEOUT (seconds, default 1800).
 @HEADER@
 set -euo pipefail
@@ -138,7 +139,7 @@ while [ "$#" -gt 0 ]; do
         --install-mpi-operator) operator_manifest="$2" ;;
       esac
       shift ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) bad_usage "unknown argument: $1" ;;
   esac
   shift
