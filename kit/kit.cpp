@@ -144,6 +144,17 @@ Result<KitRecipe> kit_recipe(const Lock& lock) {
     }
     if (spec.contains("extraImages")) r.extra_images = spec["extraImages"].get<std::vector<std::string>>();
     r.pull_secret = spec.value("pullSecret", "");
+    if (spec.contains("acceptance") && spec["acceptance"].contains("nccl")) {
+      const auto& n = spec["acceptance"]["nccl"];
+      KitRecipe::Nccl a;
+      a.nodes = n.value("nodes", a.nodes);
+      a.gpus_per_node = n.value("gpusPerNode", a.gpus_per_node);
+      a.min_bytes = n.value("minBytes", a.min_bytes);
+      a.max_bytes = n.value("maxBytes", a.max_bytes);
+      a.min_bus_bw = n.value("minBusBw", a.min_bus_bw);
+      if (n.contains("mpiOperator")) a.mpi_operator_install = n["mpiOperator"].value("install", false);
+      r.nccl = a;
+    }
   } catch (const json::exception& e) {
     return input_error(std::string("lock recipe.spec: ") + e.what());
   }
@@ -406,6 +417,11 @@ Result<Kit> make_kit(const Lock& lock, const Chart& chart, const KitOptions& opt
     auto policy = detail::nic_cluster_policy_yaml(lock, *placements, *recipe, options);
     if (!policy) return policy.error();
     kit.files.push_back({"nic-cluster-policy.yaml", *policy, 0644});
+  }
+  if (recipe->nccl) {
+    auto acceptance = detail::acceptance_files(lock, *placements, *recipe, options);
+    if (!acceptance) return acceptance.error();
+    for (auto& f : *acceptance) kit.files.push_back(std::move(f));
   }
   if (lock.package_repo) {
     if (!options.package_repo_url.empty() && !starts_with(options.package_repo_url, "http://") &&

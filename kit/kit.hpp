@@ -13,6 +13,10 @@
 //   monitoring/gpu-alerts.rules.yaml  the same rules as a plain Prometheus rule file
 //   monitoring/grafana-dashboard.json Grafana dashboard of those four signals, per node and per GPU
 //   monitoring/grafana-dashboard-configmap.yaml   it, as a ConfigMap for the Grafana sidecar
+//   acceptance/nccl-mpijob.yaml       NCCL all-reduce MPIJob across the GPU nodes (recipe acceptance.nccl;
+//                                     kit_acceptance.cpp); its results: docs/acceptance-results.md
+//   acceptance/nccl-allreduce.sh      runs it, parses all_reduce_perf, writes the results JSON (--parse LOG:
+//                                     offline; --install-mpi-operator MANIFEST: the upstream manifest, image moved)
 //   containerd/certs.d/<host>/hosts.toml   one per source registry host, plus the site
 //   containerd/certs.d/<site>/ca.crt  the site's CA, when KitOptions::registry_ca is set
 //   crio/registries.conf.d/99-gpubundle.conf   the source hosts and the site itself
@@ -43,6 +47,7 @@
 #include <filesystem>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -105,6 +110,16 @@ struct KitRecipe {
   bool time_slicing_rename = false;
   std::vector<std::string> extra_images;
   std::string pull_secret;
+  // acceptance.nccl (recipes/recipe.hpp NcclAcceptance), when the recipe has it.
+  struct Nccl {
+    int nodes = 2;
+    int gpus_per_node = 8;
+    std::string min_bytes = "8";
+    std::string max_bytes = "8G";
+    double min_bus_bw = 0;
+    bool mpi_operator_install = false;
+  };
+  std::optional<Nccl> nccl;
 };
 Result<KitRecipe> kit_recipe(const Lock& lock);
 

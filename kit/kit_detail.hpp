@@ -91,6 +91,13 @@ private:
 
 // The overrides as YAML (sorted keys, strings double-quoted).
 void emit_node(YAML::Emitter& out, const nlohmann::json& j);
+// acceptance/: the NCCL all-reduce MPIJob and the scripts that run it
+// (recipe acceptance.nccl). Fails when the lock lacks its images.
+Result<std::vector<KitFile>> acceptance_files(const Lock& lock, const std::vector<Placement>& placements,
+                                              const KitRecipe& recipe, const KitOptions& options);
+
+// The scripts' api_answers() shell function (kit_scripts.cpp).
+std::string api_check_sh();
 
 // Single-quoted for the shell.
 std::string shell_quote(std::string_view s);

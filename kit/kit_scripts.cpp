@@ -39,6 +39,12 @@ api_answers() {
   return 1
 })SH";
 
+}  // namespace
+
+std::string api_check_sh() { return k_api_check; }
+
+namespace {
+
 constexpr const char* k_install = R"SH(#!/usr/bin/env bash
 # install.sh: install the GPU Operator from the site registry with the values in
 # this kit. Usage: ./install.sh [--dry-run]

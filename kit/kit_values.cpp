@@ -222,6 +222,7 @@ Result<std::string> make_values_yaml(const Lock& lock, const Chart& chart, const
       if (c == k_node_overlay_component) continue;  // for node image pipelines; no values key
       if (c == k_package_repo_component || c == k_package_server_component) continue;  // package-repo.yaml; no values key
       if (is_network_component(c)) continue;  // network-operator-values.yaml, nic-cluster-policy.yaml
+      if (c == k_nccl_tests_component || c == k_mpi_operator_component) continue;  // acceptance/; no values key
       if (auto l = list_images_of(c); l && chart_has_key(chart, l->list_path)) {
         lists.emplace(l->list_path, *l).first->second.moved[p.source.str()] = p.destination.pinned();
         continue;

@@ -42,6 +42,9 @@
 // ofedDriver operand); precompiled: the images are per kernel. Its images are
 // in `images` with components "network:<operand>" or "network:<values path>".
 // A lock without "network" has none.
+// The recipe's acceptance.nccl adds upstream images of component "ncclTests"
+// (its image) and, with mpiOperator.install, "mpiOperator"; recipe.spec then
+// holds acceptance.nccl with every default made explicit.
 //
 // A lock also arrives inside a bundle from outside, and its values end up in
 // values.yaml, scripts, file names and registry URLs. parse_lock() therefore
@@ -80,6 +83,14 @@ inline constexpr const char* k_node_overlay_component = "nodeOverlay";
 // built from (pulled): carried and imported like images, no chart values key.
 inline constexpr const char* k_package_repo_component = "packageRepo";
 inline constexpr const char* k_package_server_component = "packageServer";
+// The NCCL acceptance job's images (recipe acceptance.nccl, kit/kit_acceptance.cpp):
+// the nccl-tests image and, with mpiOperator.install, the Kubeflow MPI
+// Operator's. Carried and imported like images; no chart values key.
+inline constexpr const char* k_nccl_tests_component = "ncclTests";
+inline constexpr const char* k_mpi_operator_component = "mpiOperator";
+// The default acceptance.nccl.mpiOperator.image: the controller image of the
+// upstream release manifest deploy/v2beta1/mpi-operator.yaml at v0.8.0.
+inline constexpr const char* k_default_mpi_operator_image = "docker.io/mpioperator/mpi-operator:0.8.0";
 // The default packages.server.image: busybox's httpd serves static files.
 inline constexpr const char* k_default_package_server_image = "docker.io/library/busybox:1.36.1";
 // How the repository image serves: the folder in the image, the port, and

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstring>
 #include <set>
 #include <yaml-cpp/yaml.h>
@@ -9,6 +10,7 @@
 #include "common/files.hpp"
 #include "common/strings.hpp"
 #include "recipes/catalog.hpp"
+#include "recipes/lock.hpp"
 #include "recipes/reference.hpp"
 #include "recipes/yaml_input.hpp"
 #include "signing/digest.hpp"
@@ -113,6 +115,13 @@ public:
     return v;
   }
 
+  double number(const YAML::Node& node, const std::string& path) {
+    note(node, path);
+    double v;
+    if (!node.IsScalar() || !YAML::convert<double>::decode(node, v) || !std::isfinite(v)) fail(node, path, "must be a number");
+    return v;
+  }
+
   std::vector<std::string> strings(const YAML::Node& node, const std::string& path) {
     if (!node.IsSequence()) fail(node, path, "must be a list");
     note(node, path);
@@ -194,9 +203,67 @@ void read_network(Reader& rd, const YAML::Node& n, Recipe& r) {
   r.network = std::move(net);
 }
 
+// all_reduce_perf's -b/-e: digits with an optional K, M or G (powers of 1024).
+bool is_nccl_size(std::string_view s) {
+  if (!s.empty() && (s.back() == 'K' || s.back() == 'M' || s.back() == 'G')) s.remove_suffix(1);
+  return !s.empty() && s.size() <= 12 && is_digits(s);
+}
+
+std::uint64_t nccl_size_bytes(std::string_view s) {
+  int shift = s.back() == 'K' ? 10 : s.back() == 'M' ? 20 : s.back() == 'G' ? 30 : 0;
+  if (shift) s.remove_suffix(1);
+  return std::stoull(std::string(s)) << shift;
+}
+
+void read_acceptance(Reader& rd, const YAML::Node& a, Recipe& r) {
+  rd.only(a, "acceptance", {"nccl"});
+  auto n = a["nccl"];
+  if (!n) return;
+  rd.only(n, "acceptance.nccl", {"image", "nodes", "gpusPerNode", "minBytes", "maxBytes", "minBusBw", "mpiOperator"});
+  NcclAcceptance t;
+  if (!n["image"]) rd.fail(n, "acceptance.nccl.image", "missing (the nccl-tests image: all_reduce_perf with MPI, mpirun and sshd)");
+  t.image = rd.str(n["image"], "acceptance.nccl.image");
+  if (auto ref = Reference::parse(t.image); !ref) rd.fail(n["image"], "acceptance.nccl.image", ref.error().message);
+  auto count = [&](const char* key, int& out, int most) {
+    if (!n[key]) return;
+    std::string path = std::string("acceptance.nccl.") + key;
+    out = rd.integer(n[key], path);
+    if (out < 1 || out > most) rd.fail(n[key], path, "must be between 1 and " + std::to_string(most));
+  };
+  count("nodes", t.nodes, static_cast<int>(k_recipe_max_list));
+  count("gpusPerNode", t.gpus_per_node, 64);
+  for (auto [key, out] : {std::pair{"minBytes", &t.min_bytes}, std::pair{"maxBytes", &t.max_bytes}}) {
+    if (!n[key]) continue;
+    std::string path = std::string("acceptance.nccl.") + key;
+    *out = rd.str(n[key], path);
+    if (!is_nccl_size(*out)) rd.fail(n[key], path, quote(*out) + " is not a size all_reduce_perf reads, like 8, 64K, 1M or 8G");
+  }
+  if (nccl_size_bytes(t.min_bytes) > nccl_size_bytes(t.max_bytes))
+    rd.fail(n["minBytes"] ? n["minBytes"] : n["maxBytes"], "acceptance.nccl.minBytes",
+            t.min_bytes + " is more than maxBytes " + t.max_bytes);
+  if (n["minBusBw"]) {
+    t.min_bus_bw = rd.number(n["minBusBw"], "acceptance.nccl.minBusBw");
+    if (t.min_bus_bw < 0) rd.fail(n["minBusBw"], "acceptance.nccl.minBusBw", "must be 0 (no bound) or more GB/s");
+  }
+  if (auto m = n["mpiOperator"]) {
+    rd.only(m, "acceptance.nccl.mpiOperator", {"install", "image"});
+    if (m["install"]) t.mpi_operator_install = rd.boolean(m["install"], "acceptance.nccl.mpiOperator.install");
+    if (m["image"]) {
+      if (!t.mpi_operator_install)
+        rd.fail(m["image"], "acceptance.nccl.mpiOperator.image", "is only carried with mpiOperator.install: true");
+      t.mpi_operator_image = rd.str(m["image"], "acceptance.nccl.mpiOperator.image");
+      if (auto ref = Reference::parse(t.mpi_operator_image); !ref)
+        rd.fail(m["image"], "acceptance.nccl.mpiOperator.image", ref.error().message);
+    }
+  }
+  if (t.mpi_operator_install && t.mpi_operator_image.empty()) t.mpi_operator_image = k_default_mpi_operator_image;
+  r.nccl_acceptance = std::move(t);
+}
+
 void read(Reader& rd, const YAML::Node& root, Recipe& r) {
   rd.only(root, "", {"apiVersion", "kind", "metadata", "operator", "target", "driver", "toolkit", "components", "mig",
-                     "sharing", "extraImages", "destination", "pullSecret", "packages", "network"});
+                     "sharing", "extraImages", "destination", "pullSecret", "packages", "network",
+                     "acceptance"});
   if (!root["apiVersion"]) rd.fail(root, "apiVersion", "missing (expected gpubundle/v1)");
   if (rd.str(root["apiVersion"], "apiVersion") != "gpubundle/v1")
     rd.fail(root["apiVersion"], "apiVersion", "unsupported version " + quote(root["apiVersion"].Scalar()) +
@@ -432,6 +499,7 @@ void read(Reader& rd, const YAML::Node& root, Recipe& r) {
   }
 
   if (auto n = root["network"]) read_network(rd, n, r);
+  if (auto a = root["acceptance"]) read_acceptance(rd, a, r);
 
   if (root["pullSecret"]) {
     r.pull_secret = rd.str(root["pullSecret"], "pullSecret");

@@ -18,6 +18,8 @@
 //   packages: {sources[]: {name, type, url, suites[], components[], keyring, caFile, signatures},
 //              kernelPackages[], server: {image}}
 //   network: {version, chart, releaseFile, operands[], ofedDriver: {precompiled}}
+//   acceptance: {nccl: {image, nodes, gpusPerNode, minBytes, maxBytes, minBusBw,
+//                       mpiOperator: {install, image}}}
 //
 // Unknown fields are errors that name the field path and the line.
 // A key written twice in one mapping is an error too (recipes/yaml_input.hpp).
@@ -110,6 +112,21 @@ struct NetworkSettings {
 // The release file the Network Operator publishes at a tag.
 std::string default_network_release_file(const std::string& version);
 
+// acceptance.nccl: the NCCL all-reduce acceptance job the kit writes
+// (kit/kit_acceptance.cpp, docs/install-kit.md). Its image is carried in the
+// bundle (lock component "ncclTests"), and so is the Kubeflow MPI Operator's
+// when mpiOperator.install is true ("mpiOperator").
+struct NcclAcceptance {
+  std::string image;      // nccl-tests: all_reduce_perf built with MPI, mpirun and sshd (required)
+  int nodes = 2;          // GPU nodes the job spans: one MPI worker each
+  int gpus_per_node = 8;  // GPUs each worker asks for, one rank per GPU
+  std::string min_bytes = "8";   // all_reduce_perf -b and -e, as it reads them (N, NK, NM, NG)
+  std::string max_bytes = "8G";
+  double min_bus_bw = 0;  // GB/s the "Avg bus bandwidth" must reach; 0: no bound
+  bool mpi_operator_install = false;
+  std::string mpi_operator_image;  // with install: default k_default_mpi_operator_image (recipes/lock.hpp)
+};
+
 struct ComponentOverride {
   std::optional<bool> enabled;
   std::optional<bool> service_monitor;  // dcgmExporter only
@@ -148,6 +165,7 @@ struct Recipe {
   std::string pull_secret;
   PackageSettings packages;
   std::optional<NetworkSettings> network;
+  std::optional<NcclAcceptance> nccl_acceptance;
 
   // "driver.version" -> 14: lets later checks point at the recipe line.
   std::map<std::string, int> lines;

@@ -368,6 +368,14 @@ private:
     if (site_package_repo())
       add(k_package_server_component,
           m_r.packages.server_image.empty() ? k_default_package_server_image : m_r.packages.server_image);
+    acceptance_images();
+  }
+
+  // The NCCL acceptance job runs these; the kit points its MPIJob at them.
+  void acceptance_images() {
+    if (!m_r.nccl_acceptance) return;
+    add(k_nccl_tests_component, m_r.nccl_acceptance->image);
+    if (m_r.nccl_acceptance->mpi_operator_install) add(k_mpi_operator_component, m_r.nccl_acceptance->mpi_operator_image);
   }
 
   void driver_images(const std::string& base) {
@@ -738,6 +746,14 @@ private:
         {"extraImages", m_r.extra_images},
         {"pullSecret", m_r.pull_secret},
     };
+    if (const auto& a = m_r.nccl_acceptance)
+      j["acceptance"] = {{"nccl", {{"image", a->image},
+                                   {"nodes", a->nodes},
+                                   {"gpusPerNode", a->gpus_per_node},
+                                   {"minBytes", a->min_bytes},
+                                   {"maxBytes", a->max_bytes},
+                                   {"minBusBw", a->min_bus_bw},
+                                   {"mpiOperator", {{"install", a->mpi_operator_install}, {"image", a->mpi_operator_image}}}}}};
     return j.dump();
   }
 

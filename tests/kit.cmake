@@ -21,3 +21,9 @@ add_test(NAME kit-network
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/network.sh $<TARGET_FILE:gpubundle>)
 set_tests_properties(kit-network PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180
                      ENVIRONMENT "GB_SOURCE_DIR=${CMAKE_SOURCE_DIR};GB_SHARED_DIR=${GB_SHARED_DIR}")
+# The NCCL acceptance job (recipe acceptance.nccl): lock images, the MPIJob on the site
+# registry, nccl-allreduce.sh --parse on real all_reduce_perf output and hand-edited
+# failing copies, --dry-run against a stub kubectl, shellcheck. Skips (77) without shellcheck.
+add_test(NAME kit-nccl-acceptance
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/nccl_acceptance.sh $<TARGET_FILE:gpubundle> ${CMAKE_SOURCE_DIR})
+set_tests_properties(kit-nccl-acceptance PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 240)

@@ -1,0 +1,385 @@
+// The kit's NCCL acceptance test (recipe acceptance.nccl): an MPIJob for the
+// Kubeflow MPI Operator (kubeflow.org/v2beta1) that runs all_reduce_perf
+// across the GPU nodes, and nccl-allreduce.sh, which applies it, waits, and
+// turns the launcher's log into the JSON of docs/acceptance-results.md. The
+// MPIJob is one template: filled with the recipe's numbers it is
+// nccl-mpijob.yaml, filled with shell variables it is the script's heredoc,
+// so that --nodes and --gpus-per-node change the job the script applies.
+
+#include "common/strings.hpp"
+#include "kit/kit.hpp"
+#include "kit/kit_detail.hpp"
+
+namespace gb::kit::detail {
+
+namespace {
+
+constexpr const char* k_job_name = "gpubundle-nccl-allreduce";
+
+// One worker per node (required anti-affinity), one MPI slot per GPU, the
+// launcher on any node without GPUs of its own. OpenMPI refuses to run as
+// root unless told; nccl-tests images run as root. NCCL needs more /dev/shm
+// than a container's default 64 MiB.
+constexpr const char* k_mpijob = R"Y(apiVersion: kubeflow.org/v2beta1
+kind: MPIJob
+metadata:
+  name: @JOB@
+  namespace: @NAMESPACE@
+  labels:
+    app.kubernetes.io/managed-by: gpubundle
+spec:
+  slotsPerWorker: @GPUS@
+  runPolicy:
+    cleanPodPolicy: Running
+    backoffLimit: 0
+  mpiImplementation: OpenMPI
+  mpiReplicaSpecs:
+    Launcher:
+      replicas: 1
+      restartPolicy: Never
+      template:
+        spec:@PULL_SECRET@
+          containers:
+          - name: launcher
+            image: @IMAGE@
+            env:
+            - name: OMPI_ALLOW_RUN_AS_ROOT
+              value: "1"
+            - name: OMPI_ALLOW_RUN_AS_ROOT_CONFIRM
+              value: "1"
+            command: ["mpirun"]
+            args: ["-np", "@RANKS@", "--bind-to", "none", "-x", "NCCL_DEBUG=VERSION",
+                   "all_reduce_perf", "-b", "@MIN_BYTES@", "-e", "@MAX_BYTES@", "-f", "2", "-g", "1"]
+            resources:
+              requests:
+                cpu: 500m
+                memory: 512Mi
+    Worker:
+      replicas: @NODES@
+      template:
+        metadata:
+          labels:
+            app.kubernetes.io/managed-by: gpubundle
+        spec:@PULL_SECRET@
+          nodeSelector:
+            nvidia.com/gpu.present: "true"
+          affinity:
+            podAntiAffinity:
+              requiredDuringSchedulingIgnoredDuringExecution:
+              - topologyKey: kubernetes.io/hostname
+                labelSelector:
+                  matchLabels:
+                    training.kubeflow.org/job-name: @JOB@
+                    training.kubeflow.org/job-role: worker
+          containers:
+          - name: worker
+            image: @IMAGE@
+            command: ["/usr/sbin/sshd"]
+            args: ["-De"]
+            resources:
+              limits:
+                nvidia.com/gpu: @GPUS@
+            volumeMounts:
+            - name: dshm
+              mountPath: /dev/shm
+          volumes:
+          - name: dshm
+            emptyDir:
+              medium: Memory
+)Y";
+
+constexpr const char* k_nccl_sh = R"SH(#!/usr/bin/env bash
+# nccl-allreduce.sh: the NCCL all-reduce acceptance test across GPU nodes.
+# Usage: ./nccl-allreduce.sh [--nodes N] [--gpus-per-node G] [--json FILE] [--dry-run]
+#        ./nccl-allreduce.sh --parse LOG [--json FILE]
+#        ./nccl-allreduce.sh --install-mpi-operator MANIFEST [--dry-run]
+#   --nodes N, --gpus-per-node G   the job's size (recipe: @NODES@ nodes x @GPUS@ GPUs)
+#   --json FILE    the results (docs/acceptance-results.md); default nccl-allreduce-<UTC time>.json,
+#                  with the launcher's log next to it as FILE.log
+#   --dry-run      check the prerequisites and the MPIJob with kubectl --dry-run=client; changes nothing
+#   --parse LOG    only turn a saved all_reduce_perf log into the JSON (no cluster)
+#   --install-mpi-operator MANIFEST   apply the Kubeflow MPI Operator's release manifest
+#                  (deploy/v2beta1/mpi-operator.yaml) with its image moved to the site registry
+# Exit: 0 passed, 1 failed (job failed, #wrong values, out-of-bounds values, avg bus bandwidth
+# below the recipe's minBusBw (@MIN_BUS_BW@ GB/s; 0: no bound), or a log that is no
+# all_reduce_perf table), 2 bad usage.
+# Environment: GPUBUNDLE_NAMESPACE (default @NAMESPACE@), GPUBUNDLE_TIMEOUT (seconds, default 1800).
+@HEADER@
+set -euo pipefail
+
+job=@JOB@
+namespace="${GPUBUNDLE_NAMESPACE:-@NAMESPACE@}"
+timeout="${GPUBUNDLE_TIMEOUT:-1800}"
+image=@IMAGE@
+operator_image=@OPERATOR_IMAGE@
+min_bus_bw=@MIN_BUS_BW@
+nodes=@NODES@
+gpus=@GPUS@
+
+usage="usage: ./nccl-allreduce.sh [--nodes N] [--gpus-per-node G] [--json FILE] [--dry-run] | --parse LOG [--json FILE] | --install-mpi-operator MANIFEST [--dry-run]"
+say() { echo "nccl-allreduce.sh: $*"; }
+fail() { echo "nccl-allreduce.sh: $*" >&2; exit 1; }
+bad_usage() { echo "nccl-allreduce.sh: $* ($usage)" >&2; exit 2; }
+
+dry_run=0
+job_failed=0
+json=""
+parse=""
+operator_manifest=""
+while [ "$#" -gt 0 ]; do
+  case "$1" in
+    --dry-run) dry_run=1 ;;
+    --nodes|--gpus-per-node|--json|--parse|--install-mpi-operator)
+      [ "$#" -ge 2 ] || bad_usage "$1 needs a value"
+      case "$1" in
+        --nodes) nodes="$2" ;;
+        --gpus-per-node) gpus="$2" ;;
+        --json) json="$2" ;;
+        --parse) parse="$2" ;;
+        --install-mpi-operator) operator_manifest="$2" ;;
+      esac
+      shift ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    *) bad_usage "unknown argument: $1" ;;
+  esac
+  shift
+done
+[[ "$nodes" =~ ^[1-9][0-9]{0,3}$ ]] || bad_usage "--nodes $nodes is not a number of nodes"
+[[ "$gpus" =~ ^[1-9][0-9]?$ ]] || bad_usage "--gpus-per-node $gpus is not a number of GPUs"
+ranks=$((nodes * gpus))
+
+# parse_log LOG OUT NODES_JSON STARTED: all_reduce_perf's table as the JSON of
+# docs/acceptance-results.md in OUT. Exit 0 passed, 1 failed (OUT written),
+# 3 not a finished all_reduce_perf table (OUT not written). One line on stdout.
+# With job_failed=1 the results never pass, whatever the log says.
+parse_log() {
+  awk -v out="$2" -v nodes_json="$3" -v started="$4" -v image="$image" -v gpus="$gpus" -v ranks="$ranks" \
+      -v min_bw="$min_bus_bw" -v job_failed="$job_failed" -v file="$1" '
+    function bad(why) { print file ":" FNR ": " why; broken = 1; exit 3 }
+    # Numbers go into the JSON as the log spells them (3e+06 too), never reformatted.
+    function num(s, what) { if (s !~ /^-?[0-9]+(\.[0-9]+)?(e[+-]?[0-9]+)?$/) bad(what " " s " is not a number"); return s }
+    function wrong(s) { if (s == "N/A") return "null"; if (s !~ /^[0-9]+$/) bad("#wrong " s " is not a count"); if (s + 0 > 0) wrongs++; return s + 0 }
+    function side(t, a, b, w) { return "{\"timeUs\": " num(t, "time") ", \"algBw\": " num(a, "algbw") ", \"busBw\": " num(b, "busbw") ", \"wrong\": " wrong(w) "}" }
+    /^# nccl-tests version / && match($0, /nccl-library=[0-9]+/) {
+      code = substr($0, RSTART + 13, RLENGTH - 13) + 0
+      if (version == "") version = int(code / 10000) "." int(code % 10000 / 100) "." code % 100
+    }
+    /NCCL version [0-9]+\.[0-9]+\.[0-9]+/ { match($0, /NCCL version [0-9]+\.[0-9]+\.[0-9]+/); version = substr($0, RSTART + 13, RLENGTH - 13) }
+    /^#  *Rank  *[0-9]+ / {
+      seen_ranks++
+      for (i = 1; i < NF; i++) if ($i == "on") { if (!(($(i + 1)) in host_seen)) { host_seen[$(i + 1)] = 1; hosts[++nhosts] = $(i + 1) }; break }
+    }
+    /NCCL failure|Test failure|Test NCCL failure|CUDA failure/ { bad("the test failed: " $0) }
+    /^#  *size  *count  *type  *redop  *root / { table = 1; next }
+    /^# Out of bounds values *:/ { oob = num($7, "out of bounds count"); have_oob = 1; next }
+    /^# Avg bus bandwidth *:/ { avg = num($6, "avg bus bandwidth"); have_avg = 1; next }
+    table && !have_avg && $1 ~ /^[0-9]+$/ {
+      if (NF != 13) bad("a table row with " NF " columns, not 13 (truncated?)")
+      if (type == "") { type = $3; redop = $4 }
+      rows[++n] = "{\"bytes\": " num($1, "size") ", \"count\": " num($2, "count") ", \"type\": \"" $3 "\", \"redop\": \"" $4 "\", \"root\": " num($5, "root") \
+                  ",\n     \"outOfPlace\": " side($6, $7, $8, $9) ",\n     \"inPlace\": " side($10, $11, $12, $13) "}"
+    }
+    END {
+      if (broken) exit 3
+      if (!table) { print file ": no all_reduce_perf table (no \"# size count type redop root\" header)"; exit 3 }
+      if (n == 0) { print file ": the all_reduce_perf table has no rows"; exit 3 }
+      if (!have_avg) { print file ": no \"# Avg bus bandwidth\" line: the run did not finish (truncated log?)"; exit 3 }
+      if (!have_oob) { print file ": no \"# Out of bounds values\" line: the run did not finish (truncated log?)"; exit 3 }
+      # The log knows who ran: its "# Rank N ... on HOST" lines.
+      if (seen_ranks > 0) ranks = seen_ranks
+      if (nhosts > 0) gpus = int(seen_ranks / nhosts)
+      if (nodes_json == "") {
+        nodes_json = "["
+        for (i = 1; i <= nhosts; i++) nodes_json = nodes_json (i > 1 ? ", " : "") "\"" hosts[i] "\""
+        nodes_json = nodes_json "]"
+      }
+      passed = (wrongs == 0 && oob + 0 == 0 && avg + 0 >= min_bw + 0 && !job_failed)
+      printf "{\n  \"schemaVersion\": 1,\n  \"kind\": \"gpubundle.nccl\",\n  \"test\": \"all_reduce_perf\",\n" > out
+      printf "  \"startedAt\": \"%s\",\n  \"image\": \"%s\",\n  \"nodes\": %s,\n", started, image, nodes_json > out
+      printf "  \"gpusPerNode\": %d,\n  \"ranks\": %d,\n  \"ncclVersion\": \"%s\",\n", gpus, ranks, version > out
+      printf "  \"dataType\": \"%s\", \"redOp\": \"%s\",\n  \"rows\": [\n", type, redop > out
+      for (i = 1; i <= n; i++) printf "    %s%s\n", rows[i], (i < n ? "," : "") > out
+      printf "  ],\n  \"avgBusBw\": %s,\n  \"outOfBounds\": %d,\n  \"minBusBw\": %s,\n  \"passed\": %s\n}\n", avg, oob, min_bw + 0, (passed ? "true" : "false") > out
+      close(out)
+      why = ""
+      if (job_failed) why = why ", the MPIJob failed"
+      if (wrongs > 0) why = why ", " wrongs " rows with #wrong values"
+      if (oob + 0 > 0) why = why ", " oob " out-of-bounds values"
+      if (avg + 0 < min_bw + 0) why = why ", avg bus bandwidth " avg " GB/s below " min_bw " GB/s"
+      if (passed) { print "PASS: " n " sizes, avg bus bandwidth " avg " GB/s, " ranks " ranks"; exit 0 }
+      print "FAIL: " substr(why, 3); exit 1
+    }' "$1"
+}
+
+# Writes the results of LOG into $json through a temporary file; exits as the test came out.
+report() {
+  local log="$1" nodes_json="$2" started="$3" tmp line rc=0
+  tmp="$(mktemp "${json}.XXXXXX")"
+  line="$(parse_log "$log" "$tmp" "$nodes_json" "$started")" || rc=$?
+  if [ "$rc" -eq 0 ] || [ "$rc" -eq 1 ]; then mv -f "$tmp" "$json"; else rm -f "$tmp"; fi
+  case "$rc" in
+    0) say "$line; results in $json" ;;
+    1) echo "nccl-allreduce.sh: $line; results in $json" >&2; exit 1 ;;
+    *) echo "nccl-allreduce.sh: $line" >&2; exit 1 ;;
+  esac
+}
+
+if [ -n "$parse" ]; then
+  [ -f "$parse" ] || bad_usage "--parse $parse: no such file"
+  [ -n "$json" ] || json="${parse%.log}.json"
+  report "$parse" "" "$(date -u -r "$parse" +%Y-%m-%dT%H:%M:%SZ)"
+  exit 0
+fi
+
+@API_CHECK@
+
+missing=()
+context=""
+if ! command -v kubectl >/dev/null 2>&1; then
+  missing+=("kubectl: not on PATH")
+else
+  context="$(kubectl config current-context 2>/dev/null || true)"
+  if [ -z "$context" ]; then
+    missing+=("kubectl context: none is set (kubectl config use-context NAME, or set KUBECONFIG)")
+  elif ! api_answers; then
+    missing+=("cluster: the Kubernetes API server of context $context${api_server:+ at $api_server} does not answer ($api_error)")
+  fi
+fi
+if [ -n "$operator_manifest" ]; then
+  [ -f "$operator_manifest" ] || missing+=("MPI Operator manifest: $operator_manifest not found")
+  [ -n "$operator_image" ] || missing+=("MPI Operator image: the recipe has no acceptance.nccl.mpiOperator.install, so the bundle does not carry it")
+fi
+if [ "${#missing[@]}" -gt 0 ]; then
+  for m in "${missing[@]}"; do echo "nccl-allreduce.sh: missing prerequisite: $m" >&2; done
+  exit 1
+fi
+kubectl_flags=()
+if [ "$dry_run" -eq 1 ]; then kubectl_flags=(--dry-run=client); say "dry run: nothing in the cluster changes"; fi
+
+if [ -n "$operator_manifest" ]; then
+  grep -q 'image: *mpioperator/mpi-operator:' "$operator_manifest" ||
+    fail "$operator_manifest has no 'image: mpioperator/mpi-operator:' line; is it deploy/v2beta1/mpi-operator.yaml of a release?"
+  say "applying the MPI Operator from $operator_manifest with image $operator_image"
+  sed "s#image: *mpioperator/mpi-operator:.*#image: $operator_image#" "$operator_manifest" |
+    kubectl apply --server-side -f - "${kubectl_flags[@]}"
+  exit 0
+fi
+
+if ! kubectl get crd mpijobs.kubeflow.org >/dev/null 2>&1; then
+  msg="the MPIJob CRD (mpijobs.kubeflow.org) is not installed: install the Kubeflow MPI Operator first (./nccl-allreduce.sh --install-mpi-operator MANIFEST)"
+  if [ "$dry_run" -eq 1 ]; then say "warning: $msg"; else fail "$msg"; fi
+fi
+
+mpijob() {
+  cat <<EOF
+@MPIJOB_SH@EOF
+}
+
+if [ "$dry_run" -eq 1 ]; then
+  say "context $context, namespace $namespace: MPIJob $job, $nodes nodes x $gpus GPUs ($ranks ranks), image $image"
+  mpijob
+  mpijob | kubectl apply -f - "${kubectl_flags[@]}"
+  exit 0
+fi
+
+[ -n "$json" ] || json="nccl-allreduce-$(date -u +%Y%m%dT%H%M%SZ).json"
+started="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+say "context $context, namespace $namespace: $nodes nodes x $gpus GPUs ($ranks ranks), image $image"
+kubectl -n "$namespace" delete mpijob "$job" --ignore-not-found --wait=true >/dev/null
+mpijob | kubectl apply -f -
+
+state=""
+deadline=$((SECONDS + timeout))
+while :; do
+  state="$(kubectl -n "$namespace" get mpijob "$job" -o jsonpath='{.status.conditions[?(@.status=="True")].type}' 2>/dev/null || true)"
+  case " $state " in
+    *" Succeeded "*|*" Failed "*) break ;;
+  esac
+  [ "$SECONDS" -lt "$deadline" ] || fail "MPIJob $job did not finish in ${timeout}s (conditions: ${state:-none}); see kubectl -n $namespace describe mpijob $job"
+  sleep 10
+done
+
+log="${json%.json}.log"
+kubectl -n "$namespace" logs "job/$job-launcher" >"$log" 2>&1 || fail "cannot read the launcher's log (kubectl -n $namespace logs job/$job-launcher)"
+node_names="$(kubectl -n "$namespace" get pods -l "training.kubeflow.org/job-name=$job,training.kubeflow.org/job-role=worker" \
+  -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | sort -u)"
+nodes_json="[$(printf '%s\n' "$node_names" | sed '/^$/d; s/.*/"&"/' | paste -sd, - | sed 's/,/, /g')]"
+case " $state " in
+  *" Failed "*) job_failed=1; (report "$log" "$nodes_json" "$started") || true; fail "MPIJob $job failed (kubectl -n $namespace describe mpijob $job)" ;;
+esac
+report "$log" "$nodes_json" "$started"
+)SH";
+
+std::string pull_secret_yaml(const KitRecipe& recipe) {
+  return recipe.pull_secret.empty() ? "" : "\n          imagePullSecrets:\n          - name: " + recipe.pull_secret;
+}
+
+std::string site_image(const std::vector<Placement>& placements, const char* component) {
+  for (const auto& p : placements)
+    for (const auto& c : p.image->components)
+      if (c == component) return p.destination.pinned();
+  return "";
+}
+
+// all_reduce_perf's bound as the script compares it: a plain decimal.
+std::string bus_bw_word(double v) {
+  std::string s = std::to_string(v);
+  while (s.find('.') != std::string::npos && (s.back() == '0' || s.back() == '.')) s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+Result<std::vector<KitFile>> acceptance_files(const Lock& lock, const std::vector<Placement>& placements,
+                                              const KitRecipe& recipe, const KitOptions& options) {
+  const auto& n = *recipe.nccl;
+  std::string image = site_image(placements, k_nccl_tests_component);
+  if (image.empty())
+    return input_error("lock recipe.spec has acceptance.nccl but no image of component " + std::string(k_nccl_tests_component) +
+                       "; resolve the recipe again");
+  std::string operator_image = site_image(placements, k_mpi_operator_component);
+  if (n.mpi_operator_install && operator_image.empty())
+    return input_error("lock recipe.spec has acceptance.nccl.mpiOperator.install but no image of component " +
+                       std::string(k_mpi_operator_component) + "; resolve the recipe again");
+  for (const auto& word : {n.min_bytes, n.max_bytes})
+    if (word.empty() || word.find_first_not_of("0123456789KMG") != std::string::npos)
+      return input_error("lock recipe.spec acceptance.nccl: " + quote(word) + " is not a size all_reduce_perf reads");
+
+  std::map<std::string, std::string> common = {{"JOB", k_job_name},
+                                               {"NAMESPACE", options.namespace_name},
+                                               {"IMAGE", image},
+                                               {"PULL_SECRET", pull_secret_yaml(recipe)},
+                                               {"MIN_BYTES", n.min_bytes},
+                                               {"MAX_BYTES", n.max_bytes}};
+  auto job = [&](const std::string& nodes, const std::string& gpus, const std::string& ranks, const std::string& ns) {
+    auto vars = common;
+    vars["NODES"] = nodes;
+    vars["GPUS"] = gpus;
+    vars["RANKS"] = ranks;
+    vars["NAMESPACE"] = ns;
+    return fill_template(k_mpijob, vars);
+  };
+  std::string yaml = yaml_header(lock, options,
+                                 "NCCL all-reduce acceptance test: an MPIJob for the Kubeflow MPI Operator (kubeflow.org/v2beta1). "
+                                 "acceptance/nccl-allreduce.sh applies it and records the results.") +
+                     job(std::to_string(n.nodes), std::to_string(n.gpus_per_node), std::to_string(n.nodes * n.gpus_per_node),
+                         options.namespace_name);
+  // Inside the script's unquoted heredoc only the variables below may expand:
+  // the filled text holds validated references, names and numbers.
+  std::string in_script = job("${nodes}", "${gpus}", "${ranks}", "${namespace}");
+  std::string script = fill_template(
+      k_nccl_sh, {{"HEADER", "# Generated by gpubundle " GPUBUNDLE_VERSION " from the lock of recipe " + lock.recipe_name +
+                                 " (GPU Operator " + lock.operator_version + ") for registry " + options.registry.str() + "."},
+                  {"JOB", k_job_name},
+                  {"NAMESPACE", options.namespace_name},
+                  {"IMAGE", shell_quote(image)},
+                  {"OPERATOR_IMAGE", shell_quote(operator_image)},
+                  {"MIN_BUS_BW", bus_bw_word(n.min_bus_bw)},
+                  {"NODES", std::to_string(n.nodes)},
+                  {"GPUS", std::to_string(n.gpus_per_node)},
+                  {"API_CHECK", api_check_sh()},
+                  {"MPIJOB_SH", in_script}});
+  return std::vector<KitFile>{{"acceptance/nccl-mpijob.yaml", yaml, 0644}, {"acceptance/nccl-allreduce.sh", script, 0755}};
+}
+
+}  // namespace gb::kit::detail
