@@ -15,3 +15,8 @@ set_tests_properties(kit-runtimes PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 400)
 add_test(NAME kit-monitoring
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/monitoring.sh $<TARGET_FILE:gpubundle> ${CMAKE_SOURCE_DIR})
 set_tests_properties(kit-monitoring PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
+# upgrade.sh against stub helm/kubectl playing the operator's upgrade controller.
+# Skips (77) when shellcheck is absent.
+add_test(NAME kit-upgrade
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/kit_upgrade.sh $<TARGET_FILE:gpubundle> ${CMAKE_SOURCE_DIR})
+set_tests_properties(kit-upgrade PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180)
