@@ -202,6 +202,9 @@ wait_for() {
         *) pending+=" $node"; seen+=" $node" ;;
       esac
     done <<<"$now"
+    for node in $want; do  # a node that left the GPU node list is not done
+      [[ $'\n'$now == *$'\n'"$node|"* ]] || pending+=" $node(not a GPU node now)"
+    done
     if [ "$now" != "$last" ]; then
       changed=$SECONDS
       last="$now"

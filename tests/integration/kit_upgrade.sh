@@ -10,7 +10,8 @@
 #     others; a node the site already skips is never touched;
 #   - a node that ends upgrade-failed (the canary, or a later one): exit 1, the
 #     exact rollback command (--previous-kit, or helm rollback to the revision);
-#   - no progress within --timeout; missing prerequisites; bad usage.
+#   - an upgrade-done left from the last upgrade is believed only after
+#     GPUBUNDLE_SETTLE; no progress within --timeout; missing prerequisites; bad usage.
 # Usage: kit_upgrade.sh GPUBUNDLE SOURCE_DIR
 set -euo pipefail
 gpubundle="$1"
@@ -134,6 +135,14 @@ if grep -q '^gpu-d ' "$STUB/transitions"; then fail "the site-skipped node moved
 [ "$(cat "$STUB/nodes/gpu-d/skip")" = true ] || fail "the site's skip label on gpu-d was removed"
 grep -q "done: every GPU node's driver is upgraded and validated (left out: gpu-d)" <<<"$out" || fail "no done line: $out"
 echo "ok: canary, then the other nodes"
+
+# A kit that leaves the driver alone: the nodes stay upgrade-done; that is
+# believed only after GPUBUNDLE_SETTLE, as the operator may not have looked yet.
+cluster upgrade-done upgrade-done upgrade-done
+t0=$SECONDS
+out="$(GPUBUNDLE_POLL=1 GPUBUNDLE_SETTLE=3 PATH="$stubs:$PATH" "$kit/upgrade.sh" --canary gpu-a)" || fail "no-driver-change upgrade: $out"
+[ $((SECONDS - t0)) -ge 3 ] || fail "upgrade-done believed before GPUBUNDLE_SETTLE"
+echo "ok: an unchanged driver is done after the settle time"
 
 # A later node fails: stop, exit 1, the previous kit's helm upgrade printed.
 cluster "$ok_seq" "$ok_seq" "upgrade-required cordon-required pod-restart-required upgrade-failed"
