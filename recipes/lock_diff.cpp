@@ -1,8 +1,10 @@
 #include "recipes/lock_diff.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <tuple>
 
 #include "common/progress.hpp"
 #include "common/strings.hpp"
