@@ -358,7 +358,7 @@ Result<std::string> make_values_yaml(const Lock& lock, const Chart& chart, const
     // The operator's upgrade controller rolls a driver change one node at a
     // time (cordon, GPU pod deletion, drain as fallback, driver restart,
     // operator-validator, uncordon); upgrade.sh watches it. Only the keys this
-    // chart has (the stand-in chart has just autoUpgrade).
+    // chart has.
     v.set_if_present("driver.upgradePolicy.autoUpgrade", true);
     v.set_if_present("driver.upgradePolicy.maxParallelUpgrades", 1);
     v.set_if_present("driver.upgradePolicy.maxUnavailable", 1);

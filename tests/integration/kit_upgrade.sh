@@ -29,9 +29,13 @@ prev="$work/prev-kit"
 "$gpubundle" -q overrides "$work/lock.json" --registry registry.site:5000/gpu --chart "$work/gpu-operator-v26.7.0.tgz" -o "$prev"
 [ -x "$kit/upgrade.sh" ] || fail "kit lacks an executable upgrade.sh"
 shellcheck -s bash "$kit/upgrade.sh" || fail "shellcheck upgrade.sh"
-# The stand-in chart has only autoUpgrade of the upgrade policy: the kit writes only that.
-grep -A2 '^  upgradePolicy:' "$kit/values.yaml" | grep -q '^    autoUpgrade: true$' || fail "values.yaml: no driver.upgradePolicy.autoUpgrade"
-if grep -q 'maxParallelUpgrades' "$kit/values.yaml"; then fail "values.yaml has a key the stand-in chart lacks"; fi
+# The operator's upgrade policy: one node at a time, drain on.
+python3 - "$kit/values.yaml" <<'PY' || fail "values.yaml: driver.upgradePolicy"
+import sys, yaml
+p = yaml.safe_load(open(sys.argv[1]))["driver"]["upgradePolicy"]
+assert p["autoUpgrade"] is True and p["maxParallelUpgrades"] == 1 and p["maxUnavailable"] == 1, p
+assert p["drain"] == {"enable": True, "force": False, "deleteEmptyDir": False, "timeoutSeconds": 300}, p
+PY
 
 stubs="$work/stubs"
 mkdir -p "$stubs"

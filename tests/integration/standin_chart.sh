@@ -24,8 +24,8 @@ tag=v26.7.0
 #    uses the stand-in chart (helmrepo.py pack --release, chart.py).
 readers=$(cd "$src" && grep -rlE 'shared/upstream|/work/shared|GB_SHARED_DIR' --exclude='*.md' \
   scripts tests bench builder bundles common mirror node node-images recipes signing fuzz CMakeLists.txt | sort | xargs)
-allowed="scripts/gen-mig-configs.py tests/CMakeLists.txt tests/integration/cli_resolve.sh tests/integration/standin_chart.sh \
-tests/tools.cmake tests/unit/fixtures.cpp tests/unit/fixtures.hpp tests/unit/test_kit_values.cpp"
+allowed="scripts/gen-mig-configs.py tests/CMakeLists.txt tests/cli.cmake tests/integration/cli_diff.sh \
+tests/integration/cli_resolve.sh tests/integration/standin_chart.sh tests/tools.cmake tests/unit/fixtures.cpp tests/unit/fixtures.hpp tests/unit/test_kit_values.cpp"
 [[ $readers == "$allowed" ]] || fail "files reading ../shared: '$readers'; allowed: '$allowed'"
 echo "ok: only the comparisons with the real upstream read ../shared ($(wc -w <<<"$allowed") files)"
 
