@@ -21,6 +21,7 @@ const std::vector<CommandSpec>& commands() {
       bundle_command(),
       import_command(),
       inventory_command(),
+      diff_command(),
       mirror_command(),
       store_command(),
       overrides_command(),

@@ -42,6 +42,7 @@ CommandSpec build_command();
 CommandSpec bundle_command();
 CommandSpec import_command();
 CommandSpec inventory_command();
+CommandSpec diff_command();
 CommandSpec mirror_command();
 CommandSpec store_command();
 CommandSpec overrides_command();

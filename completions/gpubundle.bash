@@ -7,7 +7,7 @@ _gpubundle_command() {
   # a path) and args (1 when the command takes file arguments) for "$1".
   case "$1" in
     "")
-      subs="resolve build bundle import inventory mirror store overrides report keys node-image node driver completion"
+      subs="resolve build bundle import inventory diff mirror store overrides report keys node-image node driver completion"
       opts="-h --help --store --json -q --quiet -v --verbose --version"
       vals="--store"
       files="--store"
@@ -68,6 +68,13 @@ _gpubundle_command() {
       vals="--registry --store --lock --bundle --registry-config --layout -o --output"
       files="--store --lock --bundle --registry-config -o --output"
       args=0
+      ;;
+    "diff")
+      subs=""
+      opts="-h --help --store --exit-code --json -q --quiet -v --verbose --version"
+      vals="--store"
+      files="--store"
+      args=1
       ;;
     "mirror")
       subs=""

@@ -7,6 +7,7 @@
 //   values.yaml                       Helm values for that exact chart version
 //   install.sh                        helm upgrade --install (+ --dry-run)
 //   verify.sh                         acceptance checks, PASS/FAIL lines
+//   upgrade.sh                        helm upgrade to this kit, driver node by node, a canary first
 //   mig.sh                            node labels for the recipe's MIG config (when set)
 //   time-slicing.yaml                 device-plugin ConfigMap (when sharing is set)
 //   alerts.yaml                       PrometheusRule on DCGM metrics

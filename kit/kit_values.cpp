@@ -316,6 +316,17 @@ Result<std::string> make_values_yaml(const Lock& lock, const Chart& chart, const
       v.set("driver.repoConfig.configMapName", k_package_repo_config_map);
       if (!options.package_repo_ca.empty()) v.set("driver.certConfig.name", k_package_repo_ca_config_map);
     }
+    // The operator's upgrade controller rolls a driver change one node at a
+    // time (cordon, GPU pod deletion, drain as fallback, driver restart,
+    // operator-validator, uncordon); upgrade.sh watches it. Only the keys this
+    // chart has.
+    v.set_if_present("driver.upgradePolicy.autoUpgrade", true);
+    v.set_if_present("driver.upgradePolicy.maxParallelUpgrades", 1);
+    v.set_if_present("driver.upgradePolicy.maxUnavailable", 1);
+    v.set_if_present("driver.upgradePolicy.drain.enable", true);
+    v.set_if_present("driver.upgradePolicy.drain.force", false);
+    v.set_if_present("driver.upgradePolicy.drain.deleteEmptyDir", false);
+    v.set_if_present("driver.upgradePolicy.drain.timeoutSeconds", 300);
     const std::string& kmt = lock.driver.kernel_module_type;
     if (chart_has_key(chart, "driver.kernelModuleType")) {
       if (!kmt.empty()) v.set("driver.kernelModuleType", kmt);

@@ -27,3 +27,8 @@ set_tests_properties(kit-network PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180
 add_test(NAME kit-nccl-acceptance
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/nccl_acceptance.sh $<TARGET_FILE:gpubundle> ${CMAKE_SOURCE_DIR})
 set_tests_properties(kit-nccl-acceptance PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 240)
+# upgrade.sh against stub helm/kubectl playing the operator's upgrade controller.
+# Skips (77) when shellcheck is absent.
+add_test(NAME kit-upgrade
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/kit_upgrade.sh $<TARGET_FILE:gpubundle> ${CMAKE_SOURCE_DIR})
+set_tests_properties(kit-upgrade PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180)

@@ -182,7 +182,7 @@ TEST_CASE("the kit's files: YAML parses, scripts carry site values, runtime conf
                                           "containerd/certs.d/registry.site:5000/hosts.toml",
                                           "crio/registries.conf.d/99-gpubundle.conf", "install.sh", "manifest.json", "mig.sh",
                                           "monitoring/gpu-alerts.rules.yaml", "monitoring/grafana-dashboard-configmap.yaml",
-                                          "monitoring/grafana-dashboard.json", "time-slicing.yaml", "values.yaml",
+                                          "monitoring/grafana-dashboard.json", "time-slicing.yaml", "upgrade.sh", "values.yaml",
                                           "verify.sh"});
   for (const auto& f : k.files) {
     if (f.path.size() > 5 && f.path.substr(f.path.size() - 5) == ".yaml") {

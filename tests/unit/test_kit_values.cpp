@@ -429,3 +429,39 @@ TEST_CASE("no digest where Helm renders repository/image:version, in any shipped
     CHECK(starts_with(str(v["devicePlugin"]["version"]), "sha256:"));
   }
 }
+
+TEST_CASE("driver upgrade policy: one node at a time, drain on, in every shipped chart", "[kit][values][upgrade]") {
+  if (!have_upstream()) return;
+  auto versions = shipped_versions();
+  REQUIRE(versions.size() >= 6);
+  for (const auto& version : versions) {
+    INFO(version);
+    auto r = resolve_case({version});
+    YAML::Node p = values_of(r)["driver"]["upgradePolicy"];
+    REQUIRE(p.IsMap());
+    CHECK(p["autoUpgrade"].as<bool>());
+    CHECK(p["maxParallelUpgrades"].as<int>() == 1);
+    CHECK(p["maxUnavailable"].as<int>() == 1);
+    CHECK(p["drain"]["enable"].as<bool>());
+    CHECK_FALSE(p["drain"]["force"].as<bool>());
+    CHECK_FALSE(p["drain"]["deleteEmptyDir"].as<bool>());
+    CHECK(p["drain"]["timeoutSeconds"].as<int>() == 300);
+    // Pod deletion and the jobs to wait for stay as the chart has them.
+    CHECK_FALSE(p["gpuPodDeletion"]);
+    CHECK_FALSE(p["waitForCompletion"]);
+  }
+  SECTION("a host driver has no upgrade policy") {
+    auto r = resolve_case({"v26.7.0", "host"});
+    CHECK_FALSE(values_of(r)["driver"]["upgradePolicy"]);
+  }
+  SECTION("only the keys the chart has") {
+    auto r = resolve_case({"v26.7.0"});
+    YAML::Node policy = r.chart.values["driver"]["upgradePolicy"];
+    policy.remove("drain");
+    policy.remove("maxUnavailable");
+    YAML::Node p = values_of(r)["driver"]["upgradePolicy"];
+    CHECK(p["maxParallelUpgrades"].as<int>() == 1);
+    CHECK_FALSE(p["drain"]);
+    CHECK_FALSE(p["maxUnavailable"]);
+  }
+}

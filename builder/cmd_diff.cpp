@@ -1,0 +1,76 @@
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include "builder/cli.hpp"
+#include "bundles/closure.hpp"
+#include "common/files.hpp"
+#include "mirror/store.hpp"
+#include "recipes/lock_diff.hpp"
+
+namespace gb::cli {
+
+namespace {
+
+struct Args {
+  std::string old_lock, new_lock, store_dir;
+  bool exit_code = false;
+};
+
+// Blobs of a lock image as the store holds it: only at the lock's own digest
+// (a lock never mirrored has none, so its images stay unknown).
+ImageBlobs store_blobs(const Store& store) {
+  return [&store](const LockImage& image) -> std::optional<std::map<std::string, std::uint64_t>> {
+    if (image.digest.empty()) return std::nullopt;
+    auto stored = store.find_image(image.source);
+    if (!stored || stored->digest != image.digest) return std::nullopt;
+    std::map<std::string, ClosureBlob> blobs;
+    if (!image_closure(store, image.source, stored->digest, stored->media_type, blobs)) return std::nullopt;
+    std::map<std::string, std::uint64_t> sizes;
+    for (const auto& [digest, blob] : blobs) sizes[digest] = blob.size;
+    return sizes;
+  };
+}
+
+int run_diff(Globals& g, const Args& a) {
+  Lock old_lock = load_lock(a.old_lock).value_or_throw();
+  Lock new_lock = load_lock(a.new_lock).value_or_throw();
+  std::optional<Store> store;
+  if (!a.store_dir.empty()) {
+    if (!std::filesystem::is_regular_file(std::filesystem::path(a.store_dir) / "index.json"))
+      throw Error(ErrorKind::Input, "--store " + a.store_dir + ": not a gpubundle store (no index.json)");
+    store = Store::open(a.store_dir, StoreAccess::Read).value_or_throw();
+  }
+  LockDiff d = diff_locks(old_lock, new_lock, store ? store_blobs(*store) : ImageBlobs{}, store ? "store " + a.store_dir : "");
+  d.old_file = a.old_lock;
+  d.new_file = a.new_lock;
+  std::string text = g.json ? lock_diff_json(d, old_lock, new_lock) : lock_diff_text(d, old_lock, new_lock);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  return a.exit_code && d.differs() ? 1 : 0;
+}
+
+}  // namespace
+
+CommandSpec diff_command() {
+  return {
+      "diff",
+      "Show what changes between two locks: versions, driver, images, bytes to ship",
+      "For review before an upgrade: the operator and chart version, the driver (version, branch, mode, kernel module "
+      "type, precompiled), GPUs, OS, kernels and platforms, each component's images, images added, removed or changed "
+      "(same repository, new tag or digest), and the bytes a site must receive: the blobs of the new and changed "
+      "images that the old lock's images do not already have. Sizes come only from a store that holds the images at "
+      "the locks' digests (--store, after `gpubundle mirror`); otherwise they are reported as unknown. Prints text in "
+      "a stable order, or JSON with --json (schema in recipes/lock_diff.hpp and docs/lock.md). Exits 0 whether or not "
+      "the locks differ; with --exit-code, 1 when they differ, as `git diff --exit-code`.",
+      "gpubundle diff site-a.lock.json site-a-next.lock.json --store gpubundle-store",
+      [](CLI::App& app, Globals& g) -> std::function<int()> {
+        auto a = std::make_shared<Args>();
+        app.add_option("old", a->old_lock, "The lock the site runs now")->required();
+        app.add_option("new", a->new_lock, "The lock to upgrade to")->required();
+        app.add_option("--store", a->store_dir, "Size the images from this store (the bytes to ship); without it they are unknown");
+        app.add_flag("--exit-code", a->exit_code, "Exit 1 when the locks differ (0 when they do not)");
+        return [&g, a] { return run_diff(g, *a); };
+      },
+  };
+}
+
+}  // namespace gb::cli
