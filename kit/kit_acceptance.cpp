@@ -233,18 +233,10 @@ fi
 
 @API_CHECK@
 
+@CLUSTER_CHECK@
+
 missing=()
-context=""
-if ! command -v kubectl >/dev/null 2>&1; then
-  missing+=("kubectl: not on PATH")
-else
-  context="$(kubectl config current-context 2>/dev/null || true)"
-  if [ -z "$context" ]; then
-    missing+=("kubectl context: none is set (kubectl config use-context NAME, or set KUBECONFIG)")
-  elif ! api_answers; then
-    missing+=("cluster: the Kubernetes API server of context $context${api_server:+ at $api_server} does not answer ($api_error)")
-  fi
-fi
+check_kubectl
 if [ -n "$operator_manifest" ]; then
   [ -f "$operator_manifest" ] || missing+=("MPI Operator manifest: $operator_manifest not found")
   [ -n "$operator_image" ] || missing+=("MPI Operator image: the recipe has no acceptance.nccl.mpiOperator.install, so the bundle does not carry it")
@@ -377,7 +369,8 @@ Result<std::vector<KitFile>> acceptance_files(const Lock& lock, const std::vecto
                   {"MIN_BUS_BW", bus_bw_word(n.min_bus_bw)},
                   {"NODES", std::to_string(n.nodes)},
                   {"GPUS", std::to_string(n.gpus_per_node)},
-                  {"API_CHECK", api_check_sh()},
+                  {"API_CHECK", k_api_check},
+                  {"CLUSTER_CHECK", k_cluster_check},
                   {"MPIJOB_SH", in_script}});
   return std::vector<KitFile>{{"acceptance/nccl-mpijob.yaml", yaml, 0644}, {"acceptance/nccl-allreduce.sh", script, 0755}};
 }

@@ -37,13 +37,10 @@ api_answers() {
   return 1
 })SH";
 
-std::string api_check_sh() { return k_api_check; }
-
-// install.sh and upgrade.sh: helm, kubectl, a context and an answering API
-// server, every missing one named (after k_api_check).
-const char* const k_cluster_check = R"SH(# check_cluster: adds each missing tool, context or API server to missing[]; sets context.
-check_cluster() {
-  command -v helm >/dev/null 2>&1 || missing+=("helm: not on PATH (copy the helm binary onto this machine; https://helm.sh)")
+// install.sh, upgrade.sh (check_cluster) and nccl-allreduce.sh (check_kubectl):
+// every missing tool, context or API server named (after k_api_check).
+const char* const k_cluster_check = R"SH(# check_kubectl: adds a missing kubectl, context or API server to missing[]; sets context.
+check_kubectl() {
   context=""
   if ! command -v kubectl >/dev/null 2>&1; then
     missing+=("kubectl: not on PATH")
@@ -55,6 +52,11 @@ check_cluster() {
       missing+=("cluster: the Kubernetes API server of context $context${api_server:+ at $api_server} does not answer ($api_error)")
     fi
   fi
+}
+# check_cluster: helm as well.
+check_cluster() {
+  command -v helm >/dev/null 2>&1 || missing+=("helm: not on PATH (copy the helm binary onto this machine; https://helm.sh)")
+  check_kubectl
 })SH";
 
 namespace {
