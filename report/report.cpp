@@ -110,7 +110,7 @@ void identity_section(std::string& h, const Results& r) {
                        (k.kernel_module_type.empty() ? "" : ", " + k.kernel_module_type + " kernel modules") +
                        (k.use_precompiled && k.driver_mode != "precompiled" ? ", precompiled" : "");
   row("driver", driver);
-  row("target", join_words(k.gpus) + " on " + k.os + ", kernels " + join_words(k.kernels));
+  row("target", join_words(k.gpus) + " on " + k.os + (k.kernels.empty() ? "" : ", kernels " + join_words(k.kernels)));
   row("site registry", k.registry, true);
   row("images", std::to_string(k.images.size()) + " (listed at the end)");
   row("kit written by", k.generator);

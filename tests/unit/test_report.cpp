@@ -86,6 +86,17 @@ TEST_CASE("every string from the inputs reaches the HTML escaped", "[report]") {
   CHECK(html.find("FAIL: 1 check failed") != std::string::npos);
 }
 
+TEST_CASE("the target row names kernels only when the lock has some", "[report]") {
+  Results r;
+  KitIdentity kit;
+  kit.gpus = {"H200-SXM-141GB"};
+  kit.os = "ubuntu24.04";
+  r.kit = kit;
+  CHECK(report_html(r, "t").find("H200-SXM-141GB on ubuntu24.04</td>") != std::string::npos);
+  r.kit->kernels = {"6.8.0-45-generic"};
+  CHECK(report_html(r, "t").find("H200-SXM-141GB on ubuntu24.04, kernels 6.8.0-45-generic</td>") != std::string::npos);
+}
+
 TEST_CASE("sizes are labelled in bytes and binary units", "[report]") {
   CHECK(size_label(8) == "8 B");
   CHECK(size_label(1000) == "1000 B");
