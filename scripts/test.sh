@@ -60,11 +60,22 @@ suites_rc=0
 ASAN_OPTIONS=$common:detect_leaks=1:detect_stack_use_after_return=1:check_initialization_order=1:strict_string_checks=1:log_path=$reports/report \
 UBSAN_OPTIONS=$common:print_stacktrace=1:log_path=$reports/report \
   ctest --test-dir "$asan" -L 'unit|hostile' -E '^hostile-unit$' --output-on-failure -j 2 --timeout 900 || suites_rc=$?
-if compgen -G "$reports/*" >/dev/null; then
-  echo "test.sh: sanitizer reports:"
-  for f in "$reports"/*; do echo "--- $f"; head -n 60 "$f"; done
-  exit 1
-fi
+# LeakSanitizer's exit check cannot read the registers of a thread that is
+# being killed (the kill -9 suites do that at random moments); it says so and
+# goes on. A file with only that line is no finding; any other line is.
+benign='^==[0-9]+==Unable to get registers from thread [0-9]+\.$'
+findings=0
+for f in "$reports"/*; do
+  [[ -e $f ]] || continue
+  if grep -qE "$benign" "$f" && ! grep -qvE "$benign" "$f"; then
+    echo "test.sh: note: $f: LeakSanitizer could not stop a thread that was being killed: $(head -n 1 "$f")"
+    continue
+  fi
+  ((findings == 0)) && echo "test.sh: sanitizer reports:"
+  findings=$((findings + 1))
+  echo "--- $f"; head -n 60 "$f"
+done
+((findings == 0)) || exit 1
 ((suites_rc == 0)) || exit "$suites_rc"
 
 phase "fuzz targets"
