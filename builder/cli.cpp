@@ -74,6 +74,11 @@ void print_failure(const std::string& message) {
 
 }  // namespace
 
+int store_lock_wait_seconds() {
+  if (const char* env = std::getenv("GPUBUNDLE_LOCK_WAIT_S"); env && *env) return std::atoi(env);
+  return 10;
+}
+
 int run(int argc, char** argv) {
   CLI::App app{"gpubundle: make the NVIDIA GPU Operator installable on air-gapped Kubernetes sites"};
   app.footer("Exit codes: 0 ok, 1 operation failed, 2 bad usage or bad input.\nRun `gpubundle COMMAND --help` for a command's options and an example.");

@@ -55,6 +55,9 @@ CommandSpec completion_command();
 
 int run(int argc, char** argv);
 
+// Seconds to wait for another process's lock on the store: GPUBUNDLE_LOCK_WAIT_S, default 10.
+int store_lock_wait_seconds();
+
 // The keys a bundle reader trusts (--pubkey files plus a --keyring folder),
 // loaded into `storage`; nullptr with --insecure-skip-signature (warned).
 // Neither given is a usage error naming `command`.

@@ -11,7 +11,7 @@ namespace gb::cli {
 
 namespace {
 
-struct Args {
+struct DiffArgs {
   std::string old_lock, new_lock, store_dir;
   bool exit_code = false;
 };
@@ -31,7 +31,7 @@ ImageBlobs store_blobs(const Store& store) {
   };
 }
 
-int run_diff(Globals& g, const Args& a) {
+int run_diff(Globals& g, const DiffArgs& a) {
   Lock old_lock = load_lock(a.old_lock).value_or_throw();
   Lock new_lock = load_lock(a.new_lock).value_or_throw();
   std::optional<Store> store;
@@ -63,7 +63,7 @@ CommandSpec diff_command() {
       "the locks differ; with --exit-code, 1 when they differ, as `git diff --exit-code`.",
       "gpubundle diff site-a.lock.json site-a-next.lock.json --store gpubundle-store",
       [](CLI::App& app, Globals& g) -> std::function<int()> {
-        auto a = std::make_shared<Args>();
+        auto a = std::make_shared<DiffArgs>();
         app.add_option("old", a->old_lock, "The lock the site runs now")->required();
         app.add_option("new", a->new_lock, "The lock to upgrade to")->required();
         app.add_option("--store", a->store_dir, "Size the images from this store (the bytes to ship); without it they are unknown");

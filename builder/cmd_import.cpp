@@ -21,7 +21,7 @@ std::filesystem::path default_kit_dir(const std::filesystem::path& bundle) {
   return bundle.parent_path() / (name + "-install-kit");
 }
 
-struct Args {
+struct ImportArgs {
   std::vector<std::string> bundles, pubkeys;
   std::string registry, keyring, registry_config, layout = "strip-host", out;
   int jobs = 8;
@@ -31,7 +31,7 @@ struct Args {
   PackageRepoSite repo_site;
 };
 
-int run_import(Globals& g, const Args& a) {
+int run_import(Globals& g, const ImportArgs& a) {
   ImportOptions o;
   o.site = kit::SiteRegistry::parse(a.registry).value_or_throw();
   o.layout = kit::parse_layout(a.layout).value_or_throw();
@@ -82,7 +82,7 @@ CommandSpec import_command() {
       "registry next to the bundle (or to -o DIR). Registry quirks (Harbor projects, Quay nesting, Zot media types): docs/site-registries.md.",
       "gpubundle import site-a.bundle --registry registry.site.internal:5000/gpu --pubkey release.pub",
       [](CLI::App& app, Globals& g) -> std::function<int()> {
-        auto a = std::make_shared<Args>();
+        auto a = std::make_shared<ImportArgs>();
         app.add_option("bundles", a->bundles, "Bundle file or all its volumes")->required();
         app.add_option("--registry", a->registry, "Site registry HOST[:PORT][/PREFIX]; http://HOST... for plain HTTP")->required();
         app.add_option("--pubkey", a->pubkeys, "Trusted public key (repeatable)");

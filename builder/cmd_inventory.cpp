@@ -14,11 +14,11 @@ namespace gb::cli {
 
 namespace {
 
-struct Args {
+struct InventoryArgs {
   std::string registry, store_dir, lock, bundle, registry_config, layout = "strip-host", out;
 };
 
-int run_inventory(Globals& g, const Args& a) {
+int run_inventory(Globals& g, const InventoryArgs& a) {
   if (a.registry.empty() == a.store_dir.empty()) throw Error(ErrorKind::Input, "inventory needs exactly one of --registry or --store");
   Inventory inv;
   if (!a.store_dir.empty()) {
@@ -55,7 +55,7 @@ CommandSpec inventory_command() {
       "Carry the file to the build machine: `bundle create --since INVENTORY` then ships only what is missing.",
       "gpubundle inventory --registry registry.site.internal:5000/gpu --bundle site-a.bundle -o site.inventory.json",
       [](CLI::App& app, Globals& g) -> std::function<int()> {
-        auto a = std::make_shared<Args>();
+        auto a = std::make_shared<InventoryArgs>();
         app.add_option("--registry", a->registry, "Site registry HOST[:PORT][/PREFIX]; http://HOST... for plain HTTP");
         app.add_option("--store", a->store_dir, "A gpubundle store folder instead of a registry");
         app.add_option("--lock", a->lock, "Walk the repositories this lock places at the site");

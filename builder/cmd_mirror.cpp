@@ -20,11 +20,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-int lock_wait_seconds() {
-  if (const char* env = std::getenv("GPUBUNDLE_LOCK_WAIT_S"); env && *env) return std::atoi(env);
-  return 10;
-}
-
 ProgressStyle progress_style(const Globals& g) {
   if (g.json) return ProgressStyle::Json;
   if (g.quiet) return ProgressStyle::None;
@@ -66,7 +61,7 @@ CommandSpec mirror_command() {
           copts.max_parallel = o->jobs;
           copts.max_per_host = o->jobs;
           auto source = registry_source(config, copts);
-          Store store = Store::open(g.store, StoreAccess::Exclusive, lock_wait_seconds()).value_or_throw();
+          Store store = Store::open(g.store, StoreAccess::Exclusive, store_lock_wait_seconds()).value_or_throw();
           if (const auto& sw = store.swept(); sw.temps_removed)
             log::info("removed " + std::to_string(sw.temps_removed) + " temp files of interrupted runs (" + human_bytes(sw.bytes_freed) + ")");
 

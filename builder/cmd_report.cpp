@@ -10,12 +10,12 @@ namespace gb::cli {
 
 namespace {
 
-struct Args {
+struct ReportArgs {
   std::vector<std::string> inputs;
   std::string kit, out;
 };
 
-int run_report(const Args& a) {
+int run_report(const ReportArgs& a) {
   if (a.inputs.empty() && a.kit.empty()) throw Error(ErrorKind::Input, "report needs result files or folders, or --kit DIR");
   std::vector<fs::path> inputs(a.inputs.begin(), a.inputs.end());
   report::Results results = report::load_results(inputs, a.kit).value_or_throw();
@@ -42,7 +42,7 @@ CommandSpec report_command() {
       "written, not whether the site passed. See docs/report.md.",
       "gpubundle report --kit site-a-install-kit results/ -o acceptance-report.html",
       [](CLI::App& app, Globals&) -> std::function<int()> {
-        auto a = std::make_shared<Args>();
+        auto a = std::make_shared<ReportArgs>();
         app.add_option("results", a->inputs, "Result files, or folders whose *.json files are read");
         app.add_option("--kit", a->kit, "The install kit folder; its manifest.json gives the identity and versions");
         app.add_option("-o,--output", a->out, "The HTML file to write")->required();

@@ -14,11 +14,6 @@ namespace gb::cli {
 
 namespace {
 
-int lock_wait_seconds() {
-  if (const char* env = std::getenv("GPUBUNDLE_LOCK_WAIT_S"); env && *env) return std::atoi(env);
-  return 10;
-}
-
 int store_ls(const Globals& g) {
   Store store = Store::open(g.store, StoreAccess::Read).value_or_throw();
   auto images = store.images().value_or_throw();
@@ -62,7 +57,7 @@ int store_ls(const Globals& g) {
 }
 
 int store_fsck(const Globals& g, bool repair) {
-  Store store = Store::open(g.store, repair ? StoreAccess::Exclusive : StoreAccess::Shared, lock_wait_seconds()).value_or_throw();
+  Store store = Store::open(g.store, repair ? StoreAccess::Exclusive : StoreAccess::Shared, store_lock_wait_seconds()).value_or_throw();
   auto rep = store.fsck(repair).value_or_throw();
   if (g.json) {
     nlohmann::json j = {{"ok", rep.problems.empty()}, {"blobs", rep.blobs},       {"bytes", rep.bytes},
@@ -81,7 +76,7 @@ int store_fsck(const Globals& g, bool repair) {
 }
 
 int store_gc(const Globals& g) {
-  Store store = Store::open(g.store, StoreAccess::Exclusive, lock_wait_seconds()).value_or_throw();
+  Store store = Store::open(g.store, StoreAccess::Exclusive, store_lock_wait_seconds()).value_or_throw();
   auto rep = store.gc().value_or_throw();
   // Temp files were already swept when the exclusive lock was taken: they count too.
   rep.temps_removed += store.swept().temps_removed;

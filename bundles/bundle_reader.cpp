@@ -61,8 +61,6 @@ std::string unsafe_reason(archive_entry* e) {
   return "";
 }
 
-std::string hex_of(const std::string& digest) { return digest.substr(digest.find(':') + 1); }
-
 std::uint64_t tar_number(const unsigned char* field, size_t len) {
   if (field[0] & 0x80) {  // base-256, for sizes past 8 GiB
     std::uint64_t v = field[0] & 0x7f;
@@ -165,7 +163,7 @@ Hashed hash(const HashJob& job) {
     if (auto r = zstd->finish(decoded); !r) decode_error = r.error().message;
   std::string blob_hex = own_content ? content.hex() : stored_hex;
   std::string why = !decode_error.empty()      ? decode_error
-                    : blob_hex == hex_of(head.blob) ? std::string()
+                    : blob_hex == digest_hex(head.blob) ? std::string()
                     : joined                   ? "content does not match its digest"
                                                : "content sha256 " + blob_hex + " does not match blob " + head.blob;
   if (!why.empty())

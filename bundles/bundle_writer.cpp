@@ -33,8 +33,6 @@ std::uint64_t round512(std::uint64_t n) { return (n + 511) / 512 * 512; }
 // Tar bytes an entry takes: header, data padded to blocks, room for a pax header.
 std::uint64_t tar_cost(std::uint64_t size) { return 512 + round512(size) + 1024; }
 
-std::string hex_of(const std::string& digest) { return digest.substr(digest.find(':') + 1); }
-
 // libarchive's reason, which may be null (a failed write callback sets none).
 Failure tar_error(archive* a) {
   const char* why = archive_error_string(a);
@@ -156,10 +154,10 @@ private:
         continue;
       }
       Entry e;
-      e.file.path = "oci/blobs/sha256/" + hex_of(digest);
+      e.file.path = "oci/blobs/sha256/" + digest_hex(digest);
       e.file.blob = digest;
       e.file.size = info.size;
-      e.file.sha256 = hex_of(digest);
+      e.file.sha256 = digest_hex(digest);
       e.disk = m_store.blob_path(digest);
       m_report.blob_bytes += info.size;
       ++m_report.blobs;
@@ -308,7 +306,7 @@ private:
         if (!r) return r;
         p.file.sha256 = h.hex();
       }
-      std::string expect = first.file.encoding.empty() && !first.file.blob.empty() ? hex_of(first.file.blob) : "";
+      std::string expect = first.file.encoding.empty() && !first.file.blob.empty() ? digest_hex(first.file.blob) : "";
       if (!expect.empty() && whole.hex() != expect)
         return op_error("store blob " + first.file.blob + " is corrupt: run `gpubundle store fsck`");
       i += count;

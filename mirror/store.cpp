@@ -167,10 +167,6 @@ Result<void> BlobWriter::publish() {
 
 namespace {
 
-std::string hex_of(std::string_view digest) {
-  return std::string(digest.substr(digest.find(':') == std::string_view::npos ? 0 : digest.find(':') + 1));
-}
-
 std::string join_platforms(const std::vector<std::string>& p) { return join(p, ","); }
 
 bool wanted_platform(const oci::Platform& p, const std::vector<std::string>& wanted) {
@@ -268,7 +264,7 @@ void Store::sweep() {
   }
 }
 
-fs::path Store::blob_path(std::string_view digest) const { return m_impl->root / "blobs" / "sha256" / hex_of(digest); }
+fs::path Store::blob_path(std::string_view digest) const { return m_impl->root / "blobs" / "sha256" / digest_hex(digest); }
 
 bool Store::has_blob(std::string_view digest, std::uint64_t size) const {
   if (!is_sha256_digest(digest)) return false;  // never a path outside blobs/sha256
@@ -636,7 +632,7 @@ Result<Store::GcReport> Store::gc() {
   auto live = reachable();
   if (!live) return live.error();
   std::set<std::string> keep;
-  for (const auto& d : *live) keep.insert(hex_of(d));
+  for (const auto& d : *live) keep.insert(digest_hex(d));
   bool own_lock = m_impl->access == StoreAccess::Exclusive;
   auto now = fs::file_time_type::clock::now();
   auto is_stale_temp = [&](const fs::directory_entry& e) {

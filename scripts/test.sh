@@ -26,7 +26,9 @@ hostile=${GPUBUNDLE_HOSTILE_JOBS:-1}
 # leaves their own programs out (a third of its compile time).
 skip=OFF only=()
 [[ $hostile == 0 ]] || { skip=ON; only=(-LE 'unit|hostile'); }
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUBUNDLE_SKIP_SANITIZED_SUITES=$skip >/dev/null
+# Unity builds of the libraries and the builder (CMakeLists.txt).
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUBUNDLE_UNITY=ON \
+  -DGPUBUNDLE_SKIP_SANITIZED_SUITES=$skip >/dev/null
 cmake --build "$build" -j "$(nproc)"
 asan="build-asan"
 if [[ $hostile != 0 ]]; then
@@ -35,7 +37,7 @@ if [[ $hostile != 0 ]]; then
   # the cores they leave idle.
   # One build serves both: every library carries ASan, UBSan and the fuzzer's
   # coverage hooks (harmless outside a fuzz target), which halves CI's build.
-  cmake -S . -B "$asan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUBUNDLE_FUZZ=ON \
+  cmake -S . -B "$asan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUBUNDLE_FUZZ=ON -DGPUBUNDLE_UNITY=ON \
     -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ >/dev/null
   # ninja itself (not cmake --build), so that killing it stops its compilers.
   nice -n 19 ninja -C "$asan" -j "$(nproc)" >"$asan/build.log" 2>&1 &

@@ -61,6 +61,11 @@ Result<std::string> sha256_file_hex(const std::filesystem::path& path) {
   return h.hex();
 }
 
+std::string digest_hex(std::string_view digest) {
+  auto colon = digest.find(':');
+  return std::string(colon == std::string_view::npos ? digest : digest.substr(colon + 1));
+}
+
 bool is_sha256_digest(std::string_view d) {
   if (d.size() != 71 || d.substr(0, 7) != "sha256:") return false;
   for (char c : d.substr(7))

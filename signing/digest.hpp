@@ -37,5 +37,7 @@ Result<std::string> sha256_file_hex(const std::filesystem::path& path);
 
 // True for "sha256:" followed by 64 lower-case hex digits.
 bool is_sha256_digest(std::string_view digest);
+// What follows the algorithm: "sha256:<hex>" gives "<hex>" (no ':' gives it all).
+std::string digest_hex(std::string_view digest);
 
 }  // namespace gb
