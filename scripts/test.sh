@@ -23,7 +23,7 @@ build=${GPUBUNDLE_BUILD_DIR:-build}
 hostile=${GPUBUNDLE_HOSTILE_JOBS:-1}
 # The suites labelled unit or hostile run once, in the sanitizer build below:
 # under ASan and UBSan they check more than here. This build runs the rest and
-# leaves their own programs out (a third of its compile time).
+# leaves their own programs out (a quarter of its compile time).
 skip=OFF only=()
 [[ $hostile == 0 ]] || { skip=ON; only=(-LE 'unit|hostile'); }
 # Unity builds of the libraries and the builder (CMakeLists.txt).
