@@ -74,7 +74,7 @@ TEST_CASE("a bundle round-trips and verifies", "[bundle]") {
   Fixture f;
   auto report = f.create(f.dir / "b.bundle");
   REQUIRE(report.volumes.size() == 1);
-  CHECK(report.blobs == 10);  // 3 top manifests + 1 child + 3 configs + 3 layers
+  CHECK(report.blobs == 11);  // 3 top manifests + the filtered index + 1 child + 3 configs + 3 layers
   CHECK(report.bytes_saved_by_zstd > 100000);  // the uncompressed tar layer
   auto r = f.verify({f.dir / "b.bundle"});
   INFO(problems(r));

@@ -243,6 +243,9 @@ TEST_CASE("index nesting deeper than the OCI limit is refused without recursion 
     }
     c.m.images[0].digest = sha256_digest(top);
     c.m.images[0].media_type = depth ? std::string(oci::k_oci_index) : std::string(oci::k_oci_manifest);
+    Lock lock = parse_lock(c.m.lock_json, "l").value_or_throw();  // the signed lock names what the bundle carries
+    lock.images[0].digest = sha256_digest(top);
+    c.m.lock_json = lock_to_json(lock);
     return c;
   };
   auto ok = verify_unsigned(nested(oci::k_max_index_depth).write(dir / "ok.bundle", 1));
