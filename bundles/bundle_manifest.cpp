@@ -181,7 +181,7 @@ Result<VolumeManifest> parse_volume_manifest(std::string_view text, const std::s
     if (!j.at("lock").is_object()) return op_error(label + ": lock is not an object");
     m.lock_json = j.at("lock").dump();
     for (const auto& i : list_field(j.at("images"), "images")) {
-      BundleImage img{i.at("ref").get<std::string>(), i.at("mediaType").get<std::string>(), digest_field(i.at("digest"), "images[].digest"), {}, {}};
+      BundleImage img{i.at("ref").get<std::string>(), i.at("mediaType").get<std::string>(), digest_field(i.at("digest"), "images[].digest"), {}, {}, {}};
       if (!oci::is_index(img.media_type) && !oci::is_manifest(img.media_type))
         return op_error(label + ": image " + img.ref + ": mediaType '" + img.media_type + "' is not a manifest or index type");
       for (const auto& p : list_field(i.at("platforms"), "images[].platforms")) img.platforms.push_back(p.get<std::string>());

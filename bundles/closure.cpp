@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/strings.hpp"
 #include "mirror/oci.hpp"
 #include "mirror/store.hpp"
 
@@ -57,11 +58,15 @@ Result<SiteImage> site_image_closure(const Store& store, const Lock& lock, const
     return op_error("image " + image.source + ": the store has " + stored->digest + " but the lock says " + image.digest +
                     ": run `gpubundle mirror` with this lock");
   SiteImage site{stored->digest, stored->media_type, {}, {}};
-  if (image.site_digest.empty()) {
+  auto whole = [&]() -> Result<SiteImage> {
     auto blobs = image_closure(store, image.source, stored->digest, stored->media_type, out);
     if (!blobs) return blobs.error();
     site.blobs = std::move(blobs.value());
     return site;
+  };
+  if (image.built || !oci::is_index(stored->media_type)) {
+    if (!image.site_digest.empty()) return op_error("image " + image.source + ": a siteDigest, but the store holds no index for it");
+    return whole();
   }
   auto bytes = store.read_blob(stored->digest);
   if (!bytes) return op_error("image " + image.source + ": index " + stored->digest + " is not in the store: run `gpubundle mirror`");
@@ -69,6 +74,12 @@ Result<SiteImage> site_image_closure(const Store& store, const Lock& lock, const
   if (!upstream) return op_error("image " + image.source + ": " + upstream.error().message);
   auto filtered = oci::site_index(*upstream, lock.platforms_of(image));
   if (!filtered) return op_error("image " + image.source + ": " + filtered.error().message);
+  if (!*filtered && image.site_digest.empty()) return whole();
+  // A lock mirrored before filtered indexes names none: its bundle would carry
+  // an index that registries refuse (docs/lock.md).
+  if (image.site_digest.empty())
+    return op_error("image " + image.source + ": the lock carries only " + join(lock.platforms_of(image), ", ") + " of index " +
+                    stored->digest + " but names no siteDigest for it: run `gpubundle mirror` with this lock, which records one");
   if (!*filtered || (*filtered)->digest != image.site_digest)
     return op_error("image " + image.source + ": its platforms give the site " +
                     (*filtered ? (*filtered)->digest : upstream->digest + " (the whole index)") + ", not the lock's siteDigest " +
