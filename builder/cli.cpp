@@ -79,6 +79,19 @@ int store_lock_wait_seconds() {
   return 10;
 }
 
+void add_platforms_option(CLI::App& app, bool& all) {
+  app.add_option_function<std::string>(
+         "--platforms",
+         [&all](const std::string& v) {
+           if (v != "all")
+             throw CLI::ValidationError("--platforms", "'" + v.substr(0, 80) +
+                                                           "': only 'all' is taken here; list platforms in the recipe's target.platforms");
+           all = true;
+         },
+         "all: every platform (and attestation) of each index, so the site keeps upstream digests; default: the lock's platforms")
+      ->type_name("all");
+}
+
 int run(int argc, char** argv) {
   CLI::App app{"gpubundle: make the NVIDIA GPU Operator installable on air-gapped Kubernetes sites"};
   app.footer("Exit codes: 0 ok, 1 operation failed, 2 bad usage or bad input.\nRun `gpubundle COMMAND --help` for a command's options and an example.");

@@ -58,6 +58,10 @@ int run(int argc, char** argv);
 // Seconds to wait for another process's lock on the store: GPUBUNDLE_LOCK_WAIT_S, default 10.
 int store_lock_wait_seconds();
 
+// --platforms all (mirror, build): carry every child of every index, so the
+// site keeps upstream digests; any other word is a usage error.
+void add_platforms_option(CLI::App& app, bool& all);
+
 // The keys a bundle reader trusts (--pubkey files plus a --keyring folder),
 // loaded into `storage`; nullptr with --insecure-skip-signature (warned).
 // Neither given is a usage error naming `command`.

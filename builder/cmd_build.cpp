@@ -65,6 +65,7 @@ CommandSpec build_command() {
         app.add_option("--split", q->split, "Largest volume size, e.g. 4G, 700M");
         app.add_option("--since", q->since, "Inventory, lock or bundle the site already has: ship only what is missing");
         app.add_option("-j,--jobs", q->jobs, "Parallel blob transfers (default 8)");
+        add_platforms_option(app, q->all_platforms);
         app.add_option("--installer", q->installer,
                        "NVIDIA-Linux-*.run (or its extracted folder): build precompiled driver images, or bake a node overlay (driver.mode host)");
         app.add_option("--kernel-build", q->kernel_builds, "Kernel build tree (/lib/modules/<kver>/build), repeatable");

@@ -103,6 +103,7 @@ int inspect(Globals& g, const std::string& file) {
       std::uint64_t s = 0;
       for (const auto& b : img.blobs) s += size_of[b];
       j["images"].push_back({{"ref", img.ref}, {"digest", img.digest}, {"platforms", img.platforms}, {"bytes", s}});
+      if (!img.upstream_digest.empty()) j["images"].back()["upstreamDigest"] = img.upstream_digest;
     }
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
@@ -124,7 +125,9 @@ int inspect(Globals& g, const std::string& file) {
   for (const auto& img : m.images) {
     std::uint64_t s = 0;
     for (const auto& b : img.blobs) s += size_of[b];
-    std::printf("  %10s  %s\n", human_bytes(s).c_str(), img.ref.c_str());
+    // A filtered index (docs/bundle-format.md) says which platforms it keeps.
+    std::string filtered = img.upstream_digest.empty() ? "" : "  (" + join(img.platforms, ", ") + " of a multi-arch index)";
+    std::printf("  %10s  %s%s\n", human_bytes(s).c_str(), img.ref.c_str(), filtered.c_str());
   }
   return 0;
 }

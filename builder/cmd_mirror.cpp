@@ -35,7 +35,8 @@ CommandSpec mirror_command() {
       "Given a recipe, takes its chart (--chart, else operator.chart: a folder, a .tgz, a Helm HTTP repository or oci://), "
       "keeps it in STORE/charts and resolves the image list; given a lock, uses it and stores the chart it names. Checks that every image and "
       "platform exists before downloading any blob and names every missing reference. Indexes are copied sparsely: "
-      "the index bytes stay intact but only the lock's platforms are fetched. Blobs already in the store are not "
+      "the index bytes stay intact but only the lock's platforms (and their attestations) are fetched; the site then gets an index of "
+      "those alone, whose digest the lock records as siteDigest. --platforms all fetches every child and keeps upstream digests. Blobs already in the store are not "
       "fetched again. Writes the digests into the lock (-o; default <recipe folder>/<metadata.name>.lock.json, the lock `bundle create RECIPE` "
       "reads, or the lock in place; docs/lock.md). "
       "With --locked, fails when an upstream digest differs from the lock.",
@@ -45,12 +46,14 @@ CommandSpec mirror_command() {
           std::string input, registry_config, out, chart;
           int jobs = 8;
           bool locked = false;
+          bool all_platforms = false;
         };
         auto o = std::make_shared<Opts>();
         app.add_option("input", o->input, "Recipe (YAML) or lock (JSON)")->required();
         app.add_option("--registry-config", o->registry_config, "Per-host mirrors, TLS and credentials (YAML, docs/registries.md)");
         app.add_option("-j,--jobs", o->jobs, "Parallel transfers (default 8)")->check(CLI::Range(1, 64));
         app.add_flag("--locked", o->locked, "Refuse when an upstream digest differs from the lock");
+        add_platforms_option(app, o->all_platforms);
         app.add_option("-o,--output", o->out, "Write the lock with digests here");
         app.add_option("--chart", o->chart, "Chart .tgz or folder; overrides the recipe's operator.chart");
         return [&g, o]() -> int {
@@ -100,6 +103,7 @@ CommandSpec mirror_command() {
           MirrorOptions mopts;
           mopts.jobs = o->jobs;
           mopts.locked = o->locked;
+          mopts.all_platforms = o->all_platforms;
           MirrorSummary s = mirror_images(lock, store, *source, *progress, mopts).value_or_throw();
           write_atomic(out, lock_to_json(lock)).value_or_throw();
 

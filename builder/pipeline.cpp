@@ -106,6 +106,7 @@ BuildSummary run_build(const BuildRequest& q, const std::filesystem::path& store
   auto mirrored = step(s, "mirror", "check the registry config and credentials; a re-run continues where this stopped", [&] {
     MirrorOptions mo;
     mo.jobs = q.jobs;
+    mo.all_platforms = q.all_platforms;
     return mirror_images(lock, store, *source, progress, mo).value_or_throw();
   });
   s.bytes_downloaded = mirrored.bytes_downloaded;

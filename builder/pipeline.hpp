@@ -27,6 +27,7 @@ struct BuildRequest {
   std::string split;
   std::filesystem::path since;
   int jobs = 8;
+  bool all_platforms = false;  // --platforms all (mirror/mirror.hpp MirrorOptions)
   // With an installer: driver images (precompiled mode) or a baked node overlay (host mode).
   std::filesystem::path installer;
   std::vector<std::filesystem::path> kernel_builds, kernel_headers;

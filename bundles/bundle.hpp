@@ -27,13 +27,19 @@
 //     "volume": {"index": 1, "count": N},
 //     "delta": null | {"base": "<what it was made against>", "omitted": ["sha256:..."]},
 //     "lock": { ...the lock... },
-//     "images": [{"ref", "mediaType", "digest", "platforms": [], "blobs": ["sha256:..."]}],
+//     "images": [{"ref", "mediaType", "digest", "upstreamDigest"?, "platforms": [], "blobs": ["sha256:..."]}],
 //     "files": [{"path", "size", "sha256", "volume", "blob": "sha256:..." | null,
 //                "encoding": "zstd" | null, "part": [n, of] | null}]
 //   }
 // "files" lists the entries of every volume, so any one volume knows the whole
 // bundle; each volume's own entries are those with its "volume" index. "size"
-// and "sha256" are of the bytes stored in the tar. "images[].blobs" is each
+// and "sha256" are of the bytes stored in the tar. "images[].digest" is what
+// import pushes under the image's tag. Where the bundle carries only some
+// children of an upstream index, that is the filtered index
+// (mirror/oci.hpp site_index), "upstreamDigest" names the upstream index,
+// and both travel: a reader makes the filtered index again from the upstream
+// one and the image's platforms, and refuses the bundle unless the bytes
+// agree and the lock says the same two digests. "images[].blobs" is each
 // image's closure (manifests, configs, layers); in a delta, blobs the site
 // already has are in "delta.omitted" and in no volume, except manifests and
 // the blobs of node overlays (lock component nodeOverlay), which always
@@ -103,9 +109,10 @@ struct BundleFile {
 struct BundleImage {
   std::string ref;
   std::string media_type;
-  std::string digest;
+  std::string digest;  // what the site gets under the tag
   std::vector<std::string> platforms;
   std::vector<std::string> blobs;
+  std::string upstream_digest;  // the upstream index, when `digest` is its filtered index
 };
 
 struct VolumeManifest {

@@ -30,8 +30,10 @@ std::string manifest_to_json(const VolumeManifest& m) {
   j["delta"] = m.delta ? json{{"base", m.delta_base}, {"omitted", m.omitted}} : json(nullptr);
   j["lock"] = m.lock_json.empty() ? json::object() : json::parse(m.lock_json);
   json images = json::array();
-  for (const auto& i : m.images)
+  for (const auto& i : m.images) {
     images.push_back({{"ref", i.ref}, {"mediaType", i.media_type}, {"digest", i.digest}, {"platforms", i.platforms}, {"blobs", i.blobs}});
+    if (!i.upstream_digest.empty()) images.back()["upstreamDigest"] = i.upstream_digest;
+  }
   j["images"] = images;
   json files = json::array();
   for (const auto& f : m.files) {
@@ -184,6 +186,13 @@ Result<VolumeManifest> parse_volume_manifest(std::string_view text, const std::s
         return op_error(label + ": image " + img.ref + ": mediaType '" + img.media_type + "' is not a manifest or index type");
       for (const auto& p : list_field(i.at("platforms"), "images[].platforms")) img.platforms.push_back(p.get<std::string>());
       for (const auto& b : list_field(i.at("blobs"), "images[].blobs")) img.blobs.push_back(digest_field(b, "image " + img.ref + " blob"));
+      if (i.contains("upstreamDigest")) {
+        img.upstream_digest = digest_field(i.at("upstreamDigest"), "image " + img.ref + " upstreamDigest");
+        if (img.upstream_digest == img.digest || !oci::is_index(img.media_type))
+          return op_error(label + ": image " + img.ref + ": upstreamDigest is only for an index the bundle filtered");
+        if (std::find(img.blobs.begin(), img.blobs.end(), img.upstream_digest) == img.blobs.end())
+          return op_error(label + ": image " + img.ref + ": upstreamDigest " + img.upstream_digest + " is not among its blobs");
+      }
       m.images.push_back(std::move(img));
     }
     for (const auto& f : list_field(j.at("files"), "files")) {

@@ -473,6 +473,56 @@ private:
     }
     std::set<std::string> omitted(m.omitted.begin(), m.omitted.end());
     for (const auto& img : m.images) closure(img, present, omitted);
+    for (const auto& img : m.images)
+      if (!img.upstream_digest.empty()) filtered(img, present);
+    agrees_with_lock(m);
+  }
+
+  // A filtered index must be what its upstream index and platforms make
+  // (mirror/oci.hpp site_index): the site can then trust its children by
+  // their upstream digests, and the index by the signature over both.
+  void filtered(const BundleImage& img, const std::set<std::string>& present) {
+    const std::string& up = img.upstream_digest;
+    if (!present.count(up)) {
+      problem("image " + img.ref + ": upstream index " + up + " is missing from the bundle");
+      return;
+    }
+    const std::string* json = manifest_text(up);
+    if (!json) {
+      if (!m_failed.count(up)) problem("image " + img.ref + ": upstream index " + up + " could not be read");
+      return;
+    }
+    auto upstream = oci::parse_manifest(*json, img.media_type);
+    if (!upstream || !upstream->index()) {
+      problem("image " + img.ref + ": upstream " + up + " is not an index" + (upstream ? "" : ": " + upstream.error().message));
+      return;
+    }
+    auto site = oci::site_index(*upstream, img.platforms);
+    if (!site) problem("image " + img.ref + ": " + site.error().message);
+    else if (!*site || (*site)->digest != img.digest)
+      problem("image " + img.ref + ": index " + img.digest + " is not what upstream index " + up + " filtered to " +
+              join(img.platforms, ", ") + " gives (" + (*site ? (*site)->digest : "the whole index") + ")");
+  }
+
+  // The signed lock and the images list name the same digests: the lock's
+  // digest upstream, its siteDigest (or digest) what the bundle pushes.
+  void agrees_with_lock(const VolumeManifest& m) {
+    auto lock = parse_lock(m.lock_json, "bundle lock");
+    if (!lock) {
+      problem("bundle " + m.bundle_id + ": " + lock.error().message);
+      return;
+    }
+    for (const auto& img : m.images) {
+      const LockImage* li = lock->find(img.ref);
+      if (!li) {
+        problem("image " + img.ref + " is not in the bundle's lock");
+        continue;
+      }
+      const std::string& upstream = img.upstream_digest.empty() ? img.digest : img.upstream_digest;
+      if (li->at_site() != img.digest || li->digest != upstream)
+        problem("image " + img.ref + ": the bundle carries " + img.digest + (img.upstream_digest.empty() ? "" : " filtered from " + upstream) +
+                " but its lock says " + li->at_site() + (li->site_digest.empty() ? "" : " filtered from " + li->digest));
+    }
   }
 
   // Walks an image's manifests without recursion: nesting is bounded by
@@ -510,7 +560,12 @@ private:
         }
         bool any = false;
         for (const auto& child : parsed->manifests) {
-          if (!listed.count(child.digest)) continue;  // a platform this bundle does not carry
+          if (!listed.count(child.digest)) {
+            // A filtered index names only what travels; an upstream one may be sparse.
+            if (t.digest == img.digest && !img.upstream_digest.empty())
+              problem("image " + img.ref + ": index " + t.digest + " names " + child.digest + ", which the bundle does not list");
+            continue;
+          }
           any = true;
           todo.push_back({child.digest, child.media_type, t.depth + 1});
         }

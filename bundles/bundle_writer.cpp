@@ -76,17 +76,14 @@ private:
     for (const auto& li : m_lock.images) {
       if (li.digest.empty())
         return op_error("lock image " + li.source + " has no digest: run `gpubundle mirror` first");
-      auto stored = m_store.find_image(li.source);
-      if (!stored) return op_error("image " + li.source + " is not in the store " + m_store.root().string() + ": run `gpubundle mirror`");
-      if (stored->digest != li.digest)
-        return op_error("image " + li.source + ": the store has " + stored->digest + " but the lock says " + li.digest +
-                        ": run `gpubundle mirror` with this lock");
-      auto blobs = image_closure(m_store, li.source, stored->digest, stored->media_type, m_blobs);
-      if (!blobs) return blobs.error();
+      auto site = site_image_closure(m_store, m_lock, li, m_blobs);
+      if (!site) return site.error();
+      auto& blobs = site->blobs;
       // A node overlay is exported from this bundle alone (node-image export): a delta never leaves its blobs out.
       if (std::find(li.components.begin(), li.components.end(), k_node_overlay_component) != li.components.end())
-        m_whole.insert(blobs->begin(), blobs->end());
-      BundleImage image{li.source, stored->media_type, stored->digest, li.platforms, std::move(blobs.value())};
+        m_whole.insert(blobs.begin(), blobs.end());
+      if (!site->index_bytes.empty()) m_made[site->digest] = std::move(site->index_bytes);
+      BundleImage image{li.source, site->media_type, site->digest, m_lock.platforms_of(li), std::move(blobs), li.site_digest.empty() ? "" : li.digest};
       std::sort(image.blobs.begin(), image.blobs.end());
       m_images.push_back(std::move(image));
     }
@@ -161,7 +158,11 @@ private:
       e.disk = m_store.blob_path(digest);
       m_report.blob_bytes += info.size;
       ++m_report.blobs;
-      if (m_o.compress && compressible(info.media_type) && info.size >= k_zstd_min_blob && info.size <= k_max_zstd_content &&
+      if (auto made = m_made.find(digest); made != m_made.end()) {  // a filtered index: in no store
+        e.memory = made->second;
+        e.from_memory = true;
+        e.disk.clear();
+      } else if (m_o.compress && compressible(info.media_type) && info.size >= k_zstd_min_blob && info.size <= k_max_zstd_content &&
           zstd_held + info.size <= k_zstd_budget) {
         auto raw = m_store.read_blob(digest);
         if (!raw) return raw.error();
@@ -474,6 +475,7 @@ private:
   std::map<std::string, ClosureBlob> m_blobs;
   std::vector<std::string> m_omitted;
   std::set<std::string> m_whole;  // blobs a delta still carries
+  std::map<std::string, std::string> m_made;  // filtered indexes, by digest (bundles/closure.hpp)
   std::vector<Entry> m_entries;
   int m_volumes = 1;
   std::int64_t m_mtime = 0;

@@ -50,4 +50,42 @@ Result<std::vector<std::string>> image_closure(const Store& store, const std::st
   return order;
 }
 
+Result<SiteImage> site_image_closure(const Store& store, const Lock& lock, const LockImage& image, std::map<std::string, ClosureBlob>& out) {
+  auto stored = store.find_image(image.source);
+  if (!stored) return op_error("image " + image.source + " is not in the store " + store.root().string() + ": run `gpubundle mirror`");
+  if (stored->digest != image.digest)
+    return op_error("image " + image.source + ": the store has " + stored->digest + " but the lock says " + image.digest +
+                    ": run `gpubundle mirror` with this lock");
+  SiteImage site{stored->digest, stored->media_type, {}, {}};
+  if (image.site_digest.empty()) {
+    auto blobs = image_closure(store, image.source, stored->digest, stored->media_type, out);
+    if (!blobs) return blobs.error();
+    site.blobs = std::move(blobs.value());
+    return site;
+  }
+  auto bytes = store.read_blob(stored->digest);
+  if (!bytes) return op_error("image " + image.source + ": index " + stored->digest + " is not in the store: run `gpubundle mirror`");
+  auto upstream = oci::parse_manifest(std::move(bytes.value()), stored->media_type);
+  if (!upstream) return op_error("image " + image.source + ": " + upstream.error().message);
+  auto filtered = oci::site_index(*upstream, lock.platforms_of(image));
+  if (!filtered) return op_error("image " + image.source + ": " + filtered.error().message);
+  if (!*filtered || (*filtered)->digest != image.site_digest)
+    return op_error("image " + image.source + ": its platforms give the site " +
+                    (*filtered ? (*filtered)->digest : upstream->digest + " (the whole index)") + ", not the lock's siteDigest " +
+                    image.site_digest + ": run `gpubundle mirror` with this lock");
+  const oci::Manifest& index = **filtered;
+  site.digest = index.digest;
+  site.index_bytes = index.bytes;
+  out[upstream->digest] = {upstream->bytes.size(), upstream->media_type, true};
+  out[index.digest] = {index.bytes.size(), index.media_type, true};
+  site.blobs = {index.digest, upstream->digest};
+  for (const auto& child : index.manifests) {
+    auto blobs = image_closure(store, image.source, child.digest, child.media_type, out);
+    if (!blobs) return blobs.error();
+    for (auto& d : blobs.value())
+      if (std::find(site.blobs.begin(), site.blobs.end(), d) == site.blobs.end()) site.blobs.push_back(std::move(d));
+  }
+  return site;
+}
+
 }  // namespace gb

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "recipes/lock.hpp"
 
 namespace gb {
 
@@ -23,5 +24,18 @@ struct ClosureBlob {
 // them in walk order. Fails naming `ref` when the store lacks one.
 Result<std::vector<std::string>> image_closure(const Store& store, const std::string& ref, const std::string& digest,
                                                const std::string& media_type, std::map<std::string, ClosureBlob>& out);
+
+// One lock image as the site gets it. Without a siteDigest: image_closure of
+// the stored digest. With one: the filtered index made again from the stored
+// upstream index and the image's platforms (mirror/oci.hpp site_index), which
+// must hash to the lock's siteDigest, then the upstream index and the closure
+// of each carried child, nothing else the store may hold of that index.
+struct SiteImage {
+  std::string digest;      // what the site gets: lock at_site()
+  std::string media_type;
+  std::string index_bytes;  // the filtered index, when there is one (it is in no store)
+  std::vector<std::string> blobs;  // walk order
+};
+Result<SiteImage> site_image_closure(const Store& store, const Lock& lock, const LockImage& image, std::map<std::string, ClosureBlob>& out);
 
 }  // namespace gb

@@ -18,11 +18,11 @@ Result<std::set<std::string>> blobs_site_has(const std::string& since, const Sto
     if (*inventory) return std::move((*inventory)->blobs);
     auto old = parse_lock(text.value(), since);
     if (!old) return input_error(since + ": neither an inventory nor a lock: " + old.error().message);
+    // What the site got of each: a filtered index's children only, never
+    // other platforms the store may hold of the same index.
     for (const auto& img : old->images) {
-      auto stored = store.find_image(img.source);
-      if (!stored || stored->digest != img.digest) continue;
       std::map<std::string, ClosureBlob> blobs;
-      if (image_closure(store, img.source, stored->digest, stored->media_type, blobs))
+      if (site_image_closure(store, *old, img, blobs))
         for (const auto& [d, b] : blobs) have.insert(d);
     }
     return have;

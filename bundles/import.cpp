@@ -64,6 +64,7 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
     Reference tagged;
     std::vector<std::string> manifests;  // children first, top last
     std::vector<std::string> others;
+    bool sparse = false;  // an index naming children the bundle lacks (bundles before filtered indexes)
   };
   std::vector<Plan> plans;
   std::map<std::string, std::string> manifest_media;  // digest -> media type
@@ -87,9 +88,13 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
       auto parsed = oci::parse_manifest(bytes.value(), media);
       if (!parsed) return op_error("image " + img.ref + ": " + parsed.error().message);
       if (parsed->index()) {
-        for (const auto& c : parsed->manifests)
-          if (std::find(img.blobs.begin(), img.blobs.end(), c.digest) != img.blobs.end())
-            if (auto r = walk(c.digest, c.media_type, depth + 1); !r) return r;
+        for (const auto& c : parsed->manifests) {
+          if (std::find(img.blobs.begin(), img.blobs.end(), c.digest) == img.blobs.end()) {
+            p.sparse = true;
+            continue;
+          }
+          if (auto r = walk(c.digest, c.media_type, depth + 1); !r) return r;
+        }
       } else {
         p.others.push_back(parsed->config.digest);
         for (const auto& l : parsed->layers) p.others.push_back(l.digest);
@@ -342,8 +347,13 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
         ++report.manifests_present;
         continue;
       }
-      if (auto put = client.put_manifest(ref, manifest_media.at(d), manifest_bytes.at(d)); !put)
-        return op_error(ref.str() + ": " + put.error().message);
+      if (auto put = client.put_manifest(ref, manifest_media.at(d), manifest_bytes.at(d)); !put) {
+        std::string hint;
+        if (p.sparse && k + 1 == first_manifest[i + 1])
+          hint = "; this bundle carries index " + d + " without some of its platforms, which registries that check an index's "
+                 "manifests refuse: make the bundle again with this gpubundle, which sends a filtered index (docs/lock.md)";
+        return op_error(ref.str() + ": " + put.error().message + hint);
+      }
       std::lock_guard l(report_mu);
       ++report.manifests_pushed;
     }

@@ -97,7 +97,7 @@ Result<std::vector<Placement>> place_images(const Lock& lock, const SiteRegistry
     p.image = &image;
     p.source = *src;
     p.destination = site_reference(*src, site, layout);
-    if (!image.digest.empty()) p.destination.digest = image.digest;
+    if (!image.digest.empty()) p.destination.digest = image.at_site();  // a filtered index, where only some platforms travel
     auto [it, fresh] = owner.emplace(p.destination.name(), src->name());
     if (!fresh && it->second != src->name()) {
       problems.push_back("images " + it->second + " and " + src->name() + " would both land on " + p.destination.name() +
@@ -369,7 +369,8 @@ std::string manifest_json(const Lock& lock, const std::vector<Placement>& placem
     if (!tagged.tag.empty()) tagged.digest.clear();
     json i = {{"source", p.image->source},
               {"destination", tagged.str()},
-              {"digest", p.image->digest},
+              {"digest", p.image->at_site()},
+              {"upstreamDigest", p.image->digest},
               {"platforms", p.image->platforms},
               {"components", p.image->components},
               {"origin", origin_word(*p.image)}};

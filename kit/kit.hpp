@@ -39,9 +39,11 @@
 //     "recipe": {name, sha256},
 //     "target": {gpus[], os, osTag, kernels[], platforms[]},
 //     "driver": {mode, version, branch, kernelModuleType, usePrecompiled},
-//     "images": [{source, destination, digest, platforms[], components[], origin, size?}],
+//     "images": [{source, destination, digest, upstreamDigest, platforms[], components[], origin, size?}],
 //     "files": [kit file paths] }
-// images are in lock order (sorted by source); destination is the tag reference
+// images are in lock order (sorted by source); digest is what the site
+// registry holds (the lock's siteDigest, else its digest), the one the values
+// pin; upstreamDigest is the lock's digest; destination is the tag reference
 // (or digest reference when the source has no tag); size appears only when the
 // caller knows it (a bundle), never guessed.
 

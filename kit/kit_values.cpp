@@ -216,7 +216,7 @@ Result<std::string> make_values_yaml(const Lock& lock, const Chart& chart, const
 
   for (const auto& p : *placements) {
     const std::string& tag = p.source.tag;
-    const std::string& digest = p.image->digest;
+    const std::string& digest = p.image->at_site();
     for (const auto& c : p.image->components) {
       if (c == "extraImages") continue;  // mirrored for workloads (verify.sh); no values key
       if (c == k_node_overlay_component) continue;  // for node image pipelines; no values key

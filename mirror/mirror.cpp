@@ -54,9 +54,8 @@ struct ImagePlan {
   std::vector<oci::Descriptor> blobs;   // configs and layers
   std::vector<std::string> problems;
   std::uint64_t bytes = 0;
+  std::string site_digest;  // the filtered index, when only some children travel
 };
-
-bool is_attestation(const oci::Descriptor& d) { return d.platform.os == "unknown" || d.platform.architecture == "unknown"; }
 
 // Reads a manifest from the store when present, else from the source; checks its digest.
 Result<oci::Manifest> load_manifest(Store& store, ImageSource& source, const Reference& repo, const oci::Descriptor& d) {
@@ -127,35 +126,41 @@ void check_image(ImagePlan& plan, Store& store, ImageSource& source, const std::
   plan.bytes = plan.top.bytes.size();
   std::vector<const oci::Manifest*> images;
   if (plan.top.index()) {
-    std::set<std::string> taken;
-    for (const auto& want : plan.platforms) {
-      std::vector<const oci::Descriptor*> hits;
+    std::vector<std::string> missing;
+    auto carried = oci::carried_children(plan.top, plan.platforms, &missing);
+    if (!missing.empty()) {
+      std::vector<std::string> has;
       for (const auto& c : plan.top.manifests)
-        if (!is_attestation(c) && c.platform.matches(want)) hits.push_back(&c);
-      if (hits.empty()) {
-        std::vector<std::string> has;
-        for (const auto& c : plan.top.manifests)
-          if (!is_attestation(c)) has.push_back(c.platform.str());
+        if (!oci::is_attestation(c)) has.push_back(c.platform.str());
+      for (const auto& want : missing)
         plan.problems.push_back(src + ": no " + want + " in its index (has " + (has.empty() ? "none" : join(has, ", ")) + ")");
+      return;
+    }
+    std::set<std::string> taken;
+    for (const auto* c : carried) {
+      std::string what = oci::is_attestation(*c) ? "attestation " + c->digest : c->platform.str();
+      if (!taken.insert(c->digest).second) continue;
+      if (!is_sha256_digest(c->digest)) {  // never into a URL or a store path
+        plan.problems.push_back(src + " (" + what + "): unsupported child digest '" + c->digest.substr(0, 80) + "'");
         continue;
       }
-      for (const auto* c : hits) {
-        if (!taken.insert(c->digest).second) continue;
-        if (!is_sha256_digest(c->digest)) {  // never into a URL or a store path
-          plan.problems.push_back(src + " (" + want + "): unsupported child digest '" + c->digest.substr(0, 80) + "'");
-          continue;
-        }
-        auto m = load_manifest(store, source, plan.ref, *c);
-        if (!m) {
-          plan.problems.push_back(src + " (" + want + "): " + m.error().message);
-          continue;
-        }
-        if (m->index()) {
-          plan.problems.push_back(src + " (" + want + "): nested index " + c->digest + " is not supported");
-          continue;
-        }
-        plan.children.push_back(std::move(m).value());
+      auto m = load_manifest(store, source, plan.ref, *c);
+      if (!m) {
+        plan.problems.push_back(src + " (" + what + "): " + m.error().message);
+        continue;
       }
+      if (m->index()) {
+        plan.problems.push_back(src + " (" + what + "): nested index " + c->digest + " is not supported");
+        continue;
+      }
+      plan.children.push_back(std::move(m).value());
+    }
+    // A registry refuses an index naming manifests it lacks: the site gets
+    // one naming only what travels (mirror/oci.hpp filter_index).
+    if (plan.problems.empty()) {
+      auto site = oci::site_index(plan.top, plan.platforms);
+      if (!site) plan.problems.push_back(src + ": " + site.error().message);
+      else if (*site) plan.site_digest = (*site)->digest;
     }
     for (const auto& c : plan.children) images.push_back(&c);
   } else {
@@ -205,8 +210,8 @@ Result<MirrorSummary> mirror_images(Lock& lock, Store& store, ImageSource& sourc
       continue;
     }
     p.ref = *ref;
-    p.platforms = li.platforms.empty() ? lock.platforms : li.platforms;
-    if (p.platforms.empty()) p.platforms = {"linux/amd64"};
+    if (options.all_platforms) li.platforms = {std::string(oci::k_all_platforms)};
+    p.platforms = lock.platforms_of(li);
     plans.push_back(std::move(p));
   }
   if (!bad_refs.empty()) {
@@ -315,6 +320,7 @@ Result<MirrorSummary> mirror_images(Lock& lock, Store& store, ImageSource& sourc
   if (auto r = store.publish(published); !r) return r.error();
   for (auto& p : plans) {
     p.entry->digest = p.top.digest;
+    p.entry->site_digest = p.site_digest;
     bool up_to_date = std::none_of(p.blobs.begin(), p.blobs.end(), [&](const oci::Descriptor& b) { return wanted.count(b.digest) > 0; });
     summary.images.push_back({p.entry->source, p.top.digest, p.top.media_type, p.bytes, up_to_date});
   }

@@ -12,7 +12,8 @@
 //   2. fetch: manifests are stored; configs and layers not already in the
 //      store are fetched once each (shared blobs deduplicated), in parallel.
 //   3. publish: index.json entries (after every blob is durable), then the
-//      catalog rows. The lock gets the digests.
+//      catalog rows. The lock gets the digests: the upstream one, and the
+//      filtered index's (siteDigest) where only some children travel.
 
 #include <cstdint>
 #include <functional>
@@ -49,6 +50,9 @@ std::unique_ptr<ImageSource> registry_source(RegistryConfig config, ClientOption
 struct MirrorOptions {
   int jobs = 8;
   bool locked = false;  // refuse when an upstream digest differs from the lock
+  // Carry every child of every index (attestations too): each upstream
+  // image's lock platforms become ["all"], and the site keeps upstream digests.
+  bool all_platforms = false;
 };
 
 struct MirrorImageResult {

@@ -1,5 +1,8 @@
 #include "mirror/oci.hpp"
 
+#include <algorithm>
+#include <set>
+
 #include <nlohmann/json.hpp>
 
 #include "common/strings.hpp"
@@ -36,6 +39,8 @@ bool Platform::matches(std::string_view wanted) const {
   }
   return true;
 }
+
+bool is_attestation(const Descriptor& d) { return d.platform.os == "unknown" || d.platform.architecture == "unknown"; }
 
 namespace {
 
@@ -144,6 +149,61 @@ Result<Manifest> parse_manifest(std::string bytes, std::string_view media_type) 
   }
   m.bytes = std::move(bytes);
   return m;
+}
+
+std::vector<const Descriptor*> carried_children(const Manifest& index, const std::vector<std::string>& platforms,
+                                                std::vector<std::string>* missing) {
+  bool all = std::find(platforms.begin(), platforms.end(), k_all_platforms) != platforms.end();
+  std::set<std::string> picked;
+  for (const auto& want : platforms) {
+    if (want == k_all_platforms) continue;
+    bool hit = false;
+    for (const auto& c : index.manifests)
+      if (!is_attestation(c) && c.platform.matches(want)) {
+        picked.insert(c.digest);
+        hit = true;
+      }
+    if (!hit && missing && !all) missing->push_back(want);
+  }
+  std::vector<const Descriptor*> out;
+  for (const auto& c : index.manifests) {
+    bool take = all || (!is_attestation(c) && picked.count(c.digest));
+    if (!take && is_attestation(c)) {
+      auto a = c.annotations.find(k_reference_digest_annotation);
+      take = a != c.annotations.end() && picked.count(a->second);
+    }
+    if (take) out.push_back(&c);
+  }
+  return out;
+}
+
+Result<std::optional<Manifest>> filter_index(const Manifest& index, const std::vector<std::string>& carried) {
+  if (!index.index()) return input_error("manifest " + index.digest + " is not an index");
+  std::set<std::string> keep(carried.begin(), carried.end());
+  bool every = std::all_of(index.manifests.begin(), index.manifests.end(), [&](const Descriptor& d) { return keep.count(d.digest); });
+  if (every) return std::optional<Manifest>();
+  json j;
+  try {
+    j = json::parse(index.bytes);
+  } catch (const json::exception& e) {
+    return input_error("index " + index.digest + " is not valid JSON: " + e.what());
+  }
+  json kept = json::array();
+  for (const auto& entry : j.at("manifests")) {
+    auto d = entry.find("digest");
+    if (d != entry.end() && d->is_string() && keep.count(d->get<std::string>())) kept.push_back(entry);
+  }
+  if (kept.empty()) return input_error("index " + index.digest + ": none of its manifests is carried");
+  j["manifests"] = std::move(kept);
+  auto m = parse_manifest(j.dump(), index.media_type);
+  if (!m) return m.error();
+  return std::optional<Manifest>(std::move(m.value()));
+}
+
+Result<std::optional<Manifest>> site_index(const Manifest& index, const std::vector<std::string>& platforms) {
+  std::vector<std::string> carried;
+  for (const auto* d : carried_children(index, platforms)) carried.push_back(d->digest);
+  return filter_index(index, carried);
 }
 
 }  // namespace gb::oci

@@ -1,10 +1,14 @@
 #pragma once
 // OCI and Docker manifest types. Manifests are kept as the exact bytes the
 // registry served: digests are over those bytes, so nothing here ever
-// re-serialises a manifest that will be stored or pushed.
+// re-serialises a manifest that will be stored or pushed. The one document
+// made here is the filtered index (filter_index below), a new index with a
+// new digest, made the same way everywhere so that anyone holding the
+// upstream index can make it again.
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -51,6 +55,16 @@ struct Descriptor {
   std::map<std::string, std::string> annotations;  // kept for index.json
 };
 
+// The word a platform list holds to ask for every child of an index,
+// attestations and platforms the recipe never names included.
+inline constexpr std::string_view k_all_platforms = "all";
+
+// buildx attestation manifests: an index entry of platform unknown/unknown
+// whose annotations name the image manifest it attests.
+inline constexpr const char* k_reference_type_annotation = "vnd.docker.reference.type";
+inline constexpr const char* k_reference_digest_annotation = "vnd.docker.reference.digest";
+bool is_attestation(const Descriptor& d);
+
 // A parsed manifest or index. `bytes` are the served bytes, verbatim.
 struct Manifest {
   std::string media_type;
@@ -66,5 +80,27 @@ struct Manifest {
 // mediaType wins when present). Computes the digest. Refuses more than
 // k_max_manifest_bytes.
 Result<Manifest> parse_manifest(std::string bytes, std::string_view media_type);
+
+// The children of `index` carried for `platforms`, in the index's order:
+// every entry whose platform matches one asked for (Platform::matches), the
+// attestation entries naming one of those, and every entry at all when
+// `platforms` holds k_all_platforms. `missing` gets each asked-for platform
+// that no entry matches.
+std::vector<const Descriptor*> carried_children(const Manifest& index, const std::vector<std::string>& platforms,
+                                                std::vector<std::string>* missing = nullptr);
+
+// The index a registry gets when only `carried` (entries of `index`, by
+// digest) travel. Registries built on distribution (docker-registry 2.x,
+// Harbor) and Zot refuse an index naming a manifest they lack, so a sparse
+// upstream index cannot be pushed. nullopt when every entry is carried: then
+// the upstream index itself is pushed and its digest kept. Otherwise the
+// upstream JSON with "manifests" cut to the carried entries, upstream order
+// kept and every other field as it was, written compact with sorted keys
+// (nlohmann::json::dump()). A pure function of the upstream bytes and the
+// set carried: docs/bundle-format.md.
+Result<std::optional<Manifest>> filter_index(const Manifest& index, const std::vector<std::string>& carried);
+// filter_index of what carried_children(index, platforms) picks: the one rule
+// that mirror, bundle create, bundle verify and import each apply.
+Result<std::optional<Manifest>> site_index(const Manifest& index, const std::vector<std::string>& platforms);
 
 }  // namespace gb::oci

@@ -21,6 +21,12 @@ LockImage* Lock::find(const std::string& source) {
   return nullptr;
 }
 
+std::vector<std::string> Lock::platforms_of(const LockImage& image) const {
+  if (!image.platforms.empty()) return image.platforms;
+  if (!platforms.empty()) return platforms;
+  return {"linux/amd64"};
+}
+
 std::vector<LockImage*> Lock::precompiled_driver_images() {
   std::vector<LockImage*> out;
   if (driver.mode != "precompiled") return out;
@@ -52,6 +58,7 @@ void record_built(Lock& lock, const BuiltImage& image) {
     li = &lock.images.back();
   }
   li->digest = image.digest;
+  li->site_digest.clear();  // built here whole: the site gets exactly this
   li->built = image.kind;
   std::sort(lock.images.begin(), lock.images.end(), [](const auto& x, const auto& y) { return x.source < y.source; });
 }
@@ -89,6 +96,7 @@ std::string lock_to_json(const Lock& l) {
                       {"destination", i.destination},
                       {"digest", i.digest},
                       {"origin", origin_word(i)}});
+    if (!i.site_digest.empty()) images.back()["siteDigest"] = i.site_digest;
   }
   j["images"] = images;
   if (l.package_repo)
@@ -173,6 +181,11 @@ std::string check_lock(const Lock& l) {
     if (!i.destination.empty())
       if (auto r = Reference::parse(i.destination); !r) return at + ".destination: " + r.error().message;
     if (!i.digest.empty() && !is_sha256_digest(i.digest)) return bad(at + ".digest", i.digest, "is not sha256:<64 hex>");
+    if (!i.site_digest.empty()) {
+      if (!is_sha256_digest(i.site_digest)) return bad(at + ".siteDigest", i.site_digest, "is not sha256:<64 hex>");
+      if (i.digest.empty() || i.site_digest == i.digest || i.built)
+        return bad(at + ".siteDigest", i.site_digest, "is only for a mirrored index the site gets filtered (digest set, and different)");
+    }
     for (size_t c = 0; c < i.components.size(); ++c)
       if (!is_word(i.components[c], "._:-"))
         return bad(at + ".components[" + std::to_string(c) + "]", i.components[c], "is not a component key");
@@ -298,6 +311,7 @@ Result<Lock> parse_lock(const std::string& text, const std::string& file) {
       img.platforms = strs(i, "platforms");
       img.destination = str(i, "destination");
       img.digest = str(i, "digest");
+      if (i.contains("siteDigest")) img.site_digest = str(i, "siteDigest");
       std::string origin = str(i, "origin");
       if (origin == "built") {
         // The kind is the component (see the header): older locks read the same.

@@ -12,7 +12,7 @@
 //     "target":   {gpus[], os, osTag, kernels[], platforms[], workloads[]},
 //     "driver":   {mode, version, branch, kernelModuleType, usePrecompiled},
 //     "destination": {registry, prefix, plainHttp?} | null,   // plainHttp only when true
-//     "images": [ {components[], source, platforms[], destination, digest, origin} ],
+//     "images": [ {components[], source, platforms[], destination, digest, siteDigest?, origin} ],
 //     "packageRepo": {format, fingerprint, publicKey},   // only with a site package repository
 //     "network": {version, chart: {name, version, appVersion, source, sha256},
 //                 releaseFile, releaseSha256, operands[],
@@ -21,7 +21,11 @@
 //   }
 //
 // images are sorted by source. digest stays "" until `gpubundle mirror` fills
-// it; origin is "upstream" (pulled) or "built" (made here). A built image is
+// it; it is the upstream manifest or index digest. siteDigest is written only
+// when the site registry holds another top manifest than upstream: the
+// filtered index of an index whose platforms the lock carries only some of
+// (mirror/oci.hpp filter_index); the kit pins it. An image platforms entry
+// "all" carries every child of its index (mirror --platforms all); origin is "upstream" (pulled) or "built" (made here). A built image is
 // a precompiled driver image (`driver build`, `build --installer`; components
 // ["driver"]), a baked node overlay (`node-image bake`; components
 // ["nodeOverlay"]) or the site package repository image of a conventional
@@ -115,8 +119,11 @@ struct LockImage {
   std::string destination;  // empty when the recipe has no destination
   std::string digest;       // manifest (or index) digest, "" until mirrored or built
   std::optional<BuiltKind> built;  // empty: origin "upstream", pulled by mirror
+  std::string site_digest;  // the filtered index the site holds instead, "" when it holds `digest`
 
   bool upstream() const { return !built; }
+  // What the site registry holds under the destination, and so what the kit pins.
+  const std::string& at_site() const { return site_digest.empty() ? digest : site_digest; }
 };
 
 // An image this run made and stored, for record_built().
@@ -186,6 +193,8 @@ struct Lock {
   std::vector<std::string> warnings;
 
   LockImage* find(const std::string& source);
+  // The platforms an image travels with: its own, else the target's, else linux/amd64.
+  std::vector<std::string> platforms_of(const LockImage& image) const;
   // The precompiled driver images of the recipe's kernels (driver.mode
   // precompiled), which `build --installer` makes instead of pulling.
   std::vector<LockImage*> precompiled_driver_images();

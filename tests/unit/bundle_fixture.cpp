@@ -79,6 +79,9 @@ BundleStore fill_bundle_store(Store& store, std::size_t base_bytes, std::size_t 
     li.source = i.ref;
     li.platforms = {"linux/amd64"};
     li.digest = sha256_digest(*i.bytes);
+    // As mirror records it: the site gets index_a cut to its amd64 child.
+    if (i.bytes == &b.index_a)
+      li.site_digest = oci::site_index(oci::parse_manifest(b.index_a, oci::k_oci_index).value_or_throw(), li.platforms).value_or_throw()->digest;
     b.lock.images.push_back(li);
   }
   store.add_images(stored).value_or_throw();

@@ -389,3 +389,48 @@ TEST_CASE("a lock with a network section carries the network-operator chart too,
   CHECK(charts.size() == 2);
   CHECK(charts["charts/network-operator-26.4.1.tgz"] == "network chart bytes");
 }
+
+TEST_CASE("an index carried for some platforms travels filtered, with its upstream index as evidence", "[bundle]") {
+  Fixture f;
+  fs::path out = f.dir / "b.bundle";
+  f.create(out);
+  auto r = f.verify({out});
+  INFO(problems(r));
+  REQUIRE(r.problems.empty());
+  const LockImage& li = f.lock.images[0];
+  REQUIRE_FALSE(li.site_digest.empty());
+  const BundleImage* img = nullptr;
+  for (const auto& i : r.manifest.images)
+    if (i.ref == li.source) img = &i;
+  REQUIRE(img);
+  CHECK(img->digest == li.site_digest);
+  CHECK(img->upstream_digest == li.digest);
+  CHECK(img->platforms == std::vector<std::string>{"linux/amd64"});
+  // Both indexes travel; the bundle's own OCI layout names the filtered one.
+  const auto entries = read_tar(out);
+  auto entry = [&](const std::string& path) -> const TarEntry* {
+    for (const auto& e : entries)
+      if (e.path == path) return &e;
+    return nullptr;
+  };
+  REQUIRE(entry("oci/blobs/sha256/" + digest_hex(li.digest)));
+  const TarEntry* filtered = entry("oci/blobs/sha256/" + digest_hex(li.site_digest));
+  REQUIRE(filtered);
+  CHECK(sha256_digest(filtered->data) == li.site_digest);
+  auto parsed = oci::parse_manifest(filtered->data, oci::k_oci_index).value_or_throw();
+  REQUIRE(parsed.manifests.size() == 1);
+  CHECK(parsed.manifests[0].platform.architecture == "amd64");
+  CHECK(entry("oci/index.json")->data.find(li.site_digest) != std::string::npos);
+  CHECK(entry("oci/index.json")->data.find(li.digest) == std::string::npos);
+
+  SECTION("a lock whose siteDigest its platforms do not give is refused at create") {
+    f.lock.images[0].site_digest = sha256_digest("another index");
+    Store store = Store::open(f.store_dir, StoreAccess::Shared).value_or_throw();
+    CreateOptions o;
+    o.output = f.dir / "bad.bundle";
+    auto progress = make_progress(ProgressStyle::None);
+    auto bad = create_bundle(store, f.lock, f.key, o, *progress);
+    REQUIRE_FALSE(bad);
+    CHECK(bad.error().message.find("not the lock's siteDigest") != std::string::npos);
+  }
+}

@@ -402,3 +402,60 @@ TEST_CASE("a missing volume file is bad input (exit 2) for every bundle command 
   CHECK(m.error().kind == ErrorKind::Input);
   CHECK_FALSE(require_volume_files({dir.path()}).ok());
 }
+
+TEST_CASE("a filtered index must be what its upstream index and platforms make", "[bundle][hostile]") {
+  TempDir dir;
+  Crafted c;
+  // Upstream: the crafted amd64 manifest plus an arm64 child the bundle leaves out.
+  std::string amd = c.pieces[2].data;
+  std::string upstream = "{\"schemaVersion\":2,\"mediaType\":\"" + std::string(oci::k_oci_index) + "\",\"manifests\":[" +
+                         "{\"mediaType\":\"" + std::string(oci::k_oci_manifest) + "\",\"digest\":\"" + sha256_digest(amd) + "\",\"size\":" +
+                         std::to_string(amd.size()) + ",\"platform\":{\"architecture\":\"amd64\",\"os\":\"linux\"}}," +
+                         "{\"mediaType\":\"" + std::string(oci::k_oci_manifest) + "\",\"digest\":\"sha256:" + std::string(64, 'e') +
+                         "\",\"size\":9,\"platform\":{\"architecture\":\"arm64\",\"os\":\"linux\"}}]}";
+  auto filtered = oci::site_index(oci::parse_manifest(upstream, oci::k_oci_index).value_or_throw(), {"linux/amd64"}).value_or_throw();
+  REQUIRE(filtered);
+  auto make = [&](const std::string& site_bytes, const std::string& lock_site) {
+    Crafted x = c;
+    x.pieces.push_back(blob_piece(upstream));
+    x.pieces.push_back(blob_piece(site_bytes));
+    Lock lock = parse_lock(x.m.lock_json, "l").value_or_throw();
+    lock.images[0].digest = sha256_digest(upstream);
+    lock.images[0].site_digest = lock_site;
+    x.m.lock_json = lock_to_json(lock);
+    BundleImage& img = x.m.images[0];
+    img.media_type = std::string(oci::k_oci_index);
+    img.digest = sha256_digest(site_bytes);
+    img.upstream_digest = sha256_digest(upstream);
+    img.blobs.push_back(img.digest);
+    img.blobs.push_back(img.upstream_digest);
+    return x;
+  };
+  SECTION("made by the rule: accepted") {
+    auto r = verify_unsigned(make(filtered->bytes, filtered->digest).write(dir / "ok.bundle", 1));
+    INFO(all(r));
+    CHECK(r.problems.empty());
+  }
+  SECTION("the same children written another way: refused") {
+    std::string pretty = json::parse(filtered->bytes).dump(2);
+    auto r = verify_unsigned(make(pretty, sha256_digest(pretty)).write(dir / "pretty.bundle", 1));
+    CHECK(mentions(r, "is not what upstream index " + sha256_digest(upstream) + " filtered to linux/amd64 gives (" + filtered->digest + ")"));
+  }
+  SECTION("a filtered index naming what the bundle lacks: refused") {
+    auto other = oci::filter_index(oci::parse_manifest(upstream, oci::k_oci_index).value_or_throw(), {"sha256:" + std::string(64, 'e')})
+                     .value_or_throw();
+    REQUIRE(other);
+    auto r = verify_unsigned(make(other->bytes, other->digest).write(dir / "arm.bundle", 1));
+    CHECK(mentions(r, "which the bundle does not list"));
+  }
+  SECTION("the lock naming another site digest: refused") {
+    auto r = verify_unsigned(make(filtered->bytes, sha256_digest("elsewhere")).write(dir / "lock.bundle", 1));
+    CHECK(mentions(r, "but its lock says " + sha256_digest("elsewhere")));
+  }
+  SECTION("upstreamDigest on a plain manifest, or not among the blobs: refused when read") {
+    CHECK(parse_error(make(filtered->bytes, filtered->digest).manifest(1), [](json& j) { j["images"][0]["mediaType"] = std::string(oci::k_oci_manifest); })
+              .find("upstreamDigest is only for an index") != std::string::npos);
+    CHECK(parse_error(make(filtered->bytes, filtered->digest).manifest(1), [](json& j) { j["images"][0]["blobs"].erase(4); })
+              .find("is not among its blobs") != std::string::npos);
+  }
+}

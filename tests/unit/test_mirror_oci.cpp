@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include "mirror/oci.hpp"
 #include "signing/digest.hpp"
 
@@ -113,4 +115,89 @@ TEST_CASE("the Accept header lists all four manifest types", "[oci]") {
   auto a = oci::accept_header();
   for (auto mt : {oci::k_oci_manifest, oci::k_oci_index, oci::k_docker_manifest, oci::k_docker_list})
     CHECK(a.find(mt) != std::string::npos);
+}
+
+namespace {
+
+std::string d(char c) { return "sha256:" + std::string(64, c); }
+
+// An index as buildx writes one: two platforms, each with its attestation
+// manifest, and a top-level annotation.
+std::string buildx_index() {
+  nlohmann::json j = {{"schemaVersion", 2}, {"mediaType", std::string(oci::k_oci_index)}, {"annotations", {{"org.example", "kept"}}}};
+  auto entry = [](const std::string& digest, const char* os, const char* arch) {
+    return nlohmann::json{{"mediaType", std::string(oci::k_oci_manifest)}, {"digest", digest}, {"size", 700}, {"platform", {{"os", os}, {"architecture", arch}}}};
+  };
+  auto attest = [&](const std::string& digest, const std::string& of) {
+    auto e = entry(digest, "unknown", "unknown");
+    e["annotations"] = {{oci::k_reference_type_annotation, "attestation-manifest"}, {oci::k_reference_digest_annotation, of}};
+    return e;
+  };
+  j["manifests"] = {entry(d('1'), "linux", "amd64"), entry(d('2'), "linux", "arm64"), attest(d('3'), d('1')), attest(d('4'), d('2'))};
+  return j.dump(3);  // odd indent: the filtered index is written anew, compact
+}
+
+std::vector<std::string> digests(const std::vector<const oci::Descriptor*>& v) {
+  std::vector<std::string> out;
+  for (const auto* x : v) out.push_back(x->digest);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the children carried for platforms: matches, their attestations, or all", "[oci]") {
+  auto index = oci::parse_manifest(buildx_index(), oci::k_oci_index).value_or_throw();
+  std::vector<std::string> missing;
+  CHECK(digests(oci::carried_children(index, {"linux/amd64"}, &missing)) == std::vector<std::string>{d('1'), d('3')});
+  CHECK(missing.empty());
+  CHECK(digests(oci::carried_children(index, {"linux/arm64"})) == std::vector<std::string>{d('2'), d('4')});
+  CHECK(digests(oci::carried_children(index, {"linux/amd64", "linux/arm64"})).size() == 4);
+  CHECK(digests(oci::carried_children(index, {"all"})).size() == 4);
+  CHECK(digests(oci::carried_children(index, {"linux/ppc64le", "linux/amd64"}, &missing)) == std::vector<std::string>{d('1'), d('3')});
+  CHECK(missing == std::vector<std::string>{"linux/ppc64le"});
+  // An attestation names the manifest it attests by digest, never by platform.
+  CHECK(digests(oci::carried_children(index, {"unknown/unknown"})).empty());
+}
+
+TEST_CASE("a filtered index lists only what travels, and is the same every time", "[oci]") {
+  auto index = oci::parse_manifest(buildx_index(), oci::k_oci_index).value_or_throw();
+  SECTION("every child carried: the upstream index itself") {
+    CHECK_FALSE(oci::site_index(index, {"linux/amd64", "linux/arm64"}).value_or_throw());
+    CHECK_FALSE(oci::site_index(index, {"all"}).value_or_throw());
+  }
+  SECTION("some carried: a new index of those, children and other fields untouched") {
+    auto site = oci::site_index(index, {"linux/amd64"}).value_or_throw();
+    REQUIRE(site);
+    CHECK(site->media_type == index.media_type);
+    CHECK(site->digest != index.digest);
+    CHECK(site->digest == sha256_digest(site->bytes));
+    REQUIRE(site->manifests.size() == 2);
+    CHECK(site->manifests[0].digest == d('1'));
+    CHECK(site->manifests[0].size == 700);
+    CHECK(site->manifests[1].digest == d('3'));
+    CHECK(site->manifests[1].annotations.at(oci::k_reference_digest_annotation) == d('1'));
+    auto j = nlohmann::json::parse(site->bytes);
+    CHECK(j["annotations"]["org.example"] == "kept");
+    CHECK(j["schemaVersion"] == 2);
+    // A pure function of the upstream bytes and the set carried.
+    CHECK(oci::site_index(index, {"linux/amd64"}).value_or_throw()->bytes == site->bytes);
+    CHECK(oci::filter_index(index, {d('3'), d('1')}).value_or_throw()->bytes == site->bytes);
+    CHECK(site->bytes == nlohmann::json::parse(site->bytes).dump());
+    auto arm = oci::site_index(index, {"linux/arm64"}).value_or_throw();
+    REQUIRE(arm);
+    CHECK(arm->digest != site->digest);
+  }
+  SECTION("a Docker manifest list stays one") {
+    auto list = oci::parse_manifest(index_manifest(std::string(oci::k_docker_list)), oci::k_docker_list).value_or_throw();
+    auto site = oci::site_index(list, {"linux/arm64"}).value_or_throw();
+    REQUIRE(site);
+    CHECK(site->media_type == oci::k_docker_list);
+    REQUIRE(site->manifests.size() == 1);
+    CHECK(site->manifests[0].platform.variant == "v8");
+  }
+  SECTION("nothing carried, or not an index, is refused") {
+    CHECK_FALSE(oci::filter_index(index, {}));
+    auto image = oci::parse_manifest(image_manifest(std::string(oci::k_oci_manifest)), oci::k_oci_manifest).value_or_throw();
+    CHECK_FALSE(oci::filter_index(image, {}));
+  }
 }

@@ -174,3 +174,54 @@ TEST_CASE("a hostile child digest in an index reaches neither a URL nor a path",
   CHECK(r.error().message.find("MANIFEST_UNKNOWN") == std::string::npos);
   CHECK(w.src.blob_fetches == 0);
 }
+
+TEST_CASE("an index carried for some platforms gets its filtered index in the lock", "[mirror]") {
+  Scratch t;
+  World w;
+  Quiet progress;
+  auto store = Store::open(t / "store", StoreAccess::Exclusive).value_or_throw();
+  auto upstream = oci::parse_manifest(w.index.bytes, "application/vnd.docker.distribution.manifest.list.v2+json").value_or_throw();
+  SECTION("amd64 of amd64 + arm64: the site gets the filtered index; a single image keeps its digest") {
+    mirror_images(w.lock, store, w.src, progress, {}).value_or_throw();
+    auto site = oci::site_index(upstream, {"linux/amd64"}).value_or_throw();
+    REQUIRE(site);
+    CHECK(w.lock.images[0].digest == w.index.digest);  // upstream, as --locked checks
+    CHECK(w.lock.images[0].site_digest == site->digest);
+    CHECK(w.lock.images[0].at_site() == site->digest);
+    CHECK(w.lock.images[1].site_digest.empty());
+    CHECK(w.lock.images[1].at_site() == w.single.digest);
+    // It reads back from the lock text.
+    auto again = parse_lock(lock_to_json(w.lock), "t.lock.json").value_or_throw();
+    CHECK(again.images[0].site_digest == site->digest);
+  }
+  SECTION("every platform listed: no filtered index") {
+    w.lock.images[0].platforms = {"linux/amd64", "linux/arm64"};
+    mirror_images(w.lock, store, w.src, progress, {}).value_or_throw();
+    CHECK(w.lock.images[0].site_digest.empty());
+  }
+  SECTION("--platforms all: every child, upstream digests, platforms [all] in the lock") {
+    MirrorOptions o;
+    o.all_platforms = true;
+    mirror_images(w.lock, store, w.src, progress, o).value_or_throw();
+    CHECK(w.lock.images[0].site_digest.empty());
+    CHECK(w.lock.images[0].platforms == std::vector<std::string>{"all"});
+    CHECK(store.has_blob(w.arm.digest));
+  }
+}
+
+TEST_CASE("a lock's siteDigest is checked where the lock is read", "[mirror][hostile]") {
+  World w;
+  w.lock.generator = "t";
+  w.lock.images[0].digest = w.index.digest;
+  auto text = [&](const std::string& site) {
+    w.lock.images[0].site_digest = site;
+    return lock_to_json(w.lock);
+  };
+  CHECK(parse_lock(text(sha256_digest("x")), "l.json"));
+  auto bad = parse_lock(text("sha256:zz"), "l.json");
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().message.find("images[0].siteDigest") != std::string::npos);
+  auto same = parse_lock(text(w.index.digest), "l.json");
+  REQUIRE_FALSE(same);
+  CHECK(same.error().message.find("siteDigest") != std::string::npos);
+}
