@@ -193,7 +193,8 @@ pull() {
   while read -r ref p layers; do
     ctr_ -n "$n" images pull --platform "$p" --snapshotter native --hosts-dir "$kit/containerd/certs.d" "$ref" \
       > "$W/ctr.out" 2>&1 || fail "containerd ($n) could not pull $ref for $p: $(tail -n 3 "$W/ctr.out")"
-    got=$(ctr_ -n "$n" images ls | awk -v r="$ref" '$1 == r {print $3}')
+    # (stderr: ctr ls logs that it cannot size an image without the host's platform)
+    got=$(ctr_ -n "$n" images ls 2>/dev/null | awk -v r="$ref" '$1 == r {print $3}')
     [[ $got == "${ref#*@}" ]] || fail "containerd ($n): $ref has digest '$got'"
     ctr_ -n "$n" content ls > "$W/ctr-content"
     for l in $layers; do
