@@ -105,13 +105,14 @@ for src in folder tgz helm oci; do
   [ "$(jget "$L" 'sum(1 for i in d["images"] if i["digest"])')" = "$(jget "$L" 'len(d["images"])')" ] || fail "$src: digests missing"
   [ "$(images "$L")" = "$WANT" ] || fail "$src: mirror gave other images"
 
-  # resolve again: same lock as mirror's (digests aside), remote charts now from the store.
+  # resolve again: same lock as mirror's (digests and site digests aside), remote charts now from the store.
   expect 0 "$src: resolve RECIPE after mirror" "$GB" --store "$d/store" resolve "$R" -o "$d/resolved.json"
   "$PY" - "$d/resolved.json" "$L" <<'PYEOF' || fail "$src: resolve and mirror disagree"
 import json, sys
 a, b = (json.load(open(p)) for p in sys.argv[1:])
 for i in b["images"]:
     i["digest"] = ""
+    i.pop("siteDigest", None)  # mirror's too: the stand-in's indexes have platforms the recipe leaves out
 sys.exit(0 if a == b else 1)
 PYEOF
   expect 2 "$src: resolve LOCK" "$GB" --store "$d/store" resolve "$L"

@@ -11,64 +11,20 @@
 # an HTTPS site with a self-signed CA. For each site, both runtimes pull every
 # lock image by its upstream name (nothing resolves nvcr.io here: only the
 # kit's mirror config can route it) and by the site name values.yaml gives it,
-# for linux/amd64, and the digests must be the lock's. The same for the kit
+# for linux/amd64, and the digests must be what the lock says the site holds
+# (siteDigest: the stand-in's indexes are amd64+arm64). The same for the kit
 # that bundle create carries for the recipe's destination http://SITE, and
 # import with plainHttp in --registry-config must write the http:// kit.
 # Usage: kit_runtimes.sh GPUBUNDLE
 GB=$1
 source "$(dirname "$0")/mirror_lib.sh"
-for tool in containerd ctr podman; do
-  command -v "$tool" >/dev/null || { echo "SKIP: $tool not installed (scripts/install-deps.sh installs it)"; exit 77; }
-done
+need_runtimes
 "$PY" -c 'import yaml' 2>/dev/null || { echo "SKIP: python3-yaml not installed"; exit 77; }
 EX=$(cd "$(dirname "$0")/../../examples" && pwd)
 start=$SECONDS
 
-# A private containerd, recorded with the registries so that the trap stops it.
-ctd=$W/ctd
-mkdir -p "$ctd"
-cat > "$ctd/config.toml" <<EOF
-version = 2
-root = "$ctd/root"
-state = "$ctd/state"
-disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs",
-                    "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper"]
-[grpc]
-  address = "$ctd/c.sock"
-[ttrpc]
-  address = "$ctd/c.sock.ttrpc"
-[plugins."io.containerd.internal.v1.opt"]
-  path = "$ctd/opt"
-EOF
-"$PY" - "$TOOLS" "$W/reg" "$ctd" <<'PYEOF'
-import sys
-sys.path.insert(0, sys.argv[1])
-import harness
-harness.spawn(sys.argv[2], "containerd", "node", ["containerd", "--config", sys.argv[3] + "/config.toml"], sys.argv[3] + "/containerd.log")
-PYEOF
-ctr_() { ctr --address "$ctd/c.sock" "$@"; }
-for _ in $(seq 100); do ctr_ version >/dev/null 2>&1 && break; sleep 0.2; done
-ctr_ version >/dev/null 2>&1 || { echo "SKIP: a private containerd does not start here: $(tail -n 5 "$ctd/containerd.log")"; exit 77; }
-
-# podman with everything private: config, registries, CA, policy, storage.
-podman_for() {  # podman_for NAME -> sets up $W/podman/NAME, prints its HOME
-  local h=$W/podman/$1
-  mkdir -p "$h/.config/containers/registries.conf.d"
-  echo 'unqualified-search-registries = []' > "$h/.config/containers/registries.conf"
-  echo '{"default": [{"type": "insecureAcceptAnything"}]}' > "$h/.config/containers/policy.json"
-  printf '[storage]\ndriver = "vfs"\nrunroot = "%s/run"\ngraphroot = "%s/root"\n' "$h" "$h" > "$h/storage.conf"
-  : > "$h/containers.conf"
-  echo "$h"
-}
-podman_() {  # podman_ HOME ARGS...
-  local h=$1
-  shift
-  HOME=$h CONTAINERS_CONF=$h/containers.conf CONTAINERS_STORAGE_CONF=$h/storage.conf \
-    podman --root "$h/root" --runroot "$h/run" --tmpdir "$h/tmp" --storage-driver vfs --events-backend none \
-    --cgroup-manager cgroupfs "$@"
-}
-probe=$(podman_for probe)
-podman_ "$probe" images >/dev/null 2>"$W/podman-probe.err" || { echo "SKIP: podman does not run here: $(tail -n 3 "$W/podman-probe.err")"; exit 77; }
+start_containerd
+podman_works
 
 # The site: a small lock from the stand-in chart (tests/tools/chart.py), seeded upstream, mirrored, bundled.
 up=$(start_registry upstream)
@@ -82,22 +38,9 @@ tls_ca=$(jget "$W/site-tls.json" 'd["ca"]')
 sed -e "s|^  version: v26.7.0|  version: v26.7.0\n  chart: $W/charts/gpu-operator-v26.7.0.tgz|" \
   -e "s|^destination: .*|destination: {registry: \"http://$http_site\", prefix: gpu}|" "$EX/precompiled.yaml" > "$W/site.yaml"
 "$GB" -q resolve "$W/site.yaml" -o "$W/full.lock.json"
-"$PY" - "$W/full.lock.json" "$W/site.lock.json" <<'PYEOF'
-import json, sys
-lock = json.load(open(sys.argv[1]))
-# One image per component: tags and digest pins, both source hosts, the composed driver tag.
-keep, images = ["operator", "devicePlugin", "driver", "node-feature-discovery"], []
-for key in keep:
-    image = next(i for i in lock["images"] if key in i["components"])
-    if image not in images:
-        images.append(image)
-lock["images"] = sorted(images, key=lambda i: i["source"])
-assert {i["source"].split("/")[0] for i in lock["images"]} == {"nvcr.io", "registry.k8s.io"}, lock["images"]
-json.dump(lock, open(sys.argv[2], "w"), indent=2, sort_keys=True)
-PYEOF
+small_lock "$W/full.lock.json" "$W/site.lock.json"
 "$PY" "$TOOLS/seed.py" --registry "$up" --plain-http --lock "$W/site.lock.json" --layer-kb 16 > /dev/null
-printf 'hosts:\n  nvcr.io:\n    mirrors: ["http://%s"]\n    fallback: false\n  registry.k8s.io:\n    mirrors: ["http://%s"]\n    fallback: false\n' \
-  "$up" "$up" > "$W/upstream.yaml"
+upstream_config "$W/upstream.yaml" "$up"
 "$GB" --store "$W/store" -q mirror "$W/site.lock.json" --registry-config "$W/upstream.yaml" || fail "mirror"
 "$GB" keys generate --out "$W/release" >/dev/null
 "$GB" --store "$W/store" -q bundle create "$W/site.lock.json" -o "$W/site.bundle" --key "$W/release.key" || fail "bundle create"
@@ -133,7 +76,7 @@ import json, sys, yaml
 lock, values = json.load(open(sys.argv[1])), yaml.safe_load(open(sys.argv[2]))
 seen = set()
 for image in lock["images"]:
-    source, digest = image["source"], image["digest"]
+    source, digest = image["source"], image.get("siteDigest", image["digest"])
     tag = source.rsplit(":", 1)[1]
     named = False
     for key in image["components"]:
@@ -179,25 +122,23 @@ for kind in http tls bundle; do
     while read -r -a f; do
       ref=${f[$((col - 1))]}
       got=$(awk -v r="$ref" '$1 == r {print $3}' "$W/ctr-ls")
-      [[ $got == "${f[2]}" ]] || fail "containerd ($kind site): $ref has digest '$got', the lock says ${f[2]}"
+      [[ $got == "${f[2]}" ]] || fail "containerd ($kind site): $ref has digest '$got', the lock's site digest is ${f[2]}"
     done < "$W/refs-$kind"
   done
-  pass "containerd pulled every image through the $kind kit by upstream and by site name, with the lock's digests"
+  pass "containerd pulled every image through the $kind kit by upstream and by site name, with the lock's site digests"
 
   # podman: the kit's drop-in and CA where a node has them, under a private HOME.
   for col in 1 2; do
-    h=$(podman_for "$kind-$col")
-    cp "$kit/crio/registries.conf.d/99-gpubundle.conf" "$h/.config/containers/registries.conf.d/"
-    [[ ! -d $kit/crio/certs.d ]] || cp -r "$kit/crio/certs.d" "$h/.config/containers/certs.d"
+    h=$(podman_kit "$kind-$col" "$kit")
     mapfile -t names < <(cut -d' ' -f"$col" "$W/refs-$kind" | sort -u)
     podman_ "$h" pull -q --os linux --arch amd64 "${names[@]}" > "$W/podman.out" 2>&1 ||
       fail "podman ($kind site) could not pull ${names[*]}: $(tail -n 5 "$W/podman.out")"
     while read -r -a f; do
       ref=${f[$((col - 1))]}
       got=$(podman_ "$h" image inspect --format '{{.Digest}}' "$ref") || fail "podman ($kind site): $ref not in its store"
-      [[ $got == "${f[2]}" ]] || fail "podman ($kind site): $ref has digest '$got', the lock says ${f[2]}"
+      [[ $got == "${f[2]}" ]] || fail "podman ($kind site): $ref has digest '$got', the lock's site digest is ${f[2]}"
     done < "$W/refs-$kind"
   done
-  pass "podman pulled every image through the $kind kit by upstream and by site name, with the lock's digests"
+  pass "podman pulled every image through the $kind kit by upstream and by site name, with the lock's site digests"
 done
 echo "kit-runtimes: ok ($((SECONDS - start)) s)"

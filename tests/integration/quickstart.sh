@@ -10,7 +10,7 @@
 #     (http://127.0.0.1:PORT);
 #   - helm and kubectl are stubs playing a healthy cluster with one GPU node.
 # Then checks what each step should have left: the bundle, the images at the
-# site with the lock's digests, the kit, the inventory, and a delta bundle that
+# site with the lock's site digests, the kit, the inventory, and a delta bundle that
 # carries no blob the site has.
 # Usage: quickstart.sh GPUBUNDLE   (GB_SOURCE_DIR: the repository)
 set -euo pipefail
@@ -85,8 +85,8 @@ lock=${locks[0]}
 while read -r source digest; do
   dst=$SITE/gpu/${source#*/}
   got=$(skopeo inspect --raw --tls-verify=false "docker://$dst" | sha256sum | cut -d' ' -f1)
-  [[ "sha256:$got" == "$digest" ]] || fail "$dst: sha256:$got, the lock says $digest"
-done < <("$PY" -c 'import json,sys; [print(i["source"], i["digest"]) for i in json.load(open(sys.argv[1]))["images"]]' "$lock")
+  [[ "sha256:$got" == "$digest" ]] || fail "$dst: sha256:$got, the lock's site digest is $digest"
+done < <("$PY" -c 'import json,sys; [print(i["source"], i.get("siteDigest", i["digest"])) for i in json.load(open(sys.argv[1]))["images"]]' "$lock")
 grep -q "^upgrade --install gpu-operator .*--dry-run" "$STUB_LOG/helm.args" || fail "install.sh --dry-run did not run helm with --dry-run"
 (( $(grep -v -e '--dry-run' "$STUB_LOG/helm.args" | grep -c '^upgrade --install gpu-operator ') == 1 )) || fail "install.sh did not run helm upgrade --install once"
 [[ -f $STUB_LOG/smoke-pod.yaml ]] || fail "verify.sh ran no smoke pod"

@@ -138,6 +138,61 @@ skopeo inspect --raw --tls-verify=false "docker://$plain_host/test/docker-multi:
 [[ $(skopeo inspect --tls-verify=false --override-arch arm64 "docker://$plain_host/test/docker-multi:1.0" |
   "$py" -c 'import json,sys; print(json.load(sys.stdin)["Architecture"])') == arm64 ]] || fail "plain: arm64 child has the wrong config"
 
+# --lock: the stand-in upstream is shaped as nvcr.io is, not as the lock asks:
+# a linux/amd64 lock still meets amd64+arm64 indexes (OCI ones with a buildx
+# attestation per child), and a tag ending in -arm64 is one arm64 manifest.
+cat >"$work/standin.lock.json" <<'EOF'
+{"target": {"platforms": ["linux/amd64"]}, "images": [
+  {"source": "nvcr.io/nvidia/a:v1", "platforms": ["linux/amd64"]},
+  {"source": "nvcr.io/nvidia/b:v1", "platforms": ["linux/amd64"]},
+  {"source": "nvcr.io/nvidia/c:1.0-ubuntu22.04-amd64", "platforms": ["linux/amd64"]},
+  {"source": "nvcr.io/nvidia/d:1.0-ubuntu22.04-arm64", "platforms": ["linux/arm64"]}]}
+EOF
+"$py" "$tools/seed.py" --registry "$plain_host" --plain-http --lock "$work/standin.lock.json" --layer-kb 1 >"$work/standin.seed.json" ||
+  fail "seed.py --lock"
+"$py" - "$plain_host" "$work/standin.seed.json" <<'EOF' || fail "seed.py --lock does not stand in for upstream's shapes"
+import hashlib, json, subprocess, sys
+host, seeded = sys.argv[1], json.load(open(sys.argv[2]))["images"]
+def raw(ref):
+    out = subprocess.run(["skopeo", "inspect", "--raw", "--tls-verify=false", "docker://" + ref],
+                         check=True, capture_output=True).stdout
+    return "sha256:" + hashlib.sha256(out).hexdigest(), json.loads(out)
+def arch(ref, a):
+    out = subprocess.run(["skopeo", "inspect", "--tls-verify=false", "--override-arch", a, "docker://" + ref],
+                         check=True, capture_output=True).stdout
+    return json.loads(out)["Architecture"]
+got = {i["source"].split("/")[-1]: i for i in seeded}
+assert sorted(got) == ["a:v1", "b:v1", "c:1.0-ubuntu22.04-amd64", "d:1.0-ubuntu22.04-arm64"], got
+for name, img in got.items():
+    digest, m = raw(img["ref"])
+    assert digest == img["digest"] and m["mediaType"] == img["mediaType"], (name, digest, img)
+    if name.startswith(("c", "d")):
+        want = "amd64" if name.startswith("c") else "arm64"
+        assert "manifests" not in m and arch(img["ref"], want) == want, (name, m)
+        continue
+    plats = [e["platform"]["os"] + "/" + e["platform"]["architecture"] for e in m["manifests"]]
+    children = {e["digest"] for e in m["manifests"] if e["platform"]["os"] != "unknown"}
+    assert [e["digest"] for e in m["manifests"]] == [e["digest"] for e in img["manifests"]], (name, img)
+    assert arch(img["ref"], "arm64") == "arm64" and arch(img["ref"], "amd64") == "amd64", name
+    if m["mediaType"].endswith("list.v2+json"):
+        assert plats == ["linux/amd64", "linux/arm64"], (name, plats)
+        continue
+    assert plats == ["linux/amd64", "linux/arm64", "unknown/unknown", "unknown/unknown"], (name, plats)
+    for e in m["manifests"][2:]:
+        ann = e["annotations"]
+        assert ann["vnd.docker.reference.type"] == "attestation-manifest", e
+        assert ann["vnd.docker.reference.digest"] in children, e
+        children.discard(ann["vnd.docker.reference.digest"])
+        _, att = raw(img["ref"].rsplit(":", 1)[0] + "@" + e["digest"])
+        assert att["mediaType"] == "application/vnd.oci.image.manifest.v1+json", att
+        assert att["config"]["mediaType"] == "application/vnd.oci.image.config.v1+json", att
+        [layer] = att["layers"]
+        assert layer["mediaType"] == "application/vnd.in-toto+json", layer
+        assert layer["annotations"]["in-toto.io/predicate-type"].startswith("https://slsa.dev/provenance/"), layer
+    assert not children, (name, "children without an attestation", children)
+EOF
+echo "seed.py --lock: amd64+arm64 indexes whatever the lock says, attestations on the OCI ones, -amd64/-arm64 tags single"
+
 # Helm repo: pack (deterministic), serve, fetch index.yaml and the tgz.
 chart_src=$work/chart-src  # the stand-in chart (chart.py), packed from its folder
 "$py" "$tools/chart.py" --release v26.7.0 --out "$chart_src" >/dev/null || fail "chart.py"

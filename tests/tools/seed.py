@@ -8,10 +8,14 @@
 
 Prints one JSON document:
   {"images": [{"ref": "127.0.0.1:PORT/repo:tag", "source": str|null, "digest": "sha256:...",
-               "mediaType": str, "bytes": N}], "totalBytes": N}
-"bytes" is the sum of the distinct blobs (configs and layers) an image reaches, for
-every platform; "totalBytes" the same over all images (a blob shared by images
-counts once). Manifests are not counted.
+               "mediaType": str, "bytes": N,
+               "manifests": [{"platform": "linux/amd64", "digest", "mediaType"[, "attests"]}]}],
+   "totalBytes": N}
+"bytes" is the sum of the distinct blobs (configs and layers, attestations' too) an
+image reaches, for every platform; "totalBytes" the same over all images (a blob
+shared by images counts once). Manifests are not counted. "manifests" (indexes and
+lists only) are the index's entries in order; an attestation entry
+("platform": "unknown/unknown") names the child it "attests".
 
 Content depends only on --seed and the image/platform/layer names, so the same
 seed gives the same digests on any registry. Shapes: OCI index of OCI manifests,
@@ -19,6 +23,18 @@ Docker manifest list of Docker schema2 manifests, single OCI and single Docker
 manifests. Layers are gzip tars (a few files, mtime 0) or incompressible
 pseudo-random blobs; a base layer per platform is shared by every image.
 Blobs already in the repository (HEAD 200) are not pushed again.
+
+--lock stands in for nvcr.io and registry.k8s.io, so images are shaped as
+upstream publishes them, not as the lock asks: an index (or list) of every
+--platforms platform (default linux/amd64 and linux/arm64) whatever the lock's
+platforms are, except a tag ending in -amd64 or -arm64 (DOCA driver images),
+which is a single manifest of that arch. Each OCI index also lists, after its
+platform children, a buildx-style attestation manifest per child (platform
+unknown/unknown, annotated vnd.docker.reference.type: attestation-manifest and
+vnd.docker.reference.digest: <child>): an OCI manifest with a small OCI config
+and one application/vnd.in-toto+json layer (a SLSA provenance statement)
+annotated with in-toto.io/predicate-type. Docker lists carry no attestations
+(they cannot carry annotations), as with `docker buildx` and Docker media types.
 """
 
 import argparse
@@ -46,6 +62,8 @@ DOCKER_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"
 DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
 DOCKER_CONFIG = "application/vnd.docker.container.image.v1+json"
 DOCKER_LAYER = "application/vnd.docker.image.rootfs.diff.tar.gzip"
+IN_TOTO = "application/vnd.in-toto+json"
+SLSA_PROVENANCE = "https://slsa.dev/provenance/v0.2"
 
 SHAPES = {
     # shape: (index media type or None, manifest, config, layer)
@@ -231,17 +249,56 @@ def config_blob(image, platform, layers, config_type):
     return Blob(json.dumps(cfg, indent=2, sort_keys=True).encode(), config_type)
 
 
-def descriptor(media_type, digest, size, platform=None):
+def descriptor(media_type, digest, size, platform=None, annotations=None):
     d = {"mediaType": media_type, "digest": digest, "size": size}
+    if annotations:
+        d["annotations"] = annotations
     if platform:
         d["platform"] = platform_json(platform)
     return d
 
 
-class Image:
-    """One image: per-platform manifests (+ an index for the index shapes)."""
+def attestation(seed, image, platform, child_digest):
+    """A buildx-style attestation manifest for one platform child (moby/buildkit
+    docs/attestations/attestation-storage.md): an OCI image manifest whose config
+    is a small image config for unknown/unknown and whose one layer is an in-toto
+    statement about the child, typed application/vnd.in-toto+json and annotated
+    with its predicate type. Returns (manifest bytes, [config, layer])."""
+    r = rng(seed, "attest", image, platform)
+    statement = {
+        "_type": "https://in-toto.io/Statement/v0.1",
+        "predicateType": SLSA_PROVENANCE,
+        "subject": [{"name": "pkg:docker/" + image + "?platform=" + urllib.parse.quote(platform, safe=""),
+                     "digest": {"sha256": child_digest.split(":", 1)[1]}}],
+        "predicate": {
+            "builder": {"id": ""},
+            "buildType": "https://mobyproject.org/buildkit@v1",
+            "metadata": {"buildInvocationID": r.randbytes(16).hex(), "buildStartedOn": EPOCH,
+                         "buildFinishedOn": EPOCH, "completeness": {"parameters": False, "environment": False,
+                                                                    "materials": False},
+                         "reproducible": False},
+            "invocation": {"configSource": {}, "parameters": {"frontend": "dockerfile.v0"},
+                           "environment": {"platform": platform}},
+            "materials": [],
+        },
+    }
+    layer = Blob(json.dumps(statement, sort_keys=True).encode(), IN_TOTO)
+    cfg = Blob(json.dumps({"architecture": "unknown", "os": "unknown", "config": {},
+                           "rootfs": {"type": "layers", "diff_ids": [layer.digest]}}, sort_keys=True).encode(),
+               OCI_CONFIG)
+    man = {"schemaVersion": 2, "mediaType": OCI_MANIFEST,
+           "config": descriptor(OCI_CONFIG, cfg.digest, cfg.size),
+           "layers": [descriptor(IN_TOTO, layer.digest, layer.size,
+                                 annotations={"in-toto.io/predicate-type": SLSA_PROVENANCE})]}
+    return json.dumps(man).encode(), [cfg, layer]
 
-    def __init__(self, repo, tag, shape, platforms, layers_for, source=None):
+
+class Image:
+    """One image: per-platform manifests (+ an index for the index shapes; with
+    attest, an OCI index also lists a buildx-style attestation manifest per
+    platform child, after the children, as `docker buildx build` pushes them)."""
+
+    def __init__(self, repo, tag, shape, platforms, layers_for, source=None, attest=False, seed="1"):
         self.repo, self.tag, self.shape, self.source = repo, tag, shape, source
         index_type, manifest_type, config_type, layer_type = SHAPES[shape]
         if index_type is None:
@@ -258,19 +315,37 @@ class Image:
                 man["annotations"] = {"org.opencontainers.image.created": EPOCH}
             self.blobs += [cfg, *layers]
             self.manifests.append((json.dumps(man, indent=3).encode(), manifest_type, p))
+        self.entries = []      # summary of the index's entries
         if index_type is None:
             self.top, self.media_type = self.manifests[0][0], manifest_type
             self.children = []
         else:
-            idx = {"schemaVersion": 2, "mediaType": index_type,
-                   "manifests": [descriptor(mt, sha256_digest(b), len(b), p) for b, mt, p in self.manifests]}
+            descs = [descriptor(mt, sha256_digest(b), len(b), p) for b, mt, p in self.manifests]
+            self.entries = [{"platform": p, "digest": sha256_digest(b), "mediaType": mt} for b, mt, p in self.manifests]
+            self.children = list(self.manifests)
+            if attest:
+                if index_type != OCI_INDEX:
+                    die(f"{repo}:{tag}: attestations need an OCI index (a Docker list cannot carry annotations)")
+                for b, _, p in self.manifests:
+                    child = sha256_digest(b)
+                    att, att_blobs = attestation(seed, f"{repo}:{tag}", p, child)
+                    self.blobs += att_blobs
+                    self.children.append((att, OCI_MANIFEST, "unknown/unknown"))
+                    descs.append(descriptor(OCI_MANIFEST, sha256_digest(att), len(att), "unknown/unknown", {
+                        "vnd.docker.reference.digest": child,
+                        "vnd.docker.reference.type": "attestation-manifest"}))
+                    self.entries.append({"platform": "unknown/unknown", "digest": sha256_digest(att),
+                                         "mediaType": OCI_MANIFEST, "attests": child})
+            idx = {"schemaVersion": 2, "mediaType": index_type, "manifests": descs}
             self.top, self.media_type = json.dumps(idx, indent=3).encode(), index_type
-            self.children = self.manifests
         self.digest = sha256_digest(self.top)
 
     def summary(self):
-        return ({"ref": f"{self.repo}:{self.tag}", "source": self.source, "digest": self.digest,
-                 "mediaType": self.media_type}, {b.digest: b.size for b in self.blobs})
+        info = {"ref": f"{self.repo}:{self.tag}", "source": self.source, "digest": self.digest,
+                "mediaType": self.media_type}
+        if self.entries:
+            info["manifests"] = self.entries
+        return info, {b.digest: b.size for b in self.blobs}
 
 
 # ------------------------------------------------------------------ client
@@ -585,7 +660,16 @@ def source_host(src):
     return "docker.io"
 
 
-def lock_set(args, default_platforms):
+# A tag naming one architecture (the Network Operator's DOCA driver images,
+# <version>-<os>-<arch>) is a single-platform manifest upstream.
+ARCH_TAG = {"amd64": "linux/amd64", "arm64": "linux/arm64"}
+
+
+def lock_set(args, upstream_platforms):
+    """The images a lock names, shaped as upstream has them, whatever the lock
+    asks for: nvcr.io and registry.k8s.io publish multi-arch indexes (so a lock
+    for linux/amd64 alone meets an index with an arm64 child it must leave out),
+    except tags ending in -amd64/-arm64, which are one manifest of that arch."""
     try:
         with open(args.lock) as f:
             lock = json.load(f)
@@ -595,7 +679,6 @@ def lock_set(args, default_platforms):
     if not isinstance(imgs, list):
         die(f"{args.lock}: no images[] array")
     s, kb = args.seed, args.layer_kb or 64
-    lock_platforms = (lock.get("target") or {}).get("platforms") or default_platforms
     images = []
     for i, entry in enumerate(sorted(imgs, key=lambda e: e.get("source", ""))):
         src = entry.get("source")
@@ -612,12 +695,18 @@ def lock_set(args, default_platforms):
         repo, tag = rt
         if args.source_host and source_host(src) not in args.source_host:
             continue
-        plats = entry.get("platforms") or lock_platforms
-        shape = "docker-list" if i % 2 == 0 else "oci-index"  # stable under --source-host
+        arch = tag.rsplit("-", 1)[-1] if "-" in tag else None
+        if arch in ARCH_TAG:
+            plats = [ARCH_TAG[arch]]
+            shape = "docker-single" if i % 2 == 0 else "oci-single"  # stable under --source-host
+        else:
+            plats = upstream_platforms
+            shape = "docker-list" if i % 2 == 0 else "oci-index"
 
         def layers(p, lt, repo=repo, tag=tag):
             return [base_layer(s, p, lt, 256), app_layer(s, f"{repo}:{tag}", p, lt, kb)]
-        images.append(functools.partial(Image, repo, tag, shape, list(plats), layers, source=src))
+        images.append(functools.partial(Image, repo, tag, shape, list(plats), layers, source=src,
+                                        attest=shape == "oci-index", seed=s))
     return images
 
 
@@ -640,7 +729,9 @@ def main():
     g.add_argument("--lock")
     p.add_argument("--source-host", action="append", metavar="HOST",
                    help="with --lock: only images whose source is on HOST (repeatable)")
-    p.add_argument("--platforms", default="linux/amd64,linux/arm64")
+    p.add_argument("--platforms", default="linux/amd64,linux/arm64",
+                   help="platforms of the multi-arch images (with --lock: what upstream has, "
+                        "whatever the lock's platforms)")
     p.add_argument("--layer-kb", type=int)
     p.add_argument("--big-layer-mb", type=int)
     p.add_argument("--scale-gb", type=float, default=10.0,
