@@ -1,5 +1,4 @@
 # Real helm and kubectl against the loopback API stand-in (tests/tools/kube_api.py),
-# shellcheck disable=SC2034,SC2154 # sets variables for its callers; $work and $SRC are theirs
 # for the kit suites. Sourced; needs $work (a scratch folder the caller removes)
 # and SRC (the source tree).
 #
@@ -17,6 +16,7 @@
 #                          expression over r (the request dict) is true, in order
 #   kube_reset_requests    forget the requests recorded so far
 #   kube_objects           every stored object, as a JSON list
+# shellcheck disable=SC2034,SC2154 # sets variables for its callers; $work and $SRC are theirs
 PY=${PY:-/usr/bin/python3}
 KUBE_TOOLS=$(cd "$(dirname "${BASH_SOURCE[0]}")/../tools" && pwd)
 KUBE_DIRS=()
