@@ -85,6 +85,7 @@ RESOURCES = [
     ("", "v1", "Event", "events", True, ["ev"]),
     ("apps", "v1", "Deployment", "deployments", True, ["deploy"]),
     ("apps", "v1", "DaemonSet", "daemonsets", True, ["ds"]),
+    ("apps", "v1", "ReplicaSet", "replicasets", True, ["rs"]),
     ("batch", "v1", "Job", "jobs", True, []),
     ("rbac.authorization.k8s.io", "v1", "Role", "roles", True, []),
     ("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", True, []),
@@ -315,7 +316,30 @@ class Store:
             self.objects[key] = obj
             self.events.append((int(obj["metadata"]["resourceVersion"]), "MODIFIED" if old else "ADDED", key, obj))
             self.lock.notify_all()
+            if self.settle and res[2] == "Deployment":
+                self.replica_set(obj)
         return obj
+
+    def replica_set(self, dep):
+        """The Deployment's current ReplicaSet, ready, as its controller would
+        leave it (helm --wait and kubectl rollout status look for it)."""
+        spec = dep.get("spec") or {}
+        template = copy.deepcopy(spec.get("template") or {})
+        h = hashlib.sha256(json.dumps(template, sort_keys=True).encode()).hexdigest()[:10]
+        template.setdefault("metadata", {}).setdefault("labels", {})["pod-template-hash"] = h
+        selector = copy.deepcopy(spec.get("selector") or {})
+        selector.setdefault("matchLabels", {})["pod-template-hash"] = h
+        md = dep["metadata"]
+        n = spec.get("replicas", 1)
+        rs = {"metadata": {"name": f"{md['name']}-{h}", "labels": template["metadata"]["labels"],
+                           "annotations": {"deployment.kubernetes.io/revision": "1"},
+                           "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": md["name"],
+                                                "uid": md["uid"], "controller": True, "blockOwnerDeletion": True}]},
+              "spec": {"replicas": n, "selector": selector, "template": template},
+              "status": {"replicas": n, "readyReplicas": n, "availableReplicas": n, "fullyLabeledReplicas": n}}
+        res = self.resource_for("apps", "v1", "replicasets")
+        stored = self.put_raw(res, md.get("namespace"), rs)
+        stored["status"] = rs["status"]
 
     def delete_raw(self, key):
         obj = self.objects.pop(key)
