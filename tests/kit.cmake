@@ -42,7 +42,7 @@ set_tests_properties(kit-upgrade PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180)
 add_test(NAME kit-cluster-install
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/kit_cluster.sh $<TARGET_FILE:gpubundle> ${CMAKE_SOURCE_DIR})
 set_tests_properties(kit-cluster-install PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180
-                     ENVIRONMENT "GB_CLIENTS_BIN=${CMAKE_SOURCE_DIR}/.cache/tools/bin")
+                     ENVIRONMENT "GB_CLIENTS_BIN=${CMAKE_SOURCE_DIR}/.cache/tools/bin;GB_SHARED_DIR=${GB_SHARED_DIR}")
 add_test(NAME kit-cluster-nccl
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/nccl_cluster.sh $<TARGET_FILE:gpubundle> ${CMAKE_SOURCE_DIR})
 set_tests_properties(kit-cluster-nccl PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180

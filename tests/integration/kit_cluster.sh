@@ -12,6 +12,9 @@
 #     in that namespace, the apt source naming the Service there, nothing in
 #     gpu-operator (real kubectl refuses `apply -n` of an object pinned to
 #     another namespace);
+#   - the real v26.7.0 chart from ../shared (when there) with the kit's values:
+#     every container helm creates and the ClusterPolicy's operands on the site
+#     registry;
 #   - a GPUBUNDLE_NAMESPACE that is no namespace name is refused before kubectl runs.
 # Usage: kit_cluster.sh GPUBUNDLE SOURCE_DIR    Skips (77) without the real clients.
 set -euo pipefail
@@ -134,6 +137,46 @@ EOF
   grep -q 'configmap/gpubundle-repo-config unchanged' "$work/again.out" || fail "$ns: second run: $(cat "$work/again.out")"
   echo "ok: install.sh in $ns, --dry-run and real, with the real kubectl and helm"
 done
+
+# The real chart (../shared: v26.7.0 with its templates and CRDs) with the kit's
+# values.yaml: what helm sends is every container and the ClusterPolicy's
+# operands on the site registry, the driver's package repository named.
+real_chart=${GB_SHARED_DIR:-$SRC/../shared}/upstream/gpu-operator/v26.7.0/chart
+if [ -d "$real_chart" ]; then
+  kube_start api-real-chart --seed "$work/seed.yaml"
+  "$KUBECTL" create namespace gpu-operator >/dev/null
+  "$KUBECTL" -n gpu-operator create secret docker-registry site-registry --docker-server=registry.site:5000 \
+    --docker-username=u --docker-password=p >/dev/null
+  kube_reset_requests
+  GPUBUNDLE_CHART=$real_chart "$kit/install.sh" --dry-run >"$work/real-dry.out" 2>&1 || fail "real chart: --dry-run: $(cat "$work/real-dry.out")"
+  [ -z "$(kube_requests "$writes")" ] || fail "real chart: the dry run wrote: $(kube_requests "$writes" | cut -c1-300)"
+  GPUBUNDLE_CHART=$real_chart "$kit/install.sh" >"$work/real.out" 2>&1 || fail "real chart: $(cat "$work/real.out")"
+  kube_requests "$writes and r['status'] < 300" >"$work/writes"
+  "$PY" - "$work/writes" <<'PYEOF' || fail "real chart: what helm sent (above)"
+import json, sys
+writes = [json.loads(l) for l in open(sys.argv[1])]
+bodies = [r["body"] for r in writes if r["method"] == "POST" and isinstance(r["body"], dict)]
+kinds = {b["kind"] for b in bodies}
+assert {"CustomResourceDefinition", "ClusterPolicy", "Deployment", "DaemonSet"} <= kinds, kinds
+crds = sorted(b["metadata"]["name"] for b in bodies if b["kind"] == "CustomResourceDefinition")
+assert "clusterpolicies.nvidia.com" in crds and "nvidiadrivers.nvidia.com" in crds, crds
+images = []
+for b in bodies:
+    pod = ((b.get("spec") or {}).get("template") or {}).get("spec") or {}
+    for c in pod.get("containers", []) + pod.get("initContainers", []):
+        images.append((b["kind"] + "/" + b["metadata"]["name"], c["image"]))
+assert images and all(i.startswith("registry.site:5000/gpu/") for _, i in images), images
+cp = [b for b in bodies if b["kind"] == "ClusterPolicy"][0]["spec"]
+assert cp["driver"]["repository"] == "registry.site:5000/gpu/nvidia", cp["driver"]
+assert cp["driver"]["repoConfig"]["configMapName"] == "gpubundle-repo-config", cp["driver"]
+for operand in ("toolkit", "devicePlugin", "dcgmExporter", "gfd", "validator"):
+    assert cp[operand]["repository"].startswith("registry.site:5000/gpu/"), (operand, cp[operand])
+print(f"real chart: {len(bodies)} objects created, {len(images)} containers, all on the site registry")
+PYEOF
+  echo "ok: install.sh with the real v26.7.0 chart"
+else
+  echo "note: $real_chart not found; install.sh not run with the real chart"
+fi
 
 # A namespace name kubectl would refuse later (or sed would misread) is refused first.
 kube_reset_requests

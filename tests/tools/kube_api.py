@@ -37,7 +37,8 @@ It answers what kubectl v1.31 and helm v3.17 ask of a cluster, no more:
   writes them.
 - Settling (unless --no-settle): objects come back as their controllers would
   leave them on an idle cluster: a CRD Established and NamesAccepted, a
-  Deployment or DaemonSet rolled out with nothing to schedule, a Job Complete.
+  Deployment rolled out with a ready ReplicaSet (helm --wait looks for it), a
+  DaemonSet with nothing to schedule, a Job Complete.
   Nothing else moves by itself; seed the state a script waits for.
 
 Every request but the stand-in's own (/_standin/...) is appended to
@@ -339,7 +340,7 @@ class Store:
               "status": {"replicas": n, "readyReplicas": n, "availableReplicas": n, "fullyLabeledReplicas": n}}
         res = self.resource_for("apps", "v1", "replicasets")
         stored = self.put_raw(res, md.get("namespace"), rs)
-        stored["status"] = rs["status"]
+        stored["status"] = dict(rs["status"], observedGeneration=stored["metadata"]["generation"])
 
     def delete_raw(self, key):
         obj = self.objects.pop(key)
