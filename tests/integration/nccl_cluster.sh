@@ -144,4 +144,63 @@ kube_reset_requests
 "$script" --dry-run >"$work/job-dry.out" 2>&1 || fail "--dry-run: $(cat "$work/job-dry.out")"
 grep -q 'mpijob.kubeflow.org/gpubundle-nccl-allreduce created (dry run)' "$work/job-dry.out" || fail "MPIJob dry run: $(cat "$work/job-dry.out")"
 [ -z "$(kube_requests "$writes")" ] || fail "the MPIJob dry run wrote: $(kube_requests "$writes")"
+
+# A whole run. The test plays the MPI Operator: the launcher Job and its pod
+# (whose log is the real mpirun output of fixtures/nccl) and two worker pods are
+# there from the start; once the MPIJob arrives, its Succeeded condition is seeded.
+fixture=$SRC/tests/integration/fixtures/nccl/h200-mpirun-all_reduce_perf.txt
+"$PY" - "$fixture" >"$work/run-seed.json" <<'PYEOF'
+import json, sys
+job, ns = "gpubundle-nccl-allreduce", "gpu-operator"
+sel = {"batch.kubernetes.io/job-name": job + "-launcher"}
+worker = lambda i, node: {"apiVersion": "v1", "kind": "Pod",
+    "metadata": {"name": f"{job}-worker-{i}", "namespace": ns,
+                 "labels": {"training.kubeflow.org/job-name": job, "training.kubeflow.org/job-role": "worker"}},
+    "spec": {"nodeName": node, "containers": [{"name": "worker", "image": "x"}]}, "status": {"phase": "Running"}}
+print(json.dumps({"apiVersion": "v1", "kind": "List", "items": [
+    {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
+    {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "mpijobs.kubeflow.org"},
+     "spec": {"group": "kubeflow.org", "names": {"kind": "MPIJob", "plural": "mpijobs"}, "scope": "Namespaced",
+              "versions": [{"name": "v2beta1", "served": True, "storage": True}]}},
+    {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": job + "-launcher", "namespace": ns},
+     "spec": {"selector": {"matchLabels": sel}, "template": {"metadata": {"labels": sel},
+              "spec": {"containers": [{"name": "launcher", "image": "x"}]}}}},
+    {"apiVersion": "v1", "kind": "Pod",
+     "metadata": {"name": job + "-launcher-abcde", "namespace": ns, "labels": sel,
+                  "annotations": {"kube-api-standin/log": open(sys.argv[1]).read()}},
+     "spec": {"containers": [{"name": "launcher", "image": "x"}]}, "status": {"phase": "Succeeded"}},
+    worker(0, "gpu-node-b"), worker(1, "gpu-node-a")]}))
+PYEOF
+kube_start api-run --seed "$work/run-seed.json"
+(cd "$work" && GPUBUNDLE_TIMEOUT=120 "$script" --json "$work/run.json" >"$work/run.out" 2>&1) &
+runner=$!
+for _ in $(seq 150); do
+  "$KUBECTL" -n gpu-operator get mpijob gpubundle-nccl-allreduce -o json >"$work/mpijob.json" 2>/dev/null && break
+  sleep 0.2
+done
+"$PY" - "$work/mpijob.json" <<'PYEOF' || fail "no MPIJob arrived: $(cat "$work/run.out")"
+import json, sys
+job = json.load(open(sys.argv[1]))
+job["status"] = {"conditions": [{"type": "Created", "status": "True"}, {"type": "Running", "status": "False"},
+                                {"type": "Succeeded", "status": "True"}]}
+json.dump(job, open(sys.argv[1], "w"))
+PYEOF
+"$PY" "$KUBE_TOOLS/kube_api.py" seed --dir "$KUBE_DIR" "$work/mpijob.json" >/dev/null
+wait "$runner" || fail "a whole run: $(cat "$work/run.out")"
+cmp -s "$work/run.log" "$fixture" || fail "the launcher's log was not kept as run.log"
+"$PY" -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["nodes"] == ["gpu-node-a", "gpu-node-b"] and len(j["rows"]) == 31 and j["passed"], j["nodes"]' \
+  "$work/run.json" || fail "a whole run: the JSON"
+kube_requests "$writes" >"$work/writes"
+"$PY" - "$work/writes" <<'PYEOF' || fail "a whole run: the writes (above)"
+import json, sys
+w = [json.loads(l) for l in open(sys.argv[1])]
+got = [(r["method"], r["path"], r["status"]) for r in w]
+assert got == [("DELETE", "/apis/kubeflow.org/v2beta1/namespaces/gpu-operator/mpijobs/gpubundle-nccl-allreduce", 404),
+               ("POST", "/apis/kubeflow.org/v2beta1/namespaces/gpu-operator/mpijobs", 201)], got
+spec = w[1]["body"]["spec"]
+assert spec["slotsPerWorker"] == 8 and spec["mpiReplicaSpecs"]["Worker"]["replicas"] == 2, spec
+PYEOF
+[ -n "$(kube_requests "r['path'] == '/api/v1/namespaces/gpu-operator/pods/gpubundle-nccl-allreduce-launcher-abcde/log'")" ] ||
+  fail "kubectl logs job/... never read the launcher pod's log"
+echo "ok: a whole run through the real kubectl"
 echo "PASS: nccl-allreduce.sh against the API stand-in"
