@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# install.sh with the real kubectl and helm against the API stand-in
+# install.sh, mig.sh and verify.sh with the real kubectl and helm against the API stand-in
 # (tests/tools/kube_api.py), for the kit of kit.sh's recipe
 # (examples/conventional.yaml, the stand-in chart) with a site package
 # repository added to its lock, so that package-repo.yaml is in the kit:
@@ -12,6 +12,8 @@
 #     in that namespace, the apt source naming the Service there, nothing in
 #     gpu-operator (real kubectl refuses `apply -n` of an object pinned to
 #     another namespace);
+#   - mig.sh --all-gpu-nodes labels the GPU node only; verify.sh --json passes on
+#     a healthy cluster (the test seeding the MIG state and the smoke pod's phase);
 #   - the real v26.7.0 chart from ../shared (when there) with the kit's values:
 #     every container helm creates and the ClusterPolicy's operands on the site
 #     registry;
@@ -137,6 +139,62 @@ EOF
   grep -q 'configmap/gpubundle-repo-config unchanged' "$work/again.out" || fail "$ns: second run: $(cat "$work/again.out")"
   echo "ok: install.sh in $ns, --dry-run and real, with the real kubectl and helm"
 done
+
+# mig.sh and verify.sh on a cluster with one GPU node and one CPU node, the
+# operator's pods ready; the test plays the MIG manager (the state label) and
+# the kubelet (the smoke pod's phase).
+cat >"$work/nodes.yaml" <<'EOF'
+apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: Node
+  metadata: {name: gpu-a, labels: {nvidia.com/gpu.present: "true"}}
+  status: {allocatable: {cpu: "64", nvidia.com/gpu: "8", pods: "110"}}
+- apiVersion: v1
+  kind: Node
+  metadata: {name: cpu-a, labels: {kubernetes.io/os: linux}}
+- apiVersion: v1
+  kind: Namespace
+  metadata: {name: gpu-operator}
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: gpu-operator-6f7d-x, namespace: gpu-operator}
+  spec: {containers: [{name: c, image: x}]}
+  status: {phase: Running, conditions: [{type: Ready, status: "True"}]}
+EOF
+kube_start api-verify --seed "$work/nodes.yaml"
+"$kit/mig.sh" --all-gpu-nodes >"$work/mig.out" 2>&1 || fail "mig.sh --all-gpu-nodes: $(cat "$work/mig.out")"
+[ "$(kube_requests "$writes" | "$PY" -c 'import json,sys; print(" ".join(json.loads(l)["method"] + " " + json.loads(l)["path"] + " " + json.dumps(json.loads(l)["body"], sort_keys=True) for l in sys.stdin))')" = \
+  'PATCH /api/v1/nodes/gpu-a {"metadata": {"labels": {"nvidia.com/mig.config": "all-balanced"}}}' ] ||
+  fail "mig.sh wrote: $(kube_requests "$writes")"
+printf 'apiVersion: v1\nkind: Node\nmetadata: {name: gpu-a, labels: {nvidia.com/gpu.present: "true", nvidia.com/mig.config: all-balanced, nvidia.com/mig.config.state: success}}\nstatus: {allocatable: {cpu: "64", nvidia.com/gpu: "8", pods: "110"}}\n' >"$work/mig-done.yaml"
+"$PY" "$KUBE_TOOLS/kube_api.py" seed --dir "$KUBE_DIR" "$work/mig-done.yaml" >/dev/null
+kube_reset_requests
+(cd "$work" && VERIFY_TIMEOUT=60 "$kit/verify.sh" --json "$work/verify.json" >"$work/verify.out" 2>&1) &
+verifier=$!
+for _ in $(seq 150); do
+  "$KUBECTL" -n gpu-operator get pod gpubundle-cuda-smoke -o json >"$work/smoke.json" 2>/dev/null && break
+  sleep 0.2
+done
+"$PY" - "$work/smoke.json" <<'PYEOF' || fail "verify.sh made no smoke pod: $(cat "$work/verify.out")"
+import json, sys
+pod = json.load(open(sys.argv[1]))
+pod["status"] = {"phase": "Succeeded"}
+json.dump(pod, open(sys.argv[1], "w"))
+PYEOF
+"$PY" "$KUBE_TOOLS/kube_api.py" seed --dir "$KUBE_DIR" "$work/smoke.json" >/dev/null
+wait "$verifier" || fail "verify.sh on a healthy stand-in cluster: $(cat "$work/verify.out")"
+"$PY" - "$work/verify.json" "$work/smoke.json" <<'PYEOF' || fail "verify.sh: $(cat "$work/verify.out")"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+assert [(c["name"], c["status"]) for c in doc["checks"]] == [("pods", "PASS"), ("node-gpus", "PASS"), ("mig", "PASS"), ("cuda-smoke", "PASS")], doc["checks"]
+assert doc["checks"][1]["detail"] == "node gpu-a allocatable: nvidia.com/gpu=8", doc["checks"][1]
+pod = json.load(open(sys.argv[2]))["spec"]
+assert pod["containers"][0]["image"] == "registry.site:5000/gpu/nvidia/cuda:12.4.1-base-ubuntu22.04", pod
+assert pod["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": 1} and pod["imagePullSecrets"] == [{"name": "site-registry"}], pod
+PYEOF
+echo "ok: mig.sh and verify.sh with the real kubectl"
 
 # The real chart (../shared: v26.7.0 with its templates and CRDs) with the kit's
 # values.yaml: what helm sends is every container and the ClusterPolicy's
