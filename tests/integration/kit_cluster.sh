@@ -15,8 +15,10 @@
 #   - mig.sh --all-gpu-nodes labels the GPU node only; verify.sh --json passes on
 #     a healthy cluster (the test seeding the MIG state and the smoke pod's phase);
 #   - the real v26.7.0 chart from ../shared (when there) with the kit's values:
-#     every container helm creates and the ClusterPolicy's operands on the site
-#     registry;
+#     --dry-run on a fresh cluster only renders it (helm's dry run cannot map the
+#     ClusterPolicy before its CRD exists) and says so; every container helm
+#     creates and the ClusterPolicy's operands on the site registry; a second
+#     --dry-run is helm's own;
 #   - a GPUBUNDLE_NAMESPACE that is no namespace name is refused before kubectl runs.
 # Usage: kit_cluster.sh GPUBUNDLE SOURCE_DIR    Skips (77) without the real clients.
 set -euo pipefail
@@ -206,7 +208,11 @@ if [ -d "$real_chart" ]; then
   "$KUBECTL" -n gpu-operator create secret docker-registry site-registry --docker-server=registry.site:5000 \
     --docker-username=u --docker-password=p >/dev/null
   kube_reset_requests
+  # A fresh cluster lacks the chart's CRDs: helm's dry run could not map the
+  # ClusterPolicy ("no matches for kind"), so install.sh renders the chart only.
   GPUBUNDLE_CHART=$real_chart "$kit/install.sh" --dry-run >"$work/real-dry.out" 2>&1 || fail "real chart: --dry-run: $(cat "$work/real-dry.out")"
+  grep -q "the chart's CRDs are not installed yet (clusterpolicies.nvidia.com gpuclusters.nvidia.com nvidiadrivers.nvidia.com " \
+    "$work/real-dry.out" || fail "real chart: --dry-run on a fresh cluster: $(cat "$work/real-dry.out")"
   [ -z "$(kube_requests "$writes")" ] || fail "real chart: the dry run wrote: $(kube_requests "$writes" | cut -c1-300)"
   GPUBUNDLE_CHART=$real_chart "$kit/install.sh" >"$work/real.out" 2>&1 || fail "real chart: $(cat "$work/real.out")"
   kube_requests "$writes and r['status'] < 300" >"$work/writes"
@@ -231,6 +237,12 @@ for operand in ("toolkit", "devicePlugin", "dcgmExporter", "gfd", "validator"):
     assert cp[operand]["repository"].startswith("registry.site:5000/gpu/"), (operand, cp[operand])
 print(f"real chart: {len(bodies)} objects created, {len(images)} containers, all on the site registry")
 PYEOF
+  # Installed, the CRDs are there: now helm dry-runs the release itself.
+  kube_reset_requests
+  GPUBUNDLE_CHART=$real_chart "$kit/install.sh" --dry-run >"$work/real-dry2.out" 2>&1 || fail "real chart: a second --dry-run: $(cat "$work/real-dry2.out")"
+  grep -q '^install.sh: helm upgrade --install gpu-operator' "$work/real-dry2.out" && grep -q '^STATUS: pending-upgrade' "$work/real-dry2.out" ||
+    fail "real chart: a second --dry-run: $(cat "$work/real-dry2.out")"
+  [ -z "$(kube_requests "$writes")" ] || fail "real chart: the second dry run wrote: $(kube_requests "$writes" | cut -c1-300)"
   echo "ok: install.sh with the real v26.7.0 chart"
 else
   echo "note: $real_chart not found; install.sh not run with the real chart"

@@ -28,13 +28,31 @@ EOF
 kube_start api --seed "$work/seed.yaml"
 k() { "$KUBECTL" "$@"; }
 
-# Discovery: every kind the kit uses, from the legacy documents.
+# Discovery: every built-in kind the kit uses, from the legacy documents; a
+# custom kind only while its CRD is there.
 k api-resources -o name >"$work/resources" || fail "kubectl api-resources"
 for r in namespaces configmaps secrets services pods nodes deployments.apps daemonsets.apps jobs.batch \
-         prometheusrules.monitoring.coreos.com servicemonitors.monitoring.coreos.com mpijobs.kubeflow.org \
-         nicclusterpolicies.mellanox.com clusterpolicies.nvidia.com customresourcedefinitions.apiextensions.k8s.io; do
+         customresourcedefinitions.apiextensions.k8s.io; do
   grep -qx "$r" "$work/resources" || fail "api-resources lacks $r: $(cat "$work/resources")"
 done
+if grep -q 'monitoring.coreos.com\|kubeflow.org\|nvidia.com' "$work/resources"; then fail "custom kinds served without their CRDs"; fi
+printf 'apiVersion: monitoring.coreos.com/v1\nkind: PrometheusRule\nmetadata: {name: r, namespace: default}\nspec: {groups: []}\n' >"$work/rule.yaml"
+if k apply -f "$work/rule.yaml" 2>"$work/err"; then fail "a PrometheusRule applied without its CRD"; fi
+grep -q 'no matches for kind "PrometheusRule"' "$work/err" || fail "no CRD: $(cat "$work/err")"
+for crd in prometheusrules.monitoring.coreos.com mpijobs.kubeflow.org clusterpolicies.nvidia.com nicclusterpolicies.mellanox.com; do
+  printf 'apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: %s}\nspec: {group: %s, scope: Namespaced, names: {plural: %s, kind: X}, versions: [{name: v1, served: true, storage: true}]}\n' \
+    "$crd" "${crd#*.}" "${crd%%.*}" >"$work/crd.yaml"
+  k apply -f "$work/crd.yaml" >/dev/null || fail "CRD $crd"
+done
+k wait --for=condition=Established crd/mpijobs.kubeflow.org --timeout=10s >/dev/null || fail "CRD not Established"
+k apply -f "$work/rule.yaml" >/dev/null || fail "a PrometheusRule with its CRD"
+k api-resources -o name >"$work/resources" || fail "kubectl api-resources"
+for r in prometheusrules.monitoring.coreos.com mpijobs.kubeflow.org nicclusterpolicies.mellanox.com clusterpolicies.nvidia.com; do
+  grep -qx "$r" "$work/resources" || fail "api-resources lacks $r with its CRD: $(cat "$work/resources")"
+done
+k delete crd prometheusrules.monitoring.coreos.com >/dev/null || fail "delete CRD"
+[ -z "$(kube_objects | "$PY" -c 'import json,sys; print(" ".join(o["kind"] for o in json.load(sys.stdin) if o["kind"] == "PrometheusRule"))')" ] ||
+  fail "a PrometheusRule outlived its CRD"
 [ "$(k get --raw /version | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["minor"])')" = 31 ] || fail "/version"
 
 # Seeded nodes, selected by label.

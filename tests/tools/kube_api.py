@@ -12,14 +12,16 @@ It answers what kubectl v1.31 and helm v3.17 ask of a cluster, no more:
 
 - Discovery, the legacy (unaggregated) kind: /version, /api, /apis, /api/v1,
   /apis/GROUP/VERSION for the kinds in RESOURCES below (the kit's kinds plus
-  what a chart or the MPI Operator manifest carries). Aggregated discovery is
-  not offered: client-go falls back to the legacy documents by their
-  Content-Type.
+  what a chart or the MPI Operator manifest carries). A kind outside
+  BUILTIN_GROUPS is served only while its CRD (PLURAL.GROUP) exists, as on a
+  real cluster (the CRD's own versions are not read: RESOURCES names them).
+  Aggregated discovery is not offered: client-go falls back to the legacy
+  documents by their Content-Type.
 - OpenAPI v3: /openapi/v3 and one document per group-version whose PATCH
   operations carry x-kubernetes-group-version-kind and the query parameter
-  fieldValidation, so kubectl's validation (strict by default) is server-side
-  and never downloads /openapi/v2 (404 here). No schemas: client-side apply of
-  a built-in kind falls back to kubectl's compiled-in types.
+  fieldValidation, so kubectl's validation (strict by default) is server-side;
+  /openapi/v2 is an empty document. No schemas: client-side apply of a
+  built-in kind falls back to kubectl's compiled-in types.
 - Objects: GET (one, or a list with labelSelector a=b,a!=b,a,!a and
   fieldSelector metadata.name/metadata.namespace), POST, PUT, PATCH, DELETE,
   on namespaced and cluster-scoped resources; ?watch=true streams ADDED,
@@ -106,6 +108,10 @@ RESOURCES = [
 SUBRESOURCES = {"pods": ["log", "status"], "deployments": ["status", "scale"], "daemonsets": ["status"],
                 "jobs": ["status"], "mpijobs": ["status"], "clusterpolicies": ["status"],
                 "customresourcedefinitions": ["status"], "nodes": ["status"], "namespaces": ["status"]}
+# Groups the API server itself serves; a kind of any other group is served only
+# while its CustomResourceDefinition (PLURAL.GROUP) exists, as on a real cluster.
+BUILTIN_GROUPS = {"", "apps", "batch", "rbac.authorization.k8s.io", "scheduling.k8s.io", "node.k8s.io",
+                  "apiextensions.k8s.io", "resource.k8s.io"}
 VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 BUILTIN_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
@@ -282,6 +288,13 @@ class Store:
                 return r
         return None
 
+    def served(self):
+        """The RESOURCES entries served now: the built-in groups', and a custom
+        kind's while its CRD exists."""
+        with self.lock:
+            return [r for r in RESOURCES if r[0] in BUILTIN_GROUPS or
+                    ("apiextensions.k8s.io", "customresourcedefinitions", None, f"{r[3]}.{r[0]}") in self.objects]
+
     def next_rv(self):
         self.rv += 1
         return str(self.rv)
@@ -356,6 +369,8 @@ class Store:
                 res = self.resource_of(obj)
                 if res is None:
                     raise ApiError(400, "BadRequest", f"seed: no resource for {obj.get('apiVersion')} {obj.get('kind')}")
+                if res not in self.served():
+                    raise ApiError(400, "BadRequest", f"seed: {obj.get('kind')} needs its CRD {res[3]}.{res[0]} seeded first")
                 ns = (obj.get("metadata") or {}).get("namespace") or "default"
                 status = obj.get("status")
                 stored = self.put_raw(res, ns, obj)
@@ -394,9 +409,9 @@ def settle(res, obj):
         obj["status"] = {"phase": "Active"}
 
 
-def discovery_resources(group, version):
+def discovery_resources(group, version, served):
     out = []
-    for g, v, kind, plural, namespaced, short in RESOURCES:
+    for g, v, kind, plural, namespaced, short in served:
         if g != group or v != version:
             continue
         out.append({"name": plural, "singularName": kind.lower(), "namespaced": namespaced, "kind": kind,
@@ -408,19 +423,19 @@ def discovery_resources(group, version):
     return out
 
 
-def group_versions():
+def group_versions(served):
     gvs = []
-    for r in RESOURCES:
+    for r in served:
         if (r[0], r[1]) not in gvs:
             gvs.append((r[0], r[1]))
     return gvs
 
 
-def openapi_v3_doc(group, version):
+def openapi_v3_doc(group, version, served):
     params = [{"name": n, "in": "query", "schema": {"type": "string", "uniqueItems": True}}
               for n in ("dryRun", "fieldManager", "fieldValidation", "force", "pretty")]
     paths = {}
-    for g, v, kind, plural, namespaced, _ in RESOURCES:
+    for g, v, kind, plural, namespaced, _ in served:
         if g != group or v != version:
             continue
         base = f"/api/{v}" if not g else f"/apis/{g}/{v}"
@@ -515,6 +530,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         parts = [p for p in url.path.split("/") if p]
         if parts[:1] == ["_standin"]:
             return self.admin(parts[1:], body)
+        served = self.store.served()
         if self.command == "GET":
             if url.path == "/version":
                 return self.send_json(200, KUBE_VERSION)
@@ -532,7 +548,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     {"clientCIDR": "0.0.0.0/0", "serverAddress": self.address}]})
             if url.path == "/apis":
                 groups = []
-                for g, v in group_versions():
+                for g, v in group_versions(served):
                     if not g:
                         continue
                     gv = {"groupVersion": gv_string(g, v), "version": v}
@@ -544,7 +560,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
                         groups.append({"name": g, "versions": [gv], "preferredVersion": gv})
                 return self.send_json(200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
             if parts[:2] == ["openapi", "v3"]:
-                return self.openapi(parts[2:])
+                return self.openapi(parts[2:], served)
+            if url.path == "/openapi/v2":
+                # An empty OpenAPI v2 document (protobuf, which kubectl asks
+                # for): no schemas, so kubectl's client-side validation of a
+                # kind the server does not serve gets as far as its real
+                # error, "no matches for kind".
+                self.send_response(200)
+                self.send_header("Content-Type", "application/com.github.proto-openapi.spec.v2.v1.0+protobuf")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                self.answered = 200
+                return
         # /api/v1/... or /apis/GROUP/VERSION/...
         if parts[:1] == ["api"] and len(parts) >= 2:
             group, version, rest = "", parts[1], parts[2:]
@@ -552,20 +579,21 @@ class Handler(http.server.BaseHTTPRequestHandler):
             group, version, rest = parts[1], parts[2], parts[3:]
         else:
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
-        if (group, version) not in group_versions():
+        if (group, version) not in group_versions(served):
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         if not rest:
             if self.command != "GET":
                 raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
             return self.send_json(200, {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv_string(group, version),
-                                        "resources": discovery_resources(group, version)})
+                                        "resources": discovery_resources(group, version, served)})
         watch = q.get("watch", ["false"])[0] in ("1", "true")
         if rest[0] == "watch":
             watch, rest = True, rest[1:]
         namespace = None
-        if len(rest) >= 3 and rest[0] == "namespaces" and self.store.resource_for(group, version, rest[2]):
+        find = lambda plural: next((r for r in served if r[0] == group and r[1] == version and r[3] == plural), None)
+        if len(rest) >= 3 and rest[0] == "namespaces" and find(rest[2]):
             namespace, rest = rest[1], rest[2:]
-        res = self.store.resource_for(group, version, rest[0]) if rest else None
+        res = find(rest[0]) if rest else None
         if res is None:
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         if res[4] and namespace is None and len(rest) > 1:
@@ -595,18 +623,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.delete(res, namespace, name, dry)
         raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
 
-    def openapi(self, rest):
+    def openapi(self, rest, served):
         if not rest:
             paths = {}
-            for g, v in group_versions():
+            for g, v in group_versions(served):
                 key = f"api/{v}" if not g else f"apis/{g}/{v}"
-                digest = hashlib.sha256(json.dumps(openapi_v3_doc(g, v), sort_keys=True).encode()).hexdigest().upper()
+                digest = hashlib.sha256(json.dumps(openapi_v3_doc(g, v, served), sort_keys=True).encode()).hexdigest().upper()
                 paths[key] = {"serverRelativeURL": f"/openapi/v3/{key}?hash={digest}"}
             return self.send_json(200, {"paths": paths})
         if rest[0] == "api" and len(rest) == 2:
-            return self.send_json(200, openapi_v3_doc("", rest[1]))
-        if rest[0] == "apis" and len(rest) == 3 and (rest[1], rest[2]) in group_versions():
-            return self.send_json(200, openapi_v3_doc(rest[1], rest[2]))
+            return self.send_json(200, openapi_v3_doc("", rest[1], served))
+        if rest[0] == "apis" and len(rest) == 3 and (rest[1], rest[2]) in group_versions(served):
+            return self.send_json(200, openapi_v3_doc(rest[1], rest[2], served))
         raise ApiError(404, "NotFound", "the server could not find the requested resource")
 
     def admin(self, rest, body):
@@ -794,6 +822,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             obj = copy.deepcopy(self.store.objects[key]) if dry else self.store.delete_raw(key)
             if res[2] == "Namespace" and not dry:
                 for k in [k for k in self.store.objects if k[2] == name]:
+                    self.store.delete_raw(k)
+            if res[2] == "CustomResourceDefinition" and not dry:  # its objects go with it
+                plural, _, group = name.partition(".")
+                for k in [k for k in self.store.objects if k[0] == group and k[1] == plural]:
                     self.store.delete_raw(k)
         if res[2] == "Namespace":
             obj.setdefault("status", {})["phase"] = "Terminating"
