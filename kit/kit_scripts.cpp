@@ -160,9 +160,23 @@ if [ -f "$here/time-slicing.yaml" ]; then
   kubectl apply -n "$namespace" -f "$here/time-slicing.yaml" "${kubectl_flags[@]}"
 fi
 
-say "helm upgrade --install $release"
-helm upgrade --install "$release" "$chart" -f "$here/values.yaml" --namespace "$namespace" --create-namespace --wait \
-  --timeout "$timeout" "${helm_flags[@]}"
+# helm's dry run installs none of the chart's CRDs (crds/), and cannot map the
+# objects of those kinds (the ClusterPolicy) before they are there: on a
+# cluster without them it can only render the chart.
+missing_crds=""
+if [ "$dry_run" -eq 1 ]; then
+  while read -r crd; do
+    [ -z "$crd" ] || kubectl get crd "$crd" >/dev/null 2>&1 || missing_crds+=" $crd"
+  done < <(helm show crds "$chart" | sed -n '/^kind: CustomResourceDefinition/,/^spec:/s/^  name: *//p')
+fi
+if [ -n "$missing_crds" ]; then
+  say "the chart's CRDs are not installed yet (${missing_crds# }), so helm cannot dry-run the release against the cluster; rendering it only (helm template)"
+  helm template "$release" "$chart" -f "$here/values.yaml" --namespace "$namespace" >/dev/null
+else
+  say "helm upgrade --install $release"
+  helm upgrade --install "$release" "$chart" -f "$here/values.yaml" --namespace "$namespace" --create-namespace --wait \
+    --timeout "$timeout" "${helm_flags[@]}"
+fi
 
 if [ -f "$here/alerts.yaml" ]; then
   if kubectl get crd prometheusrules.monitoring.coreos.com >/dev/null 2>&1; then
