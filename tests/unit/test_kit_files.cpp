@@ -458,8 +458,11 @@ TEST_CASE("a package repository: repoConfig ConfigMap with the key, Deployment a
   CHECK_FALSE(values["driver"]["certConfig"]);
   // Applied before the chart is installed.
   const std::string& install = file(*k, "install.sh");
-  auto applied = install.find("package-repo.yaml\" \"${kubectl_flags[@]}\"");
+  auto applied = install.find("apply_package_repo \"${kubectl_flags[@]}\"");
   REQUIRE(applied != std::string::npos);
+  // ... into the release namespace, its sources naming the Service there.
+  CHECK(contains(install, "sed \"s#//gpubundle-package-repo\\.gpu-operator\\.svc\\.#//gpubundle-package-repo.$namespace.svc.#\" "
+                          "\"$here/package-repo.yaml\" |\n    kubectl apply -n \"$namespace\" -f - \"$@\""));
   CHECK(applied < install.find("helm upgrade --install \"$release\""));
   // Neither image is pulled by a node from its source host.
   CHECK_FALSE(k->find("containerd/certs.d/localhost/hosts.toml"));
