@@ -8,7 +8,9 @@
 #     objects in it) a client-side dry run, saying so;
 #   - --install-mpi-operator MANIFEST: server-side apply, every object stored;
 #     on the real v0.8.0 manifest (../shared) as well when it is there;
-#   - --dry-run of the MPIJob: reads only;
+#   - --dry-run of the MPIJob: reads only; without the MPIJob CRD (the MPI
+#     Operator not installed yet) the warning and the MPIJob, not kubectl's
+#     "no matches for kind" error;
 #   - a whole run: the MPIJob applied, its Succeeded condition, the launcher's
 #     log and the worker pods' nodes read back through kubectl, as seeded.
 # Usage: nccl_cluster.sh GPUBUNDLE SOURCE_DIR    Skips (77) without the real clients.
@@ -139,10 +141,14 @@ else
   echo "note: $upstream not found; the upstream manifest is not applied"
 fi
 
-# The MPIJob: --dry-run reads only (the CRD is installed now).
-kube_reset_requests
-"$script" --dry-run >"$work/job-dry.out" 2>&1 || fail "--dry-run: $(cat "$work/job-dry.out")"
-grep -q 'mpijob.kubeflow.org/gpubundle-nccl-allreduce created (dry run)' "$work/job-dry.out" || fail "MPIJob dry run: $(cat "$work/job-dry.out")"
+# The MPIJob's --dry-run where the MPI Operator is not installed yet: the
+# warning, the MPIJob printed, and no kubectl apply, which would stop with
+# "no matches for kind "MPIJob"" (the CRD is what tells kubectl the kind).
+kube_start api-nocrd
+"$script" --dry-run >"$work/nocrd-dry.out" 2>&1 || fail "--dry-run without the MPIJob CRD: $(cat "$work/nocrd-dry.out")"
+grep -q 'warning: the MPIJob CRD (mpijobs.kubeflow.org) is not installed' "$work/nocrd-dry.out" &&
+  grep -q 'not passed to kubectl: it cannot check an MPIJob before its CRD is installed' "$work/nocrd-dry.out" &&
+  grep -q '^kind: MPIJob' "$work/nocrd-dry.out" || fail "--dry-run without the MPIJob CRD: $(cat "$work/nocrd-dry.out")"
 [ -z "$(kube_requests "$writes")" ] || fail "the MPIJob dry run wrote: $(kube_requests "$writes")"
 
 # A whole run. The test plays the MPI Operator: the launcher Job and its pod
@@ -172,6 +178,10 @@ print(json.dumps({"apiVersion": "v1", "kind": "List", "items": [
     worker(0, "gpu-node-b"), worker(1, "gpu-node-a")]}))
 PYEOF
 kube_start api-run --seed "$work/run-seed.json"
+# With the CRD, --dry-run is kubectl's client-side dry run, reading only.
+"$script" --dry-run >"$work/job-dry.out" 2>&1 || fail "--dry-run: $(cat "$work/job-dry.out")"
+grep -q 'mpijob.kubeflow.org/gpubundle-nccl-allreduce created (dry run)' "$work/job-dry.out" || fail "MPIJob dry run: $(cat "$work/job-dry.out")"
+[ -z "$(kube_requests "$writes")" ] || fail "the MPIJob dry run wrote: $(kube_requests "$writes")"
 (cd "$work" && GPUBUNDLE_TIMEOUT=120 "$script" --json "$work/run.json" >"$work/run.out" 2>&1) &
 runner=$!
 for _ in $(seq 150); do
