@@ -123,6 +123,7 @@ fail() { echo "nccl-allreduce.sh: $*" >&2; exit 1; }
 bad_usage() { echo "nccl-allreduce.sh: $* ($usage)" >&2; exit 2; }
 
 dry_run=0
+no_crd=""
 job_failed=0
 json=""
 parse=""
@@ -276,7 +277,7 @@ fi
 
 if ! kubectl get crd mpijobs.kubeflow.org >/dev/null 2>&1; then
   msg="the MPIJob CRD (mpijobs.kubeflow.org) is not installed: install the Kubeflow MPI Operator first (./nccl-allreduce.sh --install-mpi-operator MANIFEST)"
-  if [ "$dry_run" -eq 1 ]; then say "warning: $msg"; else fail "$msg"; fi
+  if [ "$dry_run" -eq 1 ]; then say "warning: $msg"; no_crd=1; else fail "$msg"; fi
 fi
 
 mpijob() {
@@ -287,7 +288,12 @@ mpijob() {
 if [ "$dry_run" -eq 1 ]; then
   say "context $context, namespace $namespace: MPIJob $job, $nodes nodes x $gpus GPUs ($ranks ranks), image $image"
   mpijob
-  mpijob | kubectl apply -f - "${kubectl_flags[@]}"
+  if [ -n "$no_crd" ]; then
+    # kubectl learns the kind from the CRD: without it, "no matches for kind".
+    say "the MPIJob above is not passed to kubectl: it cannot check an MPIJob before its CRD is installed"
+  else
+    mpijob | kubectl apply -f - "${kubectl_flags[@]}"
+  fi
   exit 0
 fi
 
