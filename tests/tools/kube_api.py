@@ -41,7 +41,9 @@ It answers what kubectl v1.31 and helm v3.17 ask of a cluster, no more:
   leave them on an idle cluster: a CRD Established and NamesAccepted, a
   Deployment rolled out with a ready ReplicaSet (helm --wait looks for it), a
   DaemonSet with nothing to schedule, a Job Complete.
-  Nothing else moves by itself; seed the state a script waits for.
+  Nothing else moves by itself; seed the state a script waits for. A pod's
+  log (GET .../pods/NAME/log, kubectl logs) is its annotation
+  kube-api-standin/log.
 
 Every request but the stand-in's own (/_standin/...) is appended to
 DIR/requests.jsonl as one JSON object: method, path, query (name -> list of
@@ -64,6 +66,7 @@ import ssl
 import sys
 import threading
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
