@@ -806,10 +806,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     raise ApiError(400, "BadRequest", "the body of the request was in an unknown format")
                 new = merge_patch(old, body)
             else:
-                raise ApiError(415, "UnsupportedMediaType", f"the body of the request was in an unknown format - "
-                                                            f"accepted media types include: application/json-patch+json, "
-                                                            f"application/merge-patch+json, application/apply-patch+yaml, "
-                                                            f"application/strategic-merge-patch+json")
+                raise ApiError(415, "UnsupportedMediaType", "the body of the request was in an unknown format - "
+                                                            "accepted media types include: application/json-patch+json, "
+                                                            "application/merge-patch+json, application/apply-patch+yaml, "
+                                                            "application/strategic-merge-patch+json")
             if sub != "status":
                 nmd = new.get("metadata") or {}
                 if nmd.get("name", name) != name:
