@@ -96,7 +96,8 @@ constexpr const char* k_nccl_sh = R"SH(#!/usr/bin/env bash
 #   --nodes N, --gpus-per-node G   the job's size (recipe: @NODES@ nodes x @GPUS@ GPUs)
 #   --json FILE    the results (docs/acceptance-results.md); default nccl-allreduce-<UTC time>.json,
 #                  with the launcher's log next to it as FILE.log
-#   --dry-run      check the prerequisites and the MPIJob with kubectl --dry-run=client; changes nothing
+#   --dry-run      check the prerequisites and the MPIJob with kubectl --dry-run=client (the MPI
+#                  Operator's manifest: --dry-run=server); changes nothing
 #   --parse LOG    only turn a saved all_reduce_perf log into the JSON (no cluster)
 #   --install-mpi-operator MANIFEST   apply the Kubeflow MPI Operator's release manifest
 #                  (deploy/v2beta1/mpi-operator.yaml) with its image moved to the site registry
@@ -122,6 +123,7 @@ fail() { echo "nccl-allreduce.sh: $*" >&2; exit 1; }
 bad_usage() { echo "nccl-allreduce.sh: $* ($usage)" >&2; exit 2; }
 
 dry_run=0
+no_crd=""
 job_failed=0
 json=""
 parse=""
@@ -139,7 +141,7 @@ while [ "$#" -gt 0 ]; do
         --install-mpi-operator) operator_manifest="$2" ;;
       esac
       shift ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) bad_usage "unknown argument: $1" ;;
   esac
   shift
@@ -252,14 +254,30 @@ if [ -n "$operator_manifest" ]; then
   grep -q 'image: *mpioperator/mpi-operator:' "$operator_manifest" ||
     fail "$operator_manifest has no 'image: mpioperator/mpi-operator:' line; is it deploy/v2beta1/mpi-operator.yaml of a release?"
   say "applying the MPI Operator from $operator_manifest with image $operator_image"
+  # Server-side apply: the CRD is too large for client-side apply's annotation.
+  # kubectl refuses --server-side with --dry-run=client, so a dry run is the
+  # server's; but the server cannot dry-run an object in a namespace that does
+  # not exist yet (the manifest makes its own): then kubectl checks the
+  # manifest alone, with a client-side dry run, and says so.
+  apply=(--server-side)
+  if [ "$dry_run" -eq 1 ]; then
+    apply+=(--dry-run=server)
+    while read -r ns; do
+      if ! kubectl get namespace "$ns" >/dev/null 2>&1; then
+        say "namespace $ns does not exist yet, so the API server cannot dry-run the objects in it; kubectl checks the manifest itself (client-side dry run)"
+        apply=(--dry-run=client)
+        break
+      fi
+    done < <(sed -n 's/^  namespace: *\([a-z0-9][-a-z0-9]*\) *$/\1/p' "$operator_manifest" | sort -u)
+  fi
   sed "s#image: *mpioperator/mpi-operator:.*#image: $operator_image#" "$operator_manifest" |
-    kubectl apply --server-side -f - "${kubectl_flags[@]}"
+    kubectl apply -f - "${apply[@]}"
   exit 0
 fi
 
 if ! kubectl get crd mpijobs.kubeflow.org >/dev/null 2>&1; then
   msg="the MPIJob CRD (mpijobs.kubeflow.org) is not installed: install the Kubeflow MPI Operator first (./nccl-allreduce.sh --install-mpi-operator MANIFEST)"
-  if [ "$dry_run" -eq 1 ]; then say "warning: $msg"; else fail "$msg"; fi
+  if [ "$dry_run" -eq 1 ]; then say "warning: $msg"; no_crd=1; else fail "$msg"; fi
 fi
 
 mpijob() {
@@ -270,7 +288,12 @@ mpijob() {
 if [ "$dry_run" -eq 1 ]; then
   say "context $context, namespace $namespace: MPIJob $job, $nodes nodes x $gpus GPUs ($ranks ranks), image $image"
   mpijob
-  mpijob | kubectl apply -f - "${kubectl_flags[@]}"
+  if [ -n "$no_crd" ]; then
+    # kubectl learns the kind from the CRD: without it, "no matches for kind".
+    say "the MPIJob above is not passed to kubectl: it cannot check an MPIJob before its CRD is installed"
+  else
+    mpijob | kubectl apply -f - "${kubectl_flags[@]}"
+  fi
   exit 0
 fi
 

@@ -10,35 +10,36 @@ namespace gb::kit::detail {
 
 namespace {
 
-void metadata(YAML::Emitter& out, const std::string& name, const KitOptions& options) {
+// No namespace: install.sh and upgrade.sh apply the file into theirs
+// (GPUBUNDLE_NAMESPACE), and kubectl refuses `apply -n` of an object that
+// names another.
+void metadata(YAML::Emitter& out, const std::string& name) {
   out << YAML::Key << "metadata" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "name" << YAML::Value << name;
-  out << YAML::Key << "namespace" << YAML::Value << options.namespace_name;
   out << YAML::Key << "labels" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "app.kubernetes.io/name" << YAML::Value << k_package_repo_name;
   out << YAML::Key << "app.kubernetes.io/managed-by" << YAML::Value << "gpubundle" << YAML::EndMap;
   out << YAML::EndMap;
 }
 
-std::string config_map(const std::string& name, const std::vector<std::pair<std::string, std::string>>& data,
-                       const KitOptions& options) {
+std::string config_map(const std::string& name, const std::vector<std::pair<std::string, std::string>>& data) {
   YAML::Emitter out;
   out << YAML::BeginMap;
   out << YAML::Key << "apiVersion" << YAML::Value << "v1";
   out << YAML::Key << "kind" << YAML::Value << "ConfigMap";
-  metadata(out, name, options);
+  metadata(out, name);
   out << YAML::Key << "data" << YAML::Value << YAML::BeginMap;
   for (const auto& [key, value] : data) out << YAML::Key << key << YAML::Value << YAML::Literal << value;
   out << YAML::EndMap << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
 }
 
-std::string deployment(const Placement& image, const KitRecipe& recipe, const KitOptions& options) {
+std::string deployment(const Placement& image, const KitRecipe& recipe) {
   YAML::Emitter out;
   out << YAML::BeginMap;
   out << YAML::Key << "apiVersion" << YAML::Value << "apps/v1";
   out << YAML::Key << "kind" << YAML::Value << "Deployment";
-  metadata(out, k_package_repo_name, options);
+  metadata(out, k_package_repo_name);
   out << YAML::Key << "spec" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "replicas" << YAML::Value << 1;
   out << YAML::Key << "selector" << YAML::Value << YAML::BeginMap << YAML::Key << "matchLabels" << YAML::Value << YAML::BeginMap;
@@ -72,12 +73,12 @@ std::string deployment(const Placement& image, const KitRecipe& recipe, const Ki
   return std::string(out.c_str()) + "\n";
 }
 
-std::string service(const KitOptions& options) {
+std::string service() {
   YAML::Emitter out;
   out << YAML::BeginMap;
   out << YAML::Key << "apiVersion" << YAML::Value << "v1";
   out << YAML::Key << "kind" << YAML::Value << "Service";
-  metadata(out, k_package_repo_name, options);
+  metadata(out, k_package_repo_name);
   out << YAML::Key << "spec" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "selector" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "app.kubernetes.io/name" << YAML::Value << k_package_repo_name << YAML::EndMap;
@@ -119,25 +120,29 @@ std::string package_repo_yaml(const Lock& lock, const std::vector<Placement>& pl
   const bool apt = lock.package_repo->format != "rpm-md";
   std::string text = yaml_header(
       lock, options,
-      "The site package repository for the driver containers (docs/package-repos.md): install.sh applies it to namespace " +
-          options.namespace_name + " before the chart; values.yaml driver.repoConfig" +
-          (options.package_repo_ca.empty() ? "" : " and driver.certConfig") + " point at it. Signing key " +
-          lock.package_repo->fingerprint + ".");
+      "The site package repository for the driver containers (docs/package-repos.md): install.sh and upgrade.sh apply it, "
+      "before the chart, to the release namespace (GPUBUNDLE_NAMESPACE, default " +
+          options.namespace_name + ")" +
+          (options.package_repo_url.empty()
+               ? std::string(", and point the sources at the Service ") + k_package_repo_name + " in that namespace: they name it in " +
+                     options.namespace_name + " here (kubectl apply -n NS by hand: change ." + options.namespace_name + ".svc. too)"
+               : std::string()) +
+          "; values.yaml driver.repoConfig" + (options.package_repo_ca.empty() ? "" : " and driver.certConfig") +
+          " point at it. Signing key " + lock.package_repo->fingerprint + ".");
   text += config_map(k_package_repo_config_map,
                      {{apt ? "gpubundle.list" : "gpubundle.repo", package_repo_sources(lock, options)},
-                      {k_package_repo_key_file, lock.package_repo->public_key}},
-                     options);
+                      {k_package_repo_key_file, lock.package_repo->public_key}});
   if (!options.package_repo_ca.empty()) {
     std::string ca = options.package_repo_ca;
     if (ca.back() != '\n') ca += "\n";
     // Ubuntu's update-ca-certificates takes only *.crt files.
-    text += "---\n" + config_map(k_package_repo_ca_config_map, {{"gpubundle-repo-ca.crt", ca}}, options);
+    text += "---\n" + config_map(k_package_repo_ca_config_map, {{"gpubundle-repo-ca.crt", ca}});
   }
   if (options.package_repo_url.empty()) {
     for (const auto& p : placements)
       if (p.image->built == BuiltKind::PackageRepo) {
-        text += "---\n" + deployment(p, recipe, options);
-        text += "---\n" + service(options);
+        text += "---\n" + deployment(p, recipe);
+        text += "---\n" + service();
       }
   }
   return text;

@@ -59,6 +59,29 @@ check_cluster() {
   check_kubectl
 })SH";
 
+// install.sh and upgrade.sh: the release namespace checked before anything
+// runs (it goes into kubectl, helm and the package repository's host name).
+const char* const k_namespace_check = R"SH(# The release namespace (GPUBUNDLE_NAMESPACE): a Kubernetes namespace name, as
+# kubectl, helm and the package repository's Service host name need it.
+if [ "${#namespace}" -gt 63 ] || ! [[ $namespace =~ ^[a-z0-9]([-a-z0-9]*[a-z0-9])?$ ]]; then
+  echo "${0##*/}: GPUBUNDLE_NAMESPACE '$namespace' is not a namespace name (at most 63 lower-case letters, digits and '-', starting and ending with a letter or digit)" >&2
+  exit 2
+fi)SH";
+
+std::string package_repo_apply_sh(const KitOptions& options) {
+  // The kit's sources name the Service in the kit's namespace; the sed moves
+  // them to the release namespace. A name is [a-z0-9-] (k_namespace_check), so
+  // it is a literal in the sed expression.
+  return fill_template(R"SH(# apply_package_repo [KUBECTL FLAGS]: package-repo.yaml into $namespace. Its objects name no
+# namespace; its sources name the Service @SERVICE@ in @NAMESPACE@, moved here to
+# $namespace, where the Service is installed beside the driver pods.
+apply_package_repo() {
+  sed "s#//@SERVICE@\.@NAMESPACE@\.svc\.#//@SERVICE@.$namespace.svc.#" "$here/package-repo.yaml" |
+    kubectl apply -n "$namespace" -f - "$@"
+})SH",
+                       {{"SERVICE", k_package_repo_name}, {"NAMESPACE", options.namespace_name}});
+}
+
 namespace {
 
 constexpr const char* k_install = R"SH(#!/usr/bin/env bash
@@ -86,6 +109,7 @@ for arg in "$@"; do
     *) echo "install.sh: unknown argument: $arg (usage: ./install.sh [--dry-run])" >&2; exit 2 ;;
   esac
 done
+@NAMESPACE_CHECK@
 
 say() { echo "install.sh: $*"; }
 fail() { echo "install.sh: $*" >&2; exit 1; }
@@ -93,6 +117,8 @@ fail() { echo "install.sh: $*" >&2; exit 1; }
 @API_CHECK@
 
 @CLUSTER_CHECK@
+
+@PACKAGE_REPO_APPLY@
 
 # Every missing prerequisite is named, not just the first.
 missing=()
@@ -126,7 +152,7 @@ fi
 
 if [ -f "$here/package-repo.yaml" ]; then
   say "applying the site package repository (package-repo.yaml)"
-  kubectl apply -n "$namespace" -f "$here/package-repo.yaml" "${kubectl_flags[@]}"
+  apply_package_repo "${kubectl_flags[@]}"
 fi
 
 if [ -f "$here/time-slicing.yaml" ]; then
@@ -134,9 +160,23 @@ if [ -f "$here/time-slicing.yaml" ]; then
   kubectl apply -n "$namespace" -f "$here/time-slicing.yaml" "${kubectl_flags[@]}"
 fi
 
-say "helm upgrade --install $release"
-helm upgrade --install "$release" "$chart" -f "$here/values.yaml" --namespace "$namespace" --create-namespace --wait \
-  --timeout "$timeout" "${helm_flags[@]}"
+# helm's dry run installs none of the chart's CRDs (crds/), and cannot map the
+# objects of those kinds (the ClusterPolicy) before they are there: on a
+# cluster without them it can only render the chart.
+missing_crds=""
+if [ "$dry_run" -eq 1 ]; then
+  while read -r crd; do
+    [ -z "$crd" ] || kubectl get crd "$crd" >/dev/null 2>&1 || missing_crds+=" $crd"
+  done < <(helm show crds "$chart" | sed -n '/^kind: CustomResourceDefinition/,/^spec:/s/^  name: *//p')
+fi
+if [ -n "$missing_crds" ]; then
+  say "the chart's CRDs are not installed yet (${missing_crds# }), so helm cannot dry-run the release against the cluster; rendering it only (helm template)"
+  helm template "$release" "$chart" -f "$here/values.yaml" --namespace "$namespace" >/dev/null
+else
+  say "helm upgrade --install $release"
+  helm upgrade --install "$release" "$chart" -f "$here/values.yaml" --namespace "$namespace" --create-namespace --wait \
+    --timeout "$timeout" "${helm_flags[@]}"
+fi
 
 if [ -f "$here/alerts.yaml" ]; then
   if kubectl get crd prometheusrules.monitoring.coreos.com >/dev/null 2>&1; then
@@ -459,7 +499,9 @@ std::string install_sh(const Lock& lock, const KitRecipe& recipe, const KitOptio
                           {"PULL_SECRET", shell_quote(recipe.pull_secret)},
                           {"REGISTRY", shell_quote(options.registry.host)},
                           {"API_CHECK", k_api_check},
-                          {"CLUSTER_CHECK", k_cluster_check}});
+                          {"CLUSTER_CHECK", k_cluster_check},
+                          {"NAMESPACE_CHECK", k_namespace_check},
+                          {"PACKAGE_REPO_APPLY", package_repo_apply_sh(options)}});
 }
 
 std::string mig_sh(const Lock& lock, const KitRecipe& recipe, const KitOptions& options) {

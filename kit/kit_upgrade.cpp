@@ -72,10 +72,13 @@ while [ "$#" -gt 0 ]; do
 done
 [ -n "$canary" ] || { echo "upgrade.sh: name the canary node: --canary NODE" >&2; usage >&2; exit 2; }
 case "$timeout" in ''|*[!0-9]*) echo "upgrade.sh: --timeout takes whole seconds, not '$timeout'" >&2; exit 2 ;; esac
+@NAMESPACE_CHECK@
 
 @API_CHECK@
 
 @CLUSTER_CHECK@
+
+@PACKAGE_REPO_APPLY@
 
 missing=()
 check_cluster
@@ -165,12 +168,14 @@ done
 helm_flags=()
 kubectl_flags=()
 if [ "$dry_run" -eq 1 ]; then helm_flags=(--dry-run); kubectl_flags=(--dry-run=client); fi
-for f in package-repo.yaml time-slicing.yaml; do
-  if [ -f "$here/$f" ]; then
-    say "applying $f"
-    kubectl apply -n "$namespace" -f "$here/$f" "${kubectl_flags[@]}"
-  fi
-done
+if [ -f "$here/package-repo.yaml" ]; then
+  say "applying package-repo.yaml"
+  apply_package_repo "${kubectl_flags[@]}"
+fi
+if [ -f "$here/time-slicing.yaml" ]; then
+  say "applying time-slicing.yaml"
+  kubectl apply -n "$namespace" -f "$here/time-slicing.yaml" "${kubectl_flags[@]}"
+fi
 say "helm upgrade $release"
 if ! helm upgrade "$release" "$chart" -f "$here/values.yaml" --namespace "$namespace" --wait --timeout "$helm_timeout" \
   "${helm_flags[@]}"; then
@@ -250,7 +255,9 @@ std::string upgrade_sh(const Lock& lock, const KitRecipe& /*recipe*/, const KitO
                                    {"NAMESPACE", options.namespace_name},
                                    {"CHART_FILE", kit_chart_file(lock)},
                                    {"API_CHECK", k_api_check},
-                                   {"CLUSTER_CHECK", k_cluster_check}});
+                                   {"CLUSTER_CHECK", k_cluster_check},
+                                   {"NAMESPACE_CHECK", k_namespace_check},
+                                   {"PACKAGE_REPO_APPLY", package_repo_apply_sh(options)}});
 }
 
 }  // namespace gb::kit::detail

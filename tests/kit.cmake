@@ -32,3 +32,23 @@ set_tests_properties(kit-nccl-acceptance PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 
 add_test(NAME kit-upgrade
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/kit_upgrade.sh $<TARGET_FILE:gpubundle> ${CMAKE_SOURCE_DIR})
 set_tests_properties(kit-upgrade PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180)
+# The kit's scripts with the real kubectl and helm (scripts/install-deps.sh puts
+# them into .cache/tools/bin) against the Kubernetes API stand-in
+# (tests/tools/kube_api.py), asserting what reaches the server: install.sh,
+# dry run and real, in the default namespace and in GPUBUNDLE_NAMESPACE's, with
+# a package-repo.yaml; nccl-allreduce.sh --install-mpi-operator (dry run and
+# real, the upstream manifest from ../shared when present), --dry-run and a
+# whole run; upgrade.sh, the test playing the operator's upgrade controller.
+# Skip (77) without the real clients.
+add_test(NAME kit-cluster-install
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/kit_cluster.sh $<TARGET_FILE:gpubundle> ${CMAKE_SOURCE_DIR})
+set_tests_properties(kit-cluster-install PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180
+                     ENVIRONMENT "GB_CLIENTS_BIN=${CMAKE_SOURCE_DIR}/.cache/tools/bin;GB_SHARED_DIR=${GB_SHARED_DIR}")
+add_test(NAME kit-cluster-nccl
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/nccl_cluster.sh $<TARGET_FILE:gpubundle> ${CMAKE_SOURCE_DIR})
+set_tests_properties(kit-cluster-nccl PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180
+                     ENVIRONMENT "GB_CLIENTS_BIN=${CMAKE_SOURCE_DIR}/.cache/tools/bin;GB_SHARED_DIR=${GB_SHARED_DIR}")
+add_test(NAME kit-cluster-upgrade
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/upgrade_cluster.sh $<TARGET_FILE:gpubundle> ${CMAKE_SOURCE_DIR})
+set_tests_properties(kit-cluster-upgrade PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180
+                     ENVIRONMENT "GB_CLIENTS_BIN=${CMAKE_SOURCE_DIR}/.cache/tools/bin")

@@ -7,3 +7,9 @@ set_tests_properties(tools-harness PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
 add_test(NAME standin-chart COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/standin_chart.sh $<TARGET_FILE:gpubundle>)
 set_tests_properties(standin-chart PROPERTIES TIMEOUT 300
                      ENVIRONMENT "GB_SOURCE_DIR=${CMAKE_SOURCE_DIR};GB_SHARED_DIR=${GB_SHARED_DIR}")
+# The Kubernetes API stand-in (tests/tools/kube_api.py) driven by the real kubectl
+# and helm that scripts/install-deps.sh puts into .cache/tools/bin. Skips (77)
+# without them.
+add_test(NAME tools-kube-api COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/kube_api.sh ${CMAKE_SOURCE_DIR})
+set_tests_properties(tools-kube-api PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120
+                     ENVIRONMENT "GB_CLIENTS_BIN=${CMAKE_SOURCE_DIR}/.cache/tools/bin")

@@ -114,7 +114,8 @@ docs = list(yaml.safe_load_all(open(kit + "/package-repo.yaml")))
 kinds = [d["kind"] for d in docs]
 assert kinds == ["ConfigMap", "Deployment", "Service"], kinds
 cm = docs[0]
-assert cm["metadata"]["name"] == "gpubundle-repo-config" and cm["metadata"]["namespace"] == "gpu-operator", cm["metadata"]
+assert cm["metadata"]["name"] == "gpubundle-repo-config", cm["metadata"]
+assert not any("namespace" in d["metadata"] for d in docs), "package-repo.yaml pins a namespace"  # install.sh applies it into its own
 listing = cm["data"]["gpubundle.list"]
 assert "trusted=yes" not in listing, listing
 assert "signed-by=/etc/apt/sources.list.d/gpubundle-repo.asc" in listing, listing

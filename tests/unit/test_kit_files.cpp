@@ -429,7 +429,9 @@ TEST_CASE("a package repository: repoConfig ConfigMap with the key, Deployment a
   const auto& cm = docs[0];
   CHECK(cm["kind"].as<std::string>() == "ConfigMap");
   CHECK(cm["metadata"]["name"].as<std::string>() == kit::k_package_repo_config_map);
-  CHECK(cm["metadata"]["namespace"].as<std::string>() == "gpu-operator");
+  // No object names a namespace: install.sh applies them into the release namespace,
+  // and kubectl refuses `apply -n` of an object pinned to another.
+  for (const auto& d : docs) CHECK_FALSE(d["metadata"]["namespace"]);
   // The key rides in the same ConfigMap, which the operator mounts at /etc/apt/sources.list.d.
   CHECK(cm["data"]["gpubundle-repo.asc"].as<std::string>() == k_test_public_key);
   const std::string list = cm["data"]["gpubundle.list"].as<std::string>();
@@ -456,8 +458,11 @@ TEST_CASE("a package repository: repoConfig ConfigMap with the key, Deployment a
   CHECK_FALSE(values["driver"]["certConfig"]);
   // Applied before the chart is installed.
   const std::string& install = file(*k, "install.sh");
-  auto applied = install.find("package-repo.yaml\" \"${kubectl_flags[@]}\"");
+  auto applied = install.find("apply_package_repo \"${kubectl_flags[@]}\"");
   REQUIRE(applied != std::string::npos);
+  // ... into the release namespace, its sources naming the Service there.
+  CHECK(contains(install, "sed \"s#//gpubundle-package-repo\\.gpu-operator\\.svc\\.#//gpubundle-package-repo.$namespace.svc.#\" "
+                          "\"$here/package-repo.yaml\" |\n    kubectl apply -n \"$namespace\" -f - \"$@\""));
   CHECK(applied < install.find("helm upgrade --install \"$release\""));
   // Neither image is pulled by a node from its source host.
   CHECK_FALSE(k->find("containerd/certs.d/localhost/hosts.toml"));
