@@ -352,7 +352,9 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
         if (p.sparse && k + 1 == first_manifest[i + 1])
           hint = "; this bundle carries index " + d + " without some of its platforms, which registries that check an index's "
                  "manifests refuse: make the bundle again with this gpubundle, which sends a filtered index (docs/lock.md)";
-        return op_error(ref.str() + ": " + put.error().message + hint);
+        // The client names the reference already; say it once.
+        const std::string& why = put.error().message;
+        return op_error((starts_with(why, ref.str() + ": ") ? why : ref.str() + ": " + why) + hint);
       }
       std::lock_guard l(report_mu);
       ++report.manifests_pushed;
