@@ -112,7 +112,7 @@ struct BundleImage {
   std::string digest;  // what the site gets under the tag
   std::vector<std::string> platforms;
   std::vector<std::string> blobs;
-  std::string upstream_digest;  // the upstream index, when `digest` is its filtered index
+  std::string upstream_digest = {};  // the upstream index, when `digest` is its filtered index
 };
 
 struct VolumeManifest {

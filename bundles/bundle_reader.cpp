@@ -288,7 +288,8 @@ private:
     if (m_o.trusted) {
       auto signer = verify_detached(*m_o.trusted, manifest_text, signature_text);
       if (!signer) {
-        problem(label + ": signature: " + signer.error().message);
+        const std::string& why = signer.error().message;  // signing/ names the signature already
+        problem(label + ": " + (starts_with(why, "signature: ") ? why : "signature: " + why));
         return;  // nothing after an untrusted manifest can be trusted
       }
       if (!m_report.signer.empty() && m_report.signer != signer.value())

@@ -155,6 +155,22 @@ Result<KitRecipe> kit_recipe(const Lock& lock) {
       if (n.contains("mpiOperator")) a.mpi_operator_install = n["mpiOperator"].value("install", false);
       r.nccl = a;
     }
+    // Labels land in the kit's YAML and install.sh: checked as the recipe checks them.
+    if (spec.contains("monitoring")) {
+      const auto& m = spec["monitoring"];
+      for (auto [key, into] : {std::pair{"prometheusLabels", &r.monitoring.prometheus}, std::pair{"dashboardLabels", &r.monitoring.dashboard}}) {
+        if (!m.contains(key)) continue;
+        const auto& labels = m[key];
+        if (!labels.is_object() || labels.size() > k_max_labels)
+          return input_error(std::string("lock recipe.spec.monitoring.") + key + ": not a mapping of at most " + std::to_string(k_max_labels) + " labels");
+        into->clear();
+        for (const auto& [k, v] : labels.items()) {
+          std::string value = v.get<std::string>();
+          if (auto why = label_problem(k, value); !why.empty()) return input_error(std::string("lock recipe.spec.monitoring.") + key + ": " + why);
+          (*into)[k] = value;
+        }
+      }
+    }
   } catch (const json::exception& e) {
     return input_error(std::string("lock recipe.spec: ") + e.what());
   }
@@ -408,7 +424,7 @@ Result<Kit> make_kit(const Lock& lock, const Chart& chart, const KitOptions& opt
   if (!recipe->mig_config.empty()) kit.files.push_back({"mig.sh", detail::mig_sh(lock, *recipe, options), 0755});
   if (recipe->time_slicing_replicas > 0)
     kit.files.push_back({"time-slicing.yaml", time_slicing_yaml(lock, chart, *recipe, options), 0644});
-  for (auto& f : detail::monitoring_files(lock, options)) kit.files.push_back(std::move(f));
+  for (auto& f : detail::monitoring_files(lock, *recipe, options)) kit.files.push_back(std::move(f));
   if (lock.network) {
     if (!options.network_chart)
       return input_error("the lock has a network section, but the network-operator chart " + lock.network->chart.name + " " +

@@ -59,6 +59,7 @@
 #include "common/error.hpp"
 #include "recipes/chart.hpp"
 #include "recipes/lock.hpp"
+#include "recipes/recipe.hpp"
 #include "recipes/reference.hpp"
 
 namespace gb::kit {
@@ -123,6 +124,8 @@ struct KitRecipe {
     bool mpi_operator_install = false;
   };
   std::optional<Nccl> nccl;
+  // monitoring (recipes/recipe.hpp MonitoringLabels): defaults when the recipe has none.
+  MonitoringLabels monitoring;
 };
 Result<KitRecipe> kit_recipe(const Lock& lock);
 

@@ -45,7 +45,9 @@ std::string package_repo_yaml(const Lock& lock, const std::vector<Placement>& pl
 
 // alerts.yaml, and monitoring/: the same rules as a plain Prometheus rule
 // file, the Grafana dashboard of those signals and its sidecar ConfigMap.
-std::vector<KitFile> monitoring_files(const Lock& lock, const KitOptions& options);
+std::vector<KitFile> monitoring_files(const Lock& lock, const KitRecipe& recipe, const KitOptions& options);
+// `key: "value", ...` of labels, or "none", for headers and messages.
+std::string label_list(const std::map<std::string, std::string>& labels);
 
 // The Network Operator files (kit/kit_network.cpp), for a lock with a network section.
 Result<std::string> network_values_yaml(const Lock& lock, const Chart& chart, const std::vector<Placement>& placements,

@@ -84,22 +84,23 @@ void emit_groups(YAML::Emitter& out) {
   out << YAML::EndSeq << YAML::EndMap << YAML::EndSeq;
 }
 
-void emit_managed_metadata(YAML::Emitter& out, const char* name, bool dashboard_label) {
+void emit_managed_metadata(YAML::Emitter& out, const char* name, const std::map<std::string, std::string>& selected_by) {
   out << YAML::Key << "metadata" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "name" << YAML::Value << name;
   out << YAML::Key << "labels" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "app.kubernetes.io/managed-by" << YAML::Value << "gpubundle";
-  // The label the Grafana sidecar (kube-prometheus-stack's default) watches for.
-  if (dashboard_label) out << YAML::Key << "grafana_dashboard" << YAML::Value << YAML::DoubleQuoted << "1";
+  // The labels the site's Prometheus or Grafana sidecar selects on (recipe monitoring).
+  for (const auto& [k, v] : selected_by)
+    if (k != "app.kubernetes.io/managed-by") out << YAML::Key << k << YAML::Value << YAML::DoubleQuoted << v;
   out << YAML::EndMap << YAML::EndMap;
 }
 
-std::string alerts_yaml(const Lock& lock, const KitOptions& options) {
+std::string alerts_yaml(const Lock& lock, const KitRecipe& recipe, const KitOptions& options) {
   YAML::Emitter out;
   out << YAML::BeginMap;
   out << YAML::Key << "apiVersion" << YAML::Value << "monitoring.coreos.com/v1";
   out << YAML::Key << "kind" << YAML::Value << "PrometheusRule";
-  emit_managed_metadata(out, "gpubundle-gpu-alerts", false);
+  emit_managed_metadata(out, "gpubundle-gpu-alerts", recipe.monitoring.prometheus);
   out << YAML::Key << "spec" << YAML::Value << YAML::BeginMap;
   emit_groups(out);
   out << YAML::EndMap << YAML::EndMap;
@@ -221,22 +222,28 @@ std::string dashboard_json() {
 
 namespace detail {
 
-std::vector<KitFile> monitoring_files(const Lock& lock, const KitOptions& options) {
+std::string label_list(const std::map<std::string, std::string>& labels) {
+  std::string s;
+  for (const auto& [k, v] : labels) s += (s.empty() ? "" : ", ") + k + ": \"" + v + "\"";
+  return s.empty() ? "none" : s;
+}
+
+std::vector<KitFile> monitoring_files(const Lock& lock, const KitRecipe& recipe, const KitOptions& options) {
   std::string dashboard = dashboard_json();
   YAML::Emitter cm;
   cm << YAML::BeginMap;
   cm << YAML::Key << "apiVersion" << YAML::Value << "v1";
   cm << YAML::Key << "kind" << YAML::Value << "ConfigMap";
-  emit_managed_metadata(cm, k_dashboard_config_map, true);
+  emit_managed_metadata(cm, k_dashboard_config_map, recipe.monitoring.dashboard);
   cm << YAML::Key << "data" << YAML::Value << YAML::BeginMap;
   cm << YAML::Key << (std::string(k_dashboard_uid) + ".json") << YAML::Value << YAML::Literal << dashboard;
   cm << YAML::EndMap << YAML::EndMap;
   std::string cm_text = yaml_header(lock, options,
-                                    "The Grafana dashboard for the Grafana sidecar (label grafana_dashboard: \"1\"): "
-                                    "apply it in the namespace the sidecar watches.") +
+                                    "The Grafana dashboard for the Grafana sidecar (labels " + label_list(recipe.monitoring.dashboard) +
+                                        ", recipe monitoring.dashboardLabels): apply it in the namespace the sidecar watches.") +
                         cm.c_str() + "\n";
   return {
-      {"alerts.yaml", alerts_yaml(lock, options), 0644},
+      {"alerts.yaml", alerts_yaml(lock, recipe, options), 0644},
       {"monitoring/gpu-alerts.rules.yaml", rules_yaml(lock, options), 0644},
       {"monitoring/grafana-dashboard.json", dashboard, 0644},
       {"monitoring/grafana-dashboard-configmap.yaml", cm_text, 0644},

@@ -180,7 +180,7 @@ fi
 
 if [ -f "$here/alerts.yaml" ]; then
   if kubectl get crd prometheusrules.monitoring.coreos.com >/dev/null 2>&1; then
-    say "applying alerts.yaml"
+    say "applying alerts.yaml (labels for the Prometheus that selects it: "@PROMETHEUS_LABELS@"; recipe monitoring.prometheusLabels)"
     kubectl apply -n "$namespace" -f "$here/alerts.yaml" "${kubectl_flags[@]}"
   else
     say "skipping alerts.yaml: the PrometheusRule CRD (Prometheus Operator) is not installed"
@@ -497,6 +497,7 @@ std::string install_sh(const Lock& lock, const KitRecipe& recipe, const KitOptio
                           {"NAMESPACE", options.namespace_name},
                           {"CHART_FILE", kit_chart_file(lock)},
                           {"PULL_SECRET", shell_quote(recipe.pull_secret)},
+                          {"PROMETHEUS_LABELS", shell_quote(label_list(recipe.monitoring.prometheus))},
                           {"REGISTRY", shell_quote(options.registry.host)},
                           {"API_CHECK", k_api_check},
                           {"CLUSTER_CHECK", k_cluster_check},

@@ -196,10 +196,34 @@ bool chart_has_key(const Chart& chart, std::string_view path) {
   return has_path(chart.values, parts, 0);
 }
 
+// A key below one whose chart default is an empty map ({}: labels,
+// annotations, selectors) is the user's to name.
+bool under_free_form_map(const Chart& chart, const std::string& path) {
+  auto parts = split(path, '.');
+  for (size_t n = parts.size() - 1; n >= 1; --n) {
+    std::vector<std::string> head(parts.begin(), parts.begin() + static_cast<long>(n));
+    const YAML::Node* root = &chart.values;
+    size_t from = 0;
+    if (const Chart* sub = chart.subchart(head[0]); sub && has_path(sub->values, head, 1)) {
+      root = &sub->values;
+      from = 1;
+    }
+    if (!has_path(*root, head, from)) continue;
+    YAML::Node cur;
+    cur.reset(*root);
+    for (size_t i = from; i < head.size(); ++i) {
+      const YAML::Node& view = cur;
+      cur.reset(view[head[i]]);
+    }
+    return cur.IsMap() && cur.size() == 0;
+  }
+  return false;
+}
+
 std::vector<std::string> unknown_keys(const YAML::Node& values, const Chart& chart) {
   std::vector<std::string> out;
   for (const auto& p : leaf_paths(values))
-    if (!chart_has_key(chart, p) && !detail::is_key_exception(p)) out.push_back(p);
+    if (!chart_has_key(chart, p) && !detail::is_key_exception(p) && !under_free_form_map(chart, p)) out.push_back(p);
   return out;
 }
 
@@ -375,6 +399,10 @@ Result<std::string> make_values_yaml(const Lock& lock, const Chart& chart, const
     }
     if (comp.has_service_monitor) v.set(base + ".serviceMonitor.enabled", comp.service_monitor);
   }
+  // The operator's DCGM exporter ServiceMonitor carries the labels the site's
+  // Prometheus selects on; without them kube-prometheus-stack never scrapes it.
+  if (chart_has_key(chart, "dcgmExporter.serviceMonitor.additionalLabels"))
+    v.set("dcgmExporter.serviceMonitor.additionalLabels", nlohmann::json(recipe->monitoring.prometheus));
 
   if (dra) {
     // The GPUCluster CR replaces the ClusterPolicy (templates/validations.yaml

@@ -119,7 +119,7 @@ struct LockImage {
   std::string destination;  // empty when the recipe has no destination
   std::string digest;       // manifest (or index) digest, "" until mirrored or built
   std::optional<BuiltKind> built;  // empty: origin "upstream", pulled by mirror
-  std::string site_digest;  // the filtered index the site holds instead, "" when it holds `digest`
+  std::string site_digest = {};  // the filtered index the site holds instead, "" when it holds `digest`
 
   bool upstream() const { return !built; }
   // What the site registry holds under the destination, and so what the kit pins.

@@ -49,6 +49,29 @@ bool is_kernel_release(std::string_view s) {
 
 bool is_driver_version(std::string_view s) { return is_dotted_number(s, 2, 3) || is_sha256_digest(s); }
 
+std::string label_problem(std::string_view key, std::string_view value) {
+  auto name_ok = [](std::string_view n) {
+    if (n.empty() || n.size() > 63 || !std::isalnum(static_cast<unsigned char>(n.front())) ||
+        !std::isalnum(static_cast<unsigned char>(n.back())))
+      return false;
+    return std::all_of(n.begin(), n.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.'; });
+  };
+  std::string_view name = key;
+  if (auto slash = key.find('/'); slash != std::string_view::npos) {
+    std::string_view prefix = key.substr(0, slash);
+    name = key.substr(slash + 1);
+    bool prefix_ok = !prefix.empty() && prefix.size() <= 253 && std::all_of(prefix.begin(), prefix.end(), [](char c) {
+      return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.';
+    }) && std::isalnum(static_cast<unsigned char>(prefix.front())) && std::isalnum(static_cast<unsigned char>(prefix.back()));
+    if (!prefix_ok) return "label key '" + std::string(key.substr(0, 300)) + "' has no DNS-subdomain prefix before its '/'";
+  }
+  if (!name_ok(name))
+    return "label key '" + std::string(key.substr(0, 300)) + "' is not a label name (1-63 of A-Z a-z 0-9 . _ -, alphanumeric at both ends)";
+  if (!value.empty() && !name_ok(value))
+    return "label value '" + std::string(value.substr(0, 300)) + "' is not a label value (0-63 of A-Z a-z 0-9 . _ -, alphanumeric at both ends)";
+  return "";
+}
+
 bool is_driver_branch(std::string_view s) { return s.size() == 3 && is_digits(s); }
 
 std::string Recipe::where(const std::string& field) const {
@@ -260,10 +283,32 @@ void read_acceptance(Reader& rd, const YAML::Node& a, Recipe& r) {
   r.nccl_acceptance = std::move(t);
 }
 
+void read_monitoring(Reader& rd, const YAML::Node& m, Recipe& r) {
+  rd.only(m, "monitoring", {"prometheusLabels", "dashboardLabels"});
+  MonitoringLabels out;
+  auto labels = [&](const char* key, std::map<std::string, std::string>& into) {
+    const YAML::Node n = m[key];
+    if (!n) return;
+    std::string path = std::string("monitoring.") + key;
+    if (!n.IsMap()) rd.fail(n, path, "must be a mapping of label names to values");
+    if (n.size() > k_max_labels) rd.fail(n, path, "more than " + std::to_string(k_max_labels) + " labels");
+    into.clear();
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      std::string k = it->first.as<std::string>();
+      std::string v = rd.str(it->second, path + "." + k);
+      if (auto why = label_problem(k, v); !why.empty()) rd.fail(it->second, path + "." + k, why);
+      into[k] = v;
+    }
+  };
+  labels("prometheusLabels", out.prometheus);
+  labels("dashboardLabels", out.dashboard);
+  r.monitoring = std::move(out);
+}
+
 void read(Reader& rd, const YAML::Node& root, Recipe& r) {
   rd.only(root, "", {"apiVersion", "kind", "metadata", "operator", "target", "driver", "toolkit", "components", "mig",
                      "sharing", "extraImages", "destination", "pullSecret", "packages", "network",
-                     "acceptance"});
+                     "acceptance", "monitoring"});
   if (!root["apiVersion"]) rd.fail(root, "apiVersion", "missing (expected gpubundle/v1)");
   if (rd.str(root["apiVersion"], "apiVersion") != "gpubundle/v1")
     rd.fail(root["apiVersion"], "apiVersion", "unsupported version " + quote(root["apiVersion"].Scalar()) +
@@ -500,6 +545,7 @@ void read(Reader& rd, const YAML::Node& root, Recipe& r) {
 
   if (auto n = root["network"]) read_network(rd, n, r);
   if (auto a = root["acceptance"]) read_acceptance(rd, a, r);
+  if (auto m = root["monitoring"]) read_monitoring(rd, m, r);
 
   if (root["pullSecret"]) {
     r.pull_secret = rd.str(root["pullSecret"], "pullSecret");

@@ -20,6 +20,7 @@
 //   network: {version, chart, releaseFile, operands[], ofedDriver: {precompiled}}
 //   acceptance: {nccl: {image, nodes, gpusPerNode, minBytes, maxBytes, minBusBw,
 //                       mpiOperator: {install, image}}}
+//   monitoring: {prometheusLabels: {KEY: VALUE}, dashboardLabels: {KEY: VALUE}}
 //
 // Unknown fields are errors that name the field path and the line.
 // A key written twice in one mapping is an error too (recipes/yaml_input.hpp).
@@ -57,6 +58,10 @@ bool is_os_name(std::string_view s);         // [a-z]+N(.N)?: ubuntu22.04, rhel9
 bool is_kernel_release(std::string_view s);  // N.N[A-Za-z0-9._+~-]*: 5.15.0-122-generic
 bool is_driver_version(std::string_view s);  // N.N(.N)? or sha256:<64 hex>
 bool is_driver_branch(std::string_view s);   // three digits: 550
+// A Kubernetes label: "" when key and value are well formed, else why not.
+// Key [prefix/]name (prefix a DNS subdomain, name 1-63 of [A-Za-z0-9._-],
+// alphanumeric at both ends); value empty or like a name.
+std::string label_problem(std::string_view key, std::string_view value);
 
 std::string to_string(DriverMode m);
 std::string to_string(ToolkitMode m);
@@ -127,6 +132,16 @@ struct NcclAcceptance {
   std::string mpi_operator_image;  // with install: default k_default_mpi_operator_image (recipes/lock.hpp)
 };
 
+// The labels the site's monitoring selects on (docs/install-kit.md). The
+// defaults are kube-prometheus-stack's: its Prometheus picks PrometheusRules
+// and ServiceMonitors labelled release=<its release name>, its Grafana
+// sidecar ConfigMaps labelled grafana_dashboard=1.
+inline constexpr std::size_t k_max_labels = 16;
+struct MonitoringLabels {
+  std::map<std::string, std::string> prometheus{{"release", "kube-prometheus-stack"}};
+  std::map<std::string, std::string> dashboard{{"grafana_dashboard", "1"}};
+};
+
 struct ComponentOverride {
   std::optional<bool> enabled;
   std::optional<bool> service_monitor;  // dcgmExporter only
@@ -166,6 +181,7 @@ struct Recipe {
   PackageSettings packages;
   std::optional<NetworkSettings> network;
   std::optional<NcclAcceptance> nccl_acceptance;
+  std::optional<MonitoringLabels> monitoring;  // the recipe's monitoring section, defaults filled
 
   // "driver.version" -> 14: lets later checks point at the recipe line.
   std::map<std::string, int> lines;

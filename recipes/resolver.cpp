@@ -754,6 +754,7 @@ private:
                                    {"maxBytes", a->max_bytes},
                                    {"minBusBw", a->min_bus_bw},
                                    {"mpiOperator", {{"install", a->mpi_operator_install}, {"image", a->mpi_operator_image}}}}}};
+    if (const auto& m = m_r.monitoring) j["monitoring"] = {{"prometheusLabels", m->prometheus}, {"dashboardLabels", m->dashboard}};
     return j.dump();
   }
 

@@ -129,7 +129,13 @@ release = json.loads(gzip.decompress(base64.b64decode(base64.b64decode(writes[5]
 assert release["namespace"] == ns and release["info"]["status"] == "deployed", release["info"]
 assert release["config"] == yaml.safe_load(open(sys.argv[3])), "helm stored other values than values.yaml"
 assert release["config"]["driver"]["repoConfig"]["configMapName"] == "gpubundle-repo-config"
+# The rule carries the label kube-prometheus-stack's Prometheus selects rules by.
+rule = writes[6]["body"]
+assert rule["metadata"]["labels"]["release"] == "kube-prometheus-stack", rule["metadata"]
+assert release["config"]["dcgmExporter"]["serviceMonitor"]["additionalLabels"] == {"release": "kube-prometheus-stack"}
 EOF
+  grep -q 'applying alerts.yaml (labels for the Prometheus that selects it: release: "kube-prometheus-stack"' "$work/install.out" ||
+    fail "$ns: install.sh did not say which labels: $(cat "$work/install.out")"
   [ "$(stored "$ns")" = "ConfigMap/gpubundle-repo-config Deployment/gpubundle-package-repo PrometheusRule/gpubundle-gpu-alerts Secret/sh.helm.release.v1.gpu-operator.v1 Secret/site-registry Service/gpubundle-package-repo" ] ||
     fail "$ns: stored: $(stored "$ns")"
   if [ "$ns" != gpu-operator ]; then
@@ -235,6 +241,8 @@ assert cp["driver"]["repository"] == "registry.site:5000/gpu/nvidia", cp["driver
 assert cp["driver"]["repoConfig"]["configMapName"] == "gpubundle-repo-config", cp["driver"]
 for operand in ("toolkit", "devicePlugin", "dcgmExporter", "gfd", "validator"):
     assert cp[operand]["repository"].startswith("registry.site:5000/gpu/"), (operand, cp[operand])
+# kube-prometheus-stack's Prometheus scrapes the operator's ServiceMonitor only with its release label.
+assert cp["dcgmExporter"]["serviceMonitor"]["additionalLabels"] == {"release": "kube-prometheus-stack"}, cp["dcgmExporter"]
 print(f"real chart: {len(bodies)} objects created, {len(images)} containers, all on the site registry")
 PYEOF
   # Installed, the CRDs are there: now helm dry-runs the release itself.

@@ -8,6 +8,8 @@
 #include <set>
 #include <yaml-cpp/yaml.h>
 
+#include <nlohmann/json.hpp>
+
 #include "kit/kit.hpp"
 #include "common/strings.hpp"
 #include "recipes/catalog.hpp"
@@ -47,6 +49,7 @@ struct Case {
   std::string components = "{dcgmExporter: {enabled: true, serviceMonitor: true}, gds: {enabled: false}}";
   bool settings = true;  // mig and sharing
   std::string driver_version = "550.127.08";
+  std::string monitoring = {};  // a recipe monitoring section, as YAML flow text
 };
 
 std::string recipe_text(const Case& c) {
@@ -65,6 +68,7 @@ std::string recipe_text(const Case& c) {
   }
   s += "extraImages: [nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04]\n";
   if (c.pull_secret) s += "pullSecret: site-pull\n";
+  if (!c.monitoring.empty()) s += "monitoring: " + c.monitoring + "\n";
   return s;
 }
 
@@ -115,6 +119,15 @@ bool in_values_file(const fs::path& chart_dir, const std::string& path) {
   return true;
 }
 
+// A key the user names below a map the chart leaves empty (additionalLabels: {}).
+bool under_empty_map(const fs::path& chart_dir, const std::string& path) {
+  auto dot = path.rfind('.');
+  if (dot == std::string::npos || !in_values_file(chart_dir, path.substr(0, dot))) return false;
+  YAML::Node node = YAML::LoadFile((chart_dir / "values.yaml").string());
+  for (const auto& part : split(path.substr(0, dot), '.')) node.reset(node[part]);
+  return node.IsMap() && node.size() == 0;
+}
+
 bool is_exception(const std::string& path) {
   for (const auto& e : kit::values_key_exceptions())
     if (path == e.path) return true;
@@ -147,9 +160,10 @@ TEST_CASE("every values key exists in every shipped chart version", "[kit][value
         REQUIRE(leaves.size() > 20);
         for (const auto& p : leaves) {
           INFO(v << " " << mode << " toolkit " << toolkit << ": " << p);
-          bool ok = in_values_file(upstream() / v, p) || is_exception(p);
+          bool free_form = under_empty_map(upstream() / v, p);
+          bool ok = in_values_file(upstream() / v, p) || is_exception(p) || free_form;
           CHECK(ok);
-          if (!in_values_file(upstream() / v, p)) exceptions_used.insert(p);
+          if (!in_values_file(upstream() / v, p) && !free_form) exceptions_used.insert(p);
         }
         CHECK(kit::unknown_keys(values, r.chart).empty());
         CHECK(values["toolkit"]["enabled"].as<bool>() == (toolkit == "container"));
@@ -463,5 +477,59 @@ TEST_CASE("driver upgrade policy: one node at a time, drain on, in every shipped
     CHECK(p["maxParallelUpgrades"].as<int>() == 1);
     CHECK_FALSE(p["drain"]);
     CHECK_FALSE(p["maxUnavailable"]);
+  }
+}
+
+TEST_CASE("Prometheus selector labels: kube-prometheus-stack's by default, the recipe's when given", "[kit][values][monitoring]") {
+  if (!have_upstream()) return;
+  auto file = [](const kit::Kit& k, const std::string& path) {
+    for (const auto& f : k.files)
+      if (f.path == path) return YAML::Load(f.content);
+    FAIL("no " << path);
+    return YAML::Node();
+  };
+  auto kit_of = [](const Resolved& r) {
+    kit::KitOptions o;
+    o.registry = kit::SiteRegistry::parse("registry.site:5000/gpu").value_or_throw();
+    return kit::make_kit(r.lock, r.chart, o).value_or_throw();
+  };
+  SECTION("default: release=kube-prometheus-stack on the rule and the ServiceMonitor, grafana_dashboard=1 on the ConfigMap") {
+    for (const auto& version : shipped_versions()) {
+      INFO(version);
+      auto r = resolve_case({version});
+      CHECK(values_of(r)["dcgmExporter"]["serviceMonitor"]["additionalLabels"]["release"].as<std::string>() == "kube-prometheus-stack");
+      auto k = kit_of(r);
+      CHECK(file(k, "alerts.yaml")["metadata"]["labels"]["release"].as<std::string>() == "kube-prometheus-stack");
+      auto cm = file(k, "monitoring/grafana-dashboard-configmap.yaml");
+      CHECK(cm["metadata"]["labels"]["grafana_dashboard"].as<std::string>() == "1");
+      CHECK_FALSE(cm["metadata"]["labels"]["release"]);
+    }
+  }
+  SECTION("the recipe's labels replace the defaults everywhere") {
+    Case c{"v26.7.0"};
+    c.monitoring = "{prometheusLabels: {prometheus: site, team.example.com/owner: gpu}, dashboardLabels: {grafana: dashboards}}";
+    auto r = resolve_case(c);
+    auto sm = values_of(r)["dcgmExporter"]["serviceMonitor"]["additionalLabels"];
+    CHECK(sm.size() == 2);
+    CHECK(sm["prometheus"].as<std::string>() == "site");
+    CHECK(sm["team.example.com/owner"].as<std::string>() == "gpu");
+    auto k = kit_of(r);
+    auto rule = file(k, "alerts.yaml")["metadata"]["labels"];
+    CHECK(rule["prometheus"].as<std::string>() == "site");
+    CHECK_FALSE(rule["release"]);
+    auto cm = file(k, "monitoring/grafana-dashboard-configmap.yaml")["metadata"]["labels"];
+    CHECK(cm["grafana"].as<std::string>() == "dashboards");
+    CHECK_FALSE(cm["grafana_dashboard"]);
+    for (const auto& f : k.files)
+      if (f.path == "install.sh") CHECK(f.content.find("'prometheus: \"site\", team.example.com/owner: \"gpu\"'") != std::string::npos);
+  }
+  SECTION("a lock's labels are checked as the recipe's are") {
+    auto r = resolve_case({"v26.7.0"});
+    auto spec = nlohmann::json::parse(r.lock.recipe_spec);
+    spec["monitoring"] = {{"prometheusLabels", {{"release", "x\nhostNetwork: true"}}}};
+    r.lock.recipe_spec = spec.dump();
+    auto bad = kit::kit_recipe(r.lock);
+    REQUIRE_FALSE(bad);
+    CHECK(bad.error().message.find("monitoring.prometheusLabels") != std::string::npos);
   }
 }

@@ -237,3 +237,17 @@ TEST_CASE("packages: sources, kernel package names and architectures", "[recipe]
   CHECK_THAT(replace("\"linux-headers-{kernel}\"", "linux-headers-generic"), Catch::Contains("packages.kernelPackages[0]"));
   CHECK_THAT(replace("server: {image:", "server: {img:"), Catch::Contains("packages.server.img"));
 }
+
+TEST_CASE("monitoring labels are Kubernetes labels", "[recipe][monitoring]") {
+  std::string base = std::string(k_full);
+  auto with = [&](const std::string& m) { return error_of(base + "monitoring: " + m + "\n"); };
+  CHECK(with("{prometheusLabels: {release: prom}}").empty());
+  CHECK(with("{prometheusLabels: {}, dashboardLabels: {grafana_dashboard: \"1\"}}").empty());
+  CHECK(with("{prometheusLabels: {example.com/team: a-b.c_d}}").empty());
+  CHECK(with("{prometheusLabels: {release: \"a b\"}}").find("monitoring.prometheusLabels.release") != std::string::npos);
+  CHECK(with("{prometheusLabels: {\"-bad\": x}}").find("is not a label name") != std::string::npos);
+  CHECK(with("{prometheusLabels: {\"Bad_Prefix/x\": y}}").find("DNS-subdomain prefix") != std::string::npos);
+  CHECK(with("{prometheusLabels: {release: " + std::string(64, 'a') + "}}").find("is not a label value") != std::string::npos);
+  CHECK(with("{prometheusLabel: {}}").find("did you mean 'prometheusLabels'") != std::string::npos);
+  CHECK(with("{prometheusLabels: [release]}").find("must be a mapping") != std::string::npos);
+}
