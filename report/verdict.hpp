@@ -63,7 +63,9 @@ struct Verdict {
   std::vector<std::string> mismatches;  // "h200-node.json: OS ubuntu24.04, the kit's is ubuntu22.04"
   std::vector<std::string> passed_nothing;  // sources that passed nothing
   int passed_sources = 0;
-  std::string line() const;  // "FAIL: ..." as the report and the command print it
+  // "FAIL: ..." as the report and the command print it; results from another
+  // kit by file name only (`mismatches` says what differs).
+  std::string line() const;
 };
 Verdict verdict(const Results& r);
 
