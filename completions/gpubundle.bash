@@ -22,8 +22,8 @@ _gpubundle_command() {
       ;;
     "build")
       subs=""
-      opts="-h --help -o --output --key --passphrase-env --passphrase-file --registry-config --chart --lock --split --since -j --jobs --installer --kernel-build --kernel-headers --sign-key --sign-cert --driver-base --repo-key --store --json -q --quiet -v --verbose --version"
-      vals="-o --output --key --passphrase-env --passphrase-file --registry-config --chart --lock --split --since -j --jobs --installer --kernel-build --kernel-headers --sign-key --sign-cert --driver-base --repo-key --store"
+      opts="-h --help -o --output --key --passphrase-env --passphrase-file --registry-config --chart --lock --split --since -j --jobs --platforms --installer --kernel-build --kernel-headers --sign-key --sign-cert --driver-base --repo-key --store --json -q --quiet -v --verbose --version"
+      vals="-o --output --key --passphrase-env --passphrase-file --registry-config --chart --lock --split --since -j --jobs --platforms --installer --kernel-build --kernel-headers --sign-key --sign-cert --driver-base --repo-key --store"
       files="-o --output --key --passphrase-file --registry-config --chart --lock --since --installer --kernel-build --kernel-headers --sign-key --sign-cert --repo-key --store"
       args=1
       ;;
@@ -78,8 +78,8 @@ _gpubundle_command() {
       ;;
     "mirror")
       subs=""
-      opts="-h --help --registry-config -j --jobs --locked -o --output --chart --store --json -q --quiet -v --verbose --version"
-      vals="--registry-config -j --jobs -o --output --chart --store"
+      opts="-h --help --registry-config -j --jobs --locked --platforms -o --output --chart --store --json -q --quiet -v --verbose --version"
+      vals="--registry-config -j --jobs --platforms -o --output --chart --store"
       files="--registry-config -o --output --chart --store"
       args=1
       ;;
