@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <memory>
@@ -72,6 +73,73 @@ void print_failure(const std::string& message) {
   }
 }
 
+// Edits between two words, a swap of neighbours counting as one ("buidl").
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+  for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i)
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  return d[a.size()][b.size()];
+}
+
+// The nearest of `names` to a mistyped word, "" when none is near: at most
+// two edits (one for a word of four letters or fewer), or a unique prefix.
+std::string nearest(const std::string& word, const std::vector<std::string>& names) {
+  std::string best, prefixed;
+  std::size_t best_d = word.size() <= 4 ? 2 : 3, prefixes = 0;
+  for (const auto& n : names) {
+    if (std::size_t e = edit_distance(word, n); e < best_d) best_d = e, best = n;
+    if (word.size() >= 3 && n.rfind(word, 0) == 0) ++prefixes, prefixed = n;
+  }
+  return !best.empty() ? best : prefixes == 1 ? prefixed : "";
+}
+
+// The command the parse reached: `gpubundle bundle verfy` stops at bundle.
+const CLI::App* deepest(const CLI::App* app) {
+  for (auto subs = app->get_subcommands(); !subs.empty(); subs = app->get_subcommands()) app = subs.front();
+  return app;
+}
+
+std::string command_path(const CLI::App* app) {
+  std::string path;
+  for (; app && app->get_parent(); app = app->get_parent()) path = app->get_name() + (path.empty() ? "" : " " + path);
+  return path;
+}
+
+// A mistyped command or option named with the nearest real one; "" when the
+// parse failed for another reason, which CLI11's own message then says.
+std::string unknown_argument(const CLI::App& app) {
+  auto extras = app.remaining(true);
+  if (extras.empty()) return "";
+  const CLI::App* at = deepest(&app);
+  // An unknown option first: the words after it may be its value.
+  auto dashed = std::find_if(extras.begin(), extras.end(), [](const std::string& e) { return e.size() > 1 && e[0] == '-'; });
+  std::string word = dashed != extras.end() ? *dashed : extras.front(), where = command_path(at);
+  if (word.size() > 1 && word[0] == '-') {
+    word = word.substr(0, word.find('='));
+    std::vector<std::string> names;
+    for (const CLI::App* a = at; a; a = a->get_parent())  // the command's options, then the global ones
+      for (const CLI::Option* o : a->get_options()) {
+        for (const auto& l : o->get_lnames()) names.push_back("--" + l);
+        for (const auto& sn : o->get_snames()) names.push_back("-" + sn);
+      }
+    std::string near = nearest(word, names);
+    return "unknown option '" + word + "'" + (where.empty() ? "" : " for " + where) +
+           (near.empty() ? "; run gpubundle " + (where.empty() ? "" : where + " ") + "--help for the options" : "; did you mean " + near + "?");
+  }
+  auto subs = at->get_subcommands([](const CLI::App*) { return true; });
+  if (subs.empty()) return "";  // a command that takes no more words: CLI11 says so
+  std::vector<std::string> names;
+  for (const CLI::App* sub : subs) names.push_back(sub->get_name());
+  std::string near = nearest(word, names), prefix = where.empty() ? "" : where + " ";
+  return "unknown command '" + prefix + word + "'" +
+         (near.empty() ? "; run gpubundle " + prefix + "--help for the commands" : "; did you mean " + prefix + near + "?");
+}
+
 }  // namespace
 
 int store_lock_wait_seconds() {
@@ -94,7 +162,9 @@ void add_platforms_option(CLI::App& app, bool& all) {
 
 int run(int argc, char** argv) {
   CLI::App app{"gpubundle: make the NVIDIA GPU Operator installable on air-gapped Kubernetes sites"};
-  app.footer("Exit codes: 0 ok, 1 operation failed, 2 bad usage or bad input.\nRun `gpubundle COMMAND --help` for a command's options and an example.");
+  app.footer(
+      "Exit codes: 0 ok, 1 operation failed, 2 bad usage or bad input.\nRun `gpubundle COMMAND --help` for a command's options and an "
+      "example; `gpubundle` alone prints this list and exits 2.");
   app.require_subcommand(1);
   app.formatter(std::make_shared<OneLineCommands>());  // before the subcommands, which inherit it
   app.fallthrough();  // global flags work after the subcommand too
@@ -115,15 +185,24 @@ int run(int argc, char** argv) {
     sub->callback([&action, act] { action = act; });
   }
 
+  if (argc <= 1) {  // no command: what there is to run
+    app.name("gpubundle");  // parse() would have taken it from argv[0]
+    std::fputs(app.help().c_str(), stderr);
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);
+    if (std::string unknown = unknown_argument(app); !unknown.empty()) log::error(unknown);
+    else app.exit(e);
     return 2;
   }
 
+  const char* env_store = std::getenv("GPUBUNDLE_STORE");
+  g.store_flag = app.count("--store") > 0;
+  g.store_given = g.store_flag || (env_store && *env_store);
   log::set_level(g.quiet ? log::Level::Quiet : g.verbose ? log::Level::Verbose : log::Level::Normal);
   try {
     return action ? action() : 2;

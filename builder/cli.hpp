@@ -20,6 +20,8 @@ namespace gb::cli {
 
 struct Globals {
   std::filesystem::path store;
+  bool store_flag = false;   // --store on the command line
+  bool store_given = false;  // --store or $GPUBUNDLE_STORE, not the default ./gpubundle-store
   bool json = false;
   bool quiet = false;
   bool verbose = false;

@@ -111,7 +111,8 @@ int inspect(Globals& g, const std::string& file) {
   std::uint64_t total = 0;
   for (const auto& f : m.files) total += f.size;
   std::printf("bundle %s  (volume %d of %d%s)\n", m.bundle_id.c_str(), m.volume, m.volumes, m.delta ? ", delta" : "");
-  std::printf("created   %s\n", m.created.empty() ? "(not recorded)" : m.created.c_str());
+  // created comes only from SOURCE_DATE_EPOCH, so that builds stay reproducible.
+  std::printf("created   %s\n", m.created.empty() ? "not recorded (SOURCE_DATE_EPOCH was unset at build)" : m.created.c_str());
   std::printf("signer    key %s (not checked here: run bundle verify)\n", signer.c_str());
   std::printf("tool      %s\n", m.tool.c_str());
   std::printf("recipe    %s: GPU Operator %s, %s driver %s, %s, GPUs %s\n", lock.recipe_name.c_str(), lock.operator_version.c_str(),

@@ -34,13 +34,17 @@ ImageBlobs store_blobs(const Store& store) {
 int run_diff(Globals& g, const DiffArgs& a) {
   Lock old_lock = load_lock(a.old_lock).value_or_throw();
   Lock new_lock = load_lock(a.new_lock).value_or_throw();
+  // The store sizes the images: diff's --store, else the global one (--store,
+  // $GPUBUNDLE_STORE), else ./gpubundle-store when there is one.
+  std::string store_dir = a.store_dir.empty() ? g.store.string() : a.store_dir;
+  bool named = !a.store_dir.empty() || g.store_given;
   std::optional<Store> store;
-  if (!a.store_dir.empty()) {
-    if (!std::filesystem::is_regular_file(std::filesystem::path(a.store_dir) / "index.json"))
-      throw Error(ErrorKind::Input, "--store " + a.store_dir + ": not a gpubundle store (no index.json)");
-    store = Store::open(a.store_dir, StoreAccess::Read).value_or_throw();
-  }
-  LockDiff d = diff_locks(old_lock, new_lock, store ? store_blobs(*store) : ImageBlobs{}, store ? "store " + a.store_dir : "");
+  if (std::filesystem::is_regular_file(std::filesystem::path(store_dir) / "index.json"))
+    store = Store::open(store_dir, StoreAccess::Read).value_or_throw();
+  else if (named)
+    throw Error(ErrorKind::Input, (a.store_dir.empty() && !g.store_flag ? "$GPUBUNDLE_STORE " : "--store ") + store_dir +
+                                      ": not a gpubundle store (no index.json)");
+  LockDiff d = diff_locks(old_lock, new_lock, store ? store_blobs(*store) : ImageBlobs{}, store ? "store " + store_dir : "");
   d.old_file = a.old_lock;
   d.new_file = a.new_lock;
   std::string text = g.json ? lock_diff_json(d, old_lock, new_lock) : lock_diff_text(d, old_lock, new_lock);
@@ -58,7 +62,8 @@ CommandSpec diff_command() {
       "type, precompiled), GPUs, OS, kernels and platforms, each component's images, images added, removed or changed "
       "(same repository, new tag or digest), and the bytes a site must receive: the blobs of the new and changed "
       "images that the old lock's images do not already have. Sizes come only from a store that holds the images at "
-      "the locks' digests (--store, after `gpubundle mirror`); otherwise they are reported as unknown. Prints text in "
+      "the locks' digests (--store, before or after diff, or $GPUBUNDLE_STORE, or ./gpubundle-store when it is one, after "
+      "`gpubundle mirror`); otherwise they are reported as unknown. Prints text in "
       "a stable order, or JSON with --json (schema in recipes/lock_diff.hpp and docs/lock.md). Exits 0 whether or not "
       "the locks differ; with --exit-code, 1 when they differ, as `git diff --exit-code`.",
       "gpubundle diff site-a.lock.json site-a-next.lock.json --store gpubundle-store",
@@ -66,7 +71,7 @@ CommandSpec diff_command() {
         auto a = std::make_shared<DiffArgs>();
         app.add_option("old", a->old_lock, "The lock the site runs now")->required();
         app.add_option("new", a->new_lock, "The lock to upgrade to")->required();
-        app.add_option("--store", a->store_dir, "Size the images from this store (the bytes to ship); without it they are unknown");
+        app.add_option("--store", a->store_dir, "Size the images from this store (the bytes to ship); default: the global --store when it is a store, else unknown");
         app.add_flag("--exit-code", a->exit_code, "Exit 1 when the locks differ (0 when they do not)");
         return [&g, a] { return run_diff(g, *a); };
       },

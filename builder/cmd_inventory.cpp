@@ -19,11 +19,16 @@ struct InventoryArgs {
 };
 
 int run_inventory(Globals& g, const InventoryArgs& a) {
-  if (a.registry.empty() == a.store_dir.empty()) throw Error(ErrorKind::Input, "inventory needs exactly one of --registry or --store");
+  // Without --registry, the store: inventory's --store, else the global one
+  // (--store before the command, $GPUBUNDLE_STORE), else ./gpubundle-store.
+  if (!a.registry.empty() && !a.store_dir.empty()) throw Error(ErrorKind::Input, "inventory needs exactly one of --registry or --store");
+  std::string store_dir = a.store_dir.empty() ? g.store.string() : a.store_dir;
   Inventory inv;
-  if (!a.store_dir.empty()) {
-    Store store = Store::open(a.store_dir, StoreAccess::Read).value_or_throw();
-    inv = store_inventory(store, a.store_dir).value_or_throw();
+  if (a.registry.empty()) {
+    if (a.store_dir.empty() && !g.store_given && !std::filesystem::exists(g.store / "oci-layout"))
+      throw Error(ErrorKind::Input, "inventory needs --registry, or --store (no store at " + store_dir + ")");
+    Store store = Store::open(store_dir, StoreAccess::Read).value_or_throw();
+    inv = store_inventory(store, store_dir).value_or_throw();
   } else {
     auto site = kit::SiteRegistry::parse(a.registry).value_or_throw();
     auto layout = kit::parse_layout(a.layout).value_or_throw();
@@ -52,12 +57,13 @@ CommandSpec inventory_command() {
       "List the blobs a site registry (or a store) already has, for delta bundles",
       "Runs at the site. Walks the repositories a lock or an imported bundle places in the registry (or, with neither, "
       "the registry's catalog under the prefix), every tag and manifest, and writes the digests of every blob they reach. "
+      "Without --registry it lists a store instead: --store, before or after the command, or $GPUBUNDLE_STORE. "
       "Carry the file to the build machine: `bundle create --since INVENTORY` then ships only what is missing.",
       "gpubundle inventory --registry registry.site.internal:5000/gpu --bundle site-a.bundle -o site.inventory.json",
       [](CLI::App& app, Globals& g) -> std::function<int()> {
         auto a = std::make_shared<InventoryArgs>();
         app.add_option("--registry", a->registry, "Site registry HOST[:PORT][/PREFIX]; http://HOST... for plain HTTP");
-        app.add_option("--store", a->store_dir, "A gpubundle store folder instead of a registry");
+        app.add_option("--store", a->store_dir, "A gpubundle store folder instead of a registry (default: the global --store)");
         app.add_option("--lock", a->lock, "Walk the repositories this lock places at the site");
         app.add_option("--bundle", a->bundle, "Walk the repositories this (imported) bundle placed at the site");
         app.add_option("--registry-config", a->registry_config, "Per-host TLS and credentials");

@@ -1,19 +1,50 @@
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
+#include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "builder/cli.hpp"
 #include "common/files.hpp"
 #include "node/check.hpp"
+#include "node/facts.hpp"
+#include "recipes/catalog.hpp"
 
 namespace gb::cli {
+
+namespace {
+
+// node detect --json: the target section as JSON, and what the YAML says in
+// comments (GPUs per model, the loaded driver, NVSwitches) as fields.
+std::string detect_json(const node::NodeFacts& f) {
+  nlohmann::json gpus = nlohmann::json::array(), counts = nlohmann::json::object(), unknown = nlohmann::json::array();
+  for (const auto& gpu : f.gpus) {
+    const GpuInfo* known = Catalog::builtin().find_gpu(gpu.pci_id);
+    std::string name = known ? known->name : gpu.pci_id;
+    if (!known && std::find(unknown.begin(), unknown.end(), name) == unknown.end()) unknown.push_back(name);
+    if (!counts.contains(name)) gpus.push_back(name);
+    counts[name] = counts.value(name, 0) + 1;
+  }
+  auto one = [](const std::string& v) { return v.empty() ? nlohmann::json::array() : nlohmann::json::array({v}); };
+  nlohmann::json j = {{"target", {{"gpus", gpus}, {"os", f.os}, {"kernels", one(f.kernel)}, {"platforms", one(f.platform)}}},
+                      {"gpuCount", counts},
+                      {"notInCatalog", unknown},
+                      {"driver", f.module_version},
+                      {"openKernelModule", f.open_module ? nlohmann::json(*f.open_module) : nlohmann::json(nullptr)},
+                      {"nvswitches", f.nvswitches}};
+  return j.dump(2) + "\n";
+}
+
+}  // namespace
 
 CommandSpec node_command() {
   return {
       "node",
       "On a GPU node: write its recipe target (detect), or check it against a lock (check)",
       "`node detect` reads the live node (PCI ids in sysfs, os-release, the running kernel, the platform) and writes "
-      "the recipe's target section, so a site starts its recipe from a real node. `node check` prints one "
+      "the recipe's target section, so a site starts its recipe from a real node (with --json: the same as JSON, with the "
+      "GPUs per model and the loaded driver as fields). `node check` prints one "
       "PASS/FAIL/SKIP line per check: GPUs, OS and kernel, the loaded driver (version, branch, open or proprietary), "
       "the nvidia.ko on disk (vermagic; signer against a baked overlay's manifest), device nodes, NVML (names, "
       "memory, MIG layout, ECC and retired pages, XID, temperature, utilisation, memory used), a CUDA workload "
@@ -35,7 +66,7 @@ CommandSpec node_command() {
         };
         auto o = std::make_shared<Opts>();
         CLI::App* detect = app.add_subcommand("detect", "Write the recipe's target section for this node");
-        detect->add_option("-o,--output", o->out, "Write the YAML here (default: stdout)");
+        detect->add_option("-o,--output", o->out, "Write the YAML (JSON with --json) here (default: stdout)");
         CLI::App* check = app.add_subcommand("check", "Check this node against a lock, a recipe or a baked overlay");
         auto* lock = check->add_option("--lock", o->lock, "The lock the site's bundle was made from");
         auto* recipe = check->add_option("--recipe", o->recipe, "A recipe, when there is no lock");
@@ -51,7 +82,8 @@ CommandSpec node_command() {
 
         return [o, &g, detect, check]() -> int {
           if (detect->parsed()) {
-            std::string yaml = node::detect_target(node::read_node_facts(o->root));
+            node::NodeFacts facts = node::read_node_facts(o->root);
+            std::string yaml = g.json ? detect_json(facts) : node::detect_target(facts);
             if (o->out.empty()) std::fputs(yaml.c_str(), stdout);
             else write_atomic(o->out, yaml).value_or_throw();
             return 0;

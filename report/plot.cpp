@@ -31,6 +31,10 @@ int ceil_log2(std::uint64_t v) {
 
 constexpr int k_max_exponent = 62;  // ticks stay below 2^63 bytes
 constexpr int k_max_size_labels = 12;
+constexpr double k_min_top = 1e-3, k_max_top = 1e12;  // GB/s
+
+// A value the y axis can place: NaN and negatives at 0, the rest at most k_max_top.
+double on_axis(double gbps) { return std::isnan(gbps) ? 0 : std::clamp(gbps, 0.0, k_max_top); }
 
 }  // namespace
 
@@ -69,6 +73,9 @@ std::vector<Tick> size_ticks(const SizeAxis& axis) {
 
 ValueAxis value_axis(double max) {
   if (!(max > 0) || !std::isfinite(max)) max = 1;
+  // Within what the arithmetic below keeps finite: a denormal top would make
+  // the step 0, a top near DBL_MAX round up to infinity.
+  max = std::clamp(max, k_min_top, k_max_top);
   double raw = max / 5;
   double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
   double norm = raw / magnitude;
@@ -95,7 +102,7 @@ std::vector<Tick> value_ticks(const ValueAxis& axis) {
 }
 
 double PlotFrame::x(double bytes) const { return left + (std::log2(bytes) - x_axis.lo) / (x_axis.hi - x_axis.lo) * width; }
-double PlotFrame::y(double gbps) const { return top + height - gbps / y_axis.top * height; }
+double PlotFrame::y(double gbps) const { return top + height - std::min(on_axis(gbps), y_axis.top) / y_axis.top * height; }
 
 PlotFrame plot_frame(const std::vector<PlotSeries>& series) {
   std::uint64_t lo = UINT64_MAX, hi = 0;
@@ -104,7 +111,7 @@ PlotFrame plot_frame(const std::vector<PlotSeries>& series) {
     for (const auto& [bytes, gbps] : s.points) {
       lo = std::min(lo, bytes);
       hi = std::max(hi, bytes);
-      max = std::max(max, gbps);
+      max = std::max(max, on_axis(gbps));
     }
   PlotFrame f;
   if (hi > 0) f.x_axis = size_axis(lo, hi);

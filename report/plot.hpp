@@ -3,6 +3,9 @@
 // x: message size on a log2 scale, labelled in bytes ("8 B" ... "8 GiB");
 // y: bus bandwidth in GB/s from 0. One polyline per run, each in its own
 // colour (series_colour), with a legend in the plot's top left corner.
+// Any double is safe: NaN and negative bandwidths draw at 0, and the y axis
+// stays within 0.001 .. 1e12 GB/s, so no value makes it infinite or zero
+// (the report clamps far lower, and says so: verdict.hpp k_max_bus_bw).
 
 #include <cstddef>
 #include <cstdint>

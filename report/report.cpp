@@ -1,11 +1,13 @@
 #include "report/report.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <map>
 
 #include "report/plot.hpp"
+#include "report/verdict.hpp"
 
 namespace gb::report {
 
@@ -25,7 +27,29 @@ std::string counts_text(const Counts& c) {
   return std::to_string(c.pass) + " pass, " + std::to_string(c.fail) + " fail, " + std::to_string(c.skip) + " skip";
 }
 
-std::string badge(bool ok) { return ok ? "<span class=\"badge pass\">PASS</span>" : "<span class=\"badge fail\">FAIL</span>"; }
+std::string badge(Outcome o) {
+  const char* cls = o == Outcome::Pass ? "pass" : o == Outcome::Fail ? "fail" : "incomplete";
+  return std::string("<span class=\"badge ") + cls + "\">" + to_string(o) + "</span>";
+}
+
+// A bandwidth as the tables show it: one beyond any fabric in its own
+// notation (it would print 300 digits), and saying the plot clamps it.
+std::string bw_text(double v) {
+  if (!std::isfinite(v) || v > k_max_bus_bw) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.3g", v);
+    return std::string(buf) + " (no measurement; plotted at " + fixed(k_max_bus_bw, 0) + ")";
+  }
+  return fixed(v, 2);
+}
+
+// What the plot draws of a bandwidth: within 0 .. k_max_bus_bw.
+double plotted(double v) { return std::isfinite(v) ? std::clamp(v, 0.0, k_max_bus_bw) : 0.0; }
+
+// The cell after an outcome badge: why, when it did not pass.
+std::string why_text(const SourceOutcome& o, const std::string& details) {
+  return o.outcome == Outcome::Pass ? details : esc(o.why) + "; " + details;
+}
 
 std::string status_cell(Status s) {
   const char* word = to_string(s);
@@ -53,6 +77,7 @@ p.meta { color: #495057; margin: 0 0 12px 0; }
 .verdict { font-size: 20px; font-weight: bold; padding: 10px 14px; border-radius: 6px; margin: 12px 0; }
 .verdict.pass { background: #ebfbee; color: #2b8a3e; border: 1px solid #8ce99a; }
 .verdict.fail { background: #fff5f5; color: #c92a2a; border: 1px solid #ffa8a8; }
+.verdict.incomplete { background: #fff9db; color: #e67700; border: 1px solid #ffe066; }
 table { border-collapse: collapse; margin: 6px 0 12px 0; font-size: 14px; }
 th, td { border: 1px solid #dee2e6; padding: 4px 8px; text-align: left; vertical-align: top; }
 th { background: #f1f3f5; }
@@ -62,29 +87,37 @@ td.mono, span.mono { font-family: monospace; font-size: 13px; word-break: break-
 .badge.pass { background: #d3f9d8; color: #2b8a3e; }
 .badge.fail { background: #ffe3e3; color: #c92a2a; }
 .badge.skip { background: #e9ecef; color: #495057; }
+.badge.incomplete, .badge.warning { background: #fff3bf; color: #e67700; }
 .missing { color: #868e96; font-style: italic; }
 .swatch { display: inline-block; width: 22px; height: 4px; vertical-align: middle; margin-right: 6px; }
 svg.plot { max-width: 100%; height: auto; font-family: sans-serif; }
 )CSS";
 
-void summary_section(std::string& h, const Results& r) {
+void summary_section(std::string& h, const Results& r, const Verdict& overall) {
   h += "<table class=\"summary\">\n<tr><th>source</th><th>result</th><th>details</th></tr>\n";
   if (r.verify.empty()) h += "<tr><td>verify.sh</td><td></td><td class=\"missing\">not given</td></tr>\n";
   for (const auto& v : r.verify) {
-    Counts c = count(v.checks);
-    h += "<tr><td>verify.sh <span class=\"mono\">" + esc(file_name(v.file)) + "</span></td><td>" + badge(c.fail == 0) + "</td><td>" +
-         counts_text(c) + "</td></tr>\n";
+    SourceOutcome o = outcome(v);
+    h += "<tr><td>verify.sh <span class=\"mono\">" + esc(file_name(v.file)) + "</span></td><td>" + badge(o.outcome) + "</td><td>" +
+         why_text(o, counts_text(count(v.checks))) + "</td></tr>\n";
   }
   if (r.nodes.empty()) h += "<tr><td>node check</td><td></td><td class=\"missing\">not given</td></tr>\n";
   for (const auto& n : r.nodes) {
-    Counts c = count(n.checks);
-    h += "<tr><td>node check: " + esc(n.node) + "</td><td>" + badge(c.fail == 0) + "</td><td>" + counts_text(c) + "</td></tr>\n";
+    SourceOutcome o = outcome(n);
+    h += "<tr><td>node check: " + esc(n.node) + "</td><td>" + badge(o.outcome) + "</td><td>" +
+         why_text(o, counts_text(count(n.checks)) + ", exit " + std::to_string(n.exit_code)) + "</td></tr>\n";
   }
   if (r.nccl.empty()) h += "<tr><td>NCCL all-reduce</td><td></td><td class=\"missing\">not given</td></tr>\n";
   for (const auto& run : r.nccl)
-    h += "<tr><td>NCCL " + esc(run.test) + ": " + esc(run_name(run)) + "</td><td>" + badge(run.passed) + "</td><td>avg bus bandwidth " +
-         fixed(run.avg_bus_bw, 2) + " GB/s, " + plural(static_cast<long>(run.nodes.size()), "node", "nodes") + ", " +
-         plural(static_cast<long>(run.ranks), "rank", "ranks") + "</td></tr>\n";
+    h += "<tr><td>NCCL " + esc(run.test) + ": " + esc(run_name(run)) + "</td><td>" + badge(outcome(run).outcome) + "</td><td>" +
+         why_text(outcome(run), "avg bus bandwidth " + bw_text(run.avg_bus_bw) + " GB/s, " +
+                                    plural(static_cast<long>(run.nodes.size()), "node", "nodes") + ", " +
+                                    plural(static_cast<long>(run.ranks), "rank", "ranks")) +
+         "</td></tr>\n";
+  for (const auto& m : overall.missing)
+    h += "<tr><td>missing</td><td><span class=\"badge incomplete\">MISSING</span></td><td>" + esc(m) + "</td></tr>\n";
+  for (const auto& m : overall.mismatches)
+    h += "<tr><td>another kit</td><td><span class=\"badge warning\">WARNING</span></td><td>" + esc(m) + "</td></tr>\n";
   h += "</table>\n";
 }
 
@@ -128,7 +161,7 @@ void nccl_plot_section(std::string& h, const Results& r) {
   for (const auto& run : r.nccl) {
     PlotSeries s{run_name(run) + " (" + plural(static_cast<long>(run.ranks), "rank", "ranks") + ")", {}};
     for (const auto& row : run.rows)
-      if (row.bytes > 0) s.points.push_back({row.bytes, row.out_of_place.bus_bw});
+      if (row.bytes > 0) s.points.push_back({row.bytes, plotted(row.out_of_place.bus_bw)});
     any = any || !s.points.empty();
     series.push_back(std::move(s));
   }
@@ -144,10 +177,12 @@ void nccl_plot_section(std::string& h, const Results& r) {
     const NcclRun& run = r.nccl[n];
     double peak = 0;
     for (const auto& row : run.rows) peak = std::max(peak, row.out_of_place.bus_bw);
+    SourceOutcome o = outcome(run);
     h += std::string("<tr><td><span class=\"swatch\" style=\"background: ") + series_colour(n) + "\"></span>" + esc(run_name(run)) +
-         "</td><td>" + badge(run.passed) + "</td><td class=\"num\">" + fixed(run.avg_bus_bw, 2) + " GB/s</td><td class=\"num\">" +
+         "</td><td>" + badge(o.outcome) + (o.outcome == Outcome::Pass ? "" : " " + esc(o.why)) + "</td><td class=\"num\">" +
+         bw_text(run.avg_bus_bw) + " GB/s</td><td class=\"num\">" +
          (run.min_bus_bw && *run.min_bus_bw > 0 ? fixed(*run.min_bus_bw, 2) + " GB/s" : std::string("no bound")) + "</td><td class=\"num\">" +
-         fixed(peak, 2) + " GB/s</td><td>" + esc(join_words(run.nodes)) + "</td><td class=\"num\">" + std::to_string(run.gpus_per_node) +
+         bw_text(peak) + " GB/s</td><td>" + esc(join_words(run.nodes)) + "</td><td class=\"num\">" + std::to_string(run.gpus_per_node) +
          "</td><td class=\"num\">" + std::to_string(run.ranks) + "</td><td>" + esc(run.nccl_version.empty() ? "not printed" : run.nccl_version) +
          "</td><td>" + esc(run.started_at) + "</td></tr>\n";
   }
@@ -195,13 +230,13 @@ void nccl_tables_section(std::string& h, const Results& r) {
     h += "<h3>NCCL run " + esc(run_name(run)) + "</h3>\n";
     h += "<p class=\"meta\">" + esc(run.test) + ", " + esc(run.data_type) + " " + esc(run.red_op) + ", image <span class=\"mono\">" +
          esc(run.image) + "</span>; out-of-bounds values " + std::to_string(run.out_of_bounds) + "; avg bus bandwidth " +
-         fixed(run.avg_bus_bw, 2) + " GB/s</p>\n";
+         bw_text(run.avg_bus_bw) + " GB/s</p>\n";
     h += "<table class=\"nccl\">\n<tr><th rowspan=\"2\">size</th><th rowspan=\"2\">count</th><th colspan=\"4\">out of place</th>"
          "<th colspan=\"4\">in place</th></tr>\n<tr><th>time (us)</th><th>algbw (GB/s)</th><th>busbw (GB/s)</th><th>#wrong</th>"
          "<th>time (us)</th><th>algbw (GB/s)</th><th>busbw (GB/s)</th><th>#wrong</th></tr>\n";
     auto side = [&](const NcclSide& s) {
-      return "<td class=\"num\">" + fixed(s.time_us, 1) + "</td><td class=\"num\">" + fixed(s.alg_bw, 2) + "</td><td class=\"num\">" +
-             fixed(s.bus_bw, 2) + "</td><td class=\"num\">" + (s.wrong ? std::to_string(*s.wrong) : std::string("N/A")) + "</td>";
+      return "<td class=\"num\">" + fixed(s.time_us, 1) + "</td><td class=\"num\">" + bw_text(s.alg_bw) + "</td><td class=\"num\">" +
+             bw_text(s.bus_bw) + "</td><td class=\"num\">" + (s.wrong ? std::to_string(*s.wrong) : std::string("N/A")) + "</td>";
     };
     for (const auto& row : run.rows)
       h += "<tr><td class=\"num\">" + esc(size_label(row.bytes)) + "</td><td class=\"num\">" + std::to_string(row.count) + "</td>" +
@@ -237,15 +272,7 @@ std::string html_escape(std::string_view text) {
   return out;
 }
 
-bool passed(const Results& results) {
-  for (const auto& v : results.verify)
-    if (count(v.checks).fail > 0) return false;
-  for (const auto& n : results.nodes)
-    if (count(n.checks).fail > 0) return false;
-  for (const auto& run : results.nccl)
-    if (!run.passed) return false;
-  return true;
-}
+bool passed(const Results& results) { return verdict(results).outcome == Outcome::Pass; }
 
 std::string report_html(const Results& r, const std::string& generated_at) {
   std::string title = "GPU Operator acceptance report";
@@ -254,19 +281,10 @@ std::string report_html(const Results& r, const std::string& generated_at) {
                   k_style + "</style>\n</head>\n<body>\n";
   h += "<h1>" + esc(title) + "</h1>\n";
   h += "<p class=\"meta\">Made by gpubundle " GPUBUNDLE_VERSION " at " + esc(generated_at) + "</p>\n";
-  int failed_checks = 0, failed_runs = 0;
-  for (const auto& v : r.verify) failed_checks += count(v.checks).fail;
-  for (const auto& n : r.nodes) failed_checks += count(n.checks).fail;
-  for (const auto& run : r.nccl) failed_runs += run.passed ? 0 : 1;
-  if (passed(r)) {
-    h += "<div class=\"verdict pass\">PASS: no check failed</div>\n";
-  } else {
-    std::string what;
-    if (failed_checks) what = plural(failed_checks, "check", "checks") + " failed";
-    if (failed_runs) what += (what.empty() ? "" : ", ") + plural(failed_runs, "NCCL run", "NCCL runs") + " failed";
-    h += "<div class=\"verdict fail\">FAIL: " + what + "</div>\n";
-  }
-  summary_section(h, r);
+  Verdict v = verdict(r);
+  const char* cls = v.outcome == Outcome::Pass ? "pass" : v.outcome == Outcome::Fail ? "fail" : "incomplete";
+  h += std::string("<div class=\"verdict ") + cls + "\">" + esc(v.line()) + "</div>\n";
+  summary_section(h, r, v);
   identity_section(h, r);
   nccl_plot_section(h, r);
   verify_section(h, r);

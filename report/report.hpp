@@ -4,8 +4,9 @@
 // styles are inline and the plots inline SVG (plot.hpp), so it opens
 // anywhere, offline, and can be mailed or archived as it is.
 //
-// Top to bottom: the verdict (PASS, or FAIL with what failed) and a summary
-// line per source; the bundle and lock identity and versions (--kit); the
+// Top to bottom: the verdict (PASS, FAIL or INCOMPLETE with why; verdict.hpp)
+// and a summary line per source, per missing result and per result naming
+// another kit; the bundle and lock identity and versions (--kit); the
 // NCCL bus-bandwidth plot, one line per run, and each run's avgBusBw; the
 // verify.sh checks; the node checks, per node; each NCCL run's table; the
 // images the kit placed. A source not given says so. Every string from the
@@ -21,7 +22,7 @@ namespace gb::report {
 // &, <, >, " and ' as entities: safe in text and in quoted attributes.
 std::string html_escape(std::string_view text);
 
-// PASS when nothing failed: no FAIL check, no failed NCCL run.
+// The verdict is PASS (verdict.hpp).
 bool passed(const Results& results);
 
 // generated_at: the time stamp the report shows (RFC 3339).

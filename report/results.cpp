@@ -45,7 +45,7 @@ double number(const json& obj, const std::string& at, const char* key) {
   const json& v = need(obj, at, key);
   if (!v.is_number()) throw BadField{field_path(at, key), "must be a number"};
   double d = v.get<double>();
-  if (!std::isfinite(d) || d < 0) throw BadField{field_path(at, key), "must be a number from 0"};
+  if (!std::isfinite(d) || d < 0) throw BadField{field_path(at, key), "must be a finite number from 0"};
   return d;
 }
 
@@ -228,6 +228,7 @@ KitIdentity kit_identity(const json& j, const std::string& file) {
     std::string at = item("", "images", n);
     k.images.push_back({str(images[n], at, "source"), str(images[n], at, "destination"), str(images[n], at, "digest")});
   }
+  k.files = strings(j, "", "files");
   return k;
 }
 
@@ -246,6 +247,9 @@ Result<void> read_json(std::string_view text, const std::string& file, F&& read)
     if (!j.is_object()) return input_error(file + ": not a JSON object");
     read(j);
   } catch (const json::parse_error& e) {
+    return input_error(file + ": not valid JSON: " + e.what());
+  } catch (const json::out_of_range& e) {
+    // A number past a double's range ("1.8e308") stops the parser itself.
     return input_error(file + ": not valid JSON: " + e.what());
   } catch (const BadField& b) {
     return input_error(file + ": " + (b.field.empty() ? "" : "field " + b.field + ": ") + b.problem);
@@ -272,6 +276,10 @@ Counts count(const std::vector<Check>& checks) {
     else ++c.skip;
   }
   return c;
+}
+
+bool KitIdentity::nccl_acceptance() const {
+  return std::find(files.begin(), files.end(), "acceptance/nccl-allreduce.sh") != files.end();
 }
 
 Result<void> add_result(Results& into, std::string_view text, const std::string& file) {

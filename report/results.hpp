@@ -82,7 +82,7 @@ struct NcclRun {
   double avg_bus_bw = 0;  // GB/s, all_reduce_perf's "# Avg bus bandwidth"
   std::int64_t out_of_bounds = 0;
   std::optional<double> min_bus_bw;  // the recipe's bound on avgBusBw; none or 0: no bound
-  bool passed = false;
+  bool passed = false;  // as the file says; verdict.hpp recomputes it
 };
 
 // What the report shows from the kit's manifest.json.
@@ -101,6 +101,9 @@ struct KitIdentity {
     std::string source, destination, digest;
   };
   std::vector<Image> images;
+  std::vector<std::string> files;  // the kit's files, as its manifest lists them
+  // The recipe has acceptance.nccl: the kit carries the NCCL script.
+  bool nccl_acceptance() const;
 };
 
 struct Results {

@@ -121,6 +121,7 @@ echo "after install.sh the site runs verify.sh --json, gpubundle-node check --js
 echo "all-reduce runs, and gathers the JSON in one folder. Here: the recorded samples in examples/acceptance-results"
 echo "(its README says which are real and which are synthetic):"
 ls examples/acceptance-results
+echo "They come from other kits and clusters, so the report does not say PASS: it says INCOMPLETE and names them."
 report="$(cd "$build" && pwd)/acceptance-report.html"
 run "$GB" report --kit "$W/install-kit" examples/acceptance-results -o "$report"
 echo "one HTML file, no external assets (inline SVG plot, no script): open $report in a browser"

@@ -17,6 +17,10 @@ pass "round trip"
 [[ $(jget "$W/inspect.json" 'len(d["images"])') == $(jget "$W/seed.json" 'len(d["images"])') ]] || fail "inspect lists every image"
 [[ $(jget "$W/inspect.json" 'd["created"]') == 2025-11-30T00:00:00Z ]] || fail "created from SOURCE_DATE_EPOCH"
 "$GB" bundle inspect "$W/a.bundle" | grep "signer    key $(cut -c1-16 <<<"$("$GB" keys id "$W/release.pub")")" >/dev/null || fail "inspect shows the signer"
+env -u SOURCE_DATE_EPOCH "$GB" --store "$store" -q bundle create "$W/site.lock.json" -o "$W/n.bundle" --key "$W/release.key"
+"$GB" bundle inspect "$W/n.bundle" | grep -qx "created   not recorded (SOURCE_DATE_EPOCH was unset at build)" ||
+  fail "inspect does not say why created is missing: $("$GB" bundle inspect "$W/n.bundle" | grep created)"
+[[ $("$GB" --json bundle inspect "$W/n.bundle" | jget /dev/stdin 'd["created"]') == "" ]] || fail "--json created changed"
 pass "inspect"
 
 "$GB" --store "$store" -q bundle create "$W/site.lock.json" -o "$W/b.bundle" --key "$W/release.key"

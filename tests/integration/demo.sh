@@ -7,7 +7,8 @@
 #   - gpubundle's progress lines show while it builds the bundle;
 #   - the values.yaml it prints is the whole file: it parses, nested keys under
 #     their parents, every repository at the site registry;
-#   - it ends with the handover report of the sample results, for the kit it imported.
+#   - it ends with the handover report of the sample results, for the kit it
+#     imported; they come from other kits, so the verdict is INCOMPLETE, naming them.
 # Usage: demo.sh BUILD_DIR CMAKE_GENERATOR   (GB_SOURCE_DIR: the repository)
 set -euo pipefail
 build=$(cd "$1" && pwd)
@@ -26,8 +27,15 @@ grep -q "^configuring and building gpubundle in $build/" "$W/plain" || fail "the
 grep -Eq '^\[[0-9]+/[0-9]+\] |^ninja: no work to do\.$' "$W/plain" || fail "the build's own progress does not show"
 grep -Eq '^built .*/builder/gpubundle in [0-9]+s$' "$W/plain" || fail "the demo does not say the build is done"
 grep -Eq '^(resolve|mirror): ' "$W/plain" || fail "gpubundle build's progress lines do not show"
-grep -qx "report PASS: 1 verify.sh result(s), 1 node check(s), 2 NCCL run(s), kit site-precompiled; written to $build/acceptance-report.html" \
+grep -qx "1 verify.sh result(s), 1 node check(s), 2 NCCL run(s), kit site-precompiled; written to $build/acceptance-report.html" \
   "$W/plain" || fail "the demo does not make the handover report"
+# The samples come from other kits and clusters: the demo's report must say so, not PASS.
+grep -qx "report INCOMPLETE: 4 results name another kit (verify.json, h200-node.json, nccl-1node.json, nccl-2nodes.json); no node check of gpu-node-1, gpu-node-2" \
+  "$W/plain" || fail "the demo's report of the sample results does not say INCOMPLETE naming the other kit"
+grep -q "^warning: verify.json: verify.sh of a kit made outside a bundle (recipe site-precompiled), the kit's bundle is " "$W/plain" ||
+  fail "the demo's report does not say what differs"
+! grep -q "^report PASS" "$W/plain" || fail "the demo's report says PASS on results from another kit"
+grep -q '<div class="verdict incomplete">INCOMPLETE' "$build/acceptance-report.html" || fail "the demo's report does not show INCOMPLETE"
 grep -q '<svg class="plot"' "$build/acceptance-report.html" || fail "the demo's report has no plot"
 
 /usr/bin/python3 - "$W/plain" <<'PYEOF' || fail "the values.yaml the demo prints is not the whole, well-formed file"

@@ -9,6 +9,8 @@
 #     tests/tools/pngscan.py, zlib only) shows both runs' line colours across
 #     the plot area; the same report with its <svg> broken shows neither, so
 #     the check fails when the plot does not render;
+#   - the sample's node check comes from another cluster: INCOMPLETE, naming it;
+#   - --json: the verdict as JSON on stdout and nothing on stderr;
 #   - bad input: exit 2 and one line naming the file.
 # Chromium missing: skip (77) outside CI, fail in CI (install-deps.sh installs it).
 # Usage: report.sh GPUBUNDLE SOURCE_DIR
@@ -31,8 +33,26 @@ trap 'rm -rf "$work"' EXIT
 "$gpubundle" -q resolve "$src/examples/precompiled.yaml" --chart "$work/gpu-operator-v26.7.0.tgz" -o "$work/lock.json"
 "$gpubundle" -q overrides "$work/lock.json" --registry registry.site.example:5000/gpu --chart "$work/gpu-operator-v26.7.0.tgz" -o "$work/kit"
 
-SOURCE_DATE_EPOCH=1796126400 "$gpubundle" report --kit "$work/kit" "$src/examples/acceptance-results" -o "$work/report.html" ||
-  fail "gpubundle report failed"
+SOURCE_DATE_EPOCH=1796126400 "$gpubundle" report --kit "$work/kit" "$src/examples/acceptance-results" -o "$work/report.html" \
+  2>"$work/report.err" || fail "gpubundle report failed: $(cat "$work/report.err")"
+# The sample's node check is a real H200 of another cluster: the verdict names it, never PASS.
+grep -qx "report INCOMPLETE: 1 result names another kit (h200-node.json); no node check of gpu-node-1, gpu-node-2" "$work/report.err" ||
+  fail "the report of results from another kit does not say INCOMPLETE naming it: $(cat "$work/report.err")"
+grep -q "^warning: h200-node.json: OS ubuntu24.04, the kit's is ubuntu22.04; kernel 6.18.44-fc-v973-gpu, " "$work/report.err" ||
+  fail "the report does not say what differs: $(cat "$work/report.err")"
+
+# --json: the verdict as JSON on stdout, nothing on stderr.
+"$gpubundle" --json report --kit "$work/kit" "$src/examples/acceptance-results" -o "$work/report-json.html" >"$work/report.json" 2>"$work/report-json.err" ||
+  fail "gpubundle --json report failed: $(cat "$work/report-json.err")"
+[ ! -s "$work/report-json.err" ] || fail "gpubundle --json report wrote to stderr: $(cat "$work/report-json.err")"
+python3 - "$work/report.json" <<'EOF' || fail "gpubundle --json report: not the verdict as JSON: $(cat "$work/report.json")"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["verdict"] == "INCOMPLETE", j
+assert j["missing"] == ["no node check of gpu-node-1, gpu-node-2"], j
+assert len(j["mismatches"]) == 1 and j["mismatches"][0].startswith("h200-node.json: OS ubuntu24.04"), j
+assert j["results"] == {"verify": 1, "nodes": 1, "nccl": 2}, j
+EOF
 if compgen -G "$work/*.tmp.*" >/dev/null; then fail "gpubundle report left a temporary file"; fi
 
 python3 - "$work/report.html" <<'EOF' || fail "the report refers to something outside itself, or lacks what it should show"
@@ -61,7 +81,8 @@ scan.feed(text)
 for style in scan.styles:
     assert not re.search(r"url\s*\(|@import|@font-face", style, re.I), style
 assert scan.tags.count("svg") == 1 and scan.tags.count("polyline") == 2, scan.tags.count("polyline")
-for want in ("PASS: no check failed", "site-precompiled", "v26.7.0", "h200-node", "nccl-1node", "nccl-2nodes",
+for want in ("<div class=\"verdict incomplete\">INCOMPLETE: 1 result names another kit (h200-node.json); no node check of gpu-node-1, gpu-node-2</div>",
+             "<span class=\"badge warning\">WARNING</span></td><td>h200-node.json: OS ubuntu24.04", "site-precompiled", "v26.7.0", "h200-node", "nccl-1node", "nccl-2nodes",
              "8 B", "8 GiB", "bus bandwidth (GB/s)", "2026-12-01T12:00:00Z", "all pods in gpu-operator are ready"):
     assert want in text, want
 EOF

@@ -2,12 +2,14 @@
 // points, HTML escaping, and the one-line refusals of bad input.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <regex>
 
 #include "report/plot.hpp"
 #include "report/report.hpp"
 #include "report/results.hpp"
+#include "report/verdict.hpp"
 
 using namespace gb;
 using namespace gb::report;
@@ -83,7 +85,7 @@ TEST_CASE("every string from the inputs reaches the HTML escaped", "[report]") {
   CHECK(html.find("<u>") == std::string::npos);
   CHECK(html.find("&lt;script&gt;alert(1)&lt;/script&gt;&quot;&#39;&amp;") != std::string::npos);
   CHECK(html.find("&lt;u&gt;node") != std::string::npos);  // the node's name comes from its file
-  CHECK(html.find("FAIL: 1 check failed") != std::string::npos);
+  CHECK(html.find("FAIL: node &lt;u&gt;node: 1 check failed") != std::string::npos);
 }
 
 TEST_CASE("the target row names kernels only when the lock has some", "[report]") {
@@ -209,11 +211,21 @@ TEST_CASE("results are told apart by kind and read field by field", "[report]") 
   REQUIRE(add_result(r, spelled.dump(), "spelled.json"));
   CHECK(r.nccl.back().rows[0].count == 3000000);
   CHECK(r.nccl.back().min_bus_bw == 350.5);
-  CHECK(passed(r));
+  CHECK(outcome(r.nccl[0]).outcome == Outcome::Pass);
   json failed = nccl_doc({{8, 0.1}});
   failed["passed"] = false;
   REQUIRE(add_result(r, failed.dump(), "run2.json"));
-  CHECK_FALSE(passed(r));
+  CHECK(outcome(r.nccl.back()).why == "the run says it failed (passed: false)");
+  CHECK(verdict(r).outcome == Outcome::Fail);
+  // Past a double's range (1.8e308) or NaN spelled as text, JSON never reaches the plot.
+  json doc = nccl_doc({{8, 0.1}});
+  std::string text = doc.dump();
+  text.replace(text.find("\"busBw\":0.1"), 11, "\"busBw\":1.8e308");
+  Results parsed;
+  auto added = add_result(parsed, text, "r.json");
+  REQUIRE_FALSE(added);
+  CHECK(added.error().kind == ErrorKind::Input);
+  CHECK(added.error().message == "r.json: not valid JSON: [json.exception.out_of_range.406] number overflow parsing '1.8e308'");
 }
 
 TEST_CASE("the real H200 node check and the sample results read", "[report]") {
@@ -295,4 +307,233 @@ TEST_CASE("bad input is refused in one line naming the file and the field", "[re
   CHECK(no_kit.error().message == "/nonexistent-kit/manifest.json: cannot read: No such file or directory");
 
   for (const std::string& m : {refusal(missing), refusal(unknown), bad.error().message}) CHECK(m.find('\n') == std::string::npos);
+}
+
+// --- the verdict (verdict.hpp): recomputed, never PASS on nothing ----------
+
+namespace {
+
+json node_doc(const std::string& os = "ubuntu22.04", const std::string& kernel = "5.15.0-126-generic", const std::string& driver = "580.95.05",
+              const std::vector<std::string>& statuses = {"PASS", "SKIP"}, int exit_code = 0) {
+  json checks = json::array();
+  int pass = 0, fail = 0, skip = 0;
+  for (const auto& st : statuses) {
+    checks.push_back({{"check", "gpus"}, {"status", st}, {"detail", "d"}});
+    (st == "PASS" ? pass : st == "FAIL" ? fail : skip)++;
+  }
+  return {{"node", {{"os", os}, {"kernel", kernel}, {"driver", driver}, {"gpus", {{{"name", "H200-SXM-141GB"}}}}}},
+          {"checks", checks},
+          {"summary", {{"pass", pass}, {"fail", fail}, {"skip", skip}}},
+          {"exitCode", exit_code}};
+}
+
+// verify.sh naming two GPU nodes, from the kit of recipe site-a.
+json verify_two_nodes() {
+  json v = verify_doc();
+  v["generator"] = "gpubundle 0.1.0 (kit of recipe site-a)";
+  v["checks"].push_back({{"name", "node-gpus"}, {"status", "PASS"}, {"detail", "node n1 allocatable: nvidia.com/gpu=8"}});
+  v["checks"].push_back({{"name", "node-gpus"}, {"status", "PASS"}, {"detail", "node n2 allocatable: nvidia.com/gpu=8"}});
+  v["summary"]["pass"] = 3;
+  return v;
+}
+
+KitIdentity site_kit(bool nccl) {
+  KitIdentity k;
+  k.recipe_name = "site-a";
+  k.os = "ubuntu22.04";
+  k.kernels = {"5.15.0-126-generic"};
+  k.driver_mode = "precompiled";
+  k.driver_branch = "580";
+  k.registry = "site";  // nccl_doc's image is site/nccl-tests:1
+  k.files = {"values.yaml", "verify.sh", "manifest.json"};
+  if (nccl) k.files.push_back("acceptance/nccl-allreduce.sh");
+  return k;
+}
+
+// A complete, passing set for site_kit(true): verify.sh, both nodes, one run.
+Results complete() {
+  Results r;
+  r.kit = site_kit(true);
+  REQUIRE(add_result(r, verify_two_nodes().dump(), "verify.json"));
+  REQUIRE(add_result(r, node_doc().dump(), "n1.json"));
+  REQUIRE(add_result(r, node_doc().dump(), "n2.json"));
+  REQUIRE(add_result(r, nccl_doc({{8, 0.1}, {1 << 20, 20.0}}).dump(), "run.json"));
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("a complete set of passing results for its kit is PASS", "[report]") {
+  Verdict v = verdict(complete());
+  CHECK(v.line() == "PASS: 4 results passed, none failed");
+  CHECK(v.outcome == Outcome::Pass);
+  CHECK(report_html(complete(), "t").find("<div class=\"verdict pass\">PASS: 4 results passed") != std::string::npos);
+}
+
+TEST_CASE("the verdict is INCOMPLETE when the kit asks for an NCCL run that is not given", "[report]") {
+  Results r = complete();
+  r.nccl.clear();
+  CHECK(verdict(r).line() == "INCOMPLETE: no NCCL run, though the kit has acceptance/nccl-allreduce.sh");
+  r.kit = site_kit(false);  // a recipe without acceptance.nccl asks for none
+  CHECK(verdict(r).outcome == Outcome::Pass);
+  // The kit's manifest lists its files; the NCCL script is what acceptance.nccl writes.
+  json manifest = {{"schemaVersion", 1}, {"generator", "g"}, {"bundleId", ""}, {"recipe", {{"name", "r"}, {"sha256", "x"}}},
+                   {"chart", {{"name", "gpu-operator"}, {"version", "v1"}, {"appVersion", "v1"}, {"sha256", "y"}}},
+                   {"operator", {{"version", "v1"}}}, {"registry", {{"host", "h"}, {"prefix", ""}}},
+                   {"driver", {{"mode", "host"}, {"version", ""}, {"branch", ""}, {"kernelModuleType", "open"}, {"usePrecompiled", false}}},
+                   {"target", {{"gpus", json::array()}, {"os", "ubuntu22.04"}, {"kernels", json::array()}}}, {"images", json::array()},
+                   {"files", {"verify.sh", "acceptance/nccl-allreduce.sh"}}};
+  auto kit = parse_kit_manifest(manifest.dump(), "kit/manifest.json");
+  REQUIRE(kit);
+  CHECK(kit->nccl_acceptance());
+  manifest["files"] = {"verify.sh"};
+  CHECK_FALSE(parse_kit_manifest(manifest.dump(), "kit/manifest.json")->nccl_acceptance());
+}
+
+TEST_CASE("every GPU node the results name needs its node check", "[report]") {
+  Results r = complete();
+  CHECK(gpu_nodes(r) == std::vector<std::string>{"n1", "n2"});
+  r.nodes.pop_back();
+  CHECK(verdict(r).line() == "INCOMPLETE: no node check of n2");
+  // The NCCL run's nodes count too, without verify.sh or a kit.
+  Results runs;
+  REQUIRE(add_result(runs, nccl_doc({{8, 0.1}}).dump(), "run.json"));
+  CHECK(verdict(runs).line() == "INCOMPLETE: no node check of n1, n2");
+  std::string html = report_html(runs, "t");
+  CHECK(html.find("<span class=\"badge incomplete\">MISSING</span></td><td>no node check of n1, n2") != std::string::npos);
+  // verify.sh without --kit asks for nothing more.
+  Results alone;
+  REQUIRE(add_result(alone, verify_doc().dump(), "v.json"));
+  CHECK(verdict(alone).outcome == Outcome::Pass);
+  // With --kit, verify.sh is asked for.
+  Results kit_only;
+  kit_only.kit = site_kit(false);
+  CHECK(verdict(kit_only).line() == "INCOMPLETE: no verify.sh result; no results given");
+}
+
+TEST_CASE("a result naming another bundle, registry, OS, kernel or driver is warned about and not PASS", "[report]") {
+  auto with = [](auto change) {
+    Results r = complete();
+    change(r);
+    return verdict(r);
+  };
+  Verdict os = with([](Results& r) { r.nodes[0].os = "ubuntu24.04"; });
+  CHECK(os.outcome == Outcome::Incomplete);
+  CHECK(os.line() == "INCOMPLETE: 1 result names another kit (n1.json)");
+  CHECK(os.mismatches == std::vector<std::string>{"n1.json: OS ubuntu24.04, the kit's is ubuntu22.04"});
+  CHECK(with([](Results& r) { r.nodes[1].kernel = "6.8.0-45-generic"; }).mismatches ==
+        std::vector<std::string>{"n2.json: kernel 6.8.0-45-generic, the kit's are 5.15.0-126-generic"});
+  CHECK(with([](Results& r) { r.nodes[1].driver = "570.86.15"; }).mismatches ==
+        std::vector<std::string>{"n2.json: driver 570.86.15, the kit's is branch 580"});
+  CHECK(with([](Results& r) { r.kit->driver_version = "580.95.06"; }).mismatches.size() == 2);  // both nodes run .05
+  CHECK(with([](Results& r) { r.nccl[0].image = "registry.other:5000/gpu/nccl-tests:1"; }).mismatches ==
+        std::vector<std::string>{"run.json: image registry.other:5000/gpu/nccl-tests:1 is not at the kit's registry site"});
+  CHECK(with([](Results& r) { r.kit->bundle_id = "b-123"; }).mismatches ==
+        std::vector<std::string>{"verify.json: verify.sh of a kit made outside a bundle (recipe site-a), the kit's bundle is b-123"});
+  CHECK(with([](Results& r) { r.verify[0].generator = "gpubundle 0.1.0 (kit of bundle b-9)"; }).mismatches ==
+        std::vector<std::string>{"verify.json: verify.sh of bundle b-9, the kit's is none"});
+  CHECK(with([](Results& r) { r.verify[0].generator = "gpubundle 0.1.0 (kit of recipe site-b)"; }).mismatches ==
+        std::vector<std::string>{"verify.json: verify.sh of recipe site-b, the kit's is site-a"});
+  CHECK(with([](Results& r) { r.nodes[1].node = "h200-node"; }).mismatches ==
+        std::vector<std::string>{"n2.json: node h200-node is not among the GPU nodes the results name (n1, n2)"});
+  Results r = complete();
+  r.nodes[0].os = "ubuntu24.04";
+  std::string html = report_html(r, "t");
+  CHECK(html.find("<div class=\"verdict incomplete\">INCOMPLETE: 1 result names another kit") != std::string::npos);
+  CHECK(html.find("<span class=\"badge warning\">WARNING</span></td><td>n1.json: OS ubuntu24.04") != std::string::npos);
+  // A failure still reads FAIL, whatever kit it came from.
+  r.nodes[0].checks[0].status = Status::Fail;
+  CHECK(verdict(r).outcome == Outcome::Fail);
+  // Past a double's range (1.8e308) or NaN spelled as text, JSON never reaches the plot.
+  json doc = nccl_doc({{8, 0.1}});
+  std::string text = doc.dump();
+  text.replace(text.find("\"busBw\":0.1"), 11, "\"busBw\":1.8e308");
+  Results parsed;
+  auto added = add_result(parsed, text, "r.json");
+  REQUIRE_FALSE(added);
+  CHECK(added.error().kind == ErrorKind::Input);
+  CHECK(added.error().message == "r.json: not valid JSON: [json.exception.out_of_range.406] number overflow parsing '1.8e308'");
+}
+
+TEST_CASE("the report never says PASS when nothing passed", "[report]") {
+  CHECK(verdict(Results{}).line() == "INCOMPLETE: no results given");
+  Results skipped;
+  json v = verify_doc();
+  v["checks"] = {{{"name", "mig"}, {"status", "SKIP"}, {"detail", "no MIG"}}};
+  v["summary"] = {{"pass", 0}, {"fail", 0}, {"skip", 1}};
+  REQUIRE(add_result(skipped, v.dump(), "v.json"));
+  CHECK(verdict(skipped).line() == "INCOMPLETE: verify.sh v.json: nothing passed: every check SKIP");
+  Results empty;
+  v["checks"] = json::array();
+  v["summary"] = {{"pass", 0}, {"fail", 0}, {"skip", 0}};
+  REQUIRE(add_result(empty, v.dump(), "v.json"));
+  CHECK(verdict(empty).line() == "INCOMPLETE: verify.sh v.json: no checks");
+  // Node checks: all SKIP (exit 3), or exit 2 (bad input), whatever the lines say.
+  Results nodes;
+  REQUIRE(add_result(nodes, node_doc("o", "k", "", {"SKIP", "SKIP"}, 3).dump(), "a.json"));
+  REQUIRE(add_result(nodes, node_doc("o", "k", "", {"PASS"}, 2).dump(), "b.json"));
+  CHECK(verdict(nodes).line() ==
+        "INCOMPLETE: node a: nothing passed: every check SKIP; node b: exit 2: the node check refused its input and checked nothing");
+  Results odd;
+  REQUIRE(add_result(odd, node_doc("o", "k", "", {"PASS"}, 1).dump(), "c.json"));
+  CHECK(verdict(odd).line() == "FAIL: node c: exit 1, though no check says FAIL");
+  // One all-SKIP source keeps a passing set from PASS.
+  Results r = complete();
+  r.nodes[1].checks = {{"gpus", Status::Skip, "no GPU"}};
+  CHECK(verdict(r).line() == "INCOMPLETE: node n2: nothing passed: every check SKIP");
+}
+
+TEST_CASE("an NCCL run's own numbers decide, not its passed field", "[report]") {
+  auto problems = [](auto change) {
+    json doc = nccl_doc({{8, 0.1}, {1 << 20, 20.0}});
+    change(doc);
+    Results r;
+    REQUIRE(add_result(r, doc.dump(), "run.json"));
+    return outcome(r.nccl[0]);
+  };
+  auto slow = problems([](json& d) { d["minBusBw"] = 350.5; });  // avgBusBw 12.5
+  CHECK(slow.outcome == Outcome::Fail);
+  CHECK(slow.why == "says passed, but avgBusBw 12.50 GB/s is below its minBusBw 350.50 GB/s");
+  CHECK(problems([](json& d) { d["outOfBounds"] = 3; }).why == "says passed, but 3 out-of-bounds values");
+  CHECK(problems([](json& d) { d["rows"][1]["outOfPlace"]["wrong"] = 2; }).why == "says passed, but 2 wrong values (#wrong) in 1 row");
+  CHECK(problems([](json& d) { d["rows"] = json::array(); }).why == "says passed, but no rows: all_reduce_perf measured nothing");
+  CHECK(problems([](json& d) { d["minBusBw"] = 12.5; }).outcome == Outcome::Pass);  // at the bound passes
+  Results r = complete();
+  r.nccl[0].out_of_bounds = 1;
+  CHECK(verdict(r).line() == "FAIL: NCCL run run: says passed, but 1 out-of-bounds value");
+  CHECK(report_html(r, "t").find("<span class=\"badge fail\">FAIL</span> says passed, but 1 out-of-bounds value") != std::string::npos);
+}
+
+TEST_CASE("absurd bandwidths are clamped in the plot and said in the tables", "[report]") {
+  // Never a NaN, an infinity or a zero step on the axis, whatever the data.
+  for (double max : {1e-323, 1.7e308, std::nan(""), -1.0, std::numeric_limits<double>::infinity()}) {
+    ValueAxis a = value_axis(max);
+    CHECK(std::isfinite(a.top));
+    CHECK(a.step > 0);
+    CHECK(a.top / a.step <= 11);
+    CHECK(value_ticks(a).size() <= 12);
+  }
+  std::string svg = bus_bw_svg({{"weird", {{8, 1e-323}, {64, 1.7e308}, {512, std::nan("")}, {4096, -5.0}, {1 << 20, 20.0}}}});
+  for (const char* bad : {"nan", "inf"}) CHECK(svg.find(bad) == std::string::npos);
+
+  Results r = complete();
+  r.nccl[0].rows[0].out_of_place.bus_bw = 1e-323;
+  r.nccl[0].rows[1].out_of_place.bus_bw = 1.7e308;
+  std::string html = report_html(r, "t");
+  CHECK(html.find("1.7e+308 (no measurement; plotted at 100000)") != std::string::npos);
+  std::regex polyline(R"re(<polyline class="run" data-run="0" points="([^"]*)")re");
+  std::smatch m;
+  REQUIRE(std::regex_search(html, m, polyline));
+  CHECK(m[1].str().find("nan") == std::string::npos);
+  CHECK(outcome(r.nccl[0]).why == "says passed, but 1 bandwidth above 100000 GB/s, no measurement");
+  CHECK(verdict(r).outcome == Outcome::Fail);
+  // Past a double's range (1.8e308) or NaN spelled as text, JSON never reaches the plot.
+  json doc = nccl_doc({{8, 0.1}});
+  std::string text = doc.dump();
+  text.replace(text.find("\"busBw\":0.1"), 11, "\"busBw\":1.8e308");
+  Results parsed;
+  auto added = add_result(parsed, text, "r.json");
+  REQUIRE_FALSE(added);
+  CHECK(added.error().kind == ErrorKind::Input);
+  CHECK(added.error().message == "r.json: not valid JSON: [json.exception.out_of_range.406] number overflow parsing '1.8e308'");
 }
