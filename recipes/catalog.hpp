@@ -110,6 +110,8 @@ public:
 
   // nullptr for components the catalog does not know (found in a new chart).
   const ComponentInfo* component(std::string_view values_key) const;
+  // Every component the catalog knows, by values key.
+  const std::map<std::string, ComponentInfo, std::less<>>& components() const { return m_components; }
 
   // The Network Operator's operands, in catalog order; nullptr for an unknown name.
   const std::vector<NetworkOperand>& network_operands() const { return m_network_operands; }

@@ -361,6 +361,17 @@ TEST_CASE("VM workloads switch on the sandbox operands", "[kit][values]") {
     CHECK(str(vgpu["sandboxWorkloads"]["defaultWorkload"]) == "vm-vgpu");
     // The mode only where the release has one (v26.x).
     CHECK(str(vgpu["sandboxWorkloads"]["mode"]) == (in_values_file(upstream() / version, "sandboxWorkloads.mode") ? "kubevirt" : "<absent>"));
+    // An operand of another VM workload is not carried, so it is switched off
+    // (the operator would deploy it from upstream otherwise); one carried is left on.
+    if (in_values_file(upstream() / version, "vgpuDeviceManager.enabled")) {
+      CHECK(str(mixed["vgpuDeviceManager"]["enabled"]) == "false");
+      CHECK_FALSE(vgpu["vgpuDeviceManager"]["enabled"]);
+    }
+    if (in_values_file(upstream() / version, "vfioManager.enabled")) {
+      CHECK_FALSE(mixed["vfioManager"]["enabled"]);
+      CHECK(str(vgpu["vfioManager"]["enabled"]) == "false");
+    }
+    CHECK_FALSE(container["vgpuDeviceManager"]);
   }
 }
 
