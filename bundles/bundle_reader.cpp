@@ -473,10 +473,19 @@ private:
         if (n == 0) present.insert(blob);
     }
     std::set<std::string> omitted(m.omitted.begin(), m.omitted.end());
-    for (const auto& img : m.images) closure(img, present, omitted);
-    for (const auto& img : m.images)
+    // An image whose closure is broken is reported once, for that: what
+    // follows would only restate it.
+    bool intact = true;
+    for (const auto& img : m.images) {
+      std::size_t before = m_report.problems.size() + m_dropped;
+      closure(img, present, omitted);
+      if (m_report.problems.size() + m_dropped != before) {
+        intact = false;
+        continue;
+      }
       if (!img.upstream_digest.empty()) filtered(img, present);
-    agrees_with_lock(m);
+    }
+    if (intact) agrees_with_lock(m);
   }
 
   // A filtered index must be what its upstream index and platforms make
@@ -493,7 +502,7 @@ private:
       if (!m_failed.count(up)) problem("image " + img.ref + ": upstream index " + up + " could not be read");
       return;
     }
-    auto upstream = oci::parse_manifest(*json, img.media_type);
+    auto upstream = oci::parse_manifest(*json, "");  // its own mediaType: the filtered index keeps it
     if (!upstream || !upstream->index()) {
       problem("image " + img.ref + ": upstream " + up + " is not an index" + (upstream ? "" : ": " + upstream.error().message));
       return;
