@@ -373,16 +373,18 @@ Result<std::string> make_values_yaml(const Lock& lock, const Chart& chart, const
     v.set("sandboxWorkloads.enabled", true);
     v.set("sandboxWorkloads.defaultWorkload", container ? "container" : vm_workloads.front());
     v.set_if_present("sandboxWorkloads.mode", "kubevirt");
-    // With sandboxWorkloads on, the operator deploys every sandbox operand
-    // whose own switch is on (isStateEnabled in controllers/state_manager.go),
-    // and the chart turns most on. Those the lock does not carry (another
-    // VM workload, another sandbox mode) are switched off, so nothing pulls
-    // from upstream; the recipe's own components entry still wins.
+  }
+  // The operator deploys an operand whose own switch is on (isStateEnabled in
+  // controllers/state_manager.go), and an absent switch means on for several
+  // (driver, dcgm, migManager, ...). So every operand the lock does not carry
+  // is switched off here, whatever the chart's default: nothing the operator
+  // deploys pulls from upstream. The recipe's own components entry still wins.
+  {
     std::set<std::string> carried;
     for (const auto& img : lock.images) carried.insert(img.components.begin(), img.components.end());
     for (const auto& [key, info] : Catalog::builtin().components()) {
-      bool sandbox = std::find(info.workloads.begin(), info.workloads.end(), "container") == info.workloads.end();
-      if (!sandbox || key.find('.') != std::string::npos || carried.count(key) || recipe->components.count(key)) continue;
+      if (key.find('.') != std::string::npos || !info.enabled_by.empty() || key == "driver" || key == "toolkit") continue;
+      if (carried.count(key) || recipe->components.count(key)) continue;
       if (chart_has_key(chart, key + ".enabled")) v.set(key + ".enabled", false);
     }
   }

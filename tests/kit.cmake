@@ -52,3 +52,14 @@ add_test(NAME kit-cluster-upgrade
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/upgrade_cluster.sh $<TARGET_FILE:gpubundle> ${CMAKE_SOURCE_DIR})
 set_tests_properties(kit-cluster-upgrade PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180
                      ENVIRONMENT "GB_CLIENTS_BIN=${CMAKE_SOURCE_DIR}/.cache/tools/bin")
+# The kit's values with the real charts: helm lint and helm template over every
+# GPU Operator release in ../shared x recipe shapes (conventional with every
+# optional operand, precompiled, host with VM passthrough, vGPU on two
+# platforms) and the Network Operator releases; tests/tools/operand_check.py
+# holds every rendered workload image and every operand the operator would
+# deploy (its isStateEnabled at that tag) to the site registry and the lock.
+# Skips (77) without the real helm or ../shared.
+add_test(NAME kit-helm-matrix
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/helm_matrix.sh $<TARGET_FILE:gpubundle> ${CMAKE_SOURCE_DIR})
+set_tests_properties(kit-helm-matrix PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 400
+                     ENVIRONMENT "GB_CLIENTS_BIN=${CMAKE_SOURCE_DIR}/.cache/tools/bin;GB_SHARED_DIR=${GB_SHARED_DIR}")

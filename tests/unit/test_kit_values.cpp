@@ -371,7 +371,13 @@ TEST_CASE("VM workloads switch on the sandbox operands", "[kit][values]") {
       CHECK_FALSE(mixed["vfioManager"]["enabled"]);
       CHECK(str(vgpu["vfioManager"]["enabled"]) == "false");
     }
-    CHECK_FALSE(container["vgpuDeviceManager"]);
+    // Without VM workloads too: the switch is written, not left to the chart's
+    // default (the operator's own default for an absent switch is on for
+    // several operands, dcgm among them).
+    if (in_values_file(upstream() / version, "vgpuDeviceManager.enabled"))
+      CHECK(str(container["vgpuDeviceManager"]["enabled"]) == "false");
+    CHECK(str(container["dcgm"]["enabled"]) == "false");
+    CHECK(str(container["gds"]["enabled"]) == "false");
   }
 }
 
