@@ -63,7 +63,12 @@ Result<fs::path> make_sandbox() {
   const char* tmp = std::getenv("TMPDIR");
   std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/gpubundle-driver.XXXXXX";
   if (!::mkdtemp(tmpl.data())) return op_error("cannot create a sandbox folder under " + tmpl);
-  return fs::path(tmpl);
+  // Absolute: make runs in folders of its own (-C), and a relative TMPDIR
+  // would name another place there.
+  std::error_code ec;
+  fs::path dir = fs::absolute(tmpl, ec);
+  if (ec) return op_error(tmpl + ": " + ec.message());
+  return dir;
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "common/archive_raii.hpp"
+#include "node-images/unpack_detail.hpp"
 #include "common/strings.hpp"
 #include "signing/digest.hpp"
 
@@ -162,13 +163,6 @@ la_ssize_t payload_read(archive*, void* data, const void** out) {
   return static_cast<la_ssize_t>(got);
 }
 
-bool safe_entry_path(const std::string& p) {
-  if (p.empty() || p[0] == '/') return false;
-  for (const auto& part : split(p, '/'))
-    if (part == "..") return false;
-  return true;
-}
-
 }  // namespace
 
 Result<void> extract_makeself(const fs::path& run, const MakeselfHeader& header, const fs::path& dest) {
@@ -189,50 +183,10 @@ Result<void> extract_makeself(const fs::path& run, const MakeselfHeader& header,
   if (archive_read_open(a.get(), src.get(), nullptr, payload_read, nullptr) != ARCHIVE_OK)
     return input_error(run.string() + ": truncated or damaged payload at byte " + std::to_string(header.payload_offset) +
                        ": " + archive_error_string(a.get()));
-  detail::ArchiveWriter w(archive_write_disk_new());
-  archive_write_disk_set_options(w.get(), ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_SECURE_NODOTDOT |
-                                              ARCHIVE_EXTRACT_SECURE_SYMLINKS);  // entry paths are checked above, then made absolute under dest
-  std::size_t entries = 0;
-  for (;;) {
-    archive_entry* e = nullptr;
-    int r = archive_read_next_header(a.get(), &e);
-    if (r == ARCHIVE_EOF) break;
-    if (r < ARCHIVE_WARN)
-      return input_error(run.string() + ": truncated or damaged payload after " + std::to_string(entries) +
-                         " entries: " + archive_error_string(a.get()));
-    std::string name = archive_entry_pathname(e);
-    while (starts_with(name, "./")) name = name.substr(2);
-    if (name.empty() || name == ".") continue;
-    if (!safe_entry_path(name)) return input_error(run.string() + ": unsafe archive entry '" + name + "'");
-    auto type = archive_entry_filetype(e);
-    if (type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK)
-      return input_error(run.string() + ": archive entry '" + name + "' is not a file, folder or symlink");
-    if (const char* hl = archive_entry_hardlink(e); hl && !safe_entry_path(hl))
-      return input_error(run.string() + ": unsafe hard link '" + name + "'");
-    archive_entry_set_pathname(e, (dest / name).c_str());
-    if (const char* hl = archive_entry_hardlink(e)) {
-      std::string h = hl;
-      while (starts_with(h, "./")) h = h.substr(2);
-      archive_entry_set_hardlink(e, (dest / h).c_str());
-    }
-    if (archive_write_header(w.get(), e) < ARCHIVE_WARN)
-      return op_error(run.string() + ": cannot write '" + name + "': " + archive_error_string(w.get()));
-    const void* buf;
-    size_t size;
-    la_int64_t offset;
-    for (;;) {
-      r = archive_read_data_block(a.get(), &buf, &size, &offset);
-      if (r == ARCHIVE_EOF) break;
-      if (r < ARCHIVE_WARN)
-        return input_error(run.string() + ": truncated or damaged payload in '" + name + "': " + archive_error_string(a.get()));
-      if (archive_write_data_block(w.get(), buf, size, offset) < ARCHIVE_WARN)
-        return op_error(run.string() + ": cannot write '" + name + "': " + archive_error_string(w.get()));
-    }
-    if (archive_write_finish_entry(w.get()) < ARCHIVE_WARN)
-      return op_error(run.string() + ": cannot finish '" + name + "': " + archive_error_string(w.get()));
-    ++entries;
-  }
-  if (entries == 0) return input_error(run.string() + ": the payload holds no files");
+  // unpack.hpp: no entry, link or hard link resolves outside dest.
+  auto entries = detail::unpack_entries(a.get(), dest, run.string(), {});
+  if (!entries) return entries.error();
+  if (*entries == 0) return input_error(run.string() + ": the payload holds no files");
   return {};
 }
 

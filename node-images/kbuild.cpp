@@ -10,10 +10,10 @@
 #include <deque>
 #include <fstream>
 
-#include "common/archive_raii.hpp"
 #include "common/files.hpp"
 #include "common/log.hpp"
 #include "common/strings.hpp"
+#include "node-images/unpack.hpp"
 
 namespace gb {
 
@@ -87,73 +87,24 @@ std::string tail_lines(const fs::path& file, int n) {
   return out;
 }
 
-namespace {
-
-// An rpm's cpio payload, through libarchive, refusing absolute paths, `..`
-// and links that lead out (kernel-devel: usr/src/kernels/<kver>/).
-Result<void> unpack_rpm(const fs::path& rpm, const fs::path& sandbox) {
-  detail::ArchiveReader in(archive_read_new());
-  archive_read_support_filter_all(in.get());
-  archive_read_support_format_cpio(in.get());
-  if (archive_read_open_filename(in.get(), rpm.c_str(), 1 << 16) != ARCHIVE_OK)
-    return input_error(rpm.string() + ": not an rpm package: " + archive_error_string(in.get()));
-  detail::ArchiveWriter out(archive_write_disk_new());
-  archive_write_disk_set_options(out.get(), ARCHIVE_EXTRACT_SECURE_NODOTDOT | ARCHIVE_EXTRACT_SECURE_SYMLINKS |
-                                                ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS | ARCHIVE_EXTRACT_TIME);
-  archive_entry* e = nullptr;
-  for (int rc; (rc = archive_read_next_header(in.get(), &e)) != ARCHIVE_EOF;) {
-    if (rc != ARCHIVE_OK) return input_error(rpm.string() + ": " + archive_error_string(in.get()));
-    std::string name = archive_entry_pathname(e);
-    while (starts_with(name, "./")) name.erase(0, 2);
-    auto type = archive_entry_filetype(e);
-    if (type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK)
-      return input_error(rpm.string() + ": " + name + " is not a file, folder or link; refused");
-    archive_entry_set_pathname(e, (sandbox / name).c_str());
-    if (archive_write_header(out.get(), e) != ARCHIVE_OK)
-      return input_error(rpm.string() + ": " + name + ": " + archive_error_string(out.get()));
-    const void* buf;
-    size_t size;
-    la_int64_t offset;
-    while ((rc = archive_read_data_block(in.get(), &buf, &size, &offset)) == ARCHIVE_OK)
-      if (archive_write_data_block(out.get(), buf, size, offset) != ARCHIVE_OK)
-        return op_error(rpm.string() + ": " + name + ": " + archive_error_string(out.get()));
-    if (rc != ARCHIVE_EOF) return input_error(rpm.string() + ": " + name + ": " + archive_error_string(in.get()));
-  }
-  if (archive_write_close(out.get()) != ARCHIVE_OK) return op_error(rpm.string() + ": " + archive_error_string(out.get()));
-  return {};
-}
-
-}  // namespace
-
 Result<std::vector<KernelTree>> unpack_kernel_headers(const std::vector<fs::path>& debs, const fs::path& sandbox) {
   std::error_code ec;
   fs::create_directories(sandbox, ec);
-  fs::path log = sandbox / "dpkg-deb.log";
+  if (ec) return op_error(sandbox.string() + ": " + ec.message());
   for (const auto& deb : debs) {
     if (!fs::is_regular_file(deb, ec)) return input_error(deb.string() + ": no such header package");
-    if (deb.extension() == ".rpm") {
-      if (auto r = unpack_rpm(deb, sandbox); !r) return r.error();
-      continue;
-    }
-    auto rc = run_logged({"dpkg-deb", "-x", fs::absolute(deb).string(), sandbox.string()}, {}, log);
-    if (!rc) return rc.error();
-    if (*rc != 0) return input_error(deb.string() + ": dpkg-deb -x failed:" + tail_lines(log, 5));
+    // unpack.hpp: every link stays inside the sandbox (Debian's absolute
+    // /usr/src/... links are rewritten to their copy there).
+    auto r = deb.extension() == ".rpm" ? unpack_rpm(deb, sandbox) : unpack_deb(deb, sandbox);
+    if (!r) return r.error();
   }
-  // Debian's build tree links to the -common tree and linux-kbuild by absolute
-  // path (/usr/src/..., /usr/lib/linux-kbuild-6.1/...): point such links into
-  // the sandbox when their target was unpacked there.
-  std::vector<fs::path> links;
-  for (const auto& e : fs::recursive_directory_iterator(sandbox, fs::directory_options::skip_permission_denied))
-    if (e.is_symlink(ec)) links.push_back(e.path());
-  for (const auto& l : links) {
-    fs::path target = fs::read_symlink(l, ec);
-    if (ec || !target.is_absolute()) continue;
-    fs::path inside = sandbox / target.relative_path();
-    if (!fs::exists(fs::symlink_status(inside, ec))) continue;
-    fs::remove(l, ec);
-    fs::create_symlink(inside, l, ec);
-    if (ec) return op_error(l.string() + ": " + ec.message());
-  }
+  fs::path root = fs::canonical(sandbox, ec);
+  if (ec) return op_error(sandbox.string() + ": " + ec.message());
+  auto inside = [&](const fs::path& p) {
+    fs::path c = fs::weakly_canonical(p, ec);
+    auto rel = c.lexically_relative(root);
+    return !ec && !rel.empty() && *rel.begin() != "..";
+  };
   std::vector<KernelTree> trees;
   // Debian/Ubuntu: usr/src/linux-headers-<kver>; RHEL kernel-devel: usr/src/kernels/<kver>.
   for (const fs::path& src : {sandbox / "usr/src", sandbox / "usr/src/kernels"})
@@ -162,24 +113,30 @@ Result<std::vector<KernelTree>> unpack_kernel_headers(const std::vector<fs::path
         if (!fs::exists(d.path() / "include/generated/utsrelease.h", ec) && !fs::exists(d.path() / "include/config/kernel.release", ec)) continue;
         auto t = open_kernel_tree(d.path());
         if (!t) return t.error();
+        if (!inside(t->dir)) return input_error(d.path().string() + ": the kernel tree resolves outside the sandbox; refused");
         trees.push_back(*t);
       }
   if (trees.empty())
     return input_error("the header packages hold no kernel build tree (usr/src/*/include/config/kernel.release); "
-                       "pass linux-headers-<kver> with its -common package");
-  // Its top Makefile includes the -common tree by absolute path as well.
+                       "pass linux-headers-<kver> with its -common package, or kernel-devel-<kver>.rpm");
+  // Debian's top Makefile includes the -common tree by absolute path: pointed
+  // at the sandbox's copy, when that path stays below usr/src and is there.
   for (const auto& t : trees) {
-    auto mk = read_file(t.dir / "Makefile");
+    fs::path makefile = t.dir / "Makefile";
+    if (fs::is_symlink(makefile, ec) || !fs::is_regular_file(makefile, ec) || !inside(makefile))
+      return input_error(makefile.string() + ": not a regular file in the sandbox; refused");
+    auto mk = read_file(makefile, 1 << 20);
     if (!mk) return mk.error();
     std::string text = *mk, prefix = "include /usr/src/";
     for (auto p = text.find(prefix); p != std::string::npos; p = text.find(prefix, p + 1)) {
       auto end = text.find('\n', p);
-      std::string target = text.substr(p + 8, end == std::string::npos ? std::string::npos : end - p - 8);
-      if (fs::exists(sandbox / fs::path(target).relative_path(), ec))
-        text.replace(p + 8, 0, fs::absolute(sandbox).string());
+      fs::path target(text.substr(p + 8, end == std::string::npos ? std::string::npos : end - p - 8));
+      bool plain = std::none_of(target.begin(), target.end(), [](const fs::path& part) { return part == ".."; });
+      fs::path copy = sandbox / target.relative_path();
+      if (plain && fs::is_regular_file(copy, ec) && inside(copy)) text.replace(p + 8, 0, root.string());
     }
     if (text != *mk)
-      if (auto r = write_atomic(t.dir / "Makefile", text); !r) return r.error();
+      if (auto r = write_atomic(makefile, text); !r) return r.error();
   }
   std::sort(trees.begin(), trees.end(), [](const auto& a, const auto& b) { return a.release < b.release; });
   return trees;

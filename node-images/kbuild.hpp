@@ -27,10 +27,10 @@ struct KernelTree {
 
 Result<KernelTree> open_kernel_tree(const std::filesystem::path& dir);
 
-// Unpacks header packages into `sandbox` and returns the tree(s) found (one
-// per kernel release): Debian/Ubuntu linux-headers-<kver>*.deb with the
-// -common/-kbuild packages they need (dpkg-deb -x; usr/src/*), or RHEL
-// kernel-devel-<kver>.rpm (libarchive; usr/src/kernels/*).
+// Unpacks header packages into `sandbox` (unpack.hpp: nothing resolves
+// outside it) and returns the tree(s) found (one per kernel release):
+// Debian/Ubuntu linux-headers-<kver>*.deb with the -common/-kbuild packages
+// they need (usr/src/*), or RHEL kernel-devel-<kver>.rpm (usr/src/kernels/*).
 Result<std::vector<KernelTree>> unpack_kernel_headers(const std::vector<std::filesystem::path>& debs,
                                                       const std::filesystem::path& sandbox);
 

@@ -1,5 +1,6 @@
 # Driver artifacts (issue 6): the nvidia-driver entrypoint against stubs,
-# driver build (kbuild, signing, image in the store), node-image bake and the
+# driver build (kbuild, signing, image in the store; --kernel-headers with
+# Debian's .debs and a RHEL-shaped kernel-devel rpm), node-image bake and the
 # overlay artifact through bundle, export and import; build --installer.
 add_test(NAME driver-entrypoint COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/driver_entrypoint.sh
                                         ${CMAKE_SOURCE_DIR}/node-images/nvidia-driver)

@@ -174,9 +174,69 @@ if ls "${debs[@]}" > /dev/null 2>&1; then
   cmp -s "$glib/nvidia/grid/libnvidia-gridd.so.$VER" "$work/grid/tree/grid/libnvidia-gridd.so.$VER" || fail "GRID_LIB content"
   [ "$(mode "$glib/nvidia/grid/libnvidia-gridd.so.$VER")" = 755 ] && [ -f "$glib/libnvidia-vgxcfg.so.$VER" ] &&
     [ -f "$glib/libFlxCore64.so.2021.02" ] || fail "GRID/VGX/FLEXERA libraries"
-  ok "--kernel-headers (dpkg-deb -x into the sandbox), upstream makeself header, unsigned, GRID files placed: $href"
+  ok "--kernel-headers (.debs unpacked into the sandbox, links kept inside), upstream makeself header, unsigned, GRID files placed: $href"
 else
   echo "note: linux-headers/kbuild .deb files not in /var/cache/apt/archives: --kernel-headers not checked"
+fi
+
+# --kernel-headers with a RHEL-shaped kernel-devel rpm (rpmbuild here): one
+# self-contained tree under usr/src/kernels/<kver>, merged from Debian's three
+# header packages as RHEL's kernel-devel is one tree; kernel-core's absolute
+# lib/modules/<kver>/build link; a hard-link pair in the cpio payload. The
+# modules are built against it from a relative TMPDIR too (where a hard link
+# once wrote into the working folder).
+if command -v rpmbuild >/dev/null; then
+  rroot=$work/rpmroot
+  tree=$rroot/usr/src/kernels/$kver
+  commondir=$(sed -n 's|^include \(/usr/src/.*\)/Makefile$|\1|p' "$kbuild/Makefile")
+  mkdir -p "$rroot/usr/src/kernels" "$rroot/lib/modules/$kver" "$work/rpmtop"
+  cp -a "$commondir" "$tree"
+  # Only what an x86 module build reads: fewer files to pack and unpack.
+  find "$tree/arch" -mindepth 1 -maxdepth 1 ! -name x86 -exec rm -rf {} +
+  rm -rf "$tree/scripts" "$tree/tools" "$tree/include/dt-bindings"
+  cp -rL "$kbuild/scripts" "$tree/scripts"
+  cp -rL "$kbuild/tools" "$tree/tools"
+  (cd "$kbuild" && tar --exclude=./Makefile --exclude=./scripts --exclude=./tools -cf - .) | tar -xf - -C "$tree"
+  ln -s "/usr/src/kernels/$kver" "$rroot/lib/modules/$kver/build"
+  ln "$tree/Module.symvers" "$tree/Module.symvers.orig"
+  cat > "$work/kernel-devel.spec" <<SPEC
+Name: kernel-devel
+Version: ${kver%%-*}
+Release: 1.el9
+Summary: kernel-devel shaped like RHEL's, from Debian's headers
+License: GPLv2
+AutoReqProv: no
+%description
+test
+%install
+cp -a $rroot/. %{buildroot}/
+%files
+/usr/src/kernels/$kver
+/lib/modules/$kver/build
+SPEC
+  rpmbuild -bb --quiet --target x86_64 --nodeps --define "_topdir $work/rpmtop" --define "_build_id_links none" \
+    --define "__os_install_post %{nil}" --define "debug_package %{nil}" --define "_binary_payload w1.gzdio" \
+    "$work/kernel-devel.spec" > "$work/rpmbuild.log" 2>&1 || { cat "$work/rpmbuild.log" >&2; fail "rpmbuild kernel-devel"; }
+  rpmfile=$(find "$work/rpmtop/RPMS" -name 'kernel-devel-*.rpm')
+  rpm -qlvp "$rpmfile" > "$work/rpm.list" 2>/dev/null
+  grep -q "lib/modules/$kver/build -> /usr/src/kernels/$kver" "$work/rpm.list" || fail "the rpm lacks the absolute build link"
+  recipe "$work/rhel.yaml" "$kver"
+  sed -i 's/os: ubuntu22.04/os: rhel9.4/' "$work/rhel.yaml"
+  mkdir -p "$work/reltmp"
+  (cd "$work" && TMPDIR=reltmp GPUBUNDLE_STORE=$store "$gb" driver build "$work/rhel.yaml" --installer "$nvrun" \
+    --kernel-headers "$rpmfile" --base "oci:$work/base:latest" -j 2 > "$work/out" 2> "$work/err") ||
+    { cat "$work/err" >&2; fail "--kernel-headers kernel-devel.rpm"; }
+  rref=nvcr.io/nvidia/driver:580-$kver-rhel9.4
+  grep -q "^$rref@" "$work/out" || fail "--kernel-headers rpm: no $rref in $(cat "$work/out")"
+  [[ -z $(find "$work" -maxdepth 1 -newer "$work/rhel.yaml" -name 'Module.symvers*') ]] || fail "a hard link landed in the working folder"
+  skopeo copy -q "oci:$store:$rref" "oci:$work/copy:rhel" || fail "skopeo copy $rref"
+  umoci unpack --rootless --image "$work/copy:rhel" "$work/rhel-bundle" >/dev/null || fail "umoci unpack $rref"
+  ko=$(find "$work/rhel-bundle/rootfs" -name nvidia.ko | head -n1)
+  [[ -n $ko ]] || fail "no nvidia.ko in $rref"
+  [[ $(modinfo -F vermagic "$ko" | cut -d' ' -f1) == "$kver" ]] || fail "nvidia.ko vermagic: $(modinfo -F vermagic "$ko")"
+  ok "--kernel-headers kernel-devel.rpm (RHEL layout, absolute build link, hard-link pair, relative TMPDIR): $rref, vermagic $kver"
+else
+  echo "note: rpmbuild is not installed: --kernel-headers with an rpm not checked"
 fi
 
 # Bad inputs: a clear error, exit status, and the store exactly as before.
