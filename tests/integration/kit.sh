@@ -109,7 +109,9 @@ set +e
 rc=$?
 set -e
 [ "$rc" -eq 2 ] || fail "collision exit code $rc"
-grep -q "docker.io/nvidia/cuda" "$work/collide.err" && grep -q "nvcr.io/nvidia/cuda" "$work/collide.err" || fail "collision message: $(cat "$work/collide.err")"
+if ! grep -q "docker.io/nvidia/cuda" "$work/collide.err" || ! grep -q "nvcr.io/nvidia/cuda" "$work/collide.err"; then
+  fail "collision message: $(cat "$work/collide.err")"
+fi
 
 
 # --- The real kubectl and helm against the API stand-in -------------------------
