@@ -1,8 +1,15 @@
-# Install kit: gpubundle overrides end to end with stub helm/kubectl, shellcheck.
-# Skips (77) when shellcheck is absent.
+# Install kit: gpubundle overrides end to end, shellcheck, the kit's files; then
+# with the real kubectl and helm against the Kubernetes API stand-in, what
+# kit-cluster-install does not reach: install.sh's missing prerequisites (no
+# helm, no context, a dead API server), verify.sh's FAIL lines and --json (dead
+# cluster, no context, failed MIG state; a stub kubectl in front of the real one
+# only for an RBAC refusal, which the stand-in cannot make), mig.sh NODE..., the
+# DRA kit's verify.sh, the precompiled kit's install order. Skips (77) without
+# shellcheck, and after the rest has passed when the real clients are absent.
 add_test(NAME kit-overrides
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/kit.sh $<TARGET_FILE:gpubundle> ${CMAKE_SOURCE_DIR})
-set_tests_properties(kit-overrides PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
+set_tests_properties(kit-overrides PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180
+                     ENVIRONMENT "GB_CLIENTS_BIN=${CMAKE_SOURCE_DIR}/.cache/tools/bin")
 # The kit's containerd and CRI-O config read by real runtimes: a private containerd
 # (ctr --hosts-dir) and podman (containers-registries.conf.d, as CRI-O) pull a small
 # lock through it from an HTTP and an HTTPS site. Skips (77) when a runtime or
@@ -23,10 +30,14 @@ set_tests_properties(kit-network PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180
                      ENVIRONMENT "GB_SOURCE_DIR=${CMAKE_SOURCE_DIR};GB_SHARED_DIR=${GB_SHARED_DIR}")
 # The NCCL acceptance job (recipe acceptance.nccl): lock images, the MPIJob on the site
 # registry, nccl-allreduce.sh --parse on real all_reduce_perf output and hand-edited
-# failing copies, --dry-run against a stub kubectl, shellcheck. Skips (77) without shellcheck.
+# failing copies, bad usage, shellcheck; then with the real kubectl against the
+# Kubernetes API stand-in, what kit-cluster-nccl does not reach: no context, no
+# MPIJob CRD, a failed MPIJob of another size. Skips (77) without shellcheck, and
+# after the rest has passed when the real clients are absent.
 add_test(NAME kit-nccl-acceptance
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/nccl_acceptance.sh $<TARGET_FILE:gpubundle> ${CMAKE_SOURCE_DIR})
-set_tests_properties(kit-nccl-acceptance PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 240)
+set_tests_properties(kit-nccl-acceptance PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 240
+                     ENVIRONMENT "GB_CLIENTS_BIN=${CMAKE_SOURCE_DIR}/.cache/tools/bin")
 # upgrade.sh against stub helm/kubectl playing the operator's upgrade controller.
 # Skips (77) when shellcheck is absent.
 add_test(NAME kit-upgrade

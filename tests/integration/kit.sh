@@ -1,18 +1,29 @@
 #!/usr/bin/env bash
-# Install kit end to end, no cluster: resolve a recipe against the stand-in chart,
-# fill fake digests, run `gpubundle overrides`, then
-#   - shellcheck install.sh, mig.sh, verify.sh;
+# Install kit end to end: resolve a recipe against the stand-in chart, fill fake
+# digests, run `gpubundle overrides`. Without a cluster:
+#   - shellcheck install.sh, mig.sh, verify.sh; the kit's files;
 #   - manifest.json matches the lock (YAML parsing is covered by the unit
 #     tests with yaml-cpp);
-#   - install.sh --dry-run with stub helm and kubectl on PATH that record their
-#     arguments, and assert on those arguments;
-#   - install.sh names every missing prerequisite at once, and says plainly when
-#     the API server does not answer (stub kubectl failing as real kubectl does);
-#   - verify.sh turns a dead cluster or a refused query into its own FAIL lines;
-#   - verify.sh --json writes the gpubundle.verify JSON (docs/acceptance-results.md):
-#     one entry per printed line, in order, hostile text escaped, same exit code;
-#   - mig.sh labels nodes through the stub kubectl;
-#   - the same lock gives the same bytes.
+#   - the DRA and precompiled (time-slicing, plain HTTP, keep-host) kits' contents;
+#   - the same lock gives the same bytes; colliding destinations are refused.
+# Then with the real kubectl and helm (GB_CLIENTS_BIN) against the API stand-in
+# (tests/tools/kube_api.py), the failures and states kit_cluster.sh does not reach:
+#   - install.sh names every missing prerequisite at once: no helm on PATH, a
+#     kubeconfig without current-context, an API server that does not answer
+#     (a kubeconfig naming a closed loopback port), and nothing is written;
+#   - verify.sh turns a dead cluster, a missing context or a failed MIG state
+#     into its own FAIL lines, and --json writes them (docs/acceptance-results.md):
+#     one entry per printed line, in order, same exit code; bad usage: exit 2,
+#     nothing asked of the cluster;
+#   - a refused query (RBAC) with hostile error text: a stub kubectl in front of
+#     the real one, since kube_api.py has no RBAC (see there);
+#   - mig.sh labels the named nodes and stops at a node that is not there;
+#   - the DRA kit's verify.sh reads the GPUs from ResourceSlices;
+#   - the precompiled kit's install.sh applies the time-slicing ConfigMap before
+#     helm installs the chart, and skips alerts.yaml without the PrometheusRule CRD.
+# The dry run, the missing pull secret, a whole install and a healthy verify.sh
+# are kit_cluster.sh's (kit-cluster-install). Without the real clients the
+# cluster part is skipped (77) after the rest has passed.
 # Usage: kit.sh GPUBUNDLE SOURCE_DIR
 set -euo pipefail
 
@@ -20,8 +31,11 @@ gpubundle="$1"
 src="$2"
 command -v shellcheck >/dev/null || { echo "SKIP: shellcheck is not installed"; exit 77; }
 
+SRC="$src"
 work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+# shellcheck source=tests/integration/kube_lib.sh
+source "$src/tests/integration/kube_lib.sh"
+trap 'kube_stop_all; rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 # A chart archive shaped like the NGC one (gpu-operator/ at the top), from tests/tools/releases.yaml.
@@ -60,154 +74,120 @@ assert all(i["destination"].startswith("registry.site:5000/gpu/") for i in man["
 assert man["chart"]["file"] == "gpu-operator-v26.7.0.tgz" and man["bundleId"] == ""
 EOF
 
-# Stub helm and kubectl: record arguments, answer the queries install.sh makes.
-stubs="$work/stubs"
-mkdir -p "$stubs"
-cat >"$stubs/helm" <<'EOF'
-#!/usr/bin/env bash
-printf '%s\n' "$*" >>"$STUB_LOG/helm.args"
-EOF
-cat >"$stubs/kubectl" <<'EOF'
-#!/usr/bin/env bash
-printf '%s\n' "$*" >>"$STUB_LOG/kubectl.args"
-case "$*" in
-  "config current-context") [ -n "${STUB_NO_CONTEXT:-}" ] && exit 1; echo stub-context ;;
-  "get namespace gpu-operator") exit 1 ;;            # not there yet
-  "-n gpu-operator get secret site-registry") exit 1 ;;
-  "get crd prometheusrules.monitoring.coreos.com") exit 0 ;;
-esac
-exit 0
-EOF
-chmod +x "$stubs/helm" "$stubs/kubectl"
-export STUB_LOG="$work/log"
-mkdir -p "$STUB_LOG"
+# The DRA driver: GPUs are ResourceSlice devices, not nvidia.com/gpu.
+sed -e '/^mig:/d' -e 's/^components:/components:\n  draDriver: true/' "$src/examples/conventional.yaml" >"$work/dra.yaml"
+"$gpubundle" -q resolve "$work/dra.yaml" --chart "$work/gpu-operator-v26.7.0.tgz" -o "$work/dra.lock.json"
+"$gpubundle" -q overrides "$work/dra.lock.json" --registry registry.site:5000/gpu --chart "$work/gpu-operator-v26.7.0.tgz" -o "$work/drakit"
+grep -q "^dra='1' " "$work/drakit/verify.sh" || fail "the DRA kit's verify.sh does not look for ResourceSlices"
 
-out="$(PATH="$stubs:$PATH" "$kit/install.sh" --dry-run)" || fail "install.sh --dry-run failed: $out"
-echo "$out"
-# (a dry run first asks for the chart's CRDs: the stub's chart has none; kit-cluster-install
-# runs the real chart, whose CRDs a fresh cluster lacks)
-expected_helm="show crds $kit/gpu-operator-v26.7.0.tgz
-upgrade --install gpu-operator $kit/gpu-operator-v26.7.0.tgz -f $kit/values.yaml --namespace gpu-operator --create-namespace --wait --timeout 15m --dry-run"
-[ "$(cat "$STUB_LOG/helm.args")" = "$expected_helm" ] || fail "helm got: $(cat "$STUB_LOG/helm.args")"$'\n'"expected: $expected_helm"
-grep -qx "create namespace gpu-operator --dry-run=client" "$STUB_LOG/kubectl.args" || fail "no dry-run namespace create"
-grep -qx "apply -n gpu-operator -f $kit/alerts.yaml --dry-run=client" "$STUB_LOG/kubectl.args" || fail "alerts not applied in dry-run mode"
-if grep -v -e '--dry-run=client' "$STUB_LOG/kubectl.args" | grep -E '^(apply|create|label|delete)' >/dev/null; then
-  fail "dry run changed something: $(cat "$STUB_LOG/kubectl.args")"
+# Precompiled recipe with time-slicing, plain HTTP, keep-host: the ConfigMap
+# goes in before the chart.
+"$gpubundle" -q resolve "$src/examples/precompiled.yaml" --chart "$work/gpu-operator-v26.7.0.tgz" -o "$work/pre.lock.json"
+"$gpubundle" -q overrides "$work/pre.lock.json" --registry http://127.0.0.1:5000 --layout keep-host \
+  --chart "$work/gpu-operator-v26.7.0.tgz" -o "$work/prekit"
+[ -f "$work/prekit/time-slicing.yaml" ] || fail "precompiled kit lacks time-slicing.yaml"
+grep -q 'usePrecompiled: true' "$work/prekit/values.yaml" || fail "usePrecompiled not set"
+grep -q 'version: "580"' "$work/prekit/values.yaml" || fail "driver branch is not the driver version"
+grep -q 'repository: "127.0.0.1:5000/nvcr.io/nvidia"' "$work/prekit/values.yaml" || fail "keep-host repository"
+grep -q '\[host."http://127.0.0.1:5000/v2/nvcr.io"\]' "$work/prekit/containerd/certs.d/nvcr.io/hosts.toml" || fail "keep-host hosts.toml"
+
+# Deterministic: a second run gives the same bytes.
+"$gpubundle" -q overrides "$work/lock.json" --registry registry.site:5000/gpu --chart "$work/gpu-operator-v26.7.0.tgz" -o "$work/kit2"
+diff -r "$kit" "$work/kit2" >/dev/null || fail "second run differs"
+
+# Collisions are refused with exit 2.
+python3 - "$work/lock.json" <<'EOF'
+import json, sys
+lock = json.load(open(sys.argv[1]))
+lock["images"].append({"components": ["extraImages"], "source": "docker.io/nvidia/cuda:12.4.1-base-ubuntu22.04",
+                       "platforms": ["linux/amd64"], "destination": "", "digest": "", "origin": "upstream"})
+lock["images"].sort(key=lambda i: i["source"])
+json.dump(lock, open(sys.argv[1], "w"), indent=2, sort_keys=True)
+EOF
+set +e
+"$gpubundle" overrides "$work/lock.json" --registry registry.site:5000/gpu --chart "$work/gpu-operator-v26.7.0.tgz" -o "$work/kit3" 2>"$work/collide.err"
+rc=$?
+set -e
+[ "$rc" -eq 2 ] || fail "collision exit code $rc"
+if ! grep -q "docker.io/nvidia/cuda" "$work/collide.err" || ! grep -q "nvcr.io/nvidia/cuda" "$work/collide.err"; then
+  fail "collision message: $(cat "$work/collide.err")"
 fi
-grep -q "pull secret site-registry is missing" <<<"$out" || fail "no warning about the missing pull secret"
 
-# Without --dry-run the missing pull secret stops the install before helm runs.
-rm -f "$STUB_LOG"/*.args
-if PATH="$stubs:$PATH" "$kit/install.sh" >"$work/real.out" 2>&1; then fail "install.sh ran without its pull secret"; fi
-grep -q "kubectl -n gpu-operator create secret docker-registry site-registry --docker-server=registry.site:5000" "$work/real.out" ||
-  fail "no hint how to create the secret: $(cat "$work/real.out")"
-[ ! -e "$STUB_LOG/helm.args" ] || fail "helm ran although the pull secret is missing"
 
-# Missing prerequisites are named.
-mkdir -p "$work/nohelm"
-ln -s "$stubs/kubectl" "$work/nohelm/kubectl"
-if PATH="$work/nohelm:/usr/bin:/bin" bash "$kit/install.sh" --dry-run >"$work/nohelm.out" 2>&1; then fail "install.sh ran without helm"; fi
-grep -q "missing prerequisite: helm" "$work/nohelm.out" || fail "helm not named as missing: $(cat "$work/nohelm.out")"
-if STUB_NO_CONTEXT=1 PATH="$stubs:$PATH" "$kit/install.sh" --dry-run >"$work/noctx.out" 2>&1; then fail "install.sh ran without a context"; fi
-grep -q "missing prerequisite: kubectl context" "$work/noctx.out" || fail "context not named: $(cat "$work/noctx.out")"
-
-# ...all of them at once: no helm and no context are both named.
-if STUB_NO_CONTEXT=1 PATH="$work/nohelm:/usr/bin:/bin" bash "$kit/install.sh" --dry-run >"$work/none.out" 2>&1; then fail "install.sh ran without helm or a context"; fi
-grep -q "missing prerequisite: helm" "$work/none.out" && grep -q "missing prerequisite: kubectl context" "$work/none.out" ||
-  fail "not every missing prerequisite named: $(cat "$work/none.out")"
-
-# A cluster that does not answer: kubectl's local config works, every request
-# fails the way real kubectl fails when the API server is down.
-dstubs="$work/dstubs"
-mkdir -p "$dstubs"
-cat >"$dstubs/kubectl" <<'EOF'
-#!/usr/bin/env bash
-printf '%s\n' "$*" >>"$STUB_LOG/dead.args"
-case "$*" in
-  "config current-context") echo stub-context; exit 0 ;;
-  "config view --minify -o jsonpath="*) printf 'https://127.0.0.1:6443'; exit 0 ;;
-  "create "*|"apply "*)
-    echo 'error: error validating "STDIN": error validating data: failed to download openapi: Get "https://127.0.0.1:6443/openapi/v2?timeout=32s": dial tcp 127.0.0.1:6443: connect: connection refused; if you choose to ignore these errors, turn validation off with --validate=false' >&2 ;;
-  *)
-    echo 'E1201 06:00:00.000000    4242 memcache.go:265] couldn'"'"'t get current server API group list: Get "https://127.0.0.1:6443/api?timeout=32s": dial tcp 127.0.0.1:6443: connect: connection refused' >&2
-    echo 'The connection to the server 127.0.0.1:6443 was refused - did you specify the right host or port?' >&2 ;;
-esac
-exit 1
+# --- The real kubectl and helm against the API stand-in -------------------------
+kube_clients_present || { echo "SKIP: the kit's checks without a cluster passed; the rest needs the real clients: $KUBE_SKIP"; exit 77; }
+export PATH="$CLIENTS_BIN:$PATH"
+writes='r["method"] in ("POST", "PUT", "PATCH", "DELETE")'
+# One cluster for all of it: a GPU node with ResourceSlices for the
+# DRA kit, a CPU node, the operator's namespace and a ready operator pod.
+cat >"$work/cluster.yaml" <<'EOF'
+apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: Node
+  metadata: {name: node-a, labels: {nvidia.com/gpu.present: "true"}}
+  status: {allocatable: {cpu: "64", nvidia.com/gpu: "8", pods: "110"}}
+- apiVersion: v1
+  kind: Node
+  metadata: {name: cpu-a, labels: {kubernetes.io/os: linux}}
+- apiVersion: resource.k8s.io/v1beta1
+  kind: ResourceSlice
+  metadata: {name: node-a-gpu}
+  spec: {driver: gpu.nvidia.com, nodeName: node-a, pool: {name: node-a, generation: 1, resourceSliceCount: 1}, devices: [{name: gpu-0, basic: {}}, {name: gpu-1, basic: {}}]}
+- apiVersion: resource.k8s.io/v1beta1
+  kind: ResourceSlice
+  metadata: {name: cpu-a-nic}
+  spec: {driver: nic.example.com, nodeName: cpu-a, pool: {name: cpu-a, generation: 1, resourceSliceCount: 1}, devices: [{name: nic-0, basic: {}}]}
+- apiVersion: v1
+  kind: Namespace
+  metadata: {name: gpu-operator}
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: gpu-operator-6f7d-x, namespace: gpu-operator}
+  spec: {containers: [{name: c, image: x}]}
+  status: {phase: Running, conditions: [{type: Ready, status: "True"}]}
 EOF
-chmod +x "$dstubs/kubectl"
-ln -s "$stubs/helm" "$dstubs/helm"
-rm -f "$STUB_LOG"/*.args
-dead_line="cluster: the Kubernetes API server of context stub-context at https://127.0.0.1:6443 does not answer (The connection to the server 127.0.0.1:6443 was refused"
+kube_start api --seed "$work/cluster.yaml"
+kube_kubeconfig_no_context "$work/noctx.kubeconfig"
+kube_kubeconfig_dead "$work/dead.kubeconfig"
+# A PATH with the real kubectl and no helm (none of PATH's folders that hold one).
+mkdir -p "$work/kubectl-only"
+ln -s "$KUBECTL" "$work/kubectl-only/kubectl"
+nohelm=$work/kubectl-only
+IFS=: read -ra path_dirs <<<"$PATH"
+for d in "${path_dirs[@]}"; do [ -x "$d/helm" ] || nohelm+=":$d"; done
+
+# Missing prerequisites are named, every one, and nothing reaches the server.
+# prereqs NAME OUT EXPECTED_LINE... -- COMMAND...: the command fails with exactly
+# these "missing prerequisite" lines.
+prereqs() {
+  local name=$1 out=$2 want=() got
+  shift 2
+  while [ "$1" != -- ]; do want+=("install.sh: missing prerequisite: $1"); shift; done
+  shift
+  if "$@" >"$out" 2>&1; then fail "$name: install.sh ran: $(cat "$out")"; fi
+  got=$(grep 'missing prerequisite' "$out" || true)
+  [ "$got" = "$(printf '%s\n' "${want[@]}")" ] || fail "$name: got"$'\n'"$(cat "$out")"$'\n'"expected"$'\n'"$(printf '%s\n' "${want[@]}")"
+}
+no_helm="helm: not on PATH (copy the helm binary onto this machine; https://helm.sh)"
+no_ctx="kubectl context: none is set (kubectl config use-context NAME, or set KUBECONFIG)"
+dead="cluster: the Kubernetes API server of context kube-api-standin at $DEAD_URL does not answer (The connection to the server ${DEAD_URL#http://} was refused - did you specify the right host or port?)"
+kube_reset_requests
+prereqs "no helm" "$work/nohelm.out" "$no_helm" -- env PATH="$nohelm" "$kit/install.sh" --dry-run
+prereqs "no context" "$work/noctx.out" "$no_ctx" -- env KUBECONFIG="$work/noctx.kubeconfig" "$kit/install.sh" --dry-run
+prereqs "no helm, no context" "$work/none.out" "$no_helm" "$no_ctx" -- \
+  env PATH="$nohelm" KUBECONFIG="$work/noctx.kubeconfig" "$kit/install.sh" --dry-run
 for mode in --dry-run ""; do
-  if PATH="$dstubs:$PATH" "$kit/install.sh" ${mode:+"$mode"} >"$work/dead.out" 2>&1; then fail "install.sh $mode succeeded against a dead cluster"; fi
-  grep -qF "install.sh: missing prerequisite: $dead_line" "$work/dead.out" || fail "install.sh $mode: no plain dead-cluster line: $(cat "$work/dead.out")"
-  if grep -e "creating namespace" -e "--validate=false" "$work/dead.out"; then fail "install.sh $mode went on against a dead cluster"; fi
+  prereqs "dead cluster $mode" "$work/dead.out" "$dead" -- env KUBECONFIG="$work/dead.kubeconfig" "$kit/install.sh" ${mode:+"$mode"}
+  if grep -e "creating namespace" -e "helm upgrade" "$work/dead.out"; then fail "install.sh $mode went on against a dead cluster"; fi
 done
-[ ! -e "$STUB_LOG/helm.args" ] || fail "helm ran against a dead cluster"
-if grep -E '^(apply|create|label|delete)' "$STUB_LOG/dead.args"; then fail "install.sh tried to change a dead cluster"; fi
-# No helm as well: both are named in one run.
-mkdir -p "$work/deadnohelm"
-ln -s "$dstubs/kubectl" "$work/deadnohelm/kubectl"
-if PATH="$work/deadnohelm:/usr/bin:/bin" bash "$kit/install.sh" >"$work/dead2.out" 2>&1; then fail "install.sh ran without helm"; fi
-grep -q "missing prerequisite: helm" "$work/dead2.out" && grep -qF "$dead_line" "$work/dead2.out" ||
-  fail "no helm and a dead cluster not both named: $(cat "$work/dead2.out")"
+prereqs "no helm, dead cluster" "$work/dead2.out" "$no_helm" "$dead" -- env PATH="$nohelm" KUBECONFIG="$work/dead.kubeconfig" "$kit/install.sh"
+[ -z "$(kube_requests "$writes")" ] || fail "install.sh wrote with a prerequisite missing: $(kube_requests "$writes")"
+echo "ok: install.sh names every missing prerequisite (real kubectl: no helm, no context, a dead API server)"
 
-# verify.sh against the dead cluster: its own FAIL line, no raw kubectl output.
-if PATH="$dstubs:$PATH" "$kit/verify.sh" >"$work/vdead.out" 2>&1; then fail "verify.sh passed against a dead cluster"; fi
-grep -qxF "FAIL: the Kubernetes API server of context stub-context at https://127.0.0.1:6443 does not answer (The connection to the server 127.0.0.1:6443 was refused - did you specify the right host or port?)" \
-  "$work/vdead.out" || fail "verify.sh: no plain dead-cluster FAIL line: $(cat "$work/vdead.out")"
-if grep -v -e '^FAIL: ' -e '^verify.sh: ' "$work/vdead.out"; then fail "verify.sh printed raw kubectl output against a dead cluster"; fi
-
-# mig.sh.
-rm -f "$STUB_LOG"/*.args
-PATH="$stubs:$PATH" "$kit/mig.sh" node-a node-b >/dev/null
-[ "$(cat "$STUB_LOG/kubectl.args")" = "label node node-a --overwrite nvidia.com/mig.config=all-balanced
-label node node-b --overwrite nvidia.com/mig.config=all-balanced" ] || fail "mig.sh: $(cat "$STUB_LOG/kubectl.args")"
-rm -f "$STUB_LOG"/*.args
-PATH="$stubs:$PATH" "$kit/mig.sh" --all-gpu-nodes >/dev/null
-[ "$(cat "$STUB_LOG/kubectl.args")" = "label nodes -l nvidia.com/gpu.present=true --overwrite nvidia.com/mig.config=all-balanced" ] ||
-  fail "mig.sh --all-gpu-nodes: $(cat "$STUB_LOG/kubectl.args")"
-if PATH="$stubs:$PATH" "$kit/mig.sh" >/dev/null 2>&1; then fail "mig.sh without nodes succeeded"; fi
-
-# verify.sh against a stub cluster: one GPU node, MIG applied, smoke pod succeeds.
-vstubs="$work/vstubs"
-mkdir -p "$vstubs"
-cat >"$vstubs/kubectl" <<'EOF'
-#!/usr/bin/env bash
-printf '%s\n' "$*" >>"$STUB_LOG/verify.args"
-case "$*" in
-  "config current-context") echo stub-context ;;
-  "-n gpu-operator get pods -o jsonpath="*)
-    if [ -n "${STUB_PODS_FORBIDDEN:-}" ]; then
-      printf '%s\n' "${STUB_PODS_ERROR:-Error from server (Forbidden): pods is forbidden: User \"viewer\" cannot list resource \"pods\" in API group \"\" in the namespace \"gpu-operator\"}" >&2
-      exit 1
-    fi
-    printf 'gpu-operator-1 Running True\nnvidia-cuda-validator-x Succeeded False\n' ;;
-  "get nodes -l nvidia.com/gpu.present=true -o go-template="*) printf 'node-a cpu=64 nvidia.com/gpu=8 pods=110\n' ;;
-  "get resourceslices -o jsonpath="*) printf 'node-a gpu-0 gpu-1\n' ;;
-  "get nodes -l nvidia.com/gpu.present=true -o jsonpath="*) printf 'node-a all-balanced %s\n' "${STUB_MIG_STATE:-success}" ;;
-  "-n gpu-operator apply -f -") cat >"$STUB_LOG/smoke-pod.yaml" ;;
-  "-n gpu-operator get pod gpubundle-cuda-smoke -o jsonpath={.status.phase}") echo Succeeded ;;
-esac
-exit 0
-EOF
-chmod +x "$vstubs/kubectl"
-vout="$(PATH="$vstubs:$PATH" "$kit/verify.sh")" || fail "verify.sh failed on a healthy stub cluster: $vout"
-[ "$(grep -c '^PASS:' <<<"$vout")" -eq 4 ] || fail "verify.sh: expected 4 PASS lines: $vout"
-grep -q 'image: "registry.site:5000/gpu/nvidia/cuda:12.4.1-base-ubuntu22.04"' "$STUB_LOG/smoke-pod.yaml" ||
-  fail "smoke pod image: $(cat "$STUB_LOG/smoke-pod.yaml")"
-grep -q '"nvidia.com/gpu": 1' "$STUB_LOG/smoke-pod.yaml" || fail "smoke pod resource"
-grep -q 'imagePullSecrets: \[{name: "site-registry"}\]' "$STUB_LOG/smoke-pod.yaml" || fail "smoke pod pull secret"
-if vout="$(STUB_MIG_STATE=failed PATH="$vstubs:$PATH" "$kit/verify.sh")"; then fail "verify.sh passed with a failed MIG state"; fi
-grep -q "^FAIL: node node-a: nvidia.com/mig.config.state is 'failed'" <<<"$vout" || fail "verify.sh MIG failure line: $vout"
-# A query the API server refuses is a FAIL line too, and the other checks still run.
-if STUB_PODS_FORBIDDEN=1 PATH="$vstubs:$PATH" "$kit/verify.sh" >"$work/vforbid.out" 2>&1; then fail "verify.sh passed without pods"; fi
-grep -qxF "FAIL: cannot list the pods in namespace gpu-operator (Error from server (Forbidden): pods is forbidden: User \"viewer\" cannot list resource \"pods\" in API group \"\" in the namespace \"gpu-operator\")" \
-  "$work/vforbid.out" || fail "verify.sh: pods FAIL line: $(cat "$work/vforbid.out")"
-[ "$(grep -c '^PASS:' "$work/vforbid.out")" -eq 3 ] || fail "verify.sh stopped after a refused query: $(cat "$work/vforbid.out")"
-if grep -v -e '^FAIL: ' -e '^PASS: ' -e '^verify.sh: ' "$work/vforbid.out"; then fail "verify.sh printed raw kubectl output"; fi
-
-# verify.sh --json: the same lines as JSON, the same exit code.
+# verify.sh against a dead cluster and without a context: its own FAIL line, no
+# raw kubectl output; --json says the same.
 # check_json FILE STDOUT_FILE NAMES: the JSON is the gpubundle.verify document,
 # its checks are the printed PASS/FAIL/SKIP lines in order with these names.
 check_json() {
@@ -228,18 +208,80 @@ s = doc["summary"]
 assert (s["pass"], s["fail"], s["skip"]) == tuple(sum(c["status"] == k for c in doc["checks"]) for k in ("PASS", "FAIL", "SKIP")), s
 PYEOF
 }
-PATH="$vstubs:$PATH" "$kit/verify.sh" --json "$work/verify.json" >"$work/vjson.out" || fail "verify.sh --json failed: $(cat "$work/vjson.out")"
-check_json "$work/verify.json" "$work/vjson.out" "pods node-gpus mig cuda-smoke" || fail "verify.json: $(cat "$work/verify.json")"
-if compgen -G "$work/*.tmp.*" >/dev/null; then fail "verify.sh --json left a temporary file"; fi
-if STUB_MIG_STATE=failed PATH="$vstubs:$PATH" "$kit/verify.sh" --json "$work/verify.json" >"$work/vjson.out"; then fail "verify.sh --json passed with a failed MIG state"; fi
-check_json "$work/verify.json" "$work/vjson.out" "pods node-gpus mig cuda-smoke" || fail "verify.json (MIG failed): $(cat "$work/verify.json")"
-grep -q '"summary": {"pass": 3, "fail": 1, "skip": 0}' "$work/verify.json" || fail "verify.json summary (MIG failed): $(cat "$work/verify.json")"
-if PATH="$dstubs:$PATH" "$kit/verify.sh" --json "$work/verify.json" >"$work/vjson.out" 2>&1; then fail "verify.sh --json passed against a dead cluster"; fi
-check_json "$work/verify.json" "$work/vjson.out" "cluster" || fail "verify.json (dead cluster): $(cat "$work/verify.json")"
+for kc in dead noctx; do
+  if KUBECONFIG="$work/$kc.kubeconfig" "$kit/verify.sh" --json "$work/verify.json" >"$work/vdead.out" 2>&1; then fail "verify.sh passed ($kc)"; fi
+  case $kc in
+    dead) fail_line="FAIL: ${dead#cluster: }" ;;
+    noctx) fail_line="FAIL: kubectl has no current context (kubectl config use-context NAME, or set KUBECONFIG)" ;;
+  esac
+  grep -qxF "$fail_line" "$work/vdead.out" || fail "verify.sh ($kc): no plain FAIL line: $(cat "$work/vdead.out")"
+  if grep -v -e '^FAIL: ' -e '^verify.sh: ' "$work/vdead.out"; then fail "verify.sh ($kc) printed raw kubectl output"; fi
+  check_json "$work/verify.json" "$work/vdead.out" "cluster" || fail "verify.json ($kc): $(cat "$work/verify.json")"
+done
+
+# Bad usage: exit 2, nothing asked of the cluster.
+kube_reset_requests
+for args in "--json" "--json $work/no-such-folder/verify.json" "--frobnicate"; do
+  rc=0
+  # shellcheck disable=SC2086 # the words of $args are the arguments
+  "$kit/verify.sh" $args >"$work/vusage.out" 2>&1 || rc=$?
+  [ "$rc" -eq 2 ] || fail "verify.sh $args: exit $rc, expected 2: $(cat "$work/vusage.out")"
+  grep -q '^verify.sh: ' "$work/vusage.out" || fail "verify.sh $args: no line saying why: $(cat "$work/vusage.out")"
+done
+rc=0
+"$kit/mig.sh" >"$work/vusage.out" 2>&1 || rc=$?
+[ "$rc" -eq 2 ] || fail "mig.sh without nodes: exit $rc: $(cat "$work/vusage.out")"
+[ -z "$(kube_requests True)" ] || fail "verify.sh or mig.sh asked the cluster after bad usage: $(kube_requests True)"
+
+# mig.sh NODE...: one label patch per named node; a node that is not there stops it.
+"$kit/mig.sh" node-a cpu-a >"$work/mig.out" 2>&1 || fail "mig.sh node-a cpu-a: $(cat "$work/mig.out")"
+[ "$(kube_requests "$writes" | "$PY" -c 'import json,sys; print(" ".join(json.loads(l)["method"] + " " + json.loads(l)["path"] + " " + json.dumps(json.loads(l)["body"], sort_keys=True) for l in sys.stdin))')" = \
+  'PATCH /api/v1/nodes/node-a {"metadata": {"labels": {"nvidia.com/mig.config": "all-balanced"}}} PATCH /api/v1/nodes/cpu-a {"metadata": {"labels": {"nvidia.com/mig.config": "all-balanced"}}}' ] ||
+  fail "mig.sh node-a cpu-a wrote: $(kube_requests "$writes")"
+if "$kit/mig.sh" node-z >"$work/mig.out" 2>&1; then fail "mig.sh labelled a node that is not there"; fi
+grep -q 'nodes "node-z" not found' "$work/mig.out" || fail "mig.sh node-z: $(cat "$work/mig.out")"
+# mig_state STATE: the test plays the MIG manager, reporting STATE on node-a.
+mig_state() {
+  printf 'apiVersion: v1\nkind: Node\nmetadata: {name: node-a, labels: {nvidia.com/gpu.present: "true", nvidia.com/mig.config: all-balanced, nvidia.com/mig.config.state: %s}}\nstatus: {allocatable: {cpu: "64", nvidia.com/gpu: "8", pods: "110"}}\n' "$1" >"$work/mig-state.yaml"
+  "$PY" "$KUBE_TOOLS/kube_api.py" seed --dir "$KUBE_DIR" "$work/mig-state.yaml" >/dev/null
+}
+mig_state success
+
+# verify VERIFY_SH OUT [ARGS]: verify.sh, the test playing the kubelet (the smoke
+# pod Succeeded once made); fails unless a smoke pod was made.
+verify() {
+  local script=$1 out=$2 rc=0 player
+  shift 2
+  kube_play_status Pod gpu-operator gpubundle-cuda-smoke '{"phase": "Succeeded"}' 30 &
+  player=$!
+  VERIFY_TIMEOUT=30 "$script" "$@" >"$out" 2>&1 || rc=$?
+  wait "$player" || fail "verify.sh made no smoke pod: $(cat "$out")"
+  return "$rc"
+}
+
+# A query the API server refuses (RBAC) is a FAIL line, and the other checks
+# still run. kube_api.py has no RBAC and writes no error text of the test's
+# choosing, so this is a stub: it refuses the pods query as kubectl does for a
+# user without "list pods" (or with hostile text) and hands every other call to
+# the real kubectl against the stand-in.
+mkdir -p "$work/forbid"
+cat >"$work/forbid/kubectl" <<EOF
+#!/usr/bin/env bash
+case "\$*" in
+  "-n gpu-operator get pods -o jsonpath="*) printf '%s\\n' "\$STUB_PODS_ERROR" >&2; exit 1 ;;
+esac
+exec "$KUBECTL" "\$@"
+EOF
+chmod +x "$work/forbid/kubectl"
+forbidden='Error from server (Forbidden): pods is forbidden: User "viewer" cannot list resource "pods" in API group "" in the namespace "gpu-operator"'
+if STUB_PODS_ERROR=$forbidden PATH="$work/forbid:$PATH" verify "$kit/verify.sh" "$work/vforbid.out"; then fail "verify.sh passed without pods"; fi
+grep -qxF "FAIL: cannot list the pods in namespace gpu-operator ($forbidden)" "$work/vforbid.out" || fail "verify.sh: pods FAIL line: $(cat "$work/vforbid.out")"
+[ "$(grep -c '^PASS:' "$work/vforbid.out")" -eq 3 ] || fail "verify.sh stopped after a refused query: $(cat "$work/vforbid.out")"
+if grep -v -e '^FAIL: ' -e '^PASS: ' -e '^verify.sh: ' "$work/vforbid.out"; then fail "verify.sh printed raw kubectl output"; fi
 # Whatever kubectl says lands in the JSON escaped: quotes, backslashes, tabs,
 # carriage returns, other control characters, non-ASCII text.
 hostile=$'Error from server: "quoted" back\\slash\\n\ttab\rcr \x01\x1b[31m\x7f caf\xc3\xa9 \xe2\x82\xac %s %d'
-if STUB_PODS_FORBIDDEN=1 STUB_PODS_ERROR="$hostile" PATH="$vstubs:$PATH" "$kit/verify.sh" --json "$work/verify.json" >"$work/vjson.out" 2>&1; then
+if STUB_PODS_ERROR=$hostile PATH="$work/forbid:$PATH" verify "$kit/verify.sh" "$work/vjson.out" --json "$work/verify.json"; then
   fail "verify.sh --json passed without pods"
 fi
 check_json "$work/verify.json" "$work/vjson.out" "pods node-gpus mig cuda-smoke" || fail "verify.json (hostile kubectl error): $(cat "$work/verify.json")"
@@ -248,80 +290,43 @@ import json, os, sys
 detail = json.load(open(sys.argv[1], encoding="utf-8"))["checks"][0]["detail"]
 assert detail == "cannot list the pods in namespace gpu-operator (" + os.fsdecode(os.fsencode(sys.argv[2])) + ")", repr(detail)
 PYEOF
-# Bad usage: exit 2, nothing run.
-: >"$STUB_LOG/verify.args"
-for args in "--json" "--json $work/no-such-folder/verify.json" "--frobnicate"; do
-  rc=0
-  # shellcheck disable=SC2086 # the words of $args are the arguments
-  PATH="$vstubs:$PATH" "$kit/verify.sh" $args >"$work/vusage.out" 2>&1 || rc=$?
-  [ "$rc" -eq 2 ] || fail "verify.sh $args: exit $rc, expected 2: $(cat "$work/vusage.out")"
-  grep -q '^verify.sh: ' "$work/vusage.out" || fail "verify.sh $args: no line saying why: $(cat "$work/vusage.out")"
-done
-[ ! -s "$STUB_LOG/verify.args" ] || fail "verify.sh ran kubectl after bad usage"
+if compgen -G "$work/*.tmp.*" >/dev/null; then fail "verify.sh --json left a temporary file"; fi
 
-# The DRA driver: GPUs are ResourceSlice devices, not nvidia.com/gpu.
-sed -e '/^mig:/d' -e 's/^components:/components:\n  draDriver: true/' "$src/examples/conventional.yaml" >"$work/dra.yaml"
-"$gpubundle" -q resolve "$work/dra.yaml" --chart "$work/gpu-operator-v26.7.0.tgz" -o "$work/dra.lock.json"
-"$gpubundle" -q overrides "$work/dra.lock.json" --registry registry.site:5000/gpu --chart "$work/gpu-operator-v26.7.0.tgz" -o "$work/drakit"
-: >"$STUB_LOG/verify.args"
-vout="$(PATH="$vstubs:$PATH" "$work/drakit/verify.sh")" || fail "verify.sh (DRA) failed on a healthy stub cluster: $vout"
-grep -qx 'PASS: node node-a DRA devices: gpu-0 gpu-1' <<<"$vout" || fail "verify.sh (DRA): no ResourceSlice line: $vout"
-grep -q '^SKIP: CUDA smoke pod: the DRA stack' <<<"$vout" || fail "verify.sh (DRA): smoke pod: $vout"
-grep -q '^get resourceslices' "$STUB_LOG/verify.args" && ! grep -q 'go-template' "$STUB_LOG/verify.args" ||
-  fail "verify.sh (DRA) queries: $(cat "$STUB_LOG/verify.args")"
+# The MIG manager reports failure: a FAIL line naming the node, in the JSON too.
+mig_state failed
+if verify "$kit/verify.sh" "$work/vjson.out" --json "$work/verify.json"; then fail "verify.sh --json passed with a failed MIG state"; fi
+grep -qx "FAIL: node node-a: nvidia.com/mig.config.state is 'failed', expected success" "$work/vjson.out" || fail "verify.sh MIG failure line: $(cat "$work/vjson.out")"
+check_json "$work/verify.json" "$work/vjson.out" "pods node-gpus mig cuda-smoke" || fail "verify.json (MIG failed): $(cat "$work/verify.json")"
+grep -q '"summary": {"pass": 3, "fail": 1, "skip": 0}' "$work/verify.json" || fail "verify.json summary (MIG failed): $(cat "$work/verify.json")"
+echo "ok: verify.sh's FAIL lines and JSON (real kubectl: a dead API server, no context, a failed MIG state; a stub for RBAC)"
 
-# Precompiled recipe with time-slicing, plain HTTP, keep-host: the ConfigMap
-# goes in before the chart.
-"$gpubundle" -q resolve "$src/examples/precompiled.yaml" --chart "$work/gpu-operator-v26.7.0.tgz" -o "$work/pre.lock.json"
-"$gpubundle" -q overrides "$work/pre.lock.json" --registry http://127.0.0.1:5000 --layout keep-host \
-  --chart "$work/gpu-operator-v26.7.0.tgz" -o "$work/prekit"
-[ -f "$work/prekit/time-slicing.yaml" ] || fail "precompiled kit lacks time-slicing.yaml"
-grep -q 'usePrecompiled: true' "$work/prekit/values.yaml" || fail "usePrecompiled not set"
-grep -q 'version: "580"' "$work/prekit/values.yaml" || fail "driver branch is not the driver version"
-grep -q 'repository: "127.0.0.1:5000/nvcr.io/nvidia"' "$work/prekit/values.yaml" || fail "keep-host repository"
-grep -q '\[host."http://127.0.0.1:5000/v2/nvcr.io"\]' "$work/prekit/containerd/certs.d/nvcr.io/hosts.toml" || fail "keep-host hosts.toml"
-ostubs="$work/ostubs"
-mkdir -p "$ostubs"
-cat >"$ostubs/helm" <<'EOF'
-#!/usr/bin/env bash
-printf 'helm %s\n' "$*" >>"$STUB_LOG/order.args"
-EOF
-cat >"$ostubs/kubectl" <<'EOF'
-#!/usr/bin/env bash
-printf 'kubectl %s\n' "$*" >>"$STUB_LOG/order.args"
-case "$*" in
-  "config current-context") echo stub-context ;;
-  "get namespace gpu-operator") exit 0 ;;
-  "get crd prometheusrules.monitoring.coreos.com") exit 1 ;;
-esac
-exit 0
-EOF
-chmod +x "$ostubs/helm" "$ostubs/kubectl"
-pout="$(PATH="$ostubs:$PATH" "$work/prekit/install.sh")" || fail "precompiled install.sh: $pout"
-grep -q "skipping alerts.yaml" <<<"$pout" || fail "alerts not skipped without the CRD"
-order="$(grep -E '^(helm upgrade|kubectl apply)' "$STUB_LOG/order.args")"
-[ "$order" = "kubectl apply -n gpu-operator -f $work/prekit/time-slicing.yaml
-helm upgrade --install gpu-operator $work/prekit/gpu-operator-v26.7.0.tgz -f $work/prekit/values.yaml --namespace gpu-operator --create-namespace --wait --timeout 15m" ] ||
-  fail "install order: $order"
+# The DRA kit: the GPUs are the gpu.nvidia.com ResourceSlices' devices, no node
+# resources asked for, no smoke pod.
+kube_reset_requests
+"$work/drakit/verify.sh" >"$work/dra.out" 2>&1 || fail "verify.sh (DRA): $(cat "$work/dra.out")"
+grep -qx 'PASS: node node-a DRA devices: gpu-0 gpu-1' "$work/dra.out" || fail "verify.sh (DRA): no ResourceSlice line: $(cat "$work/dra.out")"
+[ "$(grep -c '^PASS: node ' "$work/dra.out")" -eq 1 ] || fail "verify.sh (DRA): a slice of another driver counted: $(cat "$work/dra.out")"
+grep -q '^SKIP: CUDA smoke pod: the DRA stack' "$work/dra.out" || fail "verify.sh (DRA): smoke pod: $(cat "$work/dra.out")"
+if [ -z "$(kube_requests "r['path'] == '/apis/resource.k8s.io/v1beta1/resourceslices'")" ] || [ -n "$(kube_requests "r['path'] == '/api/v1/nodes'")" ]; then
+  fail "verify.sh (DRA) queries: $(kube_requests "r['method'] == 'GET'" | cut -c1-200)"
+fi
 
-# Deterministic: a second run gives the same bytes.
-"$gpubundle" -q overrides "$work/lock.json" --registry registry.site:5000/gpu --chart "$work/gpu-operator-v26.7.0.tgz" -o "$work/kit2"
-diff -r "$kit" "$work/kit2" >/dev/null || fail "second run differs"
-
-# Collisions are refused with exit 2.
-python3 - "$work/lock.json" <<'EOF'
-import json, sys
-lock = json.load(open(sys.argv[1]))
-lock["images"].append({"components": ["extraImages"], "source": "docker.io/nvidia/cuda:12.4.1-base-ubuntu22.04",
-                       "platforms": ["linux/amd64"], "destination": "", "digest": "", "origin": "upstream"})
-lock["images"].sort(key=lambda i: i["source"])
-json.dump(lock, open(sys.argv[1], "w"), indent=2, sort_keys=True)
-EOF
-set +e
-"$gpubundle" overrides "$work/lock.json" --registry registry.site:5000/gpu --chart "$work/gpu-operator-v26.7.0.tgz" -o "$work/kit3" 2>"$work/collide.err"
-rc=$?
-set -e
-[ "$rc" -eq 2 ] || fail "collision exit code $rc"
-grep -q "docker.io/nvidia/cuda" "$work/collide.err" && grep -q "nvcr.io/nvidia/cuda" "$work/collide.err" || fail "collision message: $(cat "$work/collide.err")"
-
+# The precompiled kit (no pull secret): the time-slicing ConfigMap goes in
+# before helm installs the chart; alerts.yaml is skipped, the cluster having no
+# PrometheusRule CRD.
+kube_reset_requests
+"$work/prekit/install.sh" >"$work/pre.out" 2>&1 || fail "precompiled install.sh: $(cat "$work/pre.out")"
+grep -q "skipping alerts.yaml" "$work/pre.out" || fail "alerts not skipped without the CRD: $(cat "$work/pre.out")"
+kube_requests "$writes" >"$work/writes"
+"$PY" - "$work/writes" "$work/prekit/time-slicing.yaml" <<'PYEOF' || fail "precompiled install.sh wrote (above)"
+import json, sys, yaml
+w = [json.loads(l) for l in open(sys.argv[1])]
+got = [(r["method"], r["path"], r["status"]) for r in w]
+assert got == [("POST", "/api/v1/namespaces/gpu-operator/configmaps", 201),
+               ("POST", "/api/v1/namespaces", 409),
+               ("POST", "/api/v1/namespaces/gpu-operator/secrets", 201),
+               ("PUT", "/api/v1/namespaces/gpu-operator/secrets/sh.helm.release.v1.gpu-operator.v1", 200)], "\n".join(map(str, got))
+assert w[0]["body"]["metadata"]["name"] == yaml.safe_load(open(sys.argv[2]))["metadata"]["name"], w[0]["body"]
+PYEOF
+echo "ok: the DRA and precompiled kits with the real clients"
 echo "PASS: install kit"

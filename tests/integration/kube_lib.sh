@@ -8,6 +8,8 @@
 #
 #   kube_clients_or_skip   exit 77 with a message unless helm v3.17.x and kubectl
 #                          v1.31.x are there; sets HELM, KUBECTL, CLIENTS_BIN
+#   kube_clients_present   the same test, returning 1 with the message in KUBE_SKIP
+#                          (for a suite whose other parts run without the clients)
 #   kube_start NAME [ARGS] start a stand-in in $work/NAME (ARGS: kube_api.py start's,
 #                          e.g. --seed FILE); exports KUBECONFIG and private caches
 #                          (HOME untouched: KUBECACHEDIR, HELM_*_HOME); sets KUBE_DIR,
@@ -16,26 +18,37 @@
 #                          expression over r (the request dict) is true, in order
 #   kube_reset_requests    forget the requests recorded so far
 #   kube_objects           every stored object, as a JSON list
+#   kube_play_status KIND NAMESPACE NAME STATUS_JSON [SECONDS]
+#                          play the controller or kubelet (in the background: &): once
+#                          that object is stored, give it this status (NAMESPACE
+#                          '' for a cluster-scoped kind); exit 1 when it never comes
+#   kube_kubeconfig_no_context FILE  the stand-in's kubeconfig without current-context
+#   kube_kubeconfig_dead FILE        the same context at a loopback port nothing listens on
+#                          (context kube-api-standin; sets DEAD_URL)
 # shellcheck disable=SC2034,SC2154 # sets variables for its callers; $work and $SRC are theirs
 PY=${PY:-/usr/bin/python3}
 KUBE_TOOLS=$(cd "$(dirname "${BASH_SOURCE[0]}")/../tools" && pwd)
 KUBE_DIRS=()
 
-kube_clients_or_skip() {
+kube_clients_present() {
   CLIENTS_BIN=${GB_CLIENTS_BIN:-$SRC/.cache/tools/bin}
   HELM=$CLIENTS_BIN/helm
   KUBECTL=$CLIENTS_BIN/kubectl
+  KUBE_SKIP=""
   local h k
   h=$("$HELM" version --template '{{.Version}}' 2>/dev/null || true)
   k=$("$KUBECTL" version --client -o json 2>/dev/null | sed -n 's/^ *"gitVersion": "\(.*\)",$/\1/p' || true)
   case "$h $k" in
     v3.17.*" "v1.31.*) ;;
-    *)
-      echo "SKIP: the real helm v3.17 and kubectl v1.31 are not in $CLIENTS_BIN (found '${h:-none}' and '${k:-none}'; scripts/install-deps.sh installs them)"
-      exit 77 ;;
+    *) KUBE_SKIP="the real helm v3.17 and kubectl v1.31 are not in $CLIENTS_BIN (found '${h:-none}' and '${k:-none}'; scripts/install-deps.sh installs them)" ;;
   esac
-  [ -x "$PY" ] || { echo "SKIP: $PY is not installed"; exit 77; }
-  "$PY" -c 'import yaml' 2>/dev/null || { echo "SKIP: python3-yaml is not installed"; exit 77; }
+  [ -n "$KUBE_SKIP" ] || [ -x "$PY" ] || KUBE_SKIP="$PY is not installed"
+  [ -n "$KUBE_SKIP" ] || "$PY" -c 'import yaml' 2>/dev/null || KUBE_SKIP="python3-yaml is not installed"
+  [ -z "$KUBE_SKIP" ]
+}
+
+kube_clients_or_skip() {
+  kube_clients_present || { echo "SKIP: $KUBE_SKIP"; exit 77; }
 }
 
 kube_start() {
@@ -69,3 +82,30 @@ PYEOF
 kube_reset_requests() { : >"$KUBE_REQUESTS"; }
 
 kube_objects() { "$PY" "$KUBE_TOOLS/kube_api.py" objects --dir "$KUBE_DIR"; }
+
+kube_play_status() {
+  "$PY" - "$KUBE_TOOLS" "$KUBE_DIR" "$@" <<'PYEOF'
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+import kube_api
+d, kind, ns, name, status = sys.argv[2:7]
+deadline = time.time() + float(sys.argv[7] if len(sys.argv) > 7 else 60)
+while time.time() < deadline:
+    for o in json.loads(kube_api.admin_call(d, "GET", "/_standin/objects")):
+        if o["kind"] == kind and o["metadata"]["name"] == name and o["metadata"].get("namespace", "") == ns:
+            o["status"] = json.loads(status)
+            kube_api.admin_call(d, "POST", "/_standin/seed", json.dumps([o]).encode())
+            sys.exit(0)
+    time.sleep(0.1)
+sys.exit(f"kube_play_status: no {kind} {ns}/{name} appeared")
+PYEOF
+}
+
+kube_kubeconfig_no_context() { sed '/"current-context"/d' "$KUBE_DIR/kubeconfig" >"$1"; }
+
+kube_kubeconfig_dead() {
+  local port
+  port=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  DEAD_URL=http://127.0.0.1:$port
+  sed "s#\"server\": \"[^\"]*\"#\"server\": \"$DEAD_URL\"#" "$KUBE_DIR/kubeconfig" >"$1"
+}

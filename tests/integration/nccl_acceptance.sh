@@ -8,8 +8,17 @@
 #     (fixtures/nccl/README.md): rows, bandwidths and the average equal the
 #     log's columns, as an independent reading of the log finds them;
 #   - hand-edited copies of that output (#wrong, out of bounds, truncated,
-#     a bad number, garbage) and a bandwidth bound fail with one line;
-#   - --dry-run and --install-mpi-operator against a stub kubectl.
+#     a bad number, garbage) and a bandwidth bound fail with one line; bad usage
+#     exits 2.
+# Then with the real kubectl against the API stand-in (tests/tools/kube_api.py),
+# the failures kit-cluster-nccl (nccl_cluster.sh: --install-mpi-operator, the
+# dry runs, a passing run) does not reach:
+#   - a kubeconfig without current-context: named as a missing prerequisite;
+#   - no MPIJob CRD (the MPI Operator not installed): it stops, writing nothing;
+#   - --nodes 3 --gpus-per-node 4 and an MPIJob that fails (the test seeding its
+#     Failed condition): the MPIJob created has that size, the run fails with
+#     the describe hint and its JSON says passed: false.
+# Without the real clients that part is skipped (77) after the rest has passed.
 # Usage: nccl_acceptance.sh GPUBUNDLE SOURCE_DIR
 set -euo pipefail
 
@@ -18,8 +27,11 @@ src="$2"
 command -v shellcheck >/dev/null || { echo "SKIP: shellcheck is not installed"; exit 77; }
 fixtures="$src/tests/integration/fixtures/nccl"
 
+SRC="$src"
 work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+# shellcheck source=tests/integration/kube_lib.sh
+source "$src/tests/integration/kube_lib.sh"
+trap 'kube_stop_all; rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 /usr/bin/python3 "$src/tests/tools/helmrepo.py" pack --release v26.7.0 --out "$work" >/dev/null
@@ -139,65 +151,83 @@ expect_fail "bus bandwidth bound" 'FAIL: avg bus bandwidth 0 GB/s below 100 GB/s
 
 # Bad usage: exit 2.
 for args in "--nodes 0" "--gpus-per-node x" "--bogus" "--parse"; do
-  rc=0; "$script" $args >/dev/null 2>&1 || rc=$?   # word splitting wanted
+  rc=0
+  # shellcheck disable=SC2086 # word splitting wanted
+  "$script" $args >/dev/null 2>&1 || rc=$?
   [ "$rc" -eq 2 ] || fail "$args: exit $rc, not 2"
 done
 
-# --dry-run against a stub kubectl that records its arguments and what it is given.
-stubs="$work/stubs"
-mkdir -p "$stubs" "$work/log"
-cat >"$stubs/kubectl" <<'EOF'
-#!/usr/bin/env bash
-printf '%s\n' "$*" >>"$STUB_LOG/kubectl.args"
-case "$*" in
-  "config current-context") [ -n "${STUB_NO_CONTEXT:-}" ] && exit 1; echo stub-context ;;
-  "get crd mpijobs.kubeflow.org") [ -n "${STUB_NO_CRD:-}" ] && exit 1 ;;
-  *" -f - "*|*" -f -") cat >>"$STUB_LOG/applied.yaml" ;;
-  *"get mpijob gpubundle-nccl-allreduce -o jsonpath="*) echo "Created Running ${STUB_JOB_STATE:-Succeeded}" ;;
-  *"logs job/gpubundle-nccl-allreduce-launcher") cat "$STUB_LAUNCHER_LOG" ;;
-  *"get pods -l training.kubeflow.org/job-name=gpubundle-nccl-allreduce,training.kubeflow.org/job-role=worker "*)
-    printf 'gpu-node-b\ngpu-node-a\n' ;;
-esac
-exit 0
-EOF
-chmod +x "$stubs/kubectl"
-export STUB_LOG="$work/log"
-out="$(PATH="$stubs:$PATH" "$script" --dry-run --nodes 3 --gpus-per-node 4)" || fail "--dry-run failed: $out"
-grep -qx 'apply -f - --dry-run=client' "$STUB_LOG/kubectl.args" || fail "--dry-run: no kubectl apply --dry-run=client: $(cat "$STUB_LOG/kubectl.args")"
-grep -q 'delete\|logs' "$STUB_LOG/kubectl.args" && fail "--dry-run deleted or read logs"
-python3 - "$STUB_LOG/applied.yaml" <<'EOF' || fail "--dry-run: the MPIJob applied"
-import sys, yaml
-job = yaml.safe_load(open(sys.argv[1]))
-specs = job["spec"]["mpiReplicaSpecs"]
-assert job["spec"]["slotsPerWorker"] == 4 and specs["Worker"]["replicas"] == 3
-assert specs["Launcher"]["template"]["spec"]["containers"][0]["args"][:2] == ["-np", "12"]
-assert job["metadata"]["namespace"] == "gpu-operator"
-EOF
-if STUB_NO_CRD=1 PATH="$stubs:$PATH" "$script" >"$work/nocrd.out" 2>&1; then fail "ran without the MPIJob CRD"; fi
-grep -q 'the MPIJob CRD (mpijobs.kubeflow.org) is not installed' "$work/nocrd.out" || fail "no CRD: $(cat "$work/nocrd.out")"
-if STUB_NO_CONTEXT=1 PATH="$stubs:$PATH" "$script" --dry-run >"$work/noctx.out" 2>&1; then fail "ran without a context"; fi
-grep -q 'missing prerequisite: kubectl context: none is set' "$work/noctx.out" || fail "no context: $(cat "$work/noctx.out")"
+# --- The real kubectl against the API stand-in -----------------------------------
+kube_clients_present || { echo "SKIP: the checks without a cluster passed; the rest needs the real clients: $KUBE_SKIP"; exit 77; }
+export PATH="$CLIENTS_BIN:$PATH"
+writes='r["method"] in ("POST", "PUT", "PATCH", "DELETE")'
+# One cluster: the operator's namespace, and what the MPI Operator would make
+# for the job: the launcher Job and its pod (whose log is the real mpirun
+# output) and two worker pods. No MPIJob CRD yet.
+"$PY" - "$fixtures/h200-mpirun-all_reduce_perf.txt" >"$work/seed.json" <<'PYEOF'
+import json, sys
+job, ns = "gpubundle-nccl-allreduce", "gpu-operator"
+sel = {"batch.kubernetes.io/job-name": job + "-launcher"}
+worker = lambda i, node: {"apiVersion": "v1", "kind": "Pod",
+    "metadata": {"name": f"{job}-worker-{i}", "namespace": ns,
+                 "labels": {"training.kubeflow.org/job-name": job, "training.kubeflow.org/job-role": "worker"}},
+    "spec": {"nodeName": node, "containers": [{"name": "worker", "image": "x"}]}, "status": {"phase": "Running"}}
+print(json.dumps({"apiVersion": "v1", "kind": "List", "items": [
+    {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
+    {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": job + "-launcher", "namespace": ns},
+     "spec": {"selector": {"matchLabels": sel}, "template": {"metadata": {"labels": sel},
+              "spec": {"containers": [{"name": "launcher", "image": "x"}]}}}},
+    {"apiVersion": "v1", "kind": "Pod",
+     "metadata": {"name": job + "-launcher-abcde", "namespace": ns, "labels": sel,
+                  "annotations": {"kube-api-standin/log": open(sys.argv[1]).read()}},
+     "spec": {"containers": [{"name": "launcher", "image": "x"}]}, "status": {"phase": "Failed"}},
+    worker(0, "gpu-node-b"), worker(1, "gpu-node-a")]}))
+PYEOF
+kube_start api --seed "$work/seed.json"
 
-# A whole run against the stub: the job succeeds, the launcher's log is the real
-# mpirun output; the JSON names the worker pods' nodes and keeps the log beside it.
-export STUB_LAUNCHER_LOG="$fixtures/h200-mpirun-all_reduce_perf.txt"
-out="$(PATH="$stubs:$PATH" "$script" --json "$work/run.json")" || fail "run: $out"
-cmp -s "$work/run.log" "$STUB_LAUNCHER_LOG" || fail "run: the launcher's log was not kept as run.log"
-grep -qx 'apply -f -' "$STUB_LOG/kubectl.args" || fail "run: no kubectl apply"
-python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["nodes"] == ["gpu-node-a", "gpu-node-b"] and len(j["rows"]) == 31 and j["passed"], j["nodes"]' \
-  "$work/run.json" || fail "run: JSON"
-if STUB_JOB_STATE=Failed PATH="$stubs:$PATH" "$script" --json "$work/failed.json" >"$work/failed.out" 2>&1; then fail "a failed MPIJob passed"; fi
+# No current context: named, nothing asked of the server beyond kubectl's config.
+kube_kubeconfig_no_context "$work/noctx.kubeconfig"
+if KUBECONFIG="$work/noctx.kubeconfig" "$script" --dry-run >"$work/noctx.out" 2>&1; then fail "ran without a context"; fi
+grep -qx 'nccl-allreduce.sh: missing prerequisite: kubectl context: none is set (kubectl config use-context NAME, or set KUBECONFIG)' "$work/noctx.out" ||
+  fail "no context: $(cat "$work/noctx.out")"
+[ -z "$(kube_requests True)" ] || fail "no context, yet the server was asked: $(kube_requests True | cut -c1-200)"
+
+# The MPI Operator not installed: a real run stops at the missing CRD, writing nothing.
+if "$script" >"$work/nocrd.out" 2>&1; then fail "ran without the MPIJob CRD"; fi
+[ "$(tail -n 1 "$work/nocrd.out")" = "nccl-allreduce.sh: the MPIJob CRD (mpijobs.kubeflow.org) is not installed: install the Kubeflow MPI Operator first (./nccl-allreduce.sh --install-mpi-operator MANIFEST)" ] ||
+  fail "no CRD: $(cat "$work/nocrd.out")"
+[ -z "$(kube_requests "$writes")" ] || fail "without the CRD it wrote: $(kube_requests "$writes")"
+[ -z "$(kube_requests "r['path'].startswith('/apis/kubeflow.org/')")" ] || fail "without the CRD it went on to the MPIJob: $(kube_requests "r['path'].startswith('/apis/kubeflow.org/')")"
+
+# With the CRD, a run of another size whose MPIJob fails: the test plays the MPI
+# Operator, giving the MPIJob a Failed condition once it is there.
+printf '%s\n' 'apiVersion: apiextensions.k8s.io/v1' 'kind: CustomResourceDefinition' 'metadata: {name: mpijobs.kubeflow.org}' \
+  'spec: {group: kubeflow.org, names: {kind: MPIJob, plural: mpijobs}, scope: Namespaced, versions: [{name: v2beta1, served: true, storage: true}]}' \
+  >"$work/crd.yaml"
+"$PY" "$KUBE_TOOLS/kube_api.py" seed --dir "$KUBE_DIR" "$work/crd.yaml" >/dev/null
+kube_play_status MPIJob gpu-operator gpubundle-nccl-allreduce \
+  '{"conditions": [{"type": "Created", "status": "True"}, {"type": "Running", "status": "False"}, {"type": "Failed", "status": "True"}]}' 60 &
+player=$!
+if (cd "$work" && GPUBUNDLE_TIMEOUT=60 "$script" --nodes 3 --gpus-per-node 4 --json "$work/failed.json" >"$work/failed.out" 2>&1); then
+  fail "a failed MPIJob passed"
+fi
+wait "$player" || fail "no MPIJob was made: $(cat "$work/failed.out")"
 grep -q 'MPIJob gpubundle-nccl-allreduce failed (kubectl -n gpu-operator describe mpijob gpubundle-nccl-allreduce)' "$work/failed.out" ||
   fail "failed MPIJob: $(cat "$work/failed.out")"
 grep -q 'FAIL: the MPIJob failed; results in' "$work/failed.out" || fail "failed MPIJob: $(cat "$work/failed.out")"
-python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["passed"] is False' "$work/failed.json" || fail "failed MPIJob: passed in JSON"
-
-# --install-mpi-operator: the release manifest's controller image moved to the site registry.
-printf 'kind: Deployment\nspec:\n  template:\n    spec:\n      containers:\n      - image: mpioperator/mpi-operator:0.8.0\n        name: mpi-operator\n' \
-  >"$work/mpi-operator.yaml"
-rm -f "$STUB_LOG/applied.yaml"
-PATH="$stubs:$PATH" "$script" --install-mpi-operator "$work/mpi-operator.yaml" --dry-run >/dev/null || fail "--install-mpi-operator"
-grep -q 'image: registry.site:5000/gpu/mpioperator/mpi-operator:0.8.0' "$STUB_LOG/applied.yaml" || fail "operator image: $(cat "$STUB_LOG/applied.yaml")"
-# (the stub takes anything; kit-cluster-nccl runs it with the real kubectl)
-grep -qx 'apply -f - --server-side --dry-run=server' "$STUB_LOG/kubectl.args" || fail "--install-mpi-operator: kubectl apply"
+"$PY" -c 'import json,sys; j = json.load(open(sys.argv[1])); assert j["passed"] is False and j["nodes"] == ["gpu-node-a", "gpu-node-b"], j' \
+  "$work/failed.json" || fail "failed MPIJob: the JSON"
+kube_requests "$writes and r['method'] == 'POST'" >"$work/writes"
+"$PY" - "$work/writes" <<'PYEOF' || fail "the MPIJob created (above)"
+import json, sys
+w = [json.loads(l) for l in open(sys.argv[1])]
+assert [(r["path"], r["status"]) for r in w] == [("/apis/kubeflow.org/v2beta1/namespaces/gpu-operator/mpijobs", 201)], w
+job = w[0]["body"]
+specs = job["spec"]["mpiReplicaSpecs"]
+assert job["metadata"]["namespace"] == "gpu-operator", job["metadata"]
+assert job["spec"]["slotsPerWorker"] == 4 and specs["Worker"]["replicas"] == 3, job["spec"]
+assert specs["Launcher"]["template"]["spec"]["containers"][0]["args"][:2] == ["-np", "12"]
+assert specs["Worker"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == 4
+PYEOF
+echo "ok: no context, no CRD and a failed MPIJob through the real kubectl"
 echo "PASS: nccl acceptance"
