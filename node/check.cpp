@@ -420,7 +420,7 @@ Result<Expectation> expectation_from_recipe(const fs::path& file) {
 }
 
 Result<Expectation> expectation_from_overlay_manifest(const fs::path& file) {
-  auto text = read_file(file);
+  auto text = read_file(file, 1 << 20);  // a manifest is a few hundred bytes
   if (!text) return text.error();
   Json j = Json::parse(*text, nullptr, false);
   std::string where = file.string() + ": ";

@@ -150,6 +150,10 @@ std::string check_lock(const Lock& l) {
   if (!l.chart.app_version.empty() && !is_word(l.chart.app_version, "._+-"))
     return bad("chart.appVersion", l.chart.app_version, "is not a version");
   if (!l.chart.sha256.empty() && !is_hex64(l.chart.sha256)) return bad("chart.sha256", l.chart.sha256, "is not 64 hex digits");
+  // Printed by diff, inventory and node check, compared with the catalog.
+  for (size_t i = 0; i < l.gpus.size(); ++i)
+    if (l.gpus[i].size() > 64 || !is_word(l.gpus[i], "._:+-"))
+      return bad("target.gpus[" + std::to_string(i) + "]", l.gpus[i], "is not a GPU name or PCI id");
   // Empty in hand-written locks that only list images: nothing is composed from it then.
   if (!l.os.empty() && !is_os_name(l.os)) return bad("target.os", l.os, "is not an OS name like ubuntu22.04");
   if (!l.os_tag.empty() && !is_os_name(l.os_tag)) return bad("target.osTag", l.os_tag, "is not an OS tag like ubuntu22.04");
@@ -227,6 +231,113 @@ std::string check_lock(const Lock& l) {
   return "";
 }
 
+// recipe.spec as the resolver writes it (resolver.cpp recipe_spec()): the
+// recipe's settings that reach the kit's values, scripts and YAML, each held
+// to the rule the recipe parser applies. Returns "" or "FIELD: what is wrong".
+std::string check_recipe_spec(const json& spec) {
+  auto at = [](const std::string& field) { return "recipe.spec." + field; };
+  auto only = [&](const json& obj, const std::string& field, std::initializer_list<const char*> keys) -> std::string {
+    if (!obj.is_object()) return at(field) + ": must be a mapping";
+    for (const auto& [k, v] : obj.items()) {
+      bool known = false;
+      for (auto* key : keys) known = known || k == key;
+      if (!known) return at(field.empty() ? k : field + "." + k) + ": unknown field " + quote(k);
+    }
+    return "";
+  };
+  auto is = [](const json& obj, const char* key, auto pred) { return !obj.contains(key) || pred(obj[key]); };
+  auto boolean = [](const json& v) { return v.is_boolean(); };
+  auto text = [](const json& v) { return v.is_string(); };
+  auto reference = [](const json& v) { return v.is_string() && Reference::parse(v.get<std::string>()).ok(); };
+  if (auto e = only(spec, "", {"toolkit", "components", "mig", "sharing", "extraImages", "pullSecret", "acceptance", "monitoring"}); !e.empty())
+    return e;
+  if (spec.contains("toolkit")) {
+    if (auto e = only(spec["toolkit"], "toolkit", {"mode"}); !e.empty()) return e;
+    if (!is(spec["toolkit"], "mode", [](const json& v) { return v == "container" || v == "host"; }))
+      return at("toolkit.mode") + ": must be container or host";
+  }
+  if (spec.contains("components")) {
+    const json& c = spec["components"];
+    if (!c.is_object() || c.size() > k_lock_max_list) return at("components") + ": must be a mapping of at most " + std::to_string(k_lock_max_list) + " components";
+    for (const auto& [key, value] : c.items()) {
+      if (key.size() > k_lock_max_chart_word || !is_word(key, "._-")) return at("components") + ": " + quote(key) + " is not a component key";
+      if (auto e = only(value, "components." + key, {"enabled", "serviceMonitor"}); !e.empty()) return e;
+      if (!is(value, "enabled", boolean) || !is(value, "serviceMonitor", boolean)) return at("components." + key) + ": enabled and serviceMonitor are true or false";
+    }
+  }
+  if (spec.contains("mig")) {
+    const json& m = spec["mig"];
+    if (auto e = only(m, "mig", {"strategy", "config"}); !e.empty()) return e;
+    if (!is(m, "strategy", [](const json& v) { return v == "" || v == "single" || v == "mixed"; }))
+      return at("mig.strategy") + ": must be single or mixed";
+    if (!is(m, "config", text)) return at("mig.config") + ": must be a string";
+    // mig.sh writes it as the nvidia.com/mig.config label's value.
+    if (std::string c = m.value("config", ""); !c.empty())
+      if (auto why = label_problem("nvidia.com/mig.config", c); !why.empty()) return at("mig.config") + ": " + why;
+  }
+  if (spec.contains("sharing")) {
+    if (auto e = only(spec["sharing"], "sharing", {"timeSlicing"}); !e.empty()) return e;
+    if (spec["sharing"].contains("timeSlicing")) {
+      const json& t = spec["sharing"]["timeSlicing"];
+      if (auto e = only(t, "sharing.timeSlicing", {"replicas", "renameByDefault"}); !e.empty()) return e;
+      if (!is(t, "replicas", [](const json& v) { return v.is_number_integer() && (v == 0 || (v >= 2 && v <= 128)); }))
+        return at("sharing.timeSlicing.replicas") + ": must be 0 (off) or between 2 and 128";
+      if (!is(t, "renameByDefault", boolean)) return at("sharing.timeSlicing.renameByDefault") + ": must be true or false";
+    }
+  }
+  if (spec.contains("extraImages")) {
+    const json& e = spec["extraImages"];
+    if (!e.is_array() || e.size() > k_lock_max_list) return at("extraImages") + ": must be a list of at most " + std::to_string(k_lock_max_list) + " images";
+    for (size_t i = 0; i < e.size(); ++i)
+      if (!reference(e[i])) return at("extraImages[" + std::to_string(i) + "]") + ": not an image reference";
+  }
+  if (spec.contains("pullSecret")) {
+    const json& p = spec["pullSecret"];
+    if (!p.is_string() || (!p.get<std::string>().empty() && !is_recipe_name(p.get<std::string>())))
+      return at("pullSecret") + ": " + (p.is_string() ? quote(p.get<std::string>()) : p.dump()) + " is not a Kubernetes secret name";
+  }
+  if (spec.contains("acceptance")) {
+    if (auto e = only(spec["acceptance"], "acceptance", {"nccl"}); !e.empty()) return e;
+    if (spec["acceptance"].contains("nccl")) {
+      const json& n = spec["acceptance"]["nccl"];
+      if (auto e = only(n, "acceptance.nccl", {"image", "nodes", "gpusPerNode", "minBytes", "maxBytes", "minBusBw", "mpiOperator"}); !e.empty())
+        return e;
+      if (!n.contains("image") || !reference(n["image"])) return at("acceptance.nccl.image") + ": not an image reference";
+      if (!is(n, "nodes", [](const json& v) { return v.is_number_integer() && v >= 1 && v <= 1024; }))
+        return at("acceptance.nccl.nodes") + ": must be between 1 and 1024";
+      if (!is(n, "gpusPerNode", [](const json& v) { return v.is_number_integer() && v >= 1 && v <= 64; }))
+        return at("acceptance.nccl.gpusPerNode") + ": must be between 1 and 64";
+      for (const char* key : {"minBytes", "maxBytes"})
+        if (!is(n, key, [](const json& v) { return v.is_string() && is_nccl_size(v.get<std::string>()); }))
+          return at(std::string("acceptance.nccl.") + key) + ": not a size all_reduce_perf reads, like 8, 64K, 1M or 8G";
+      if (!is(n, "minBusBw", [](const json& v) { return v.is_number() && v >= 0 && v.get<double>() <= 1e9; }))
+        return at("acceptance.nccl.minBusBw") + ": must be 0 or more GB/s";
+      if (n.contains("mpiOperator")) {
+        const json& m = n["mpiOperator"];
+        if (auto e = only(m, "acceptance.nccl.mpiOperator", {"install", "image"}); !e.empty()) return e;
+        if (!is(m, "install", boolean)) return at("acceptance.nccl.mpiOperator.install") + ": must be true or false";
+        if (!is(m, "image", [&](const json& v) { return v == "" || reference(v); }))
+          return at("acceptance.nccl.mpiOperator.image") + ": not an image reference";
+      }
+    }
+  }
+  if (spec.contains("monitoring")) {
+    const json& m = spec["monitoring"];
+    if (auto e = only(m, "monitoring", {"prometheusLabels", "dashboardLabels"}); !e.empty()) return e;
+    for (const char* key : {"prometheusLabels", "dashboardLabels"}) {
+      if (!m.contains(key)) continue;
+      const json& labels = m[key];
+      if (!labels.is_object() || labels.size() > k_max_labels)
+        return at(std::string("monitoring.") + key) + ": not a mapping of at most " + std::to_string(k_max_labels) + " labels";
+      for (const auto& [k, v] : labels.items()) {
+        if (!v.is_string()) return at(std::string("monitoring.") + key + "." + k) + ": must be a string";
+        if (auto why = label_problem(k, v.get<std::string>()); !why.empty()) return at(std::string("monitoring.") + key) + ": " + why;
+      }
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 Result<Lock> parse_lock(const std::string& text, const std::string& file) {
@@ -280,7 +391,8 @@ Result<Lock> parse_lock(const std::string& text, const std::string& file) {
     l.recipe_file = str(r, "file");
     l.recipe_sha256 = str(r, "sha256");
     if (!need(r, "spec").is_object()) throw Error(ErrorKind::Input, "field spec: must be an object");
-    l.recipe_spec = need(r, "spec").dump();
+    if (auto problem = check_recipe_spec(r.at("spec")); !problem.empty()) return input_error(file + ": " + problem);
+    l.recipe_spec = r.at("spec").dump();
     l.operator_version = str(need(j, "operator"), "version");
     const auto& c = need(j, "chart");
     l.chart = {str(c, "name"), str(c, "version"), str(c, "appVersion"), str(c, "source"), str(c, "sha256")};

@@ -17,6 +17,11 @@
 
 namespace gb {
 
+bool is_nccl_size(std::string_view s) {
+  if (!s.empty() && (s.back() == 'K' || s.back() == 'M' || s.back() == 'G')) s.remove_suffix(1);
+  return !s.empty() && s.size() <= 12 && is_digits(s);
+}
+
 std::string to_string(DriverMode m) {
   switch (m) {
     case DriverMode::Conventional: return "conventional";
@@ -226,11 +231,6 @@ void read_network(Reader& rd, const YAML::Node& n, Recipe& r) {
   r.network = std::move(net);
 }
 
-// all_reduce_perf's -b/-e: digits with an optional K, M or G (powers of 1024).
-bool is_nccl_size(std::string_view s) {
-  if (!s.empty() && (s.back() == 'K' || s.back() == 'M' || s.back() == 'G')) s.remove_suffix(1);
-  return !s.empty() && s.size() <= 12 && is_digits(s);
-}
 
 std::uint64_t nccl_size_bytes(std::string_view s) {
   int shift = s.back() == 'K' ? 10 : s.back() == 'M' ? 20 : s.back() == 'G' ? 30 : 0;

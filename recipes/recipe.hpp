@@ -62,6 +62,8 @@ bool is_driver_branch(std::string_view s);   // three digits: 550
 // Key [prefix/]name (prefix a DNS subdomain, name 1-63 of [A-Za-z0-9._-],
 // alphanumeric at both ends); value empty or like a name.
 std::string label_problem(std::string_view key, std::string_view value);
+// all_reduce_perf's -b/-e: digits with an optional K, M or G (powers of 1024).
+bool is_nccl_size(std::string_view s);
 
 std::string to_string(DriverMode m);
 std::string to_string(ToolkitMode m);

@@ -309,6 +309,37 @@ TEST_CASE("lock loading checks every value it will write somewhere", "[hostile][
   CHECK(lock_error(long_version).size() < 300);
 }
 
+TEST_CASE("a lock's recipe.spec is held to the recipe's rules where it is read", "[hostile][lock]") {
+  // Every value below reaches the kit's scripts or YAML (pullSecret and mig.config
+  // once went into nccl-allreduce.sh and mig.sh as they were).
+  Lock l = sample_lock();
+  l.recipe_spec = R"({"toolkit":{"mode":"container"},"components":{"dcgm":{"enabled":true}},"mig":{"strategy":"mixed","config":"all-1g.10gb"},)"
+                  R"("sharing":{"timeSlicing":{"replicas":4,"renameByDefault":false}},"extraImages":["nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04"],)"
+                  R"("pullSecret":"site-registry","acceptance":{"nccl":{"image":"reg.site/nccl-tests:2.13","nodes":2,"gpusPerNode":8,)"
+                  R"("minBytes":"8","maxBytes":"8G","minBusBw":100,"mpiOperator":{"install":false,"image":""}}},)"
+                  R"("monitoring":{"prometheusLabels":{"release":"kube-prometheus-stack"},"dashboardLabels":{"grafana_dashboard":"1"}}})";
+  const std::string good = lock_to_json(l);
+  REQUIRE(lock_error(good).empty());
+  auto bad = [&](const std::string& from, const std::string& to) { return lock_error(replaced(good, from, to)); };
+  CHECK(bad("\"site-registry\"", "\"site$(touch X)\"").find("x.lock.json: recipe.spec.pullSecret: 'site$(touch X)' is not a Kubernetes secret name") == 0);
+  CHECK(bad("\"site-registry\"", "\"site\\n      hostPID: true\"").find("recipe.spec.pullSecret:") != std::string::npos);
+  CHECK(bad("\"all-1g.10gb\"", "\"x; reboot\"").find("recipe.spec.mig.config:") != std::string::npos);
+  CHECK(bad("\"mixed\"", "\"both\"").find("recipe.spec.mig.strategy: must be single or mixed") != std::string::npos);
+  CHECK(bad("\"container\"", "\"nodes\"").find("recipe.spec.toolkit.mode") != std::string::npos);
+  CHECK(bad("\"8G\"", "\"8G -x\"").find("recipe.spec.acceptance.nccl.maxBytes") != std::string::npos);
+  CHECK(bad("\"reg.site/nccl-tests:2.13\"", "\"reg.site/nccl tests\"").find("recipe.spec.acceptance.nccl.image: not an image reference") != std::string::npos);
+  CHECK(bad("\"nodes\": 2", "\"nodes\": 0").find("recipe.spec.acceptance.nccl.nodes") != std::string::npos);
+  CHECK(bad("\"minBusBw\": 100", "\"minBusBw\": -1").find("recipe.spec.acceptance.nccl.minBusBw") != std::string::npos);
+  CHECK(bad("\"replicas\": 4", "\"replicas\": 1").find("recipe.spec.sharing.timeSlicing.replicas") != std::string::npos);
+  CHECK(bad("\"kube-prometheus-stack\"", "\"a b\"").find("recipe.spec.monitoring.prometheusLabels") != std::string::npos);
+  CHECK(bad("\"dcgm\": {", "\"dc gm\": {").find("recipe.spec.components: 'dc gm' is not a component key") != std::string::npos);
+  CHECK(bad("\"enabled\": true", "\"enabled\": \"yes\"").find("recipe.spec.components.dcgm") != std::string::npos);
+  CHECK(bad("\"toolkit\": {", "\"hostPID\": true, \"toolkit\": {").find("recipe.spec.hostPID: unknown field 'hostPID'") != std::string::npos);
+  CHECK(bad("\"nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04\"", "\"$(id)\"").find("recipe.spec.extraImages[0]") != std::string::npos);
+  // target.gpus reaches diff, inventory and node check: terminal escapes refused.
+  CHECK(bad("\"L4\"", "\"L4\\u001b[2J\"").find("target.gpus[0]: 'L4\\x1b[2J' is not a GPU name or PCI id") != std::string::npos);
+}
+
 TEST_CASE("a plain-HTTP destination survives the lock round trip; HTTPS writes no plainHttp", "[lock]") {
   Lock l = sample_lock();
   const std::string https = lock_to_json(l);
