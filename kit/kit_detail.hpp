@@ -24,9 +24,10 @@ std::string script_header(const Lock& lock, const KitOptions& options);
 // well), which need api_answers.
 extern const char* const k_api_check;
 extern const char* const k_cluster_check;
-// The GPUBUNDLE_NAMESPACE check (exit 2), and apply_package_repo, which applies
+// The check (exit 2) that the environment variable VARIABLE, read into
+// $namespace, names a namespace; and apply_package_repo, which applies
 // package-repo.yaml into the release namespace (install.sh, upgrade.sh).
-extern const char* const k_namespace_check;
+std::string namespace_check_sh(std::string_view variable);
 std::string package_repo_apply_sh(const KitOptions& options);
 
 std::string install_sh(const Lock& lock, const KitRecipe& recipe, const KitOptions& options);
