@@ -435,6 +435,11 @@ Result<Kit> make_kit(const Lock& lock, const Chart& chart, const KitOptions& opt
     auto policy = detail::nic_cluster_policy_yaml(lock, *placements, *recipe, options);
     if (!policy) return policy.error();
     kit.files.push_back({"nic-cluster-policy.yaml", *policy, 0644});
+    // network.sh names the chart's file next to it (cmd_overrides writes it there).
+    if (!is_word(detail::network_chart_file(lock), safe_word))
+      return input_error("lock network chart " + quote(lock.network->chart.name) + " " + quote(lock.network->chart.version) +
+                         ": name or version holds characters a file name cannot");
+    kit.files.push_back({"network.sh", detail::network_sh(lock, *recipe, options), 0755});
   }
   if (recipe->nccl) {
     auto acceptance = detail::acceptance_files(lock, *placements, *recipe, options);

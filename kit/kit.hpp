@@ -27,6 +27,8 @@
 //   network-operator-values.yaml      Helm values for the network-operator chart (lock network section)
 //   nic-cluster-policy.yaml           NicClusterPolicy: the recipe's network operands, site images,
 //                                     DOCA driver upgrades one node at a time with drain
+//   network.sh                        installs the network-operator chart with those values, then
+//                                     applies nic-cluster-policy.yaml and waits for it to be ready
 //   manifest.json                     machine-readable install manifest (format below)
 //   <chart>.tgz                       copied in by the caller when it has the archive (and the
 //                                     network-operator chart's, for a lock with a network section)

@@ -24,9 +24,10 @@ std::string script_header(const Lock& lock, const KitOptions& options);
 // well), which need api_answers.
 extern const char* const k_api_check;
 extern const char* const k_cluster_check;
-// The GPUBUNDLE_NAMESPACE check (exit 2), and apply_package_repo, which applies
+// The check (exit 2) that the environment variable VARIABLE, read into
+// $namespace, names a namespace; and apply_package_repo, which applies
 // package-repo.yaml into the release namespace (install.sh, upgrade.sh).
-extern const char* const k_namespace_check;
+std::string namespace_check_sh(std::string_view variable);
 std::string package_repo_apply_sh(const KitOptions& options);
 
 std::string install_sh(const Lock& lock, const KitRecipe& recipe, const KitOptions& options);
@@ -49,7 +50,16 @@ std::vector<KitFile> monitoring_files(const Lock& lock, const KitRecipe& recipe,
 // `key: "value", ...` of labels, or "none", for headers and messages.
 std::string label_list(const std::map<std::string, std::string>& labels);
 
-// The Network Operator files (kit/kit_network.cpp), for a lock with a network section.
+// The Network Operator files (kit/kit_network.cpp), for a lock with a network
+// section: its chart's values, the NicClusterPolicy, and network.sh, which
+// installs the chart as release k_network_release into k_network_namespace
+// (GPUBUNDLE_NETWORK_NAMESPACE overrides it) and applies the policy.
+inline constexpr std::string_view k_network_release = "network-operator";
+inline constexpr std::string_view k_network_namespace = "nvidia-network-operator";
+inline constexpr std::string_view k_nic_cluster_policy_name = "nic-cluster-policy";
+// The network-operator chart's file name in the kit ("network-operator-26.4.1.tgz").
+std::string network_chart_file(const Lock& lock);
+std::string network_sh(const Lock& lock, const KitRecipe& recipe, const KitOptions& options);
 Result<std::string> network_values_yaml(const Lock& lock, const Chart& chart, const std::vector<Placement>& placements,
                                         const KitRecipe& recipe, const KitOptions& options);
 Result<std::string> nic_cluster_policy_yaml(const Lock& lock, const std::vector<Placement>& placements, const KitRecipe& recipe,

@@ -1,6 +1,7 @@
 // The NVIDIA Network Operator's part of the kit (a lock with a network
 // section, recipes/network.hpp): network-operator-values.yaml for its chart
-// and nic-cluster-policy.yaml, both naming only the site registry.
+// and nic-cluster-policy.yaml, both naming only the site registry, and
+// network.sh, which installs the one and applies the other.
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
@@ -10,6 +11,7 @@
 #include "kit/kit_detail.hpp"
 #include "common/strings.hpp"
 #include "recipes/catalog.hpp"
+#include "recipes/chart_source.hpp"
 #include "recipes/network.hpp"
 
 namespace gb::kit::detail {
@@ -49,6 +51,148 @@ void set_path(json& root, const std::string& path, json value) {
   for (const auto& part : split(path, '.')) node = &(*node)[part];
   *node = std::move(value);
 }
+
+// network.sh: the Network Operator's chart with network-operator-values.yaml,
+// then nic-cluster-policy.yaml once its CRD is established, then a wait for
+// the operator to report the policy ready. Its prerequisites, namespace and
+// pull secret checks are install.sh's (kit_scripts.cpp).
+constexpr const char* k_network = R"SH(#!/usr/bin/env bash
+# network.sh: install the NVIDIA Network Operator from the site registry with the values
+# in this kit, apply nic-cluster-policy.yaml and wait until the operator reports it ready.
+# Usage: ./network.sh [--dry-run] [--timeout S]
+#   --dry-run    check everything, say what would be done, pass --dry-run to helm and kubectl; changes nothing
+#   --timeout S  seconds for helm --wait, then for the NicClusterPolicy to become ready (default 900)
+# Environment: GPUBUNDLE_NETWORK_CHART (chart .tgz or folder, default: the .tgz next to this script),
+# GPUBUNDLE_NETWORK_NAMESPACE (default @NAMESPACE@), GPUBUNDLE_POLL (seconds between looks, default 10).
+@HEADER@
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+release=@RELEASE@
+version=@VERSION@
+namespace="${GPUBUNDLE_NETWORK_NAMESPACE:-@NAMESPACE@}"
+chart_file=@CHART_FILE@
+chart="${GPUBUNDLE_NETWORK_CHART:-$here/$chart_file}"
+values="$here/network-operator-values.yaml"
+policy_file="$here/nic-cluster-policy.yaml"
+poll="${GPUBUNDLE_POLL:-10}"
+pull_secret=@PULL_SECRET@
+registry=@REGISTRY@
+policy=@POLICY@
+policy_crd=nicclusterpolicies.mellanox.com
+
+dry_run=0
+timeout=900
+while [ "$#" -gt 0 ]; do
+  case "$1" in
+    --dry-run) dry_run=1 ;;
+    --timeout) [ "$#" -ge 2 ] || { echo "network.sh: --timeout needs a number of seconds" >&2; exit 2; }; timeout="$2"; shift ;;
+    --timeout=*) timeout="${1#*=}" ;;
+    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    *) echo "network.sh: unknown argument: $1 (usage: ./network.sh [--dry-run] [--timeout S])" >&2; exit 2 ;;
+  esac
+  shift
+done
+case "$timeout" in ''|0|*[!0-9]*) echo "network.sh: --timeout takes whole seconds above 0, not '$timeout'" >&2; exit 2 ;; esac
+case "$poll" in ''|0|*[!0-9]*) echo "network.sh: GPUBUNDLE_POLL takes whole seconds above 0, not '$poll'" >&2; exit 2 ;; esac
+@NAMESPACE_CHECK@
+
+say() { echo "network.sh: $*"; }
+fail() { echo "network.sh: $*" >&2; exit 1; }
+
+@API_CHECK@
+
+@CLUSTER_CHECK@
+
+# Every missing prerequisite is named, not just the first.
+missing=()
+check_cluster
+[ -e "$chart" ] || missing+=("chart: $chart not found (put $chart_file next to this script, or set GPUBUNDLE_NETWORK_CHART)")
+[ -f "$values" ] || missing+=("values: $values not found")
+[ -f "$policy_file" ] || missing+=("NicClusterPolicy: $policy_file not found")
+if [ "${#missing[@]}" -gt 0 ]; then
+  for m in "${missing[@]}"; do echo "network.sh: missing prerequisite: $m" >&2; done
+  exit 1
+fi
+
+kubectl_flags=()
+helm_flags=()
+if [ "$dry_run" -eq 1 ]; then
+  kubectl_flags=(--dry-run=client)
+  helm_flags=(--dry-run)
+  say "dry run: nothing in the cluster changes"
+fi
+say "context $context, namespace $namespace, release $release (NVIDIA Network Operator $version), chart $chart, images from $registry"
+
+if ! kubectl get namespace "$namespace" >/dev/null 2>&1; then
+  say "creating namespace $namespace"
+  kubectl create namespace "$namespace" "${kubectl_flags[@]}"
+fi
+
+if [ -n "$pull_secret" ] && ! kubectl -n "$namespace" get secret "$pull_secret" >/dev/null 2>&1; then
+  msg="pull secret $pull_secret is missing in namespace $namespace; create it with:
+  kubectl -n $namespace create secret docker-registry $pull_secret --docker-server=$registry --docker-username=USER --docker-password=PASSWORD"
+  if [ "$dry_run" -eq 1 ]; then say "warning: $msg"; else fail "$msg"; fi
+fi
+
+# helm's dry run installs none of the chart's CRDs (its crds/ and those of the
+# subcharts the values switch on: helm template --include-crds lists them) and
+# cannot map the objects of those kinds (NFD's NodeFeatureRule) before they are
+# there: on a cluster without them it can only render the chart.
+missing_crds=""
+if [ "$dry_run" -eq 1 ]; then
+  while read -r crd; do
+    [ -z "$crd" ] || kubectl get crd "$crd" >/dev/null 2>&1 || missing_crds+=" $crd"
+  done < <(helm template "$release" "$chart" -f "$values" --namespace "$namespace" --include-crds |
+    sed -n '/^kind: CustomResourceDefinition/,/^spec:/s/^  name: *//p')
+fi
+if [ -n "$missing_crds" ]; then
+  say "the chart's CRDs are not installed yet (${missing_crds# }), so helm cannot dry-run the release against the cluster; rendering it only (helm template)"
+  helm template "$release" "$chart" -f "$values" --namespace "$namespace" >/dev/null
+else
+  say "helm upgrade --install $release"
+  helm upgrade --install "$release" "$chart" -f "$values" --namespace "$namespace" --create-namespace --wait \
+    --timeout "${timeout}s" "${helm_flags[@]}"
+fi
+
+# The NicClusterPolicy (cluster-scoped) once helm's CRD is established: kubectl
+# cannot map the kind before. A dry run on a cluster without the CRD cannot
+# check it at all.
+if [ "$dry_run" -eq 1 ]; then
+  if kubectl get crd "$policy_crd" >/dev/null 2>&1; then
+    say "applying nic-cluster-policy.yaml (NicClusterPolicy $policy)"
+    kubectl apply -f "$policy_file" "${kubectl_flags[@]}"
+  else
+    say "nic-cluster-policy.yaml is not passed to kubectl: it cannot check a NicClusterPolicy before the chart installs its CRD $policy_crd"
+  fi
+  say "dry run complete; a real run then waits up to ${timeout}s for NicClusterPolicy $policy to report state ready"
+  exit 0
+fi
+kubectl wait --for=condition=Established "crd/$policy_crd" --timeout="${timeout}s" >/dev/null ||
+  fail "the CRD $policy_crd is not established (helm installs it from the chart's crds/); nic-cluster-policy.yaml not applied"
+say "applying nic-cluster-policy.yaml (NicClusterPolicy $policy)"
+kubectl apply -f "$policy_file"
+
+# The operator sets .status.state to ready once every operand is; until then
+# .status.appliedStates says which are not.
+say "waiting up to ${timeout}s for NicClusterPolicy $policy to report state ready"
+deadline=$((SECONDS + timeout))
+state=""
+while :; do
+  state="$(kubectl get "$policy_crd" "$policy" -o jsonpath='{.status.state}' 2>/dev/null || true)"
+  [ "$state" != ready ] || break
+  left=$((deadline - SECONDS))
+  [ "$left" -gt 0 ] || break
+  sleep "$((poll < left ? poll : left))"
+done
+if [ "$state" = ready ]; then
+  say "installed: NVIDIA Network Operator $version in namespace $namespace, NicClusterPolicy $policy ready"
+  exit 0
+fi
+waiting="$(kubectl get "$policy_crd" "$policy" -o jsonpath='{range .status.appliedStates[*]}{.name}={.state}{" "}{end}' 2>/dev/null |
+  tr ' ' '\n' | grep -v -e '=ready$' -e '=ignore$' -e '^$' | tr '\n' ' ' || true)"
+fail "NicClusterPolicy $policy is not ready after ${timeout}s (state '${state:-none}'${waiting:+; not ready: ${waiting% }}); see kubectl get $policy_crd $policy -o yaml and the pods in $namespace"
+)SH";
 
 }  // namespace
 
@@ -155,7 +299,7 @@ Result<std::string> nic_cluster_policy_yaml(const Lock& lock, const std::vector<
   if (!problems.empty()) return input_error(join(problems, "\n"));
   json policy = {{"apiVersion", "mellanox.com/v1alpha1"},
                  {"kind", "NicClusterPolicy"},
-                 {"metadata", {{"name", "nic-cluster-policy"}}},
+                 {"metadata", {{"name", std::string(k_nic_cluster_policy_name)}}},
                  {"spec", spec}};
   YAML::Emitter out;
   emit_node(out, policy);
@@ -166,6 +310,24 @@ Result<std::string> nic_cluster_policy_yaml(const Lock& lock, const std::vector<
   text += out.c_str();
   text += "\n";
   return text;
+}
+
+std::string network_chart_file(const Lock& lock) {
+  return chart_file_name(lock.network->chart.name, lock.network->chart.version);
+}
+
+std::string network_sh(const Lock& lock, const KitRecipe& recipe, const KitOptions& options) {
+  return fill_template(k_network, {{"HEADER", script_header(lock, options)},
+                          {"RELEASE", shell_quote(k_network_release)},
+                          {"VERSION", shell_quote(lock.network->version)},
+                          {"NAMESPACE", std::string(k_network_namespace)},
+                          {"CHART_FILE", shell_quote(network_chart_file(lock))},
+                          {"PULL_SECRET", shell_quote(recipe.pull_secret)},
+                          {"REGISTRY", shell_quote(options.registry.host)},
+                          {"POLICY", shell_quote(k_nic_cluster_policy_name)},
+                          {"API_CHECK", k_api_check},
+                          {"CLUSTER_CHECK", k_cluster_check},
+                          {"NAMESPACE_CHECK", namespace_check_sh("GPUBUNDLE_NETWORK_NAMESPACE")}});
 }
 
 }  // namespace gb::kit::detail

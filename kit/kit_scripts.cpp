@@ -59,18 +59,22 @@ check_cluster() {
   check_kubectl
 })SH";
 
-// install.sh and upgrade.sh: the release namespace checked before anything
+// install.sh, upgrade.sh (GPUBUNDLE_NAMESPACE) and network.sh
+// (GPUBUNDLE_NETWORK_NAMESPACE): the release namespace checked before anything
 // runs (it goes into kubectl, helm and the package repository's host name).
-const char* const k_namespace_check = R"SH(# The release namespace (GPUBUNDLE_NAMESPACE): a Kubernetes namespace name, as
+std::string namespace_check_sh(std::string_view variable) {
+  return fill_template(R"SH(# The release namespace (@VARIABLE@): a Kubernetes namespace name, as
 # kubectl, helm and the package repository's Service host name need it.
 if [ "${#namespace}" -gt 63 ] || ! [[ $namespace =~ ^[a-z0-9]([-a-z0-9]*[a-z0-9])?$ ]]; then
-  echo "${0##*/}: GPUBUNDLE_NAMESPACE '$namespace' is not a namespace name (at most 63 lower-case letters, digits and '-', starting and ending with a letter or digit)" >&2
+  echo "${0##*/}: @VARIABLE@ '$namespace' is not a namespace name (at most 63 lower-case letters, digits and '-', starting and ending with a letter or digit)" >&2
   exit 2
-fi)SH";
+fi)SH",
+                       {{"VARIABLE", std::string(variable)}});
+}
 
 std::string package_repo_apply_sh(const KitOptions& options) {
   // The kit's sources name the Service in the kit's namespace; the sed moves
-  // them to the release namespace. A name is [a-z0-9-] (k_namespace_check), so
+  // them to the release namespace. A name is [a-z0-9-] (namespace_check_sh), so
   // it is a literal in the sed expression.
   return fill_template(R"SH(# apply_package_repo [KUBECTL FLAGS]: package-repo.yaml into $namespace. Its objects name no
 # namespace; its sources name the Service @SERVICE@ in @NAMESPACE@, moved here to
@@ -501,7 +505,7 @@ std::string install_sh(const Lock& lock, const KitRecipe& recipe, const KitOptio
                           {"REGISTRY", shell_quote(options.registry.host)},
                           {"API_CHECK", k_api_check},
                           {"CLUSTER_CHECK", k_cluster_check},
-                          {"NAMESPACE_CHECK", k_namespace_check},
+                          {"NAMESPACE_CHECK", namespace_check_sh("GPUBUNDLE_NAMESPACE")},
                           {"PACKAGE_REPO_APPLY", package_repo_apply_sh(options)}});
 }
 

@@ -256,7 +256,7 @@ std::string upgrade_sh(const Lock& lock, const KitRecipe& /*recipe*/, const KitO
                                    {"CHART_FILE", kit_chart_file(lock)},
                                    {"API_CHECK", k_api_check},
                                    {"CLUSTER_CHECK", k_cluster_check},
-                                   {"NAMESPACE_CHECK", k_namespace_check},
+                                   {"NAMESPACE_CHECK", namespace_check_sh("GPUBUNDLE_NAMESPACE")},
                                    {"PACKAGE_REPO_APPLY", package_repo_apply_sh(options)}});
 }
 

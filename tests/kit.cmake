@@ -55,6 +55,13 @@ add_test(NAME kit-cluster-install
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/kit_cluster.sh $<TARGET_FILE:gpubundle> ${CMAKE_SOURCE_DIR})
 set_tests_properties(kit-cluster-install PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180
                      ENVIRONMENT "GB_CLIENTS_BIN=${CMAKE_SOURCE_DIR}/.cache/tools/bin;GB_SHARED_DIR=${GB_SHARED_DIR}")
+# network.sh on the real network-operator chart from ../shared (skip 77 without it
+# or the real clients): dry run, pull secret, install, GPUBUNDLE_NETWORK_NAMESPACE,
+# the test playing the operator by setting the NicClusterPolicy's status.
+add_test(NAME kit-cluster-network
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/network_cluster.sh $<TARGET_FILE:gpubundle> ${CMAKE_SOURCE_DIR})
+set_tests_properties(kit-cluster-network PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 240
+                     ENVIRONMENT "GB_CLIENTS_BIN=${CMAKE_SOURCE_DIR}/.cache/tools/bin;GB_SHARED_DIR=${GB_SHARED_DIR}")
 add_test(NAME kit-cluster-nccl
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/nccl_cluster.sh $<TARGET_FILE:gpubundle> ${CMAKE_SOURCE_DIR})
 set_tests_properties(kit-cluster-nccl PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180

@@ -103,13 +103,14 @@ RESOURCES = [
     ("monitoring.coreos.com", "v1", "PrometheusRule", "prometheusrules", True, ["promrule"]),
     ("monitoring.coreos.com", "v1", "ServiceMonitor", "servicemonitors", True, ["smon"]),
     ("kubeflow.org", "v2beta1", "MPIJob", "mpijobs", True, []),
-    ("mellanox.com", "v1alpha1", "NicClusterPolicy", "nicclusterpolicies", False, []),
+    ("mellanox.com", "v1alpha1", "NicClusterPolicy", "nicclusterpolicies", False, ["ncp"]),
+    ("nfd.k8s-sigs.io", "v1alpha1", "NodeFeatureRule", "nodefeaturerules", False, ["nfr"]),
     ("nvidia.com", "v1", "ClusterPolicy", "clusterpolicies", False, []),
     ("nvidia.com", "v1alpha1", "NVIDIADriver", "nvidiadrivers", False, ["nvd"]),
     ("resource.k8s.io", "v1beta1", "ResourceSlice", "resourceslices", False, []),
 ]
 SUBRESOURCES = {"pods": ["log", "status"], "deployments": ["status", "scale"], "daemonsets": ["status"],
-                "jobs": ["status"], "mpijobs": ["status"], "clusterpolicies": ["status"],
+                "jobs": ["status"], "mpijobs": ["status"], "clusterpolicies": ["status"], "nicclusterpolicies": ["status"],
                 "customresourcedefinitions": ["status"], "nodes": ["status"], "namespaces": ["status"]}
 # Groups the API server itself serves; a kind of any other group is served only
 # while its CustomResourceDefinition (PLURAL.GROUP) exists, as on a real cluster.

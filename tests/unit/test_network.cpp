@@ -2,10 +2,12 @@
 // (kit/kit_network.cpp), on the real releases in ../shared/upstream/network-operator.
 
 #include <catch2/catch.hpp>
+#include <regex>
 #include <set>
 
 #include "fixtures.hpp"
 #include "kit/kit.hpp"
+#include "recipes/chart_source.hpp"
 #include "recipes/network.hpp"
 #include "recipes/resolver.hpp"
 
@@ -311,5 +313,21 @@ TEST_CASE("network kit: NicClusterPolicy and chart values name only the site reg
     CHECK(v["nfd"]["enabled"].as<bool>());
     // The GPU Operator's values carry nothing of the network chart.
     CHECK(k.find("values.yaml")->content.find("network") == std::string::npos);
+
+    // network.sh: every value single-quoted, the chart file the one `overrides` writes
+    // beside it, no template token left (tests/integration/network_cluster.sh runs it).
+    const kit::KitFile* script = k.find("network.sh");
+    REQUIRE(script);
+    CHECK(script->mode == 0755);
+    const std::string& sh = script->content;
+    CHECK(sh.find("\nchart_file='" + chart_file_name("network-operator", r.lock.network->chart.version) + "'\n") != std::string::npos);
+    CHECK(sh.find("\nversion='" + tag + "'\n") != std::string::npos);
+    CHECK(sh.find("\nrelease='network-operator'\n") != std::string::npos);
+    CHECK(sh.find("\npolicy='nic-cluster-policy'\n") != std::string::npos);
+    CHECK(sh.find("\npull_secret=''\n") != std::string::npos);
+    CHECK(sh.find("\nregistry='registry.site:5000'\n") != std::string::npos);
+    CHECK(sh.find("namespace=\"${GPUBUNDLE_NETWORK_NAMESPACE:-nvidia-network-operator}\"") != std::string::npos);
+    CHECK(sh.find("GPUBUNDLE_NETWORK_NAMESPACE '$namespace' is not a namespace name") != std::string::npos);
+    CHECK_FALSE(std::regex_search(sh, std::regex("@[A-Z_]+@")));
   }
 }
