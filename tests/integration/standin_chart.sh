@@ -26,9 +26,10 @@ readers=$(cd "$src" && grep -rlE 'shared/upstream|/work/shared|GB_SHARED_DIR' --
   scripts tests bench builder bundles common mirror node node-images recipes signing fuzz CMakeLists.txt | sort | xargs)
 # The Network Operator readers (network.sh, kit.cmake, test_network.cpp) have no stand-in: they read its two real releases.
 # kit_cluster.sh and nccl_cluster.sh run the kit's scripts with real helm and kubectl on the real chart and
-# the real MPI Operator manifest as well, when they are there.
+# the real MPI Operator manifest as well, when they are there. kit_schemas.sh validates the kit's
+# manifests against the upstream CRDs kept there.
 allowed="scripts/gen-mig-configs.py tests/CMakeLists.txt tests/cli.cmake tests/integration/cli_diff.sh \
-tests/integration/cli_resolve.sh tests/integration/kit_cluster.sh tests/integration/nccl_cluster.sh \
+tests/integration/cli_resolve.sh tests/integration/kit_cluster.sh tests/integration/kit_schemas.sh tests/integration/nccl_cluster.sh \
 tests/integration/network.sh tests/integration/standin_chart.sh tests/kit.cmake \
 tests/tools.cmake tests/unit/fixtures.cpp tests/unit/fixtures.hpp tests/unit/test_kit_values.cpp tests/unit/test_network.cpp"
 [[ $readers == "$allowed" ]] || fail "files reading ../shared: '$readers'; allowed: '$allowed'"
