@@ -293,6 +293,14 @@ Result<std::string> nic_cluster_policy_yaml(const Lock& lock, const std::vector<
       if (name == "sriovDevicePlugin")
         image["config"] = R"({"resourceList": [{"resourcePrefix": "nvidia.com", "resourceName": "hostdev", "selectors": {"vendors": ["15b3"], "isRdma": true}}]})";
       if (name == "nvIpam") image["enableWebhook"] = false;
+      if (name == "ibKubernetes") {
+        // The CRD requires these (the API server refuses the policy without them): the
+        // release's full example CR's GUID pool, and the Secret with the UFM credentials
+        // the site makes (docs/install-kit.md).
+        image["pKeyGUIDPoolRangeStart"] = "02:00:00:00:00:00:00:00";
+        image["pKeyGUIDPoolRangeEnd"] = "02:FF:FF:FF:FF:FF:FF:FF";
+        image["ufmSecret"] = "ufm-secret";
+      }
       set_path(spec, pi.path, std::move(image));
     }
   }
@@ -301,12 +309,16 @@ Result<std::string> nic_cluster_policy_yaml(const Lock& lock, const std::vector<
                  {"kind", "NicClusterPolicy"},
                  {"metadata", {{"name", std::string(k_nic_cluster_policy_name)}}},
                  {"spec", spec}};
+  std::string note = "NicClusterPolicy for NVIDIA Network Operator " + net.version + ": every operand image from the site registry " +
+                     options.registry.str() +
+                     ". The device plugin selectors (vendor 15b3, all Mellanox NICs) are a "
+                     "start: narrow them to the site's NICs (deviceIDs, ifNames) before applying.";
+  if (spec.contains("ibKubernetes"))
+    note += " ibKubernetes reads the UFM credentials from the Secret ufm-secret, which the site makes in the operator's "
+            "namespace, and hands out GUIDs from the pool 02:00:00:00:00:00:00:00-02:FF:FF:FF:FF:FF:FF:FF: change both to the site's.";
   YAML::Emitter out;
   emit_node(out, policy);
-  std::string text = yaml_header(lock, options, "NicClusterPolicy for NVIDIA Network Operator " + net.version +
-                                                    ": every operand image from the site registry " + options.registry.str() +
-                                                    ". The device plugin selectors (vendor 15b3, all Mellanox NICs) are a "
-                                                    "start: narrow them to the site's NICs (deviceIDs, ifNames) before applying.");
+  std::string text = yaml_header(lock, options, note);
   text += out.c_str();
   text += "\n";
   return text;

@@ -331,3 +331,44 @@ TEST_CASE("network kit: NicClusterPolicy and chart values name only the site reg
     CHECK_FALSE(std::regex_search(sh, std::regex("@[A-Z_]+@")));
   }
 }
+
+TEST_CASE("network kit: every NicClusterPolicy operand carries what the release's CRD requires, and only fields it names", "[network][kit]") {
+  if (!have_network_upstream()) return;
+  std::string operands = "  operands: [";
+  for (const auto& op : Catalog::builtin().network_operands())
+    if (!op.policy.empty()) operands += (operands.back() == '[' ? "" : ", ") + op.name;
+  operands += "]\n";
+  for (const auto& tag : k_network_tags) {
+    CAPTURE(tag);
+    TempDir dir;
+    auto r = resolve_both(dir, tag, operands);
+    kit::KitOptions o;
+    o.registry = kit::SiteRegistry::parse("registry.site:5000/gpu").value_or_throw();
+    o.network_chart = &r.net_chart;
+    kit::Kit k = kit::make_kit(r.lock, r.gpu_chart, o).value_or_throw();
+    YAML::Node spec = YAML::Load(k.find("nic-cluster-policy.yaml")->content)["spec"];
+    YAML::Node crd = YAML::LoadFile((network_dir(tag) / "chart/crds/mellanox.com_nicclusterpolicies.yaml").string());
+    YAML::Node schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
+    REQUIRE(schema["properties"]);
+    // (ibKubernetes: its GUID pool and UFM Secret are required; kit-schemas checks the whole schema.)
+    size_t objects = 0;
+    std::function<void(const YAML::Node&, const YAML::Node&, const std::string&)> walk = [&](const YAML::Node& v, const YAML::Node& s,
+                                                                                              const std::string& path) {
+      if (!v.IsMap()) return;
+      ++objects;
+      for (const auto& req : s["required"]) {
+        CAPTURE(path, req.as<std::string>());
+        CHECK(v[req.as<std::string>()]);
+      }
+      for (const auto& kv : v) {
+        const std::string key = kv.first.as<std::string>();
+        CAPTURE(path + "." + key);
+        REQUIRE(s["properties"][key]);
+        walk(kv.second, s["properties"][key], path + "." + key);
+      }
+    };
+    walk(spec, schema, "spec");
+    CHECK(spec["ibKubernetes"]["ufmSecret"].as<std::string>() == "ufm-secret");
+    CHECK(objects > 12);
+  }
+}
