@@ -23,6 +23,8 @@ std::string script_header(const Lock& lock, const KitOptions& options);
 // check_kubectl (kubectl, context, API server) and check_cluster (helm as
 // well), which need api_answers.
 extern const char* const k_api_check;
+// usage(): prints the script's header comment, its --help (every kit script).
+extern const char* const k_usage_sh;
 extern const char* const k_cluster_check;
 // The check (exit 2) that the environment variable VARIABLE, read into
 // $namespace, names a namespace; and apply_package_repo, which applies

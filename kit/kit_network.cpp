@@ -59,13 +59,19 @@ void set_path(json& root, const std::string& path, json value) {
 constexpr const char* k_network = R"SH(#!/usr/bin/env bash
 # network.sh: install the NVIDIA Network Operator from the site registry with the values
 # in this kit, apply nic-cluster-policy.yaml and wait until the operator reports it ready.
+#
 # Usage: ./network.sh [--dry-run] [--timeout S]
 #   --dry-run    check everything, say what would be done, pass --dry-run to helm and kubectl; changes nothing
 #   --timeout S  seconds for helm --wait, then for the NicClusterPolicy to become ready (default 900)
-# Environment: GPUBUNDLE_NETWORK_CHART (chart .tgz or folder, default: the .tgz next to this script),
-# GPUBUNDLE_NETWORK_NAMESPACE (default @NAMESPACE@), GPUBUNDLE_POLL (seconds between looks, default 10).
+#   -h, --help   print this help
+#
+# Environment:
+#   GPUBUNDLE_NETWORK_CHART      the chart .tgz or folder (default: the .tgz next to this script)
+#   GPUBUNDLE_NETWORK_NAMESPACE  the release namespace (default @NAMESPACE@)
+#   GPUBUNDLE_POLL               seconds between looks (default 10)
 @HEADER@
 set -euo pipefail
+@USAGE@
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 release=@RELEASE@
@@ -88,8 +94,8 @@ while [ "$#" -gt 0 ]; do
     --dry-run) dry_run=1 ;;
     --timeout) [ "$#" -ge 2 ] || { echo "network.sh: --timeout needs a number of seconds" >&2; exit 2; }; timeout="$2"; shift ;;
     --timeout=*) timeout="${1#*=}" ;;
-    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
-    *) echo "network.sh: unknown argument: $1 (usage: ./network.sh [--dry-run] [--timeout S])" >&2; exit 2 ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "network.sh: unknown argument: $1 (usage: ./network.sh [--dry-run] [--timeout S]; see --help)" >&2; exit 2 ;;
   esac
   shift
 done
@@ -329,7 +335,7 @@ std::string network_chart_file(const Lock& lock) {
 }
 
 std::string network_sh(const Lock& lock, const KitRecipe& recipe, const KitOptions& options) {
-  return fill_template(k_network, {{"HEADER", script_header(lock, options)},
+  return fill_template(k_network, {{"USAGE", k_usage_sh}, {"HEADER", script_header(lock, options)},
                           {"RELEASE", shell_quote(k_network_release)},
                           {"VERSION", shell_quote(lock.network->version)},
                           {"NAMESPACE", std::string(k_network_namespace)},

@@ -25,16 +25,21 @@ namespace {
 constexpr const char* k_upgrade = R"SH(#!/usr/bin/env bash
 # upgrade.sh: upgrade the GPU Operator to this kit (chart and values.yaml), the
 # driver one node at a time, the canary node first.
+#
 # Usage: ./upgrade.sh --canary NODE [--previous-kit DIR] [--dry-run] [--timeout S]
 #   --canary NODE       the GPU node whose driver upgrades first; the others wait until it is done
 #   --previous-kit DIR  the kit installed now: the rollback command names its chart and values
 #   --dry-run           check everything and pass --dry-run to helm; changes nothing
 #   --timeout S         stop when no node's upgrade state changed for S seconds (default 1800)
-# Environment: GPUBUNDLE_CHART (chart .tgz or folder, default: the .tgz next to this
-# script), GPUBUNDLE_NAMESPACE (default @NAMESPACE@), GPUBUNDLE_TIMEOUT (helm --timeout,
-# default 15m), GPUBUNDLE_POLL (seconds between looks, default 10), GPUBUNDLE_SETTLE
-# (seconds in which upgrade-done is not yet believed, as the operator may not have
-# seen the new driver; default 120).
+#   -h, --help          print this help
+#
+# Environment:
+#   GPUBUNDLE_CHART      the chart .tgz or folder (default: the .tgz next to this script)
+#   GPUBUNDLE_NAMESPACE  the release namespace (default @NAMESPACE@)
+#   GPUBUNDLE_TIMEOUT    helm --timeout (default 15m)
+#   GPUBUNDLE_POLL       seconds between looks (default 10)
+#   GPUBUNDLE_SETTLE     seconds in which upgrade-done is not yet believed, as the
+#                        operator may not have seen the new driver (default 120)
 @HEADER@
 set -euo pipefail
 
@@ -48,7 +53,7 @@ settle="${GPUBUNDLE_SETTLE:-120}"
 skip_label=nvidia.com/gpu-driver-upgrade.skip
 held_label=gpubundle.io/upgrade-held
 
-usage() { sed -n '4,8p' "$0" | sed 's/^# //'; }
+@USAGE@
 say() { echo "upgrade.sh: $*"; }
 fail() { echo "upgrade.sh: $*" >&2; exit 1; }
 
@@ -250,7 +255,7 @@ say "run $here/verify.sh to check the GPU nodes"
 }  // namespace
 
 std::string upgrade_sh(const Lock& lock, const KitRecipe& /*recipe*/, const KitOptions& options) {
-  return fill_template(k_upgrade, {{"HEADER", script_header(lock, options)},
+  return fill_template(k_upgrade, {{"USAGE", k_usage_sh}, {"HEADER", script_header(lock, options)},
                                    {"RELEASE", shell_quote(k_release_name)},
                                    {"NAMESPACE", options.namespace_name},
                                    {"CHART_FILE", kit_chart_file(lock)},

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install kit end to end: resolve a recipe against the stand-in chart, fill fake
 # digests, run `gpubundle overrides`. Without a cluster:
-#   - shellcheck install.sh, mig.sh, verify.sh; the kit's files;
+#   - shellcheck install.sh, mig.sh, verify.sh; every script's --help in one style; the kit's files;
 #   - manifest.json matches the lock (YAML parsing is covered by the unit
 #     tests with yaml-cpp);
 #   - the DRA and precompiled (time-slicing, plain HTTP, keep-host) kits' contents;
@@ -63,6 +63,9 @@ done
 cmp -s "$kit/gpu-operator-v26.7.0.tgz" "$work/gpu-operator-v26.7.0.tgz" || fail "chart copy differs"
 
 shellcheck -s bash "$kit/install.sh" "$kit/mig.sh" "$kit/verify.sh" || fail "shellcheck"
+# shellcheck source=tests/integration/kit_help.sh
+source "$src/tests/integration/kit_help.sh"
+for s in install mig verify upgrade; do check_kit_help "$kit/$s.sh"; done
 
 # manifest.json: one entry per lock image, same digests.
 python3 - "$work/lock.json" "$kit/manifest.json" <<'EOF' || fail "manifest.json"

@@ -88,6 +88,9 @@ for role in specs.values():
 EOF
 
 shellcheck -s bash "$script" || fail "shellcheck nccl-allreduce.sh"
+# shellcheck source=tests/integration/kit_help.sh
+source "$src/tests/integration/kit_help.sh"
+check_kit_help "$script"
 
 # An independent reading of an all_reduce_perf log: its data rows and the average line.
 check_json() {  # LOG JSON RANKS
