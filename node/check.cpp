@@ -111,7 +111,9 @@ struct Checker {
       add("os", Status::Pass, f.os);
     else
       add("os", Status::Fail, "this node runs " + (f.os.empty() ? "?" : f.os) + ", " + exp()->source + " targets " + exp()->os);
-    if (!exp() || exp()->kernels.empty())
+    if (!f.kernel_problem.empty())
+      add("kernel", Status::Fail, f.kernel_problem);
+    else if (!exp() || exp()->kernels.empty())
       add("kernel", Status::Skip, "nothing to compare with; this node runs " + f.kernel);
     else if (std::find(exp()->kernels.begin(), exp()->kernels.end(), f.kernel) != exp()->kernels.end())
       add("kernel", Status::Pass, f.kernel);

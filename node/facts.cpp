@@ -1,15 +1,20 @@
 #include "node/facts.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <system_error>
 
 #include "common/strings.hpp"
+#include "recipes/recipe.hpp"
 #include "signing/module_sign.hpp"
 
 namespace gb::node {
@@ -18,14 +23,47 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// A file under --root we read: regular files only (a FIFO or device at
+// etc/os-release must not hang or feed us), opened without blocking.
+class NodeFile {
+public:
+  explicit NodeFile(const fs::path& p) : m_fd(::open(p.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)) {
+    struct stat st {};
+    if (m_fd >= 0 && (::fstat(m_fd, &st) != 0 || !S_ISREG(st.st_mode))) close();
+    if (m_fd >= 0) m_size = static_cast<std::uint64_t>(st.st_size);
+  }
+  NodeFile(const NodeFile&) = delete;
+  NodeFile& operator=(const NodeFile&) = delete;
+  ~NodeFile() { close(); }
+  explicit operator bool() const { return m_fd >= 0; }
+  std::uint64_t size() const { return m_size; }  // 4096 or 0 for sysfs and procfs files
+  // Up to n bytes at off (fewer at the end of the file).
+  std::string read(std::uint64_t off, std::size_t n) const {
+    std::string out(n, '\0');
+    std::size_t got = 0;
+    while (m_fd >= 0 && got < n) {
+      ssize_t r = ::pread(m_fd, out.data() + got, n - got, static_cast<off_t>(off + got));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) break;
+      got += static_cast<std::size_t>(r);
+    }
+    out.resize(got);
+    return out;
+  }
+
+private:
+  void close() {
+    if (m_fd >= 0) ::close(m_fd);
+    m_fd = -1;
+  }
+  int m_fd;
+  std::uint64_t m_size = 0;
+};
+
 // Small files only (sysfs, procfs, os-release): a bounded read.
 std::string slurp(const fs::path& p, std::size_t limit = 1 << 16) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) return {};
-  std::string s(limit, '\0');
-  in.read(s.data(), static_cast<std::streamsize>(limit));
-  s.resize(static_cast<std::size_t>(in.gcount()));
-  return s;
+  NodeFile f(p);
+  return f ? f.read(0, limit) : std::string();
 }
 
 std::string first_line(const fs::path& p) {
@@ -82,6 +120,11 @@ void read_os(NodeFacts& f) {
 
 void read_kernel(NodeFacts& f) {
   f.kernel = first_line(under(f.root, "/proc/sys/kernel/osrelease"));
+  // It names a folder under lib/modules: `../..` would walk the real /.
+  if (!f.kernel.empty() && !is_kernel_release(f.kernel)) {
+    f.kernel_problem = "kernel release " + quote(f.kernel) + " (proc/sys/kernel/osrelease) is not a kernel release; not used";
+    f.kernel.clear();
+  }
   std::string machine = first_line(under(f.root, "/proc/sys/kernel/arch"));
   if (machine.empty() && f.root == "/") {
     utsname u{};
@@ -147,19 +190,20 @@ void read_module_file(NodeFacts& f) {
     f.module_file = m;
     return;
   }
-  std::ifstream in(found.front(), std::ios::binary);
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (!in.good() && !in.eof()) {
-    m.problem = "unreadable";
+  // Only what the checks need, each read bounded: the ELF header, section
+  // table and .modinfo, and the signature at the end (a module is tens of
+  // MB; a hostile root may hold a sparse GiB).
+  NodeFile file(found.front());
+  if (!file) {
+    m.problem = "unreadable or not a regular file";
     f.module_file = m;
     return;
   }
-  std::string_view body = bytes;
-  if (auto sig = find_module_signature(bytes, m.path); sig && *sig) {
-    m.signed_module = true;
-    body = body.substr(0, (*sig)->module_size);
-  }
-  for (auto& [k, v] : modinfo_fields(std::string(body))) {
+  constexpr std::uint64_t k_tail = 64 * 1024;
+  std::uint64_t tail_at = file.size() > k_tail ? file.size() - k_tail : 0;
+  if (auto sig = find_module_signature(file.read(tail_at, k_tail), m.path); sig && *sig) m.signed_module = true;
+  auto read_at_file = [&](std::uint64_t off, std::size_t n) { return file.read(off, n); };
+  for (auto& [k, v] : modinfo_fields(read_at_file, file.size())) {
     if (k == "vermagic") m.vermagic = v;
     if (k == "version") m.version = v;
   }
@@ -177,34 +221,43 @@ bool read_at(const std::string& b, std::uint64_t off, T& out) {
 }  // namespace
 
 std::vector<std::pair<std::string, std::string>> modinfo_fields(const std::string& elf) {
+  return modinfo_fields([&](std::uint64_t off, std::size_t n) { return off < elf.size() ? elf.substr(off, n) : std::string(); },
+                        elf.size());
+}
+
+std::vector<std::pair<std::string, std::string>> modinfo_fields(const std::function<std::string(std::uint64_t, std::size_t)>& read,
+                                                                std::uint64_t file_size) {
   std::vector<std::pair<std::string, std::string>> out;
+  constexpr std::uint64_t k_max_part = 1 << 20;  // section table, .shstrtab, .modinfo: each far smaller
+  std::string head = read(0, 64);
   // ELF64, little endian only (x86_64 and aarch64 kernels).
-  if (elf.size() < 64 || elf.compare(0, 4, "\x7f" "ELF") != 0 || elf[4] != 2 || elf[5] != 1) return out;
+  if (head.size() < 64 || head.compare(0, 4, "\x7f" "ELF") != 0 || head[4] != 2 || head[5] != 1) return out;
   std::uint64_t shoff = 0;
   std::uint16_t shentsize = 0, shnum = 0, shstrndx = 0;
-  if (!read_at(elf, 0x28, shoff) || !read_at(elf, 0x3A, shentsize) || !read_at(elf, 0x3C, shnum) || !read_at(elf, 0x3E, shstrndx))
+  if (!read_at(head, 0x28, shoff) || !read_at(head, 0x3A, shentsize) || !read_at(head, 0x3C, shnum) || !read_at(head, 0x3E, shstrndx))
     return out;
-  if (shentsize < 64 || shstrndx >= shnum) return out;
+  if (shentsize < 64 || shstrndx >= shnum || std::uint64_t{shnum} * shentsize > k_max_part || shoff > file_size) return out;
+  const std::string table = read(shoff, std::size_t{shnum} * shentsize);
   auto section = [&](std::uint16_t i, std::uint32_t& name, std::uint64_t& off, std::uint64_t& size) {
-    std::uint64_t h = shoff + std::uint64_t{i} * shentsize;
-    return read_at(elf, h, name) && read_at(elf, h + 0x18, off) && read_at(elf, h + 0x20, size) && off <= elf.size() &&
-           size <= elf.size() - off;
+    std::uint64_t h = std::uint64_t{i} * shentsize;
+    return read_at(table, h, name) && read_at(table, h + 0x18, off) && read_at(table, h + 0x20, size) && off <= file_size &&
+           size <= file_size - off && size <= k_max_part;
   };
   std::uint32_t n = 0;
   std::uint64_t stroff = 0, strsize = 0;
   if (!section(shstrndx, n, stroff, strsize)) return out;
+  const std::string strtab = read(stroff, strsize);
   for (std::uint16_t i = 0; i < shnum; ++i) {
     std::uint64_t off = 0, size = 0;
-    if (!section(i, n, off, size) || n >= strsize) continue;
-    std::string_view strtab(elf.data() + stroff, strsize);
-    std::string_view name = strtab.substr(n);
+    if (!section(i, n, off, size) || n >= strtab.size()) continue;
+    std::string_view name = std::string_view(strtab).substr(n);
     name = name.substr(0, name.find('\0'));
     if (name != ".modinfo") continue;
-    std::string_view data(elf.data() + off, size);
+    const std::string data = read(off, size);
     for (std::size_t pos = 0; pos < data.size();) {
       std::size_t end = data.find('\0', pos);
-      if (end == std::string_view::npos) end = data.size();
-      std::string_view entry = data.substr(pos, end - pos);
+      if (end == std::string::npos) end = data.size();
+      std::string_view entry = std::string_view(data).substr(pos, end - pos);
       if (auto eq = entry.find('='); eq != std::string_view::npos)
         out.emplace_back(std::string(entry.substr(0, eq)), std::string(entry.substr(eq + 1)));
       pos = end + 1;

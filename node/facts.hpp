@@ -6,7 +6,9 @@
 // node) so that tests use a fake tree. Reading never fails: what is absent
 // stays empty, and the checks turn that into SKIP or FAIL with a reason.
 
+#include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,6 +35,7 @@ struct NodeFacts {
   int nvswitches = 0;             // NVIDIA bridge functions (NVSwitch)
   std::string os;                 // as the operator names it: ID + VERSION_ID, "ubuntu24.04"
   std::string kernel;             // uname -r
+  std::string kernel_problem;     // why the root's kernel release was not used ("" when it was)
   std::string platform;           // "linux/amd64"
   std::string proc_version;       // first line of /proc/driver/nvidia/version, "" without a driver
   std::string module_version;     // /sys/module/nvidia/version
@@ -47,5 +50,10 @@ NodeFacts read_node_facts(const std::filesystem::path& root);
 
 // The .modinfo fields of an ELF kernel module; empty when `elf` is not one.
 std::vector<std::pair<std::string, std::string>> modinfo_fields(const std::string& elf);
+// The same from a file of file_size bytes read by parts, read(offset, n) giving
+// at most n bytes: only the header, section table, .shstrtab and .modinfo are
+// read, each at most 1 MiB.
+std::vector<std::pair<std::string, std::string>> modinfo_fields(const std::function<std::string(std::uint64_t, std::size_t)>& read,
+                                                                std::uint64_t file_size);
 
 }  // namespace gb::node

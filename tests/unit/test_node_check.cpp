@@ -1,6 +1,9 @@
 // `gpubundle node check` against a fake node: a sysfs/proc/dev tree written
 // here, and the stand-in NVML and CUDA libraries from tests/fakes, steered by
 // environment variables the fakes read on every call.
+#include <sys/resource.h>
+#include <sys/stat.h>
+
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <cstring>
@@ -308,5 +311,39 @@ TEST_CASE("node check reads nvidia.ko's vermagic and version", "[node]") {
     auto r3 = gb::node::check_node(options(node, e));
     CHECK(find(r3, "module").status == Status::Fail);
     CHECK(find(r3, "module").detail.find("not signed") != std::string::npos);
+  }
+}
+
+TEST_CASE("node facts under a hostile --root: bounded, never blocking, never above it", "[node][hostile]") {
+  FakeNode node;
+  const fs::path r = node.root();
+  SECTION("a FIFO at etc/os-release is not opened for a read that would wait") {
+    fs::remove(r / "etc/os-release");
+    fs::create_directories(r / "etc");
+    REQUIRE(::mkfifo((r / "etc/os-release").c_str(), 0644) == 0);
+    auto f = gb::node::read_node_facts(r);  // would block forever on a plain open()
+    CHECK(f.os.empty());
+  }
+  SECTION("a kernel release that climbs out is refused, not walked") {
+    put(r / "proc/sys/kernel/osrelease", "../..\n");
+    auto f = gb::node::read_node_facts(r);
+    CHECK(f.kernel.empty());
+    CHECK(f.kernel_problem.find("'../..' (proc/sys/kernel/osrelease) is not a kernel release") != std::string::npos);
+    CHECK_FALSE(f.module_file);
+    auto res = gb::node::check_node(options(node));
+    CHECK(find(res, "kernel").status == Status::Fail);
+  }
+  SECTION("a sparse 1 GiB nvidia.ko is read in bounded parts") {
+    std::string info = "version=580.159.04\0vermagic=6.18.44-gpu SMP mod_unload \0"s;
+    fs::path ko = r / "lib/modules/6.18.44-gpu/kernel/drivers/video/nvidia.ko";
+    put(ko, tiny_module(info));
+    fs::resize_file(ko, 1ULL << 30);  // a hole: no disk, and no memory unless read whole
+    struct rusage before {}, after {};
+    ::getrusage(RUSAGE_SELF, &before);
+    auto f = gb::node::read_node_facts(r);
+    ::getrusage(RUSAGE_SELF, &after);
+    REQUIRE(f.module_file);
+    CHECK(f.module_file->vermagic == "6.18.44-gpu SMP mod_unload ");
+    CHECK(after.ru_maxrss - before.ru_maxrss < 64 * 1024);  // KiB: far below the file's 1 GiB
   }
 }
