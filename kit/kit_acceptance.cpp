@@ -168,6 +168,19 @@ parse_log() {
     # Numbers go into the JSON as the log spells them (3e+06 too), never reformatted.
     function num(s, what) { if (s !~ /^-?[0-9]+(\.[0-9]+)?(e[+-]?[0-9]+)?$/) bad(what " " s " is not a number"); return s }
     function wrong(s) { if (s == "N/A") return "null"; if (s !~ /^[0-9]+$/) bad("#wrong " s " is not a count"); if (s + 0 > 0) wrongs++; return s + 0 }
+    # Every string from the log goes into the JSON through jstr: a type, op or
+    # host name that is not a plain word is refused, and escaping is kept anyway.
+    function word(s, what) { if (s !~ /^[A-Za-z0-9_.:-]+$/ || length(s) > 253) bad(what " " s " is not a plain name"); return s }
+    function jstr(s,   out, i, c) {
+      out = ""
+      for (i = 1; i <= length(s); i++) {
+        c = substr(s, i, 1)
+        if (c == "\\" || c == "\"") out = out "\\" c
+        else if (c < " ") out = out sprintf("\\u%04x", index("\001\002\003\004\005\006\007\010\011\012\013\014\015\016\017\020\021\022\023\024\025\026\027\030\031\032\033\034\035\036\037", c))
+        else out = out c
+      }
+      return "\"" out "\""
+    }
     function side(t, a, b, w) { return "{\"timeUs\": " num(t, "time") ", \"algBw\": " num(a, "algbw") ", \"busBw\": " num(b, "busbw") ", \"wrong\": " wrong(w) "}" }
     /^# nccl-tests version / && match($0, /nccl-library=[0-9]+/) {
       code = substr($0, RSTART + 13, RLENGTH - 13) + 0
@@ -176,7 +189,7 @@ parse_log() {
     /NCCL version [0-9]+\.[0-9]+\.[0-9]+/ { match($0, /NCCL version [0-9]+\.[0-9]+\.[0-9]+/); version = substr($0, RSTART + 13, RLENGTH - 13) }
     /^#  *Rank  *[0-9]+ / {
       seen_ranks++
-      for (i = 1; i < NF; i++) if ($i == "on") { if (!(($(i + 1)) in host_seen)) { host_seen[$(i + 1)] = 1; hosts[++nhosts] = $(i + 1) }; break }
+      for (i = 1; i < NF; i++) if ($i == "on") { h = word($(i + 1), "host"); if (!(h in host_seen)) { host_seen[h] = 1; hosts[++nhosts] = h }; break }
     }
     /NCCL failure|Test failure|Test NCCL failure|CUDA failure/ { bad("the test failed: " $0) }
     /^#  *size  *count  *type  *redop  *root / { table = 1; next }
@@ -184,8 +197,8 @@ parse_log() {
     /^# Avg bus bandwidth *:/ { avg = num($6, "avg bus bandwidth"); have_avg = 1; next }
     table && !have_avg && $1 ~ /^[0-9]+$/ {
       if (NF != 13) bad("a table row with " NF " columns, not 13 (truncated?)")
-      if (type == "") { type = $3; redop = $4 }
-      rows[++n] = "{\"bytes\": " num($1, "size") ", \"count\": " num($2, "count") ", \"type\": \"" $3 "\", \"redop\": \"" $4 "\", \"root\": " num($5, "root") \
+      if (type == "") { type = word($3, "type"); redop = word($4, "redop") }
+      rows[++n] = "{\"bytes\": " num($1, "size") ", \"count\": " num($2, "count") ", \"type\": " jstr(word($3, "type")) ", \"redop\": " jstr(word($4, "redop")) ", \"root\": " num($5, "root") \
                   ",\n     \"outOfPlace\": " side($6, $7, $8, $9) ",\n     \"inPlace\": " side($10, $11, $12, $13) "}"
     }
     END {
@@ -199,14 +212,14 @@ parse_log() {
       if (nhosts > 0) gpus = int(seen_ranks / nhosts)
       if (nodes_json == "") {
         nodes_json = "["
-        for (i = 1; i <= nhosts; i++) nodes_json = nodes_json (i > 1 ? ", " : "") "\"" hosts[i] "\""
+        for (i = 1; i <= nhosts; i++) nodes_json = nodes_json (i > 1 ? ", " : "") jstr(hosts[i])
         nodes_json = nodes_json "]"
       }
       passed = (wrongs == 0 && oob + 0 == 0 && avg + 0 >= min_bw + 0 && !job_failed)
       printf "{\n  \"schemaVersion\": 1,\n  \"kind\": \"gpubundle.nccl\",\n  \"test\": \"all_reduce_perf\",\n" > out
-      printf "  \"startedAt\": \"%s\",\n  \"image\": \"%s\",\n  \"nodes\": %s,\n", started, image, nodes_json > out
-      printf "  \"gpusPerNode\": %d,\n  \"ranks\": %d,\n  \"ncclVersion\": \"%s\",\n", gpus, ranks, version > out
-      printf "  \"dataType\": \"%s\", \"redOp\": \"%s\",\n  \"rows\": [\n", type, redop > out
+      printf "  \"startedAt\": %s,\n  \"image\": %s,\n  \"nodes\": %s,\n", jstr(started), jstr(image), nodes_json > out
+      printf "  \"gpusPerNode\": %d,\n  \"ranks\": %d,\n  \"ncclVersion\": %s,\n", gpus, ranks, jstr(version) > out
+      printf "  \"dataType\": %s, \"redOp\": %s,\n  \"rows\": [\n", jstr(type), jstr(redop) > out
       for (i = 1; i <= n; i++) printf "    %s%s\n", rows[i], (i < n ? "," : "") > out
       printf "  ],\n  \"avgBusBw\": %s,\n  \"outOfBounds\": %d,\n  \"minBusBw\": %s,\n  \"passed\": %s\n}\n", avg, oob, min_bw + 0, (passed ? "true" : "false") > out
       close(out)
