@@ -64,4 +64,21 @@ expect "mirror from a closed port" "$closed" "$closed refused the connection" \
   "mirror: 0 of 6 images checked, 6 not; nothing was downloaded" mirror "http://$closed"
 expect "mirror from a name that does not resolve" "no-such-host.invalid" "unknown host no-such-host.invalid" \
   "mirror: 0 of 6 images checked, 6 not; nothing was downloaded" mirror "https://no-such-host.invalid"
+# Two hosts down at once: one line each, whatever the number of images.
+"$PY" - "$W/site.lock.json" "$W/two.lock.json" "$closed/other/image:1.0" <<'PYEOF'
+import copy, json, sys
+lock = json.load(open(sys.argv[1]))
+extra = copy.deepcopy(lock["images"][0])
+extra.update(source=sys.argv[3], digest="", components=["extra"])
+extra.pop("siteDigest", None)
+lock["images"].append(extra)
+json.dump(lock, open(sys.argv[2], "w"), indent=2)
+PYEOF
+printf 'hosts:\n  "%s":\n    mirrors: ["https://%s"]\n    fallback: false\n' "$up" "$up" > "$W/m.yaml"
+rc=0
+"$GB" -q --store "$W/s3" mirror "$W/two.lock.json" --registry-config "$W/m.yaml" 2> "$W/err" || rc=$?
+[[ $rc == 1 && $(grep -c . "$W/err") == 3 ]] || { cat "$W/err"; fail "two hosts down: exit $rc, not 1 with three lines"; }
+grep -q "$up answered plain HTTP" "$W/err" && grep -q "$closed refused the connection" "$W/err" &&
+  tail -n 1 "$W/err" | grep -q "mirror: 0 of 7 images checked, 7 not; nothing was downloaded" || { cat "$W/err"; fail "two hosts down"; }
+pass "two hosts down: one line each, then the closing line"
 echo "unreachable: all checks passed"
