@@ -232,18 +232,21 @@ Result<MirrorSummary> mirror_images(Lock& lock, Store& store, ImageSource& sourc
     auto it = stored.find(plans[i].entry->source);
     check_image(plans[i], store, source, it == stored.end() ? std::nullopt : std::optional<StoredImage>(it->second), options.locked);
   });
-  std::size_t unchecked = 0;
+  std::vector<std::string> unchecked;  // the images with a problem, named in the closing line
   for (auto& p : plans) {
     problems.insert(problems.end(), p.problems.begin(), p.problems.end());
-    unchecked += !p.problems.empty();
+    if (!p.problems.empty()) unchecked.push_back(p.entry->source);
   }
   if (!problems.empty()) {
     progress.end("check failed");
     std::vector<std::string> told = source.by_host(problems);
     if (told != problems) {
       // A host that could not be talked to: its one line, not one per image.
-      told.push_back("mirror: " + std::to_string(plans.size() - unchecked) + " of " + std::to_string(plans.size()) +
-                     " images checked, " + std::to_string(unchecked) + " not; nothing was downloaded");
+      std::string names;
+      for (std::size_t i = 0; i < unchecked.size() && i < 3; ++i) names += (i ? ", " : "") + unchecked[i];
+      if (unchecked.size() > 3) names += " and " + std::to_string(unchecked.size() - 3) + " more";
+      told.push_back("mirror: " + std::to_string(plans.size() - unchecked.size()) + " of " + std::to_string(plans.size()) +
+                     " images checked, " + std::to_string(unchecked.size()) + " not (" + names + "); nothing was downloaded");
       return op_error(join(told, "\n"));
     }
     std::string msg = std::to_string(problems.size()) + (problems.size() == 1 ? " problem" : " problems") +

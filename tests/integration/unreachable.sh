@@ -27,7 +27,8 @@ expect() {
   local lines
   lines=$(grep -c . "$W/err" || true)
   ((lines == 2)) || { cat "$W/err"; fail "$name: $lines lines on stderr, not 2 (the host's and the closing one)"; }
-  (($(grep -c -F "$host" "$W/err") == 1)) || { cat "$W/err"; fail "$name: $host not named exactly once"; }
+  # (the closing line may name images, whose references can hold the host)
+  (($(head -n -1 "$W/err" | grep -c -F "$host") == 1)) || { cat "$W/err"; fail "$name: $host not named in exactly one line"; }
   head -n 1 "$W/err" | grep -q -F "$want" || { cat "$W/err"; fail "$name: the first line does not say '$want'"; }
   tail -n 1 "$W/err" | grep -q -F "$closing" || { cat "$W/err"; fail "$name: the last line does not say '$closing'"; }
   pass "$name: $(head -n 1 "$W/err" | cut -c1-150)"
@@ -52,18 +53,20 @@ printf 'hosts:\n  "%s":\n    caFile: %s\n' "$tls" "$(echo "$tls_json" | "$PY" -c
   fail "import with caFile"
 pass "the fixes named work: http:// and caFile"
 
-# mirror: the upstream host's only endpoint is the broken one.
+# mirror: the upstream host's only endpoint is the broken one. The closing
+# line names the first three images that could not be checked.
+first_ref=$(jget "$W/site.lock.json" 'd["images"][0]["source"]')
 mirror() {
   printf 'hosts:\n  "%s":\n    mirrors: ["%s"]\n    fallback: false\n' "$up" "$1" > "$W/m.yaml"
   rm -rf "$W/s2"
   "$GB" -q --store "$W/s2" mirror "$W/site.lock.json" --registry-config "$W/m.yaml"
 }
 expect "mirror from a plain HTTP registry at https://" "$up" "$up answered plain HTTP to a TLS hello: write the mirror as http://$up in --registry-config" \
-  "mirror: 0 of 6 images checked, 6 not; nothing was downloaded" mirror "https://$up"
+  "mirror: 0 of 6 images checked, 6 not ($first_ref, " mirror "https://$up"
 expect "mirror from a closed port" "$closed" "$closed refused the connection" \
-  "mirror: 0 of 6 images checked, 6 not; nothing was downloaded" mirror "http://$closed"
+  "mirror: 0 of 6 images checked, 6 not ($first_ref, " mirror "http://$closed"
 expect "mirror from a name that does not resolve" "no-such-host.invalid" "unknown host no-such-host.invalid" \
-  "mirror: 0 of 6 images checked, 6 not; nothing was downloaded" mirror "https://no-such-host.invalid"
+  "mirror: 0 of 6 images checked, 6 not ($first_ref, " mirror "https://no-such-host.invalid"
 # Two hosts down at once: one line each, whatever the number of images.
 "$PY" - "$W/site.lock.json" "$W/two.lock.json" "$closed/other/image:1.0" <<'PYEOF'
 import copy, json, sys
@@ -79,6 +82,6 @@ rc=0
 "$GB" -q --store "$W/s3" mirror "$W/two.lock.json" --registry-config "$W/m.yaml" 2> "$W/err" || rc=$?
 [[ $rc == 1 && $(grep -c . "$W/err") == 3 ]] || { cat "$W/err"; fail "two hosts down: exit $rc, not 1 with three lines"; }
 grep -q "$up answered plain HTTP" "$W/err" && grep -q "$closed refused the connection" "$W/err" &&
-  tail -n 1 "$W/err" | grep -q "mirror: 0 of 7 images checked, 7 not; nothing was downloaded" || { cat "$W/err"; fail "two hosts down"; }
+  tail -n 1 "$W/err" | grep -q "mirror: 0 of 7 images checked, 7 not (.* and 4 more); nothing was downloaded" || { cat "$W/err"; fail "two hosts down"; }
 pass "two hosts down: one line each, then the closing line"
 echo "unreachable: all checks passed"
