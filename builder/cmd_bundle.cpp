@@ -7,11 +7,13 @@
 #include "bundles/bundle.hpp"
 #include "bundles/delta.hpp"
 #include "bundles/kit_files.hpp"
+#include <sys/stat.h>
 #include <unistd.h>
 #include "common/files.hpp"
 #include "common/log.hpp"
 #include "common/progress.hpp"
 #include "common/strings.hpp"
+#include "common/time.hpp"
 #include "mirror/chart_fetch.hpp"
 #include "mirror/store.hpp"
 #include "recipes/chart_source.hpp"
@@ -111,8 +113,15 @@ int inspect(Globals& g, const std::string& file) {
   std::uint64_t total = 0;
   for (const auto& f : m.files) total += f.size;
   std::printf("bundle %s  (volume %d of %d%s)\n", m.bundle_id.c_str(), m.volume, m.volumes, m.delta ? ", delta" : "");
-  // created comes only from SOURCE_DATE_EPOCH, so that builds stay reproducible.
-  std::printf("created   %s\n", m.created.empty() ? "not recorded (SOURCE_DATE_EPOCH was unset at build)" : m.created.c_str());
+  // created comes only from SOURCE_DATE_EPOCH, so that builds stay
+  // reproducible; without it, the file's own time is the best there is.
+  std::string created = m.created;
+  if (created.empty()) {
+    created = "not recorded (SOURCE_DATE_EPOCH was unset at build)";
+    struct stat st {};
+    if (::stat(file.c_str(), &st) == 0) created += "; the file was written " + rfc3339_utc(st.st_mtime);
+  }
+  std::printf("created   %s\n", created.c_str());
   std::printf("signer    key %s (not checked here: run bundle verify)\n", signer.c_str());
   std::printf("tool      %s\n", m.tool.c_str());
   std::printf("recipe    %s: GPU Operator %s, %s driver %s, %s, GPUs %s\n", lock.recipe_name.c_str(), lock.operator_version.c_str(),

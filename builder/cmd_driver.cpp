@@ -55,8 +55,8 @@ CommandSpec driver_command() {
       "depmod output, userspace, firmware in /opt/lib/firmware and gpubundle's nvidia-driver entrypoint. Tags are "
       "<branch>-<kernel>-<osTag>, as the operator with usePrecompiled=true looks them up. With --lock, the lock "
       "records them as built here, with their digests.",
-      "gpubundle driver build site.yaml --installer NVIDIA-Linux-x86_64-580.95.05.run --kernel-build "
-      "/lib/modules/6.1.0-57-amd64/build --lock site.lock.json",
+      "gpubundle driver build precompiled.yaml --installer NVIDIA-Linux-x86_64-580.95.05.run --kernel-build "
+      "/lib/modules/6.1.0-57-amd64/build --lock precompiled.lock.json",
       [](CLI::App& app, Globals& g) -> std::function<int()> {
         app.require_subcommand(1);
         CLI::App* build = app.add_subcommand("build", "Build and store the precompiled driver images");

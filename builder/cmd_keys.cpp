@@ -65,11 +65,13 @@ CommandSpec keys_command() {
         gen_cmd->add_option("--type", gen->type, "ed25519 (default) or ecdsa-p256");
         gen->pass.declare(*gen_cmd);
         gen_cmd->add_flag("--force", gen->force, "Replace existing NAME.key / NAME.pub");
+        gen_cmd->footer("Example:\n  gpubundle keys generate --out site-a --passphrase-env GB_KEY_PASS");
 
         // keys id
         auto id_path = std::make_shared<std::string>();
         CLI::App* id_cmd = app.add_subcommand("id", "Print the key id of a public key (NAME.pub)");
         id_cmd->add_option("pubkey", *id_path, "Public key, PEM")->required();
+        id_cmd->footer("Example:\n  gpubundle keys id release.pub");
 
         // keys sign
         struct Sign {
@@ -82,6 +84,7 @@ CommandSpec keys_command() {
         sign_cmd->add_option("--key", sign->key, "Private key (NAME.key)")->required();
         sign_cmd->add_option("-o,--output", sign->out, "Signature file (default FILE.sig)");
         sign->pass.declare(*sign_cmd);
+        sign_cmd->footer("Example:\n  gpubundle keys sign site-a.lock.json --key release.key");
 
         // keys verify
         struct Verify {
@@ -94,6 +97,7 @@ CommandSpec keys_command() {
         verify_cmd->add_option("--sig", verify->sig, "Signature file (default FILE.sig)");
         verify_cmd->add_option("--pubkey", verify->pubkeys, "Trusted public key (repeatable)");
         verify_cmd->add_option("--keyring", verify->keyring, "Folder of trusted *.pub keys");
+        verify_cmd->footer("Example:\n  gpubundle keys verify site-a.lock.json --pubkey release.pub");
 
         // keys sign-module
         struct SignModule {
@@ -112,6 +116,7 @@ CommandSpec keys_command() {
         sm_cmd->add_flag("--no-strip", sm->no_strip, "Keep debug info (default: strip --strip-debug first)");
         sm_cmd->add_option("--strip-program", sm->strip, "The binutils strip to run (default: strip from PATH)");
         sm->pass.declare(*sm_cmd);
+        sm_cmd->footer("Example:\n  gpubundle keys sign-module nvidia.ko --sign-key mok.key --sign-cert mok.crt");
 
         // keys verify-module
         auto vm = std::make_shared<std::pair<std::string, std::string>>();
@@ -119,6 +124,7 @@ CommandSpec keys_command() {
             app.add_subcommand("verify-module", "Utility: check a signed module's signature against a certificate");
         vm_cmd->add_option("module", vm->first, "Signed kernel module")->required();
         vm_cmd->add_option("--cert", vm->second, "The signer's X.509 certificate, PEM or DER")->required();
+        vm_cmd->footer("Example:\n  gpubundle keys verify-module nvidia.ko --cert mok.crt");
 
         return [&g, gen, gen_cmd, id_path, id_cmd, sign, sign_cmd, verify, verify_cmd, sm, sm_cmd, vm,
                 vm_cmd]() -> int {

@@ -67,6 +67,7 @@ CommandSpec node_command() {
         auto o = std::make_shared<Opts>();
         CLI::App* detect = app.add_subcommand("detect", "Write the recipe's target section for this node");
         detect->add_option("-o,--output", o->out, "Write the YAML (JSON with --json) here (default: stdout)");
+        detect->footer("Example:\n  gpubundle node detect -o site-a.target.yaml");
         CLI::App* check = app.add_subcommand("check", "Check this node against a lock, a recipe or a baked overlay");
         auto* lock = check->add_option("--lock", o->lock, "The lock the site's bundle was made from");
         auto* recipe = check->add_option("--recipe", o->recipe, "A recipe, when there is no lock");
@@ -76,6 +77,7 @@ CommandSpec node_command() {
         check->add_option("--expect-gpus", o->expect_gpus, "GPUs this node must have (default: any number)")->check(CLI::Range(0, 64));
         check->add_option("--xid-wait-ms", o->xid_wait_ms, "How long to listen for XID events (default 1000)")->check(CLI::Range(0, 60000));
         check->add_flag("--no-cuda", o->no_cuda, "Skip the CUDA workload");
+        check->footer("Example:\n  gpubundle node check --lock site-a.lock.json --expect-gpus 8");
         check->add_option("--lib-dir", o->lib_dirs, "Look for libnvidia-ml.so.1 and libcuda.so.1 here first (repeatable)");
         for (CLI::App* sub : {detect, check})
           sub->add_option("--root", o->root, "Read sysfs, /proc, /dev and /etc below this folder (default /)");

@@ -108,6 +108,10 @@ int export_overlay(Globals& g, const ExportArgs& a) {
   return 0;
 }
 
+constexpr const char* node_image_example =
+    "gpubundle node-image bake site.yaml --installer NVIDIA-Linux-x86_64-580.95.05.run "
+    "--kernel-build /lib/modules/6.1.0-57-amd64/build --sign-key mok.key --sign-cert mok.crt -o overlay/ --lock site.lock.json";
+
 }  // namespace
 
 CommandSpec node_image_command() {
@@ -123,8 +127,7 @@ CommandSpec node_image_command() {
       "(localhost/gpubundle/node-overlay:<version>-<osTag>); with --lock it joins the lock, so `bundle create` "
       "carries it and `import` pushes it. `node-image export` writes the files back out, from the store or "
       "straight from a verified bundle on the air-gapped side.",
-      "gpubundle node-image bake site.yaml --installer NVIDIA-Linux-x86_64-580.95.05.run "
-      "--kernel-build /lib/modules/6.1.0-57-amd64/build --sign-key mok.key --sign-cert mok.crt -o overlay/ --lock site.lock.json",
+      node_image_example,
       [](CLI::App& app, Globals& g) -> std::function<int()> {
         app.require_subcommand(1);
         CLI::App* bake_cmd = app.add_subcommand("bake", "Build the overlay, install.sh, manifest.json and values fragment");
@@ -140,6 +143,7 @@ CommandSpec node_image_command() {
         bake_cmd->add_option("--os-tag", b->os_tag, "OS tag of the artifact's tag (default: from --lock, else target.os)");
         bake_cmd->add_option("--lock", b->lock, "Lock file to update: the overlay joins it (origin \"built\") so bundles carry it");
         bake_cmd->add_flag("--no-store", b->no_store, "Write the folder only; do not store the artifact");
+        bake_cmd->footer(std::string("Example:\n  ") + node_image_example);
 
         CLI::App* exp = app.add_subcommand("export", "Write a stored or bundled overlay back out as files");
         auto e = std::make_shared<ExportArgs>();
@@ -149,6 +153,7 @@ CommandSpec node_image_command() {
         exp->add_option("--pubkey", e->pubkeys, "Trusted public key (repeatable), with --bundle");
         exp->add_option("--keyring", e->keyring, "Folder of trusted *.pub keys, with --bundle");
         exp->add_flag("--insecure-skip-signature", e->skip_signature, "Do not check the bundle's signature (loudly warned)");
+        exp->footer("Example:\n  gpubundle node-image export -o node-overlay/");
 
         return [&g, b, e, bake_cmd]() -> int {
           if (bake_cmd->parsed()) return bake(g, *b);

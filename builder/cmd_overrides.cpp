@@ -21,7 +21,7 @@ CommandSpec overrides_command() {
       "where the operator supports them), install.sh (helm upgrade --install, with --dry-run), verify.sh, mig.sh, "
       "time-slicing.yaml, alerts.yaml, containerd and CRI-O mirror config, and manifest.json. No registry is "
       "contacted. See docs/install-kit.md.",
-      "gpubundle overrides site-a.lock.json --registry registry.site:5000/gpu --chart gpu-operator-v24.9.2.tgz -o kit/",
+      "gpubundle overrides site-a.lock.json --registry registry.site:5000/gpu --chart gpu-operator-v26.7.0.tgz -o kit/",
       [](CLI::App& app, Globals& g) -> std::function<int()> {
         auto lock_path = std::make_shared<std::string>();
         auto registry = std::make_shared<std::string>();

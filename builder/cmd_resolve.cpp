@@ -49,7 +49,7 @@ CommandSpec resolve_command() {
       "Needs no network: a remote chart (Helm repository, oci://) is read from the store's copy that `gpubundle mirror` "
       "fetched, or pass --chart. Writes the lock with -o; prints a table, or the lock itself with --json. "
       "Chart sources and lock names: docs/lock.md.",
-      "gpubundle resolve examples/precompiled.yaml --chart gpu-operator-v24.9.2.tgz -o site-a.lock.json",
+      "gpubundle resolve examples/precompiled.yaml --chart gpu-operator-v26.7.0.tgz -o site-a.lock.json",
       [](CLI::App& app, Globals& g) -> std::function<int()> {
         auto recipe_path = std::make_shared<std::string>();
         auto chart = std::make_shared<std::string>();

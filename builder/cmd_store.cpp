@@ -111,6 +111,7 @@ CommandSpec store_command() {
                                   std::pair{"fsck", "Verify every blob and reference; exit 1 on any problem"},
                                   std::pair{"gc", "Remove unreferenced blobs, temp files and partial downloads"}}) {
           auto* sub = app.add_subcommand(name, help);
+          sub->footer("Example:\n  gpubundle --store /srv/gpubundle store " + std::string(name));
           sub->callback([which, n = std::string(name)] { *which = n; });
           if (std::string(name) == "fsck")
             sub->add_flag("--repair", *repair, "Remove corrupt blobs (the next mirror fetches them again)");

@@ -158,6 +158,21 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
   // them before the first byte leaves; a blob the site has is never read.
   std::vector<BlobJob> jobs = uploads;
   jobs.insert(jobs.end(), mounts.begin(), mounts.end());
+  // A failure talking to the site: a host that could not be talked to at all
+  // in one line (not one per image or blob), then what the site got.
+  auto at_site = [&](const Failure& f) -> Failure {
+    std::vector<std::string> lines = client.by_host(split(f.message, '\n'));
+    std::size_t done = report.destinations.size();
+    std::string last = "import: " + std::to_string(done) + " of " + std::to_string(plans.size()) + " images pushed";
+    if (report.blobs_pushed + report.blobs_mounted + report.manifests_pushed == 0)
+      last += "; nothing at the site changed";
+    else
+      last += ", " + std::to_string(plans.size() - done) + " not (" + std::to_string(report.blobs_pushed) + " blobs and " +
+              std::to_string(report.manifests_pushed) + " manifests pushed, " + std::to_string(report.blobs_mounted) +
+              " blobs mounted); importing again pushes the rest";
+    lines.push_back(last);
+    return Failure{f.kind, join(lines, "\n")};
+  };
   std::vector<char> needed(jobs.size(), 0), manifest_there(manifest_jobs.size(), 0), complete(plans.size(), 0);
   auto head_manifest = [&](std::size_t k) -> Result<void> {
     const ManifestJob& mj = manifest_jobs[k];
@@ -171,7 +186,7 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
     complete[i] = manifest_there[first_manifest[i + 1] - 1] && !o.check_blobs;
     return r;
   });
-  if (!tops) return tops.error();
+  if (!tops) return at_site(tops.error());
   std::vector<std::size_t> children;  // manifest jobs still to ask about
   for (std::size_t i = 0; i < plans.size(); ++i)
     for (std::size_t k = first_manifest[i]; k + 1 < first_manifest[i + 1]; ++k)
@@ -195,7 +210,7 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
     else needed[b] = 1;
     return {};
   });
-  if (!headed) return headed.error();
+  if (!headed) return at_site(headed.error());
   std::set<std::string> to_push;
   std::uint64_t total = 0;
   for (std::size_t i = 0; i < jobs.size(); ++i) {
@@ -294,7 +309,7 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
       }
       return {};
     });
-    if (!r) return r.error();
+    if (!r) return at_site(r.error());
     if (!missing.empty()) {
       std::sort(missing.begin(), missing.end());
       return op_error("this delta bundle leaves out " + std::to_string(missing.size()) +
@@ -334,8 +349,9 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
     }
     return {};
   };
-  if (auto r = parallel_try(uploads.size(), o.jobs, [&](std::size_t i) { return push(i); }); !r) return r.error();
-  if (auto r = parallel_try(mounts.size(), o.jobs, [&](std::size_t i) { return push(uploads.size() + i); }); !r) return r.error();
+  if (auto r = parallel_try(uploads.size(), o.jobs, [&](std::size_t i) { return push(i); }); !r) return at_site(r.error());
+  if (auto r = parallel_try(mounts.size(), o.jobs, [&](std::size_t i) { return push(uploads.size() + i); }); !r)
+    return at_site(r.error());
 
   // 4. Manifests, in order, those the site lacked.
   auto r = parallel_try(plans.size(), o.jobs, [&](std::size_t i) -> Result<void> {
@@ -363,7 +379,7 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
     report.destinations.push_back(p.tagged.str());
     return {};
   });
-  if (!r) return r.error();
+  if (!r) return at_site(r.error());
   std::sort(report.destinations.begin(), report.destinations.end());
   progress.end(std::to_string(report.blobs_pushed) + " blobs pushed (" + human_bytes(report.bytes_pushed) + "), " +
                std::to_string(report.blobs_mounted) + " mounted, " + std::to_string(report.blobs_present) + " already there");

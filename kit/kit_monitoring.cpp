@@ -240,7 +240,8 @@ std::vector<KitFile> monitoring_files(const Lock& lock, const KitRecipe& recipe,
   cm << YAML::EndMap << YAML::EndMap;
   std::string cm_text = yaml_header(lock, options,
                                     "The Grafana dashboard for the Grafana sidecar (labels " + label_list(recipe.monitoring.dashboard) +
-                                        ", recipe monitoring.dashboardLabels): apply it in the namespace the sidecar watches.") +
+                                        ", recipe monitoring.dashboardLabels): apply it in the namespace the sidecar watches, or "
+                                        "import monitoring/grafana-dashboard.json by hand (Dashboards > New > Import).") +
                         cm.c_str() + "\n";
   return {
       {"alerts.yaml", alerts_yaml(lock, recipe, options), 0644},

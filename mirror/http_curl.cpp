@@ -1,4 +1,5 @@
 // The libcurl transport: the only file that includes http_curl.hpp.
+#include <cerrno>
 #include <cstring>
 #include <mutex>
 #include <vector>
@@ -19,6 +20,7 @@ NetError net_error(CURLcode code) {
     case CURLE_COULDNT_RESOLVE_HOST: return NetError::Resolve;
     case CURLE_COULDNT_RESOLVE_PROXY: return NetError::Proxy;
     case CURLE_COULDNT_CONNECT: return NetError::Connect;
+    case CURLE_SSL_CONNECT_ERROR: return NetError::TlsHandshake;
     case CURLE_PEER_FAILED_VERIFICATION: return NetError::TlsVerify;
     case CURLE_SSL_CACERT_BADFILE: return NetError::TlsCaFile;
     case CURLE_SSL_CERTPROBLEM: return NetError::TlsClientCert;
@@ -204,6 +206,16 @@ Response CurlTransport::perform(const Request& req) {
   if (code != CURLE_OK && resp.error == NetError::None) {
     resp.error = net_error(code);
     resp.error_text = errbuf[0] ? std::string(errbuf) : std::string(curl_easy_strerror(code));
+    long os_errno = 0;
+    curl_easy_getinfo(c, CURLINFO_OS_ERRNO, &os_errno);
+    if (code == CURLE_COULDNT_CONNECT && os_errno == ECONNREFUSED) resp.error = NetError::ConnRefused;
+    if (code == CURLE_OPERATION_TIMEDOUT && resp.status == 0) {
+      // No TCP connection, or (https) no TLS session, when time ran out.
+      curl_off_t connected = 0, app_connected = 0;
+      curl_easy_getinfo(c, CURLINFO_CONNECT_TIME_T, &connected);
+      curl_easy_getinfo(c, CURLINFO_APPCONNECT_TIME_T, &app_connected);
+      if (connected == 0 || (starts_with(req.url, "https://") && app_connected == 0)) resp.error = NetError::ConnectTimeout;
+    }
   } else if (code != CURLE_OK && resp.error_text.empty()) {
     resp.error_text = curl_easy_strerror(code);
   }
@@ -211,6 +223,7 @@ Response CurlTransport::perform(const Request& req) {
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, nullptr);
   curl_easy_setopt(c, CURLOPT_ERRORBUFFER, nullptr);
   give_handle(std::move(easy));
+  classify_tls_failure(*this, req, resp);  // a plain HTTP server at an https:// URL
   return resp;
 }
 

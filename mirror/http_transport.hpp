@@ -29,7 +29,11 @@ enum class NetError {
   None,
   Resolve,       // the host name does not resolve
   Proxy,         // the proxy name does not resolve
-  Connect,       // no connection
+  Connect,       // no connection (no route, network down, ...)
+  ConnRefused,   // the host refused the connection: nothing listens on that port
+  ConnectTimeout,// no connection (or TLS session) before the connect timeout
+  PlainHttp,     // an https:// URL whose peer answered the TLS hello in plain HTTP
+  TlsHandshake,  // the TLS handshake failed otherwise (protocol, cipher, alert)
   TlsVerify,     // the peer's certificate failed verification
   TlsCaFile,     // the CA file cannot be used
   TlsClientCert, // the client certificate or key cannot be used
@@ -67,6 +71,9 @@ struct Response {
   std::string error_text;                      // the transport's own words, for messages
   std::map<std::string, std::string> headers;  // names lower-cased; repeats joined by ", "
   std::string body;
+  // Not sent: the host failed this way earlier in the run (a host_level
+  // error, registry_session.cpp); never retried.
+  bool remembered = false;
 
   std::string header(const std::string& name) const {
     auto it = headers.find(name);
@@ -90,6 +97,18 @@ public:
   // Thread-safe: called from many threads at once.
   virtual Response perform(const Request& req) = 0;
 };
+
+// Failures about a host as a whole, not one exchange: no connection, no TLS
+// session, a plain HTTP server at an https:// URL. Every request to that
+// host would meet the same (registry_session.cpp reports it once per host).
+bool host_level(NetError e);
+
+// A TLS handshake with an https:// URL failed (NetError::TlsHandshake): is
+// it a plain HTTP server? Asks the same host and port once over http://
+// (GET /v2/, through `t`); any HTTP answer at all makes it NetError::PlainHttp.
+// This needs no OpenSSL wording ("wrong version number", "packet length too
+// long" differ by version). Other responses are left as they are.
+void classify_tls_failure(Transport& t, const Request& req, Response& resp);
 
 struct TransportOptions {
   int connect_timeout_s = 15;

@@ -40,6 +40,7 @@ public:
   }
   Result<std::string> get_url(const std::string& url) override { return m_client.get_url(url); }
   std::uint64_t bytes_downloaded() const override { return m_client.stats().blob_bytes_downloaded; }
+  std::vector<std::string> by_host(const std::vector<std::string>& lines) const override { return m_client.by_host(lines); }
 
 private:
   mutable RegistryClient m_client;
@@ -231,9 +232,23 @@ Result<MirrorSummary> mirror_images(Lock& lock, Store& store, ImageSource& sourc
     auto it = stored.find(plans[i].entry->source);
     check_image(plans[i], store, source, it == stored.end() ? std::nullopt : std::optional<StoredImage>(it->second), options.locked);
   });
-  for (auto& p : plans) problems.insert(problems.end(), p.problems.begin(), p.problems.end());
+  std::vector<std::string> unchecked;  // the images with a problem, named in the closing line
+  for (auto& p : plans) {
+    problems.insert(problems.end(), p.problems.begin(), p.problems.end());
+    if (!p.problems.empty()) unchecked.push_back(p.entry->source);
+  }
   if (!problems.empty()) {
     progress.end("check failed");
+    std::vector<std::string> told = source.by_host(problems);
+    if (told != problems) {
+      // A host that could not be talked to: its one line, not one per image.
+      std::string names;
+      for (std::size_t i = 0; i < unchecked.size() && i < 3; ++i) names += (i ? ", " : "") + unchecked[i];
+      if (unchecked.size() > 3) names += " and " + std::to_string(unchecked.size() - 3) + " more";
+      told.push_back("mirror: " + std::to_string(plans.size() - unchecked.size()) + " of " + std::to_string(plans.size()) +
+                     " images checked, " + std::to_string(unchecked.size()) + " not (" + names + "); nothing was downloaded");
+      return op_error(join(told, "\n"));
+    }
     std::string msg = std::to_string(problems.size()) + (problems.size() == 1 ? " problem" : " problems") +
                       " found before downloading anything:";
     for (const auto& p : problems) msg += "\n  " + p;
@@ -310,6 +325,15 @@ Result<MirrorSummary> mirror_images(Lock& lock, Store& store, ImageSource& sourc
     if (!res) {
       progress.end("failed");
       (void)store.sync_blobs();  // best effort: what did arrive is kept either way, named or as partials
+      std::vector<std::string> lines = split(res.error().message, '\n');
+      std::vector<std::string> told = source.by_host(lines);
+      if (told != lines) {
+        std::size_t whole = std::count(pending.begin(), pending.end(), std::size_t{0});
+        told.push_back("mirror: " + std::to_string(whole) + " of " + std::to_string(plans.size()) +
+                       " images have every blob in the store, " + std::to_string(plans.size() - whole) +
+                       " not; blobs fetched so far are kept for the next run");
+        return Failure{res.error().kind, join(told, "\n")};
+      }
       return Failure{res.error().kind, "mirror failed; blobs fetched so far are kept for the next run:\n" + res.error().message};
     }
   }

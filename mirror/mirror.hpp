@@ -42,6 +42,9 @@ public:
   virtual Result<void> fetch_blobs(std::vector<BlobRequest> requests, const std::function<void(std::uint64_t)>& on_bytes) = 0;
   virtual Result<std::string> get_url(const std::string& url) = 0;
   virtual std::uint64_t bytes_downloaded() const = 0;
+  // Failure lines told per host where a host could not be talked to at all
+  // (RegistryClient::by_host): that host's one line instead of one per image.
+  virtual std::vector<std::string> by_host(const std::vector<std::string>& lines) const { return lines; }
 };
 
 // The real source: a RegistryClient.

@@ -3,6 +3,7 @@
 // fall-through rule, registry_session.hpp).
 #include "mirror/registry.hpp"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "common/log.hpp"
@@ -33,6 +34,24 @@ RegistryClient::Stats RegistryClient::stats() const {
   s.blobs_mounted = m_impl->n_mounted;
   s.retries = m_impl->n_retries;
   return s;
+}
+
+std::vector<std::string> RegistryClient::host_problems() const {
+  std::vector<std::string> lines;
+  for (const auto& d : m_impl->hosts_down())
+    if (lines.empty() || lines.back() != d.line) lines.push_back(d.line);
+  return lines;
+}
+
+std::vector<std::string> RegistryClient::by_host(const std::vector<std::string>& lines) const {
+  auto down = m_impl->hosts_down();
+  if (down.empty()) return lines;
+  std::vector<std::string> out = host_problems();
+  for (const auto& line : lines) {
+    bool told = std::any_of(down.begin(), down.end(), [&](const auto& d) { return ends_with(line, d.summary); });
+    if (!told) out.push_back(line);
+  }
+  return out;
 }
 
 namespace {

@@ -179,6 +179,18 @@ public:
   };
   Stats stats() const;
 
+  // One line per host this client could not talk to at all (nothing
+  // listening, an unknown name, no answer, TLS, a plain HTTP server at an
+  // https:// URL), with the fix, sorted: e.g. "127.0.0.1:5000 refused the
+  // connection (nothing listens on that port): is the registry running, and
+  // is the port right?". Such a host is asked once per run: later requests
+  // to it fail at once with the same words.
+  std::vector<std::string> host_problems() const;
+  // Failure lines of many requests told per host: host_problems() first,
+  // then the lines that no host problem explains (those that end with one
+  // are dropped). `lines` unchanged when every host answered.
+  std::vector<std::string> by_host(const std::vector<std::string>& lines) const;
+
 private:
   struct Impl;
   std::unique_ptr<Impl> m_impl;

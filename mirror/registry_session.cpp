@@ -47,30 +47,45 @@ std::string http_problem(const http::Response& r, const std::string& fallback) {
   return out;
 }
 
-// A transport failure, one line: never the URL's query (tokens) or userinfo.
+}  // namespace
+
+// A transport failure, one line with the fix: never the URL's query (tokens)
+// or userinfo. The same words for every request to the host, so that the
+// lines of many requests fold into one per host (host_problems()).
 std::string transport_problem(const http::Response& r, const std::string& url) {
   std::string host = http::url_host(url);
   const std::string& err = r.error_text;
   switch (r.error) {
-    case http::NetError::Resolve: return "unknown host " + host + " (could not resolve it)";
+    case http::NetError::Resolve: return "unknown host " + host + " (it does not resolve): check the name, or this machine's DNS";
     case http::NetError::Proxy: return "could not resolve the proxy for " + host + ": " + err;
+    case http::NetError::ConnRefused:
+      return host + " refused the connection (nothing listens on that port): is the registry running, and is the port right?";
+    case http::NetError::ConnectTimeout:
+      return host + " did not answer before the connect timeout: check the address, and any firewall on the way";
+    case http::NetError::PlainHttp:
+      return host + " answered plain HTTP to a TLS hello: use http://" + host +
+             " (in --registry, or as the mirror's URL), or plainHttp: true for " + host + " in --registry-config";
+    case http::NetError::TlsHandshake: return "TLS handshake with " + host + " failed: " + err;
     case http::NetError::TlsVerify:
-      return "TLS verification of " + host + " failed: " + err + " (give its CA as caFile in the registry config)";
-    case http::NetError::TlsCaFile: return "cannot read the CA file for " + host + ": " + err;
-    case http::NetError::TlsClientCert: return "cannot use the client certificate for " + host + ": " + err;
+      return "TLS verification of " + host + " failed: " + err + ": trust its CA with caFile for " + host +
+             " in --registry-config (or add it to this machine's CAs)";
+    case http::NetError::TlsCaFile: return "cannot read the CA file for " + host + ": " + err + ": check caFile in --registry-config";
+    case http::NetError::TlsClientCert:
+      return "cannot use the client certificate for " + host + ": " + err + ": check clientCert and clientKey in --registry-config";
     case http::NetError::Timeout: return "transfer from " + host + " stalled or timed out: " + err;
-    case http::NetError::Connect: return "cannot connect to " + host + ": " + err;
+    case http::NetError::Connect: return "cannot connect to " + host + ": " + err + ": check the address and the network path";
     default: return host + ": " + err;
   }
 }
 
-}  // namespace
-
 bool retryable(const http::Response& r) {
+  if (r.remembered) return false;
   switch (r.error) {
     case http::NetError::None:
       return r.status == 429 || r.status == 408 || (r.status >= 500 && r.status != 501 && r.status != 505);
     case http::NetError::Connect:
+    case http::NetError::ConnRefused:
+    case http::NetError::ConnectTimeout:
     case http::NetError::Broken:
     case http::NetError::Timeout:
       return true;
@@ -145,11 +160,59 @@ bool RegistryClient::Impl::backoff(int attempt, const http::Response& r, std::ch
   return true;
 }
 
+namespace {
+// "https://host:443": the key of a host's state (the same host over http and https differs).
+std::string origin_key(const std::string& url) {
+  auto o = http::url_origin(url);
+  return o ? o->scheme + "://" + o->host + ":" + std::to_string(o->port) : url;
+}
+}  // namespace
+
+std::optional<http::Response> RegistryClient::Impl::known_down(const std::string& url) {
+  std::lock_guard lock(m_down_mutex);
+  auto it = m_down.find(origin_key(url));
+  if (it == m_down.end()) return std::nullopt;
+  http::Response r = it->second.response;
+  r.remembered = true;
+  return r;
+}
+
+void RegistryClient::Impl::note_down(const std::string& url, const http::Response& r) {
+  if (!http::host_level(r.error)) return;
+  HostDown d{r, registry::transport_problem(r, url), {}};
+  d.line = d.summary;
+  if (r.error == http::NetError::PlainHttp) {
+    // The fix depends on what the URL was: a configured mirror, or the host itself.
+    std::string host = http::url_host(url);
+    bool mirror = false;
+    for (const auto& [name, h] : config.hosts)
+      for (const auto& m : h.mirrors) mirror = mirror || origin_key(m) == origin_key(url);
+    d.line = host + " answered plain HTTP to a TLS hello: " +
+             (mirror ? "write the mirror as http://" + host + " in --registry-config"
+                     : "use http://" + host + " (--registry http://" + host + "/...), or plainHttp: true for " + host +
+                           " in --registry-config");
+  }
+  std::lock_guard lock(m_down_mutex);
+  m_down.try_emplace(origin_key(url), std::move(d));
+}
+
+std::vector<RegistryClient::Impl::HostDown> RegistryClient::Impl::hosts_down() const {
+  std::lock_guard lock(m_down_mutex);
+  std::vector<HostDown> out;
+  for (const auto& [origin, d] : m_down) out.push_back(d);
+  std::sort(out.begin(), out.end(), [](const HostDown& a, const HostDown& b) { return a.line < b.line; });
+  return out;
+}
+
 http::Response RegistryClient::Impl::perform(const http::Request& req) {
+  // A host that could not be talked to at all is not asked again in this run:
+  // every request would meet the same, each after its own retries.
+  if (auto down = known_down(req.url)) return *down;
   ++n_requests;
   http::Response r = transport->perform(req);
   if (log::level() >= log::Level::Verbose)
     log::verbose(req.method + " " + log::redact_url(req.url) + " -> " + (r.answered() ? std::to_string(r.status) : r.error_text));
+  if (!registry::retryable(r)) note_down(req.url, r);
   return r;
 }
 
@@ -158,8 +221,11 @@ http::Response RegistryClient::Impl::with_retries(const http::Request& req) {
   std::chrono::milliseconds waited{0};
   for (int attempt = 0;; ++attempt) {
     r = perform(req);
-    if (!registry::retryable(r) || attempt >= options.retries) return r;
-    if (!backoff(attempt, r, waited)) return r;
+    if (!registry::retryable(r)) return r;
+    if (attempt >= options.retries || !backoff(attempt, r, waited)) {
+      note_down(req.url, r);  // retries spent: refused, or no answer
+      return r;
+    }
     ++n_retries;
     log::verbose("retrying " + req.method + " " + log::redact_url(req.url) + " (" +
                  (r.answered() ? std::to_string(r.status) : r.error_text) + ")");

@@ -44,6 +44,9 @@ inline constexpr std::uint64_t k_small_cap = 8ull << 20;      // error bodies, t
 
 // A transport failure or 429/408/5xx (but 501/505) that a retry may cure.
 bool retryable(const http::Response& r);
+// A transport failure as one line naming the URL's host and the fix, e.g.
+// "127.0.0.1:5000 answered plain HTTP to a TLS hello: use http://...".
+std::string transport_problem(const http::Response& r, const std::string& url);
 // The one mapping from an unsuccessful response to a Failure (see above).
 // `fallback` replaces the status's generic words ("manifest unknown").
 Failure failure(const std::string& what, const http::Response& r, const std::string& url, const std::string& fallback = {});
@@ -149,6 +152,15 @@ struct RegistryClient::Impl {
 
   struct BlobFetch;
 
+  // A host that could not be talked to at all (http::host_level): later
+  // requests to it get its failure without a request.
+  struct HostDown {
+    http::Response response;
+    std::string summary;  // what each request's failure ends with (registry::transport_problem)
+    std::string line;     // the host's one line, with the fix for what it was (a mirror, the host itself)
+  };
+  std::vector<HostDown> hosts_down() const;  // sorted by line
+
 private:
   using SteadyClock = std::chrono::steady_clock;
   struct Token {
@@ -161,6 +173,9 @@ private:
     std::string realm;
     std::string service;
   };
+
+  std::optional<http::Response> known_down(const std::string& url);
+  void note_down(const std::string& url, const http::Response& r);
 
   http::Response perform(const http::Request& req);
   http::Response with_retries(const http::Request& req);
@@ -177,6 +192,8 @@ private:
   std::map<std::string, HostAuth> m_host_auth;                     // by endpoint host
   std::map<std::string, Token> m_tokens;                           // by host + " " + scopes
   std::map<std::string, std::optional<Credential>> m_credentials;  // by host
+  mutable std::mutex m_down_mutex;
+  std::map<std::string, HostDown> m_down;  // by origin ("https://host:443")
 };
 
 }  // namespace gb

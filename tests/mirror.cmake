@@ -10,6 +10,11 @@ add_test(NAME chart-paths COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/c
 set_tests_properties(chart-paths PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 400)
 # Faulty registries and bad credentials: also run by the sanitizer job (docs/security.md).
 set_tests_properties(mirror-faults mirror-auth PROPERTIES LABELS hostile)
+# A registry that cannot be talked to at all (plain HTTP at https://, a closed
+# port, no CA, an unknown name): one line per host with the fix, then what was
+# pushed or stored, for import and mirror.
+add_test(NAME registry-unreachable COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/unreachable.sh $<TARGET_FILE:gpubundle>)
+set_tests_properties(registry-unreachable PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
 # The registry client against live docker-registry instances: its own Catch2
 # binary, so that unit_tests opens no socket and starts no process.
 add_executable(registry_live_tests ${CMAKE_CURRENT_SOURCE_DIR}/integration/registry_live.cpp

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # docs/cli.md and completions/gpubundle.bash cannot drift from the binary:
 # regenerate both and diff; every command and nested command has an example
-# in its --help; the bash completion script passes shellcheck and completes
+# in its --help that runs that command (the cli-examples test, cli_examples.sh,
+# runs them all); the bash completion script passes shellcheck and completes
 # commands, nested commands, options (the ones --help lists) and file paths.
 set -euo pipefail
 gpubundle=$1
@@ -27,6 +28,10 @@ for n in "${!paths[@]}"; do
   # shellcheck disable=SC2086  # a path is several words
   "$gpubundle" $p --help >"$work/help.$n" || fail "gpubundle $p --help failed"
   grep -q '^Example:' "$work/help.$n" || fail "gpubundle $p --help has no Example"
+  # Its own example, not one a nested command inherits from its parent
+  # (cli_examples.sh, the cli-examples test, runs each one).
+  awk '/^Example:/ { getline; print; exit }' "$work/help.$n" | grep -q "gpubundle \(--store [^ ]* \)\?$p\b" ||
+    fail "gpubundle $p --help: the example does not run 'gpubundle $p'"
 done
 
 # 3. The completion script: shellcheck, then complete as bash would.

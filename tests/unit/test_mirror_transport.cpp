@@ -365,3 +365,119 @@ TEST_CASE("transport: redirects carry Authorization to the same origin only", "[
     CHECK(last.header("Authorization:") == (same_origin ? "Authorization: Bearer SECRET" : ""));
   }
 }
+
+TEST_CASE("transport: a TLS handshake refused by a plain HTTP server is told apart by asking it in plain HTTP", "[transport]") {
+  auto handshake_failed = [] {
+    http::Response r;
+    r.error = http::NetError::TlsHandshake;
+    r.error_text = "OpenSSL: wrong version number";
+    return r;
+  };
+  http::Request req;
+  req.url = "https://user:pw@reg.test:5000/v2/lib/app/manifests/v1?x=1";
+
+  SECTION("an HTTP answer on the same port: PlainHttp, and the probe carries no path, query or userinfo") {
+    FakeTransport plain([](const Seen&) { return status(200); });
+    http::Response r = handshake_failed();
+    http::classify_tls_failure(plain, req, r);
+    CHECK(r.error == http::NetError::PlainHttp);
+    REQUIRE(plain.seen.size() == 1);
+    CHECK(plain.seen[0].method == "GET");
+    CHECK(plain.seen[0].url == "http://reg.test:5000/v2/");
+  }
+  SECTION("a 401 or 404 is an HTTP answer too") {
+    FakeTransport plain([](const Seen&) { return status(404); });
+    http::Response r = handshake_failed();
+    http::classify_tls_failure(plain, req, r);
+    CHECK(r.error == http::NetError::PlainHttp);
+  }
+  SECTION("no HTTP answer either: the handshake failure stays") {
+    FakeTransport silent([](const Seen&) {
+      Reply rep;
+      rep.error = http::NetError::Broken;
+      return rep;
+    });
+    http::Response r = handshake_failed();
+    http::classify_tls_failure(silent, req, r);
+    CHECK(r.error == http::NetError::TlsHandshake);
+  }
+  SECTION("only a TLS handshake failure of an https URL is probed") {
+    FakeTransport plain([](const Seen&) { return status(200); });
+    http::Response refused;
+    refused.error = http::NetError::ConnRefused;
+    http::classify_tls_failure(plain, req, refused);
+    http::Request over_http;
+    over_http.url = "http://reg.test:5000/v2/";
+    http::Response r = handshake_failed();
+    http::classify_tls_failure(plain, over_http, r);
+    CHECK(plain.seen.empty());
+    CHECK(refused.error == http::NetError::ConnRefused);
+    CHECK(r.error == http::NetError::TlsHandshake);
+  }
+}
+
+TEST_CASE("transport: a host that cannot be talked to is one line with the fix, asked once", "[transport]") {
+  auto failing = [](http::NetError e) {
+    return [e](const Seen& s) {
+      if (s.url.rfind("https://site.test", 0) != 0) return status(404);
+      Reply rep;
+      rep.error = e;
+      return rep;
+    };
+  };
+  struct Case {
+    http::NetError error;
+    const char* words;
+    std::size_t first_call_requests;  // retried or not
+  };
+  ClientOptions options;
+  options.retries = 2;
+  for (const Case& c : {Case{http::NetError::PlainHttp, "site.test answered plain HTTP to a TLS hello: use http://site.test", 1},
+                        Case{http::NetError::ConnRefused, "site.test refused the connection (nothing listens on that port)", 3},
+                        Case{http::NetError::ConnectTimeout, "site.test did not answer before the connect timeout", 3},
+                        Case{http::NetError::Resolve, "unknown host site.test (it does not resolve)", 1},
+                        Case{http::NetError::TlsVerify, "caFile for site.test in --registry-config", 1}}) {
+    CAPTURE(c.words);
+    Rig rig(failing(c.error), {}, options);
+    std::vector<std::string> lines;
+    for (const char* name : {"site.test/a:1", "site.test/b:1", "site.test/c:1"}) {
+      auto head = rig.client.head_manifest(image(name));
+      REQUIRE_FALSE(head.ok());
+      CHECK(head.error().kind == ErrorKind::Failed);
+      CHECK(has(head.error().message, c.words));
+      lines.push_back(head.error().message);
+      if (lines.size() == 1) CHECK(rig.fake->seen.size() == c.first_call_requests);
+    }
+    CHECK(rig.fake->seen.size() == c.first_call_requests);  // the other images asked nothing
+    auto hosts = rig.client.host_problems();
+    REQUIRE(hosts.size() == 1);
+    CHECK(has(hosts[0], c.words));
+    lines.push_back("other.test/x:1: manifest unknown (404)");
+    auto told = rig.client.by_host(lines);
+    REQUIRE(told.size() == 2);
+    CHECK(told[0] == hosts[0]);
+    CHECK(told[1] == "other.test/x:1: manifest unknown (404)");
+  }
+}
+
+TEST_CASE("transport: a dead mirror is asked once, and only its own line when the host answers", "[transport]") {
+  RegistryConfig config = with_mirror();
+  Rig rig(
+      [](const Seen& s) {
+        if (s.url.rfind("https://mirror.test", 0) == 0) {
+          Reply rep;
+          rep.error = http::NetError::PlainHttp;
+          return rep;
+        }
+        return manifest_reply();
+      },
+      config);
+  for (int i = 0; i < 3; ++i) REQUIRE(rig.client.get_manifest(image("reg.test/lib/app:v1")).ok());
+  CHECK(rig.fake->count("https://mirror.test/") == 1);
+  CHECK(rig.fake->count("https://reg.test/") == 3);
+  auto hosts = rig.client.host_problems();
+  REQUIRE(hosts.size() == 1);
+  CHECK(has(hosts[0], "mirror.test answered plain HTTP"));
+  // No failure line mentions it: by_host still leads with it, so a failed run says why the mirror was skipped.
+  CHECK(rig.client.by_host({"x"}) == std::vector<std::string>{hosts[0], "x"});
+}
