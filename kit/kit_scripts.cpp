@@ -339,7 +339,12 @@ json_string() {
 
 # The results as JSON, written beside FILE and renamed onto it.
 write_json() {
-  local i tmp="$json_file.tmp.$$"
+  local i tmp
+  # mktemp: a name nobody can guess or plant a link at beforehand.
+  if ! tmp="$(mktemp "$json_file.XXXXXX")" || ! chmod 0644 "$tmp"; then
+    echo "verify.sh: cannot write $json_file" >&2
+    return
+  fi
   if ! {
     printf '{\n  "schemaVersion": 1,\n  "kind": "gpubundle.verify",\n'
     printf '  "generator": %s,\n' "$(json_string "$generator")"

@@ -334,6 +334,11 @@ Result<void> check_release(const Release& release, const std::string& suite, std
   if (release.suite != suite && release.codename != suite)
     return op_error(what + ": is the Release of suite " + quote(release.suite) + " (codename " + quote(release.codename) +
                     "), not of " + quote(suite) + " (refused: a signed Release of another suite)");
+  // Ubuntu's pockets share their Codename (jammy-security: Codename jammy): a
+  // Codename match whose Suite is another pocket of it is that other suite.
+  if (release.suite != suite && starts_with(release.suite, suite + "-"))
+    return op_error(what + ": is the Release of suite " + quote(release.suite) + ", which shares the codename " + quote(suite) +
+                    " (refused: a signed Release of another suite)");
   if (release.valid_until && *release.valid_until <= now)
     return op_error(what + ": expired: Valid-Until " + rfc3339_utc(*release.valid_until) +
                     " has passed (a stale or replayed Release)");

@@ -26,6 +26,7 @@ constexpr std::uint64_t k_signature_max = 64ull << 10;
 // Bounds far above any distribution repo's primary.xml, still refusing a runaway one.
 constexpr std::uint64_t k_primary_max = 1ull << 30;       // packed
 constexpr std::uint64_t k_primary_open_max = 2ull << 30;  // decompressed
+constexpr std::uint64_t k_primary_max_ratio = 64;  // primary.xml packs 10-25x; more is a bomb
 constexpr size_t k_max_depth = 16;
 constexpr size_t k_max_attrs = 32;
 constexpr size_t k_max_name = 128;
@@ -152,9 +153,12 @@ private:
 
   // Appends [from, to) to out with entities decoded; false on a bad one.
   bool decode(size_t from, size_t to, std::string& out) {
+    // Every search stays inside [from, to): a search to the end of the
+    // document per text node made a large primary.xml quadratic.
+    const std::string_view span = m_doc.substr(0, to);
     for (size_t i = from; i < to;) {
-      size_t amp = m_doc.find('&', i);
-      if (amp == std::string_view::npos || amp >= to) amp = to;
+      size_t amp = span.find('&', i);
+      if (amp == std::string_view::npos) amp = to;
       for (size_t j = i; j < amp; ++j) {
         auto c = static_cast<unsigned char>(m_doc[j]);
         if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') {
@@ -164,8 +168,8 @@ private:
       }
       out.append(m_doc.substr(i, amp - i));
       if (amp == to) break;
-      size_t semi = m_doc.find(';', amp);
-      if (semi == std::string_view::npos || semi >= to || semi - amp > 10) {
+      size_t semi = span.substr(0, std::min(to, amp + 12)).find(';', amp);
+      if (semi == std::string_view::npos || semi - amp > 10) {
         m_pos = amp;
         return fail("an '&' that starts no entity");
       }
@@ -1053,7 +1057,16 @@ Result<std::vector<Package>> load_index(http::Transport& t, const PackageSource&
                       std::to_string(primary->size));
     if (auto got = sha256_hex(*packed); got != primary->sha256)
       return op_error(primary_url + ": sha256 " + got + " differs from the signed " + repomd_url + "'s " + primary->sha256);
-    auto xml = decompress(*packed, primary_url, primary->has_open_size ? primary->open_size : k_primary_open_max);
+    std::uint64_t open_max = primary->has_open_size ? primary->open_size : k_primary_open_max;
+    if (!*sig) {
+      // An unsigned repomd.xml (signatures: packages): its sizes are the
+      // sender's word, so the decompressed size is bounded by both what it
+      // declares and a plausible ratio to the bytes that came.
+      if (!primary->has_open_size)
+        return op_error(primary_url + ": the unsigned " + repomd_url + " declares no open-size for it; refused (createrepo_c always writes one)");
+      open_max = std::min<std::uint64_t>(open_max, std::max<std::uint64_t>(packed->size(), 1) * k_primary_max_ratio);
+    }
+    auto xml = decompress(*packed, primary_url, open_max);
     if (!xml) return xml.error();
     if (primary->has_open_size && xml->size() != primary->open_size)
       return op_error(primary_url + ": " + std::to_string(xml->size()) + " bytes decompressed, but the signed " + repomd_url + " says " +
@@ -1177,14 +1190,21 @@ Result<void> verify_package_signature(const std::filesystem::path& keyring, cons
   if (!checked) return checked.error();
   bool signed_ok = false;
   for (const auto& line : split(checked->out, '\n')) {
+    // "Payload SHA256 digest: BAD (Expected ... != ...)": bytes changed after
+    // signing, whoever signed; said as such, not as a missing signature.
+    if (line.find(" digest:") != std::string::npos && !ends_with(trim(line), ": OK"))
+      return op_error(what + ": its contents do not match its signed digests (" + bounded_line(std::string(trim(line))) + ")");
     if (line.find("Signature") == std::string::npos) continue;
     if (!ends_with(trim(line), ": OK"))
       return op_error(what + ": " + bounded_line(std::string(trim(line))) + " (checked against " + keyring.string() + ")");
     signed_ok = true;
   }
-  if (checked->status != 0 || !signed_ok)
+  if (!signed_ok)
     return op_error(what + ": not signed by a key in " + keyring.string() + " (rpmkeys: " +
                     bounded_line(std::string(trim(checked->out + checked->err))) + ")");
+  if (checked->status != 0)
+    return op_error(what + ": rpmkeys --checksig failed (exit " + std::to_string(checked->status) + "): " +
+                    bounded_line(std::string(trim(checked->out + checked->err))));
   // The signed header is the package the index named.
   auto header = run({"rpm", "--dbpath", db.string(), "-qp", "--nosignature", "--nodigest", "--qf",
                      "%{NAME} %{EPOCHNUM}:%{VERSION}-%{RELEASE} %{ARCH}", what});

@@ -170,6 +170,28 @@ rpmsign --delsign "$unsigned" >/dev/null 2>&1
 createrepo_c --quiet --update "$WWW/per-rpm/BaseOS" >/dev/null
 refused 1 "not signed by a key in $RPM_STANDIN_KEYRING" "$work/per-rpm.yaml" --kernel "$KVER" --dest "$work/t2s"
 [[ ! -e $work/t2s/$(basename "$unsigned") ]] || fail "the unsigned rpm was kept in dest"
+# The unsigned repomd.xml is the sender's word: a primary.xml.gz that opens to
+# 64 MiB from 64 KiB, declared as such, is stopped at 64x what came (4 MiB),
+# not read up to the 2 GiB bound.
+cp "$WWW/per-rpm/BaseOS/repodata/repomd.xml" "$work/per-rpm-repomd.good"
+/usr/bin/python3 - "$WWW/per-rpm/BaseOS/repodata" <<'EOF2'
+import gzip, hashlib, re, sys
+d = sys.argv[1]
+raw = b"<?xml version=\"1.0\"?>\n<metadata packages=\"0\">" + b" " * (64 << 20) + b"</metadata>\n"
+packed = gzip.compress(raw, 9)
+name = hashlib.sha256(packed).hexdigest() + "-primary.xml.gz"
+open(f"{d}/{name}", "wb").write(packed)
+text = open(f"{d}/repomd.xml").read()
+block = re.search(r'<data type="primary">.*?</data>', text, re.S).group(0)
+new = re.sub(r'<checksum type="sha256">[0-9a-f]+</checksum>', f'<checksum type="sha256">{hashlib.sha256(packed).hexdigest()}</checksum>', block)
+new = re.sub(r'<open-checksum type="sha256">[0-9a-f]+</open-checksum>', f'<open-checksum type="sha256">{hashlib.sha256(raw).hexdigest()}</open-checksum>', new)
+new = re.sub(r'<location href="[^"]+"/>', f'<location href="repodata/{name}"/>', new)
+new = re.sub(r'<size>\d+</size>', f'<size>{len(packed)}</size>', new)
+new = re.sub(r'<open-size>\d+</open-size>', f'<open-size>{len(raw)}</open-size>', new)
+open(f"{d}/repomd.xml", "w").write(text.replace(block, new))
+EOF2
+refused 1 "primary.xml.gz: decompresses to more than" "$work/per-rpm.yaml" --kernel "$KVER" --dest "$work/t2b"
+cp "$work/per-rpm-repomd.good" "$WWW/per-rpm/BaseOS/repodata/repomd.xml"
 
 # primary.xml edited (kernel-headers pointed at other bytes), repomd.xml and its signature as they were.
 primary=$(find "$base" -name '*-primary.xml.gz')
@@ -232,6 +254,12 @@ cp "$rpm_file" "$work/unsigned.rpm"
 rpmsign --delsign "$work/unsigned.rpm" >/dev/null 2>&1
 if verify "$RPM_STANDIN_KEYRING" "$work/unsigned.rpm" kernel-headers 6.1.0-1.el9 x86_64; then fail "an unsigned rpm passed"; fi
 grep -qF "$work/unsigned.rpm: not signed by a key in $RPM_STANDIN_KEYRING" "$work/err" || fail "unsigned: $(cat "$work/err")"
+# Signed, then its payload changed: named as such, not as unsigned.
+cp "$rpm_file" "$work/tampered.rpm"
+size=$(stat -c %s "$work/tampered.rpm")
+printf 'X' | dd of="$work/tampered.rpm" bs=1 seek=$((size - 20)) conv=notrunc 2>/dev/null
+if verify "$RPM_STANDIN_KEYRING" "$work/tampered.rpm" kernel-headers 6.1.0-1.el9 x86_64; then fail "a tampered rpm passed"; fi
+grep -qF "$work/tampered.rpm: its contents do not match its signed digests (" "$work/err" || fail "tampered: $(cat "$work/err")"
 
 # --- the site repository, read by dnf ----------------------------------------
 "$tool" "$work/recipe.yaml" --kernel "$KVER" --dest "$work/full" --site-repo "$work/site" --site-key "$work/site.key" \

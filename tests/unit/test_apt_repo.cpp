@@ -265,6 +265,17 @@ TEST_CASE("a Release names its suite, its expiry and its index files", "[apt]") 
   auto other = apt::check_release(*r, "bookworm-updates", until - 1, what);
   REQUIRE_FALSE(other.ok());
   CHECK_THAT(other.error().message, Catch::StartsWith(what + ": is the Release of suite 'stable' (codename 'bookworm'), not of 'bookworm-updates'"));
+  // A pocket sharing the Codename (Ubuntu: Suite jammy-security, Codename jammy)
+  // is not the suite jammy; Debian's stable-updates for bookworm-updates is.
+  apt::Release pocket = *r;
+  pocket.suite = "bookworm-security";
+  auto replay = apt::check_release(pocket, "bookworm", until - 1, what);
+  REQUIRE_FALSE(replay.ok());
+  CHECK_THAT(replay.error().message, Catch::Contains("is the Release of suite 'bookworm-security', which shares the codename 'bookworm'"));
+  apt::Release updates = *r;
+  updates.suite = "stable-updates";
+  updates.codename = "bookworm-updates";
+  CHECK(apt::check_release(updates, "bookworm-updates", until - 1, what).ok());
   auto expired = apt::check_release(*r, "bookworm", until, what);
   REQUIRE_FALSE(expired.ok());
   CHECK(expired.error().message == what + ": expired: Valid-Until 2026-12-05T10:00:00Z has passed (a stale or replayed Release)");
