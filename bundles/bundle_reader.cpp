@@ -256,7 +256,7 @@ private:
     detail::ArchiveReader a(archive_read_new());
     archive_read_support_format_tar(a.get());  // tar (ustar, pax, gnu) only; no filters: bundles are never compressed outside
     if (archive_read_open_filename(a.get(), path.c_str(), k_walk_block) != ARCHIVE_OK) {
-      problem(label + ": cannot open: " + archive_error_string(a.get()));
+      problem(label + ": cannot open: " + detail::archive_error(a.get()));
       return;
     }
     archive_entry* e = nullptr;
@@ -266,7 +266,7 @@ private:
                                     std::tuple{k_volume_signature, &signature_text, k_max_signature}}) {
       int rc = archive_read_next_header(a.get(), &e);
       if (rc != ARCHIVE_OK) {
-        problem(label + ": not a gpubundle volume: " + (rc == ARCHIVE_EOF ? "empty" : archive_error_string(a.get())));
+        problem(label + ": not a gpubundle volume: " + (rc == ARCHIVE_EOF ? "empty" : detail::archive_error(a.get())));
         return;
       }
       std::string why = unsafe_reason(e);
@@ -280,7 +280,7 @@ private:
         return;
       }
       if (!read_all(a.get(), *out)) {
-        problem(label + ": truncated in " + std::string(name) + ": " + archive_error_string(a.get()));
+        problem(label + ": truncated in " + std::string(name) + ": " + detail::archive_error(a.get()));
         return;
       }
       m_report.bytes += out->size();
@@ -392,7 +392,7 @@ private:
       }
       m_placed.push_back({&f, {volume, *offset}});
     }
-    if (rc != ARCHIVE_EOF) problem(label + ": truncated or damaged after " + std::to_string(names.size()) + " entries: " + archive_error_string(a));
+    if (rc != ARCHIVE_EOF) problem(label + ": truncated or damaged after " + std::to_string(names.size()) + " entries: " + detail::archive_error(a));
     std::vector<std::string> missing;
     for (const auto& [path, f] : expected)
       if (!names.count(path)) missing.push_back(path);
@@ -632,7 +632,7 @@ Result<VolumeManifest> read_volume_manifest(const std::filesystem::path& volume,
   archive_read_support_format_tar(a.get());
   std::string label = volume.filename().string();
   if (archive_read_open_filename(a.get(), volume.c_str(), k_walk_block) != ARCHIVE_OK)
-    return input_error(volume.string() + ": cannot open: " + archive_error_string(a.get()));
+    return input_error(volume.string() + ": cannot open: " + detail::archive_error(a.get()));
   archive_entry* e = nullptr;
   std::string texts[2];
   for (int i = 0; i < 2; ++i) {

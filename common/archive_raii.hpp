@@ -6,6 +6,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <memory>
+#include <string>
 
 namespace gb::detail {
 
@@ -22,5 +23,12 @@ struct ArchiveEntryFree {
 using ArchiveWriter = std::unique_ptr<archive, ArchiveWriteFree>;
 using ArchiveReader = std::unique_ptr<archive, ArchiveReadFree>;
 using ArchiveEntry = std::unique_ptr<archive_entry, ArchiveEntryFree>;
+
+// archive_error_string() may return NULL (a damaged archive can say nothing):
+// never put it into a std::string unguarded.
+inline std::string archive_error(archive* a) {
+  const char* e = archive_error_string(a);
+  return e && *e ? e : "damaged or unreadable archive";
+}
 
 }  // namespace gb::detail

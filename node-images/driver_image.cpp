@@ -39,7 +39,7 @@ Result<bool> lib_is_symlink(const BaseImage& base, const BaseSource& src) {
     archive_read_support_filter_all(a.get());
     archive_read_support_format_tar(a.get());
     if (archive_read_open_filename(a.get(), p.c_str(), 1 << 16) != ARCHIVE_OK)
-      return op_error("base layer " + l.value("digest", "") + ": " + archive_error_string(a.get()));
+      return op_error("base layer " + l.value("digest", "") + ": " + detail::archive_error(a.get()));
     archive_entry* e;
     while (archive_read_next_header(a.get(), &e) == ARCHIVE_OK) {
       std::string name = archive_entry_pathname(e);

@@ -182,7 +182,7 @@ Result<void> extract_makeself(const fs::path& run, const MakeselfHeader& header,
   archive_read_support_format_tar(a.get());
   if (archive_read_open(a.get(), src.get(), nullptr, payload_read, nullptr) != ARCHIVE_OK)
     return input_error(run.string() + ": truncated or damaged payload at byte " + std::to_string(header.payload_offset) +
-                       ": " + archive_error_string(a.get()));
+                       ": " + detail::archive_error(a.get()));
   // unpack.hpp: no entry, link or hard link resolves outside dest.
   auto entries = detail::unpack_entries(a.get(), dest, run.string(), {});
   if (!entries) return entries.error();

@@ -92,7 +92,7 @@ Result<LayerBlob> LayerBuilder::write_tar(const fs::path& out, std::vector<Layer
   archive_write_set_format_pax_restricted(a.get());
   archive_write_set_bytes_in_last_block(a.get(), 1);
   if (archive_write_open(a.get(), &sink, nullptr, sink_write, nullptr) != ARCHIVE_OK)
-    return op_error(out.string() + ": " + archive_error_string(a.get()));
+    return op_error(out.string() + ": " + detail::archive_error(a.get()));
   auto epoch = source_date_epoch();
   if (!epoch) return epoch.error();
   const std::int64_t mtime = epoch->value_or(0);
@@ -126,13 +126,13 @@ Result<LayerBlob> LayerBuilder::write_tar(const fs::path& out, std::vector<Layer
       rec.type = "file";
       rec.size = size;
       if (archive_write_header(a.get(), ae.get()) != ARCHIVE_OK)
-        return op_error(out.string() + ": writing " + path + ": " + (sink.error.empty() ? archive_error_string(a.get()) : sink.error));
+        return op_error(out.string() + ": writing " + path + ": " + (sink.error.empty() ? detail::archive_error(a.get()) : sink.error));
       Sha256 hash;
       // Clang 14 cannot capture a structured binding: name the path explicitly.
       auto put = [&, &entry_path = path](const char* data, std::size_t n) -> Result<void> {
         hash.update(data, n);
         if (n && archive_write_data(a.get(), data, n) < 0)
-          return op_error(out.string() + ": writing " + entry_path + ": " + (sink.error.empty() ? archive_error_string(a.get()) : sink.error));
+          return op_error(out.string() + ": writing " + entry_path + ": " + (sink.error.empty() ? detail::archive_error(a.get()) : sink.error));
         return {};
       };
       if (e.source.empty()) {
@@ -155,11 +155,11 @@ Result<LayerBlob> LayerBuilder::write_tar(const fs::path& out, std::vector<Layer
       continue;
     }
     if (archive_write_header(a.get(), ae.get()) != ARCHIVE_OK)
-      return op_error(out.string() + ": writing " + path + ": " + (sink.error.empty() ? archive_error_string(a.get()) : sink.error));
+      return op_error(out.string() + ": writing " + path + ": " + (sink.error.empty() ? detail::archive_error(a.get()) : sink.error));
     if (records) records->push_back(std::move(rec));
   }
   if (archive_write_close(a.get()) != ARCHIVE_OK)
-    return op_error(out.string() + ": " + (sink.error.empty() ? archive_error_string(a.get()) : sink.error));
+    return op_error(out.string() + ": " + (sink.error.empty() ? detail::archive_error(a.get()) : sink.error));
   if (auto r = file->commit(); !r) return r.error();
   return LayerBlob{out, sink.hash.hex(), sink.size};
 }
@@ -174,14 +174,14 @@ Result<LayerBlob> gzip_layer(const fs::path& tar, const fs::path& out) {
   archive_write_add_filter_gzip(a.get());
   // No timestamp in the gzip header: the same tar gives the same blob.
   if (archive_write_set_filter_option(a.get(), "gzip", "timestamp", nullptr) != ARCHIVE_OK)
-    return op_error(std::string("libarchive gzip: cannot turn the timestamp off: ") + archive_error_string(a.get()));
+    return op_error(std::string("libarchive gzip: cannot turn the timestamp off: ") + detail::archive_error(a.get()));
   archive_write_set_bytes_per_block(a.get(), 0);
   if (archive_write_open(a.get(), &sink, nullptr, sink_write, nullptr) != ARCHIVE_OK)
-    return op_error(out.string() + ": " + archive_error_string(a.get()));
+    return op_error(out.string() + ": " + detail::archive_error(a.get()));
   detail::ArchiveEntry ae(archive_entry_new());
   archive_entry_set_filetype(ae.get(), AE_IFREG);
   archive_entry_set_pathname(ae.get(), "layer.tar");
-  if (archive_write_header(a.get(), ae.get()) != ARCHIVE_OK) return op_error(out.string() + ": " + archive_error_string(a.get()));
+  if (archive_write_header(a.get(), ae.get()) != ARCHIVE_OK) return op_error(out.string() + ": " + detail::archive_error(a.get()));
   std::ifstream in(tar, std::ios::binary);
   if (!in) return op_error(tar.string() + ": cannot open");
   std::string buf(1 << 16, '\0');
@@ -189,10 +189,10 @@ Result<LayerBlob> gzip_layer(const fs::path& tar, const fs::path& out) {
     in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
     auto n = in.gcount();
     if (n > 0 && archive_write_data(a.get(), buf.data(), static_cast<size_t>(n)) < 0)
-      return op_error(out.string() + ": " + (sink.error.empty() ? archive_error_string(a.get()) : sink.error));
+      return op_error(out.string() + ": " + (sink.error.empty() ? detail::archive_error(a.get()) : sink.error));
   }
   if (archive_write_close(a.get()) != ARCHIVE_OK)
-    return op_error(out.string() + ": " + (sink.error.empty() ? archive_error_string(a.get()) : sink.error));
+    return op_error(out.string() + ": " + (sink.error.empty() ? detail::archive_error(a.get()) : sink.error));
   if (auto r = file->commit(); !r) return r.error();
   return LayerBlob{out, sink.hash.hex(), sink.size};
 }

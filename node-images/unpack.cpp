@@ -177,7 +177,7 @@ private:
     la_int64_t offset = 0;
     std::uint64_t end = 0;
     for (int rc; (rc = archive_read_data_block(in, &buf, &size, &offset)) != ARCHIVE_EOF;) {
-      if (rc < ARCHIVE_WARN) return input_error(m_source + ": truncated or damaged in '" + name + "': " + archive_error_string(in));
+      if (rc < ARCHIVE_WARN) return input_error(m_source + ": truncated or damaged in '" + name + "': " + detail::archive_error(in));
       m_bytes += size;
       if (m_bytes > m_limits.max_bytes)
         return input_error(m_source + ": unpacks to more than " + std::to_string(m_limits.max_bytes >> 20) + " MiB; refused");
@@ -258,7 +258,7 @@ Result<std::uint64_t> unpack_entries(archive* in, const fs::path& dest, const st
     int rc = archive_read_next_header(in, &e);
     if (rc == ARCHIVE_EOF) break;
     if (rc < ARCHIVE_WARN)
-      return input_error(source + ": truncated or damaged after " + std::to_string(w.entries()) + " entries: " + archive_error_string(in));
+      return input_error(source + ": truncated or damaged after " + std::to_string(w.entries()) + " entries: " + detail::archive_error(in));
     if (auto r = w.add(in, e); !r) return r.error();
   }
   return w.entries();
@@ -271,7 +271,7 @@ Result<void> unpack_rpm(const fs::path& rpm, const fs::path& dest, const UnpackL
   archive_read_support_filter_all(in.get());
   archive_read_support_format_cpio(in.get());
   if (archive_read_open_filename(in.get(), rpm.c_str(), 1 << 16) != ARCHIVE_OK)
-    return input_error(rpm.string() + ": not an rpm package: " + archive_error_string(in.get()));
+    return input_error(rpm.string() + ": not an rpm package: " + detail::archive_error(in.get()));
   auto n = detail::unpack_entries(in.get(), dest, rpm.string(), limits);
   if (!n) return n.error();
   return {};
@@ -281,13 +281,13 @@ Result<void> unpack_deb(const fs::path& deb, const fs::path& dest, const UnpackL
   detail::ArchiveReader outer(archive_read_new());
   archive_read_support_format_ar(outer.get());
   if (archive_read_open_filename(outer.get(), deb.c_str(), 1 << 16) != ARCHIVE_OK)
-    return input_error(deb.string() + ": not a Debian package: " + archive_error_string(outer.get()));
+    return input_error(deb.string() + ": not a Debian package: " + detail::archive_error(outer.get()));
   bool magic = false;
   for (;;) {
     archive_entry* e = nullptr;
     int rc = archive_read_next_header(outer.get(), &e);
     if (rc == ARCHIVE_EOF) break;
-    if (rc < ARCHIVE_WARN) return input_error(deb.string() + ": not a Debian package: " + archive_error_string(outer.get()));
+    if (rc < ARCHIVE_WARN) return input_error(deb.string() + ": not a Debian package: " + detail::archive_error(outer.get()));
     std::string member = archive_entry_pathname(e) ? archive_entry_pathname(e) : "";
     if (member == "debian-binary") {
       char v[8] = {};
@@ -302,7 +302,7 @@ Result<void> unpack_deb(const fs::path& deb, const fs::path& dest, const UnpackL
     archive_read_support_filter_all(inner.get());
     archive_read_support_format_tar(inner.get());
     if (archive_read_open(inner.get(), src.get(), nullptr, member_read, nullptr) != ARCHIVE_OK)
-      return input_error(deb.string() + ": " + member + ": " + archive_error_string(inner.get()));
+      return input_error(deb.string() + ": " + member + ": " + detail::archive_error(inner.get()));
     auto n = detail::unpack_entries(inner.get(), dest, deb.string(), limits);
     if (!n) return n.error();
     return {};

@@ -24,7 +24,7 @@ Result<std::map<std::string, std::string>> read_chart_files(const std::string& b
   archive_read_support_format_tar(a.get());
   archive_read_support_format_gnutar(a.get());
   if (archive_read_open_memory(a.get(), bytes.data(), bytes.size()) != ARCHIVE_OK)
-    return input_error(label + ": not a chart archive: " + archive_error_string(a.get()));
+    return input_error(label + ": not a chart archive: " + detail::archive_error(a.get()));
   std::map<std::string, std::string> files;
   archive_entry* entry = nullptr;
   int rc;
@@ -38,10 +38,10 @@ Result<std::map<std::string, std::string>> read_chart_files(const std::string& b
     if (archive_entry_size(entry) > k_max_chart_file) return input_error(label + ": " + path + " is too large");
     std::string content(static_cast<size_t>(archive_entry_size(entry)), '\0');
     if (archive_read_data(a.get(), content.data(), content.size()) != static_cast<la_ssize_t>(content.size()))
-      return input_error(label + ": cannot read " + path + ": " + archive_error_string(a.get()));
+      return input_error(label + ": cannot read " + path + ": " + detail::archive_error(a.get()));
     files[rel] = std::move(content);
   }
-  if (rc != ARCHIVE_EOF) return input_error(label + ": damaged archive: " + archive_error_string(a.get()));
+  if (rc != ARCHIVE_EOF) return input_error(label + ": damaged archive: " + detail::archive_error(a.get()));
   return files;
 }
 

@@ -123,7 +123,7 @@ Result<std::string> pack_chart_folder(const fs::path& folder) {
   archive_write_set_options(a.get(), "gzip:!timestamp");
   archive_write_set_bytes_in_last_block(a.get(), 1);
   if (archive_write_open(a.get(), &out, nullptr, append_cb, nullptr) != ARCHIVE_OK)
-    return op_error(folder.string() + ": packing: " + archive_error_string(a.get()));
+    return op_error(folder.string() + ": packing: " + detail::archive_error(a.get()));
   for (const auto& f : files) {
     auto bytes = read_file(f);
     if (!bytes) return bytes.error();
@@ -136,9 +136,9 @@ Result<std::string> pack_chart_folder(const fs::path& folder) {
     archive_entry_set_mtime(e.get(), 0, 0);
     if (archive_write_header(a.get(), e.get()) != ARCHIVE_OK ||
         archive_write_data(a.get(), bytes->data(), bytes->size()) != static_cast<la_ssize_t>(bytes->size()))
-      return op_error(folder.string() + ": packing " + name + ": " + archive_error_string(a.get()));
+      return op_error(folder.string() + ": packing " + name + ": " + detail::archive_error(a.get()));
   }
-  if (archive_write_close(a.get()) != ARCHIVE_OK) return op_error(folder.string() + ": packing: " + archive_error_string(a.get()));
+  if (archive_write_close(a.get()) != ARCHIVE_OK) return op_error(folder.string() + ": packing: " + detail::archive_error(a.get()));
   return out;
 }
 
