@@ -293,7 +293,7 @@ import json, os, sys
 detail = json.load(open(sys.argv[1], encoding="utf-8"))["checks"][0]["detail"]
 assert detail == "cannot list the pods in namespace gpu-operator (" + os.fsdecode(os.fsencode(sys.argv[2])) + ")", repr(detail)
 PYEOF
-if compgen -G "$work/*.tmp.*" >/dev/null; then fail "verify.sh --json left a temporary file"; fi
+if compgen -G "$work/verify.json.*" >/dev/null; then fail "verify.sh --json left a temporary file"; fi
 
 # The MIG manager reports failure: a FAIL line naming the node, in the JSON too.
 mig_state failed

@@ -193,6 +193,7 @@ json.dump(pod, open(sys.argv[1], "w"))
 PYEOF
 "$PY" "$KUBE_TOOLS/kube_api.py" seed --dir "$KUBE_DIR" "$work/smoke.json" >/dev/null
 wait "$verifier" || fail "verify.sh on a healthy stand-in cluster: $(cat "$work/verify.out")"
+kube_schema_check "verify.sh's smoke pod" 'r["path"].endswith("/pods")'
 "$PY" - "$work/verify.json" "$work/smoke.json" <<'PYEOF' || fail "verify.sh: $(cat "$work/verify.out")"
 import json, sys
 doc = json.load(open(sys.argv[1]))

@@ -109,3 +109,22 @@ kube_kubeconfig_dead() {
   DEAD_URL=http://127.0.0.1:$port
   sed "s#\"server\": \"[^\"]*\"#\"server\": \"$DEAD_URL\"#" "$KUBE_DIR/kubeconfig" >"$1"
 }
+
+# kube_schema_check WHAT PY_FILTER [k8s_schema.py ARGS...]: the body of the first
+# write request matching the filter (what a kit script applied, as kubectl sent
+# it) against its real schema (tests/tools/k8s_schema.py); a note instead when
+# python3-kubernetes or python3-jsonschema is missing.
+kube_schema_check() {
+  local what=$1 filter=$2 body=$work/schema-body.json
+  shift 2
+  if ! "$PY" -c 'import kubernetes, jsonschema' 2>/dev/null; then
+    echo "note: python3-kubernetes or python3-jsonschema missing: $what not checked against its schema"
+    return 0
+  fi
+  kube_requests "r[\"method\"] in (\"POST\", \"PATCH\", \"PUT\") and ($filter)" | head -n 1 |
+    "$PY" -c 'import json, sys; line = sys.stdin.readline(); json.dump(json.loads(line)["body"], sys.stdout) if line else sys.exit(1)' >"$body" ||
+    { echo "FAIL: no request sent $what" >&2; exit 1; }
+  "$PY" "$KUBE_TOOLS/k8s_schema.py" "$@" "$body" >"$work/schema.out" 2>&1 ||
+    { cat "$work/schema.out" >&2; echo "FAIL: $what does not validate against its schema" >&2; exit 1; }
+  echo "ok: $what validates against its schema"
+}

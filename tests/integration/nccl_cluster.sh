@@ -197,6 +197,12 @@ json.dump(job, open(sys.argv[1], "w"))
 PYEOF
 "$PY" "$KUBE_TOOLS/kube_api.py" seed --dir "$KUBE_DIR" "$work/mpijob.json" >/dev/null
 wait "$runner" || fail "a whole run: $(cat "$work/run.out")"
+mpijob_crd=${GB_SHARED_DIR:-$SRC/../shared}/upstream/crds/mpi-operator-v0.8.0/kubeflow.org_mpijobs.yaml
+if [[ -f $mpijob_crd ]]; then
+  kube_schema_check "nccl-allreduce.sh's MPIJob" 'r["path"].endswith("/mpijobs")' --crd "$mpijob_crd"
+else
+  echo "note: $mpijob_crd is absent: the MPIJob not checked against its CRD"
+fi
 cmp -s "$work/run.log" "$fixture" || fail "the launcher's log was not kept as run.log"
 "$PY" -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["nodes"] == ["gpu-node-a", "gpu-node-b"] and len(j["rows"]) == 31 and j["passed"], j["nodes"]' \
   "$work/run.json" || fail "a whole run: the JSON"
