@@ -19,7 +19,9 @@ source "$HERE/../../scripts/standin.sh"
 for tool in docker-registry skopeo apt-ftparchive apt-get gpg gpgv xz busybox; do
   command -v "$tool" >/dev/null || { echo "SKIP: $tool not installed (scripts/install-deps.sh)"; exit 77; }
 done
-busybox --list | grep -qx httpd || { echo "SKIP: this busybox has no httpd applet"; exit 77; }
+# grep reads all of the list: with pipefail, grep -q quitting early gave busybox a
+# SIGPIPE, and the suite skipped as if httpd were missing.
+busybox --list | grep -x httpd >/dev/null || { echo "SKIP: this busybox has no httpd applet"; exit 77; }
 W=$(mktemp -d /tmp/gb-package-repo.XXXXXX)
 SERVER_PID=
 cleanup() {
