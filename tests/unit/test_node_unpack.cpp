@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <map>
 #include <set>
 
@@ -103,7 +104,70 @@ std::string unpack(const gbtest::TempDir& tmp, const std::vector<Entry>& entries
   return r ? "" : r.error().message;
 }
 
+// One newc cpio header and name, padded, as an rpm payload has them;
+// `namesize` 0 means the name's own size.
+std::string cpio_entry(const std::string& name, unsigned mode, const std::string& data, unsigned nlink = 1, unsigned ino = 1,
+                       unsigned namesize = 0, const char* magic = "070701") {
+  char h[111];
+  unsigned ns = namesize ? namesize : static_cast<unsigned>(name.size() + 1);
+  std::snprintf(h, sizeof h, "%s%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X", magic, ino, mode, 0u, 0u, nlink, 0u,
+                static_cast<unsigned>(data.size()), 0u, 0u, 0u, 0u, ns, 0u);
+  std::string out(h, 110);
+  out += name;
+  out += '\0';
+  out.resize((out.size() + 3) / 4 * 4, '\0');
+  out += data;
+  out.resize((out.size() + 3) / 4 * 4, '\0');
+  return out;
+}
+
+std::string cpio_unpack(const gbtest::TempDir& tmp, const std::string& payload) {
+  write_atomic(tmp / "p.rpm", payload).value_or_throw();
+  auto r = unpack_rpm(tmp / "p.rpm", tmp / "out");
+  return r ? "" : r.error().message;
+}
+
 }  // namespace
+
+TEST_CASE("unpack: an rpm's cpio payload, read with bounded fields", "[node-images][unpack][hostile]") {
+  gbtest::TempDir tmp;
+  const std::string trailer = cpio_entry("TRAILER!!!", 0, "");
+  SECTION("files, folders, links; every name of a link set gets the data on its last entry") {
+    std::string p = cpio_entry("usr", 040755, "") + cpio_entry("usr/x", 0100644, "x data") +
+                    cpio_entry("usr/l", 0120777, "/usr/x") + cpio_entry("usr/a", 0100644, "", 3, 7) +
+                    cpio_entry("usr/b", 0100644, "", 3, 7) + cpio_entry("usr/c", 0100755, "linked", 3, 7) + trailer;
+    REQUIRE(cpio_unpack(tmp, p) == "");
+    CHECK(read_file(tmp / "out/usr/x").value() == "x data");
+    CHECK(fs::read_symlink(tmp / "out/usr/l") == "../usr/x");
+    for (const char* n : {"a", "b", "c"}) CHECK(read_file(tmp / "out/usr" / n).value() == "linked");
+    CHECK(fs::equivalent(tmp / "out/usr/a", tmp / "out/usr/b"));
+    CHECK(fs::equivalent(tmp / "out/usr/b", tmp / "out/usr/c"));
+  }
+  SECTION("a name size past PATH_MAX is refused before anything is allocated for it") {
+    auto m = cpio_unpack(tmp, cpio_entry("a", 0100644, "", 1, 1, 0x7fffffff) + trailer);
+    CHECK_THAT(m, Catch::Contains("damaged cpio payload at byte 0: a name of 2147483647 bytes"));
+  }
+  SECTION("names, links and headers that are not what they say") {
+    CHECK_THAT(cpio_unpack(tmp, cpio_entry("a", 0100644, "", 1, 1, 1) + trailer), Catch::Contains("not one NUL-terminated string"));
+    CHECK_THAT(cpio_unpack(tmp, cpio_entry("l", 0120777, "") + trailer), Catch::Contains("link 'l' has a target of 0 bytes"));
+    CHECK_THAT(cpio_unpack(tmp, cpio_entry("l", 0120777, "../../etc") + trailer), Catch::Contains("entry 'l' links to '../../etc', outside the package"));
+    CHECK_THAT(cpio_unpack(tmp, cpio_entry("dev", 020644, "") + trailer), Catch::Contains("entry 'dev' is not a file, folder or link"));
+    CHECK_THAT(cpio_unpack(tmp, cpio_entry("a", 0100644, "x", 1, 1, 0, "07070X") + trailer), Catch::Contains("large-file payload (07070X)"));
+    std::string bad = cpio_entry("a", 0100644, "x");
+    bad[6] = 'g';
+    CHECK_THAT(cpio_unpack(tmp, bad), Catch::Contains("a header field is not hexadecimal"));
+    CHECK_THAT(cpio_unpack(tmp, "not a package at all"), Catch::Contains("damaged cpio payload at byte 0"));
+  }
+  SECTION("a payload cut short, or one that says its file is past the bound") {
+    std::string p = cpio_entry("a", 0100644, std::string(4000, 'x')) + trailer;
+    CHECK_THAT(cpio_unpack(tmp, p.substr(0, 2000)), Catch::Contains("truncated or damaged in 'a': the payload ends early"));
+    CHECK_THAT(cpio_unpack(tmp, cpio_entry("a", 0100644, "") + trailer.substr(0, 50)), Catch::Contains("damaged cpio payload at byte 112: the payload ends early"));
+    write_atomic(tmp / "big.rpm", cpio_entry("a", 0100644, std::string(2 << 20, 'x')) + trailer).value_or_throw();
+    UnpackLimits small;
+    small.max_bytes = 1 << 20;
+    CHECK_THAT(unpack_rpm(tmp / "big.rpm", tmp / "o2", small).error().message, Catch::Contains("unpacks to more than 1 MiB"));
+  }
+}
 
 TEST_CASE("unpack: a package's links stay inside the folder", "[node-images][unpack]") {
   gbtest::TempDir tmp;
