@@ -31,4 +31,17 @@ inline std::string archive_error(archive* a) {
   return e && *e ? e : "damaged or unreadable archive";
 }
 
+// The compressions of the archives we read (images' layers, charts,
+// packages, payloads): built into libarchive. Never filter_all on input we
+// did not make: it also bids lrzip, grzip and lzop, which libarchive runs as
+// external programs.
+inline void support_builtin_filters(archive* a) {
+  archive_read_support_filter_gzip(a);
+  archive_read_support_filter_bzip2(a);
+  archive_read_support_filter_xz(a);
+  archive_read_support_filter_lzma(a);
+  archive_read_support_filter_zstd(a);
+  archive_read_support_filter_lz4(a);
+}
+
 }  // namespace gb::detail

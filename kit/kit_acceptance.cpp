@@ -2,9 +2,11 @@
 // Kubeflow MPI Operator (kubeflow.org/v2beta1) that runs all_reduce_perf
 // across the GPU nodes, and nccl-allreduce.sh, which applies it, waits, and
 // turns the launcher's log into the JSON of docs/acceptance-results.md. The
-// MPIJob is one template: filled with the recipe's numbers it is
-// nccl-mpijob.yaml, filled with shell variables it is the script's heredoc,
-// so that --nodes and --gpus-per-node change the job the script applies.
+// MPIJob is nccl-mpijob.yaml, filled with the recipe's numbers. Its lines
+// that --nodes, --gpus-per-node and GPUBUNDLE_NAMESPACE change end in a
+// marker comment; the script applies that file with those values put in
+// place by awk (validated numbers and a DNS label, passed through the
+// environment): no document is pasted together in a heredoc.
 
 #include "common/strings.hpp"
 #include "kit/kit.hpp"
@@ -24,11 +26,11 @@ constexpr const char* k_mpijob = R"Y(apiVersion: kubeflow.org/v2beta1
 kind: MPIJob
 metadata:
   name: @JOB@
-  namespace: @NAMESPACE@
+  namespace: @NAMESPACE@  # nccl-allreduce.sh: namespace
   labels:
     app.kubernetes.io/managed-by: gpubundle
 spec:
-  slotsPerWorker: @GPUS@
+  slotsPerWorker: @GPUS@  # nccl-allreduce.sh: gpus
   runPolicy:
     cleanPodPolicy: Running
     backoffLimit: 0
@@ -48,14 +50,28 @@ spec:
             - name: OMPI_ALLOW_RUN_AS_ROOT_CONFIRM
               value: "1"
             command: ["mpirun"]
-            args: ["-np", "@RANKS@", "--bind-to", "none", "-x", "NCCL_DEBUG=VERSION",
-                   "all_reduce_perf", "-b", "@MIN_BYTES@", "-e", "@MAX_BYTES@", "-f", "2", "-g", "1"]
+            args:
+            - -np
+            - "@RANKS@"  # nccl-allreduce.sh: ranks
+            - --bind-to
+            - none
+            - -x
+            - NCCL_DEBUG=VERSION
+            - all_reduce_perf
+            - -b
+            - "@MIN_BYTES@"
+            - -e
+            - "@MAX_BYTES@"
+            - -f
+            - "2"
+            - -g
+            - "1"
             resources:
               requests:
                 cpu: 500m
                 memory: 512Mi
     Worker:
-      replicas: @NODES@
+      replicas: @NODES@  # nccl-allreduce.sh: nodes
       template:
         metadata:
           labels:
@@ -78,7 +94,7 @@ spec:
             args: ["-De"]
             resources:
               limits:
-                nvidia.com/gpu: @GPUS@
+                nvidia.com/gpu: @GPUS@  # nccl-allreduce.sh: gpus
             volumeMounts:
             - name: dshm
               mountPath: /dev/shm
@@ -153,9 +169,13 @@ while [ "$#" -gt 0 ]; do
   esac
   shift
 done
-[[ "$nodes" =~ ^[1-9][0-9]{0,3}$ ]] || bad_usage "--nodes $nodes is not a number of nodes"
-[[ "$gpus" =~ ^[1-9][0-9]?$ ]] || bad_usage "--gpus-per-node $gpus is not a number of GPUs"
+# Values are shown with %q: one line, whatever they hold.
+[[ "$nodes" =~ ^[1-9][0-9]{0,3}$ ]] || bad_usage "--nodes $(printf '%q' "$nodes") is not a number of nodes"
+[[ "$gpus" =~ ^[1-9][0-9]?$ ]] || bad_usage "--gpus-per-node $(printf '%q' "$gpus") is not a number of GPUs"
+[[ "$namespace" =~ ^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$ ]] ||
+  bad_usage "GPUBUNDLE_NAMESPACE $(printf '%q' "$namespace") is not a namespace name (a DNS label)"
 ranks=$((nodes * gpus))
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 # parse_log LOG OUT NODES_JSON STARTED: all_reduce_perf's table as the JSON of
 # docs/acceptance-results.md in OUT. Exit 0 passed, 1 failed (OUT written),
@@ -300,9 +320,23 @@ if ! kubectl get crd mpijobs.kubeflow.org >/dev/null 2>&1; then
   if [ "$dry_run" -eq 1 ]; then say "warning: $msg"; no_crd=1; else fail "$msg"; fi
 fi
 
+# The kit's MPIJob with this run's sizes and namespace on its marked lines.
 mpijob() {
-  cat <<EOF
-@MPIJOB_SH@EOF
+  [ -f "$here/nccl-mpijob.yaml" ] || fail "$here/nccl-mpijob.yaml is missing: the kit is incomplete"
+  nccl_namespace="$namespace" nccl_nodes="$nodes" nccl_gpus="$gpus" nccl_ranks="$ranks" awk '
+    match($0, /  # nccl-allreduce\.sh: [a-z]+$/) {
+      key = substr($0, RSTART + 23)
+      body = substr($0, 1, RSTART - 1)
+      sub(/[^ ]+$/, "", body)
+      value = ENVIRON["nccl_" key]
+      if (value == "") { print FILENAME ":" FNR ": unknown marker " key > "/dev/stderr"; exit 3 }
+      if (key == "ranks") value = "\"" value "\""
+      $0 = body value "  # nccl-allreduce.sh: " key
+      seen[key]++
+    }
+    { print }
+    END { if (seen["namespace"] != 1 || seen["nodes"] != 1 || seen["ranks"] != 1 || seen["gpus"] != 2) exit 3 }
+  ' "$here/nccl-mpijob.yaml" || fail "$here/nccl-mpijob.yaml: its marked lines (\"# nccl-allreduce.sh: ...\") are not the kit's; write the kit again"
 }
 
 if [ "$dry_run" -eq 1 ]; then
@@ -399,9 +433,6 @@ Result<std::vector<KitFile>> acceptance_files(const Lock& lock, const std::vecto
                                  "acceptance/nccl-allreduce.sh applies it and records the results.") +
                      job(std::to_string(n.nodes), std::to_string(n.gpus_per_node), std::to_string(n.nodes * n.gpus_per_node),
                          options.namespace_name);
-  // Inside the script's unquoted heredoc only the variables below may expand:
-  // the filled text holds validated references, names and numbers.
-  std::string in_script = job("${nodes}", "${gpus}", "${ranks}", "${namespace}");
   std::string script = fill_template(
       k_nccl_sh, {{"USAGE", k_usage_sh}, {"HEADER", "# Generated by gpubundle " GPUBUNDLE_VERSION " from the lock of recipe " + lock.recipe_name +
                                  " (GPU Operator " + lock.operator_version + ") for registry " + options.registry.str() + "."},
@@ -413,8 +444,7 @@ Result<std::vector<KitFile>> acceptance_files(const Lock& lock, const std::vecto
                   {"NODES", std::to_string(n.nodes)},
                   {"GPUS", std::to_string(n.gpus_per_node)},
                   {"API_CHECK", k_api_check},
-                  {"CLUSTER_CHECK", k_cluster_check},
-                  {"MPIJOB_SH", in_script}});
+                  {"CLUSTER_CHECK", k_cluster_check}});
   return std::vector<KitFile>{{"acceptance/nccl-mpijob.yaml", yaml, 0644}, {"acceptance/nccl-allreduce.sh", script, 0755}};
 }
 

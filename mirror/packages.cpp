@@ -125,7 +125,7 @@ Result<std::string> decompress(std::string_view data, const std::string& what, s
     return std::string(data);
   }
   detail::ArchiveReader a(archive_read_new());
-  archive_read_support_filter_all(a.get());
+  detail::support_builtin_filters(a.get());
   archive_read_support_format_raw(a.get());
   if (archive_read_open_memory(a.get(), data.data(), data.size()) != ARCHIVE_OK)
     return op_error(what + ": cannot decompress: " + detail::archive_error(a.get()));

@@ -36,7 +36,7 @@ Result<bool> lib_is_symlink(const BaseImage& base, const BaseSource& src) {
   for (const auto& l : base.layers) {
     fs::path p = src.path(l.value("digest", ""));
     detail::ArchiveReader a(archive_read_new());
-    archive_read_support_filter_all(a.get());
+    detail::support_builtin_filters(a.get());
     archive_read_support_format_tar(a.get());
     if (archive_read_open_filename(a.get(), p.c_str(), 1 << 16) != ARCHIVE_OK)
       return op_error("base layer " + l.value("digest", "") + ": " + detail::archive_error(a.get()));

@@ -178,7 +178,7 @@ Result<void> extract_makeself(const fs::path& run, const MakeselfHeader& header,
   src->left = header.payload_size ? header.payload_size : header.file_size - header.payload_offset;
 
   detail::ArchiveReader a(archive_read_new());
-  archive_read_support_filter_all(a.get());
+  detail::support_builtin_filters(a.get());
   archive_read_support_format_tar(a.get());
   if (archive_read_open(a.get(), src.get(), nullptr, payload_read, nullptr) != ARCHIVE_OK)
     return input_error(run.string() + ": truncated or damaged payload at byte " + std::to_string(header.payload_offset) +

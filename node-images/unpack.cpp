@@ -499,15 +499,6 @@ la_ssize_t member_read(archive*, void* data, const void** out) {
   return archive_read_data(s->outer, s->buf, sizeof s->buf);
 }
 
-// The compressions packages use; never filter_all, which would also run
-// external programs (lrzip, lzop, grzip) on what a package says it is.
-void support_package_filters(archive* a) {
-  archive_read_support_filter_gzip(a);
-  archive_read_support_filter_xz(a);
-  archive_read_support_filter_lzma(a);
-  archive_read_support_filter_zstd(a);
-  archive_read_support_filter_bzip2(a);
-}
 
 }  // namespace
 
@@ -535,7 +526,7 @@ Result<void> unpack_rpm(const fs::path& rpm, const fs::path& dest, const UnpackL
   // libarchive only strips the rpm header and decompresses; the cpio walk is ours.
   detail::ArchiveReader in(archive_read_new());
   archive_read_support_filter_rpm(in.get());
-  support_package_filters(in.get());
+  detail::support_builtin_filters(in.get());
   archive_read_support_format_raw(in.get());
   archive_entry* e = nullptr;
   if (archive_read_open_filename(in.get(), rpm.c_str(), 1 << 16) != ARCHIVE_OK ||
@@ -572,7 +563,7 @@ Result<void> unpack_deb(const fs::path& deb, const fs::path& dest, const UnpackL
     auto src = std::make_unique<MemberSource>();
     src->outer = outer.get();
     detail::ArchiveReader inner(archive_read_new());
-    support_package_filters(inner.get());
+    detail::support_builtin_filters(inner.get());
     archive_read_support_format_tar(inner.get());
     if (archive_read_open(inner.get(), src.get(), nullptr, member_read, nullptr) != ARCHIVE_OK)
       return input_error(deb.string() + ": " + member + ": " + detail::archive_error(inner.get()));

@@ -20,7 +20,7 @@ constexpr la_int64_t k_max_chart_file = 16 << 20;
 // The files of a chart archive that matter, keyed by path below the top folder.
 Result<std::map<std::string, std::string>> read_chart_files(const std::string& bytes, const std::string& label) {
   detail::ArchiveReader a(archive_read_new());
-  archive_read_support_filter_all(a.get());
+  detail::support_builtin_filters(a.get());
   archive_read_support_format_tar(a.get());
   archive_read_support_format_gnutar(a.get());
   if (archive_read_open_memory(a.get(), bytes.data(), bytes.size()) != ARCHIVE_OK)

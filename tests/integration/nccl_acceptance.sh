@@ -210,6 +210,41 @@ if "$script" >"$work/nocrd.out" 2>&1; then fail "ran without the MPIJob CRD"; fi
 [ -z "$(kube_requests "$writes")" ] || fail "without the CRD it wrote: $(kube_requests "$writes")"
 [ -z "$(kube_requests "r['path'].startswith('/apis/kubeflow.org/')")" ] || fail "without the CRD it went on to the MPIJob: $(kube_requests "r['path'].startswith('/apis/kubeflow.org/')")"
 
+# The script applies the kit's own nccl-mpijob.yaml, a site's edits included,
+# with only the marked values replaced; bad values and broken markers are refused.
+mkdir -p "$work/edited"
+cp "$kit/acceptance/nccl-allreduce.sh" "$kit/acceptance/nccl-mpijob.yaml" "$work/edited/"
+sed -i 's/cpu: 500m/cpu: 750m/' "$work/edited/nccl-mpijob.yaml"
+GPUBUNDLE_NAMESPACE=nccl-site "$work/edited/nccl-allreduce.sh" --dry-run --nodes 5 --gpus-per-node 2 >"$work/edited.out" 2>&1 ||
+  fail "dry run of the edited kit: $(cat "$work/edited.out")"
+grep -v '^nccl-allreduce.sh: ' "$work/edited.out" | python3 -c '
+import sys, yaml
+job = yaml.safe_load(sys.stdin)
+spec = job["spec"]; specs = spec["mpiReplicaSpecs"]
+launcher = specs["Launcher"]["template"]["spec"]["containers"][0]
+assert job["metadata"]["namespace"] == "nccl-site", job["metadata"]
+assert spec["slotsPerWorker"] == 2 and specs["Worker"]["replicas"] == 5, spec
+assert launcher["args"][:2] == ["-np", "10"], launcher["args"]
+assert launcher["resources"]["requests"]["cpu"] == "750m", launcher["resources"]
+assert specs["Worker"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == 2
+' || fail "the edited kit's MPIJob (above): $(cat "$work/edited.out")"
+for ns in 'x$(touch pwned)' $'gpu-operator\n  hostPID: true' 'Upper' '-lead'; do
+  rc=0
+  (cd "$work" && GPUBUNDLE_NAMESPACE="$ns" "$work/edited/nccl-allreduce.sh" --dry-run >"$work/badns.out" 2>&1) || rc=$?
+  [ "$rc" -eq 2 ] && [ "$(wc -l <"$work/badns.out")" -eq 1 ] &&
+    grep -qF "nccl-allreduce.sh: GPUBUNDLE_NAMESPACE $(printf '%q' "$ns") is not a namespace name (a DNS label)" "$work/badns.out" ||
+    fail "namespace '$ns' (rc $rc): $(cat "$work/badns.out")"
+done
+[ ! -e "$work/pwned" ] || fail "a namespace value ran a command"
+sed -i 's/  # nccl-allreduce.sh: nodes$//' "$work/edited/nccl-mpijob.yaml"
+if "$work/edited/nccl-allreduce.sh" --dry-run >"$work/nomark.out" 2>&1; then fail "ran with a marker missing"; fi
+grep -q 'nccl-mpijob.yaml: its marked lines ("# nccl-allreduce.sh: ...") are not the kit'"'"'s; write the kit again' "$work/nomark.out" ||
+  fail "marker missing: $(cat "$work/nomark.out")"
+rm "$work/edited/nccl-mpijob.yaml"
+if "$work/edited/nccl-allreduce.sh" --dry-run >"$work/nofile.out" 2>&1; then fail "ran without nccl-mpijob.yaml"; fi
+grep -q 'nccl-mpijob.yaml is missing: the kit is incomplete' "$work/nofile.out" || fail "no yaml: $(cat "$work/nofile.out")"
+echo "ok: the kit's MPIJob file applied with its marked values, a site's edit kept; bad namespaces and markers refused"
+
 # With the CRD, a run of another size whose MPIJob fails: the test plays the MPI
 # Operator, giving the MPIJob a Failed condition once it is there.
 printf '%s\n' 'apiVersion: apiextensions.k8s.io/v1' 'kind: CustomResourceDefinition' 'metadata: {name: mpijobs.kubeflow.org}' \
