@@ -419,7 +419,7 @@ Result<Kit> make_kit(const Lock& lock, const Chart& chart, const KitOptions& opt
   Kit kit;
   kit.files.push_back({"values.yaml", *values, 0644});
   kit.files.push_back({"install.sh", detail::install_sh(lock, *recipe, options), 0755});
-  kit.files.push_back({"verify.sh", detail::verify_sh(lock, *placements, *recipe, options), 0755});
+  for (auto& f : detail::verify_files(lock, *placements, *recipe, options)) kit.files.push_back(std::move(f));
   kit.files.push_back({"upgrade.sh", detail::upgrade_sh(lock, *recipe, options), 0755});
   if (!recipe->mig_config.empty()) kit.files.push_back({"mig.sh", detail::mig_sh(lock, *recipe, options), 0755});
   if (recipe->time_slicing_replicas > 0)

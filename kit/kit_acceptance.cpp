@@ -172,8 +172,7 @@ done
 # Values are shown with %q: one line, whatever they hold.
 [[ "$nodes" =~ ^[1-9][0-9]{0,3}$ ]] || bad_usage "--nodes $(printf '%q' "$nodes") is not a number of nodes"
 [[ "$gpus" =~ ^[1-9][0-9]?$ ]] || bad_usage "--gpus-per-node $(printf '%q' "$gpus") is not a number of GPUs"
-[[ "$namespace" =~ ^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$ ]] ||
-  bad_usage "GPUBUNDLE_NAMESPACE $(printf '%q' "$namespace") is not a namespace name (a DNS label)"
+@NAMESPACE_CHECK@
 ranks=$((nodes * gpus))
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
@@ -444,7 +443,8 @@ Result<std::vector<KitFile>> acceptance_files(const Lock& lock, const std::vecto
                   {"NODES", std::to_string(n.nodes)},
                   {"GPUS", std::to_string(n.gpus_per_node)},
                   {"API_CHECK", k_api_check},
-                  {"CLUSTER_CHECK", k_cluster_check}});
+                  {"CLUSTER_CHECK", k_cluster_check},
+                  {"NAMESPACE_CHECK", namespace_check_sh("GPUBUNDLE_NAMESPACE")}});
   return std::vector<KitFile>{{"acceptance/nccl-mpijob.yaml", yaml, 0644}, {"acceptance/nccl-allreduce.sh", script, 0755}};
 }
 

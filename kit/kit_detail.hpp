@@ -33,8 +33,9 @@ std::string namespace_check_sh(std::string_view variable);
 std::string package_repo_apply_sh(const KitOptions& options);
 
 std::string install_sh(const Lock& lock, const KitRecipe& recipe, const KitOptions& options);
-std::string verify_sh(const Lock& lock, const std::vector<Placement>& placements, const KitRecipe& recipe,
-                      const KitOptions& options);
+// verify.sh, and cuda-smoke-pod.yaml where the recipe carries a CUDA image.
+std::vector<KitFile> verify_files(const Lock& lock, const std::vector<Placement>& placements, const KitRecipe& recipe,
+                                  const KitOptions& options);
 std::string mig_sh(const Lock& lock, const KitRecipe& recipe, const KitOptions& options);
 std::string upgrade_sh(const Lock& lock, const KitRecipe& recipe, const KitOptions& options);
 

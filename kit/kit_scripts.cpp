@@ -71,7 +71,7 @@ std::string namespace_check_sh(std::string_view variable) {
   return fill_template(R"SH(# The release namespace (@VARIABLE@): a Kubernetes namespace name, as
 # kubectl, helm and the package repository's Service host name need it.
 if [ "${#namespace}" -gt 63 ] || ! [[ $namespace =~ ^[a-z0-9]([-a-z0-9]*[a-z0-9])?$ ]]; then
-  echo "${0##*/}: @VARIABLE@ '$namespace' is not a namespace name (at most 63 lower-case letters, digits and '-', starting and ending with a letter or digit)" >&2
+  echo "${0##*/}: @VARIABLE@ $(printf '%q' "$namespace") is not a namespace name (at most 63 lower-case letters, digits and '-', starting and ending with a letter or digit)" >&2
   exit 2
 fi)SH",
                        {{"VARIABLE", std::string(variable)}});
@@ -295,14 +295,19 @@ if [ -n "$json_file" ]; then
 fi
 
 namespace="${GPUBUNDLE_NAMESPACE:-@NAMESPACE@}"
+@NAMESPACE_CHECK@
 timeout="${VERIFY_TIMEOUT:-300}"
+if ! [[ $timeout =~ ^[1-9][0-9]{0,4}$ ]]; then
+  echo "verify.sh: VERIFY_TIMEOUT $(printf '%q' "$timeout") is not a number of seconds" >&2
+  exit 2
+fi
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cuda_image=@CUDA_IMAGE@
 mig_config=@MIG_CONFIG@
 mig_strategy=@MIG_STRATEGY@
-pull_secret=@PULL_SECRET@
 dra=@DRA@  # 1: the GPUCluster (DRA) stack, whose GPUs are ResourceSlice devices
 generator=@GENERATOR@
-smoke_pod=gpubundle-cuda-smoke
+smoke_pod=@SMOKE_POD@
 started_at="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 
 # Each check: a stable name (cluster, pods, node-gpus, mig, cuda-smoke), its
@@ -478,26 +483,20 @@ elif [ -z "$smoke_resource" ]; then
 else
   smoke_pod_made=1
   kubectl -n "$namespace" delete pod "$smoke_pod" --ignore-not-found --wait=false >/dev/null 2>&1 || true
-  secrets=""
-  if [ -n "$pull_secret" ]; then secrets="  imagePullSecrets: [{name: \"$pull_secret\"}]"; fi
-  if ! kubectl -n "$namespace" apply -f - >/dev/null 2>"$scratch/err" <<EOF
-apiVersion: v1
-kind: Pod
-metadata:
-  name: $smoke_pod
-  labels: {app.kubernetes.io/managed-by: gpubundle}
-spec:
-  restartPolicy: Never
-$secrets
-  tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
-  containers:
-  - name: cuda
-    image: "$cuda_image"
-    command: ["nvidia-smi"]
-    resources:
-      limits: {"$smoke_resource": 1}
-EOF
-  then
+  # The kit's cuda-smoke-pod.yaml, asking for the resource found above on
+  # its marked line; a resource name is checked before it goes there.
+  if ! [[ $smoke_resource =~ ^nvidia\.com/(gpu|gpu\.shared|mig-[a-z0-9.+-]+)$ ]]; then
+    failed cuda-smoke "CUDA smoke pod: the node's resource $(printf '%q' "$smoke_resource") is no NVIDIA GPU resource name"
+    finish
+  fi
+  if ! smoke_resource="$smoke_resource" awk '
+      / # verify\.sh: resource$/ { match($0, /^ */); $0 = substr($0, 1, RLENGTH) ENVIRON["smoke_resource"] ": 1  # verify.sh: resource"; n++ }
+      { print }
+      END { if (n != 1) exit 3 }' "$here/cuda-smoke-pod.yaml" >"$scratch/smoke-pod.yaml" 2>/dev/null; then
+    failed cuda-smoke "CUDA smoke pod: $here/cuda-smoke-pod.yaml is missing, or its marked line (\"# verify.sh: resource\") is not the kit's; write the kit again"
+    finish
+  fi
+  if ! kubectl -n "$namespace" apply -f "$scratch/smoke-pod.yaml" >/dev/null 2>"$scratch/err"; then
     failed cuda-smoke "CUDA smoke pod: cannot create it ($(kubectl_error))"
     finish
   fi
@@ -540,8 +539,37 @@ std::string mig_sh(const Lock& lock, const KitRecipe& recipe, const KitOptions& 
                       {"MIG_STRATEGY", shell_quote(recipe.mig_strategy.empty() ? "chart default" : recipe.mig_strategy)}});
 }
 
-std::string verify_sh(const Lock& lock, const std::vector<Placement>& placements, const KitRecipe& recipe,
-                      const KitOptions& options) {
+namespace {
+
+constexpr const char* k_smoke_pod_name = "gpubundle-cuda-smoke";
+
+// verify.sh's smoke pod; the script puts the GPU resource it found on the
+// marked line.
+constexpr const char* k_smoke_pod = R"Y(apiVersion: v1
+kind: Pod
+metadata:
+  name: @NAME@
+  labels:
+    app.kubernetes.io/managed-by: gpubundle
+spec:
+  restartPolicy: Never@PULL_SECRET@
+  tolerations:
+  - key: nvidia.com/gpu
+    operator: Exists
+    effect: NoSchedule
+  containers:
+  - name: cuda
+    image: @IMAGE@
+    command: ["nvidia-smi"]
+    resources:
+      limits:
+        nvidia.com/gpu: 1  # verify.sh: resource
+)Y";
+
+}  // namespace
+
+std::vector<KitFile> verify_files(const Lock& lock, const std::vector<Placement>& placements, const KitRecipe& recipe,
+                                  const KitOptions& options) {
   // The CUDA image: an extraImages entry whose repository is ".../cuda".
   std::string cuda;
   for (const auto& p : placements) {
@@ -560,15 +588,26 @@ std::string verify_sh(const Lock& lock, const std::vector<Placement>& placements
   bool dra = dra_it != recipe.components.end() && dra_it->second.has_enabled && dra_it->second.enabled;
   std::string generator = "gpubundle " GPUBUNDLE_VERSION " (kit of " +
                           (options.bundle_id.empty() ? "recipe " + lock.recipe_name : "bundle " + options.bundle_id) + ")";
-  return fill_template(k_verify, {{"USAGE", k_usage_sh}, {"HEADER", script_header(lock, options)},
+  std::vector<KitFile> files;
+  files.push_back({"verify.sh", fill_template(k_verify, {{"USAGE", k_usage_sh}, {"HEADER", script_header(lock, options)},
                          {"NAMESPACE", options.namespace_name},
+                         {"NAMESPACE_CHECK", namespace_check_sh("GPUBUNDLE_NAMESPACE")},
+                         {"SMOKE_POD", k_smoke_pod_name},
                          {"CUDA_IMAGE", shell_quote(cuda)},
                          {"MIG_CONFIG", shell_quote(recipe.mig_config)},
                          {"MIG_STRATEGY", shell_quote(recipe.mig_strategy.empty() ? "chart default" : recipe.mig_strategy)},
-                         {"PULL_SECRET", shell_quote(recipe.pull_secret)},
                          {"DRA", shell_quote(dra ? "1" : "")},
                          {"GENERATOR", shell_quote(generator)},
-                         {"API_CHECK", k_api_check}});
+                         {"API_CHECK", k_api_check}}),
+                   0755});
+  if (!cuda.empty()) {
+    std::string secret = recipe.pull_secret.empty() ? "" : "\n  imagePullSecrets:\n  - name: " + recipe.pull_secret;
+    files.push_back({"cuda-smoke-pod.yaml",
+                     yaml_header(lock, options, "verify.sh's CUDA smoke pod: nvidia-smi on one GPU, from the site registry.") +
+                         fill_template(k_smoke_pod, {{"NAME", k_smoke_pod_name}, {"PULL_SECRET", secret}, {"IMAGE", cuda}}),
+                     0644});
+  }
+  return files;
 }
 
 }  // namespace gb::kit::detail

@@ -303,6 +303,50 @@ check_json "$work/verify.json" "$work/vjson.out" "pods node-gpus mig cuda-smoke"
 grep -q '"summary": {"pass": 3, "fail": 1, "skip": 0}' "$work/verify.json" || fail "verify.json summary (MIG failed): $(cat "$work/verify.json")"
 echo "ok: verify.sh's FAIL lines and JSON (real kubectl: a dead API server, no context, a failed MIG state; a stub for RBAC)"
 
+# The smoke pod is the kit's cuda-smoke-pod.yaml, a site's edits kept, with the
+# node's GPU resource on its marked line; a resource name that is no NVIDIA GPU
+# resource never reaches the manifest.
+mig_state success
+mkdir -p "$work/vedit"
+cp "$kit/verify.sh" "$kit/cuda-smoke-pod.yaml" "$work/vedit/"
+sed -i 's|^    app.kubernetes.io/managed-by: gpubundle$|&\n    site.example/edited: "yes"|' "$work/vedit/cuda-smoke-pod.yaml"
+kube_reset_requests
+verify "$work/vedit/verify.sh" "$work/vedit.out" || fail "verify.sh with an edited smoke pod: $(cat "$work/vedit.out")"
+kube_requests "$writes and r['path'].endswith('/pods')" >"$work/vedit.writes"
+"$PY" - "$work/vedit.writes" <<'PYEOF' || fail "the edited smoke pod (above)"
+import json, sys
+pods = [json.loads(l)["body"] for l in open(sys.argv[1])]
+assert len(pods) == 1, pods
+pod = pods[0]
+assert pod["metadata"]["labels"]["site.example/edited"] == "yes", pod["metadata"]
+assert pod["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": 1}, pod["spec"]["containers"][0]
+PYEOF
+"$PY" - "$work/hostile-node.json" <<'PYEOF'
+import json, sys
+json.dump({"apiVersion": "v1", "kind": "Node",
+           "metadata": {"name": "node-a", "labels": {"nvidia.com/gpu.present": "true", "nvidia.com/mig.config": "all-balanced",
+                                                    "nvidia.com/mig.config.state": "success"}},
+           "status": {"allocatable": {"cpu": "64", 'nvidia.com/mig-1g.5gb"}],"hostPID":true,"x":[{': "1", "pods": "110"}}},
+          open(sys.argv[1], "w"))
+PYEOF
+"$PY" "$KUBE_TOOLS/kube_api.py" seed --dir "$KUBE_DIR" "$work/hostile-node.json" >/dev/null
+kube_reset_requests
+if VERIFY_TIMEOUT=5 "$work/vedit/verify.sh" >"$work/vhostile.out" 2>&1; then fail "verify.sh passed with a hostile resource name"; fi
+grep -qF "FAIL: CUDA smoke pod: the node's resource $(printf '%q' 'nvidia.com/mig-1g.5gb"}],"hostPID":true,"x":[{') is no NVIDIA GPU resource name" "$work/vhostile.out" ||
+  fail "verify.sh, hostile resource name: $(cat "$work/vhostile.out")"
+[ -z "$(kube_requests "$writes and r['path'].endswith('/pods')")" ] || fail "verify.sh made a pod for a hostile resource name"
+mig_state success
+sed -i 's/  # verify.sh: resource$//' "$work/vedit/cuda-smoke-pod.yaml"
+if VERIFY_TIMEOUT=5 "$work/vedit/verify.sh" >"$work/vnomark.out" 2>&1; then fail "verify.sh passed without the marked line"; fi
+grep -qF 'FAIL: CUDA smoke pod: '"$work/vedit"'/cuda-smoke-pod.yaml is missing, or its marked line ("# verify.sh: resource") is not the kit'"'"'s' "$work/vnomark.out" ||
+  fail "verify.sh without the marked line: $(cat "$work/vnomark.out")"
+for bad in 'GPUBUNDLE_NAMESPACE=x$(id)' 'VERIFY_TIMEOUT=1;id'; do
+  rc=0
+  env "$bad" "$kit/verify.sh" >"$work/vbadenv.out" 2>&1 || rc=$?
+  [ "$rc" -eq 2 ] && [ "$(wc -l <"$work/vbadenv.out")" -eq 1 ] || fail "verify.sh with $bad: exit $rc: $(cat "$work/vbadenv.out")"
+done
+echo "ok: verify.sh's smoke pod is the kit's file (a site's edit kept); a hostile resource name, a missing marker, bad environment refused"
+
 # The DRA kit: the GPUs are the gpu.nvidia.com ResourceSlices' devices, no node
 # resources asked for, no smoke pod.
 kube_reset_requests

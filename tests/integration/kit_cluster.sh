@@ -262,6 +262,6 @@ kube_reset_requests
 rc=0
 GPUBUNDLE_NAMESPACE='GPU_Operator' "$kit/install.sh" --dry-run >"$work/badns.out" 2>&1 || rc=$?
 [ "$rc" = 2 ] || fail "a bad GPUBUNDLE_NAMESPACE: exit $rc: $(cat "$work/badns.out")"
-grep -q "GPUBUNDLE_NAMESPACE 'GPU_Operator' is not a namespace name" "$work/badns.out" || fail "bad namespace: $(cat "$work/badns.out")"
+grep -q "GPUBUNDLE_NAMESPACE GPU_Operator is not a namespace name" "$work/badns.out" || fail "bad namespace: $(cat "$work/badns.out")"
 [ -z "$(kube_requests True)" ] || fail "install.sh asked the cluster with a bad namespace"
 echo "PASS: install.sh against the API stand-in"

@@ -51,7 +51,7 @@ fi
 classify() {
   case $1 in
     alerts.yaml | time-slicing.yaml | package-repo.yaml | nic-cluster-policy.yaml | \
-      acceptance/nccl-mpijob.yaml | monitoring/grafana-dashboard-configmap.yaml) echo manifest ;;
+      acceptance/nccl-mpijob.yaml | monitoring/grafana-dashboard-configmap.yaml | cuda-smoke-pod.yaml) echo manifest ;;
     # Helm values; a Prometheus rule file (promtool, kit-monitoring); the
     # dashboard itself and the kit's own manifest (JSON of their own formats).
     values.yaml | network-operator-values.yaml | monitoring/gpu-alerts.rules.yaml | \

@@ -232,7 +232,7 @@ for ns in 'x$(touch pwned)' $'gpu-operator\n  hostPID: true' 'Upper' '-lead'; do
   rc=0
   (cd "$work" && GPUBUNDLE_NAMESPACE="$ns" "$work/edited/nccl-allreduce.sh" --dry-run >"$work/badns.out" 2>&1) || rc=$?
   [ "$rc" -eq 2 ] && [ "$(wc -l <"$work/badns.out")" -eq 1 ] &&
-    grep -qF "nccl-allreduce.sh: GPUBUNDLE_NAMESPACE $(printf '%q' "$ns") is not a namespace name (a DNS label)" "$work/badns.out" ||
+    grep -qF "nccl-allreduce.sh: GPUBUNDLE_NAMESPACE $(printf '%q' "$ns") is not a namespace name (at most 63" "$work/badns.out" ||
     fail "namespace '$ns' (rc $rc): $(cat "$work/badns.out")"
 done
 [ ! -e "$work/pwned" ] || fail "a namespace value ran a command"

@@ -95,7 +95,7 @@ kube_start api-network
 rc=0
 GPUBUNDLE_NETWORK_NAMESPACE='Net_Ops' "$kit/network.sh" --dry-run >"$work/badns.out" 2>&1 || rc=$?
 [ "$rc" = 2 ] || fail "a bad GPUBUNDLE_NETWORK_NAMESPACE: exit $rc: $(cat "$work/badns.out")"
-grep -q "^network.sh: GPUBUNDLE_NETWORK_NAMESPACE 'Net_Ops' is not a namespace name" "$work/badns.out" || fail "bad namespace: $(cat "$work/badns.out")"
+grep -q "^network.sh: GPUBUNDLE_NETWORK_NAMESPACE Net_Ops is not a namespace name" "$work/badns.out" || fail "bad namespace: $(cat "$work/badns.out")"
 [ -z "$(kube_requests True)" ] || fail "network.sh asked the cluster with a bad namespace"
 
 # Every missing prerequisite in one run: the chart, and an API server that does not answer.

@@ -180,7 +180,8 @@ TEST_CASE("the kit's files: YAML parses, scripts carry site values, runtime conf
   CHECK(names == std::vector<std::string>{"alerts.yaml", "containerd/certs.d/nvcr.io/hosts.toml",
                                           "containerd/certs.d/registry.k8s.io/hosts.toml",
                                           "containerd/certs.d/registry.site:5000/hosts.toml",
-                                          "crio/registries.conf.d/99-gpubundle.conf", "install.sh", "manifest.json", "mig.sh",
+                                          "crio/registries.conf.d/99-gpubundle.conf", "cuda-smoke-pod.yaml", "install.sh", "manifest.json",
+                                          "mig.sh",
                                           "monitoring/gpu-alerts.rules.yaml", "monitoring/grafana-dashboard-configmap.yaml",
                                           "monitoring/grafana-dashboard.json", "time-slicing.yaml", "upgrade.sh", "values.yaml",
                                           "verify.sh"});
@@ -260,6 +261,13 @@ TEST_CASE("the kit's files: YAML parses, scripts carry site values, runtime conf
   CHECK(contains(file(k, "mig.sh"), "config='all-1g.10gb'"));
   CHECK(contains(file(k, "verify.sh"), "cuda_image='registry.site:5000/gpu/nvidia/cuda:12.4.1-base-ubuntu22.04'"));
   CHECK(k.find("install.sh")->mode == 0755);
+  // verify.sh's smoke pod: the site's CUDA image and pull secret, one GPU.
+  YAML::Node pod = YAML::Load(file(k, "cuda-smoke-pod.yaml"));
+  CHECK(pod["kind"].as<std::string>() == "Pod");
+  CHECK(pod["spec"]["imagePullSecrets"][0]["name"].as<std::string>() == "site-pull");
+  CHECK(pod["spec"]["containers"][0]["image"].as<std::string>() ==
+        "registry.site:5000/gpu/nvidia/cuda:12.4.1-base-ubuntu22.04");
+  CHECK(pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"].as<int>() == 1);
 
   // manifest.json.
   json m = json::parse(file(k, "manifest.json"));

@@ -327,7 +327,7 @@ TEST_CASE("network kit: NicClusterPolicy and chart values name only the site reg
     CHECK(sh.find("\npull_secret=''\n") != std::string::npos);
     CHECK(sh.find("\nregistry='registry.site:5000'\n") != std::string::npos);
     CHECK(sh.find("namespace=\"${GPUBUNDLE_NETWORK_NAMESPACE:-nvidia-network-operator}\"") != std::string::npos);
-    CHECK(sh.find("GPUBUNDLE_NETWORK_NAMESPACE '$namespace' is not a namespace name") != std::string::npos);
+    CHECK(sh.find("GPUBUNDLE_NETWORK_NAMESPACE $(printf '%q' \"$namespace\") is not a namespace name") != std::string::npos);
     CHECK_FALSE(std::regex_search(sh, std::regex("@[A-Z_]+@")));
   }
 }
