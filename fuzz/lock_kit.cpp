@@ -112,7 +112,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
 
   // Written below a fresh scratch folder: nothing may land beside the kit.
-  const fs::path top = gbfuzz::scratch_dir() / "lock_kit";
+  const fs::path top = gbfuzz::memory_scratch_dir() / "lock_kit";
   const fs::path dir = top / "kit";
   std::error_code ec;
   fs::remove_all(top, ec);

@@ -30,7 +30,7 @@ void put(const fs::path& p, std::string_view bytes) {
 // every level above the root: read, it shows up in the facts.
 struct Canary {
   std::string token;
-  fs::path base = gbfuzz::scratch_dir() / "node_facts";
+  fs::path base = gbfuzz::memory_scratch_dir() / "node_facts";
   fs::path root = base / "a" / "b" / "root";
   Canary() {
     std::random_device rd;
