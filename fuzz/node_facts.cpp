@@ -80,7 +80,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (f.module_file && (f.module_file->path.rfind("/lib/modules/", 0) != 0 || has(f.module_file->path, "/../"))) std::abort();
   std::string text = report.text() + gb::node::detect_target(f);
   std::string json = report.json();
-  if (has(text, canary.token) || has(json, canary.token)) std::abort();
+  // libFuzzer learns the token from these very comparisons: an input that
+  // holds it proves nothing.
+  if (!has(std::string(gbfuzz::text(data, size)), canary.token) && (has(text, canary.token) || has(json, canary.token))) std::abort();
   if (!nlohmann::json::accept(json)) std::abort();
   return 0;
 }
