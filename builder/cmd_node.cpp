@@ -33,7 +33,8 @@ std::string detect_json(const node::NodeFacts& f) {
                       {"driver", f.module_version},
                       {"openKernelModule", f.open_module ? nlohmann::json(*f.open_module) : nlohmann::json(nullptr)},
                       {"nvswitches", f.nvswitches}};
-  return j.dump(2) + "\n";
+  // os-release and sysfs bytes are not always UTF-8: replaced, not thrown on.
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace

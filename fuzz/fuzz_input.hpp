@@ -31,6 +31,23 @@ inline const std::filesystem::path& scratch_dir() {
   return dir.path;
 }
 
+// For targets that write whole trees per input: /dev/shm when there (no
+// disk, no fsync cost), else scratch_dir().
+struct MemoryScratchDir : ScratchDir {
+  MemoryScratchDir() {
+    std::error_code ec;
+    if (!std::filesystem::is_directory("/dev/shm", ec)) return;
+    std::filesystem::remove_all(path, ec);
+    path = std::filesystem::path("/dev/shm") / path.filename();
+    std::filesystem::create_directories(path);
+  }
+};
+
+inline const std::filesystem::path& memory_scratch_dir() {
+  static const MemoryScratchDir dir;
+  return dir.path;
+}
+
 inline std::filesystem::path scratch_file(const std::string& name, std::string_view bytes) {
   auto p = scratch_dir() / name;
   std::ofstream(p, std::ios::binary | std::ios::trunc).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));

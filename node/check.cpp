@@ -500,7 +500,8 @@ std::string NodeReport::json() const {
                      {"driverVersion", e.driver_version}, {"driverBranch", e.driver_branch}, {"kernelModuleType", e.module_type},
                      {"migConfig", e.mig_config}, {"signerFingerprint", e.signer_fingerprint}};
   }
-  return j.dump(2) + "\n";
+  // Facts are a node's own bytes (os-release, sysfs, comm): not always UTF-8.
+  return j.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
 std::string detect_target(const NodeFacts& f) {

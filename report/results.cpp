@@ -159,7 +159,11 @@ NcclSide nccl_side(const json& row, const std::string& at, const char* key) {
   std::string here = field_path(at, key);
   NcclSide s{number(side, here, "timeUs"), number(side, here, "algBw"), number(side, here, "busBw"), std::nullopt};
   const json& wrong = need(side, here, "wrong");
-  if (!wrong.is_null()) s.wrong = integer(wrong, field_path(here, "wrong"));
+  if (!wrong.is_null()) {
+    // A count: a negative one would cancel the other side's in the verdict's sum.
+    s.wrong = integer(wrong, field_path(here, "wrong"));
+    if (*s.wrong < 0) throw BadField{field_path(here, "wrong"), "must be a whole number from 0, or null"};
+  }
   return s;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <set>
@@ -108,10 +109,12 @@ std::vector<std::string> nccl_problems(const NcclRun& r) {
   std::vector<std::string> p;
   if (!r.passed) p.push_back("the run says it failed (passed: false)");
   if (r.rows.empty()) p.push_back("no rows: all_reduce_perf measured nothing");
+  // Counts from the file (results.cpp: each from 0) may reach INT64_MAX: summed saturating.
+  auto sum = [](std::int64_t a, std::int64_t b) { return b > INT64_MAX - a ? INT64_MAX : a + b; };
   std::int64_t wrong = 0, wrong_rows = 0, absurd = 0;
   for (const auto& row : r.rows) {
-    std::int64_t here = row.out_of_place.wrong.value_or(0) + row.in_place.wrong.value_or(0);
-    wrong += here;
+    std::int64_t here = sum(std::max<std::int64_t>(row.out_of_place.wrong.value_or(0), 0), std::max<std::int64_t>(row.in_place.wrong.value_or(0), 0));
+    wrong = sum(wrong, here);
     wrong_rows += here > 0;
     for (const NcclSide* s : {&row.out_of_place, &row.in_place})
       absurd += !std::isfinite(s->bus_bw) || s->bus_bw > k_max_bus_bw || !std::isfinite(s->alg_bw) || s->alg_bw > k_max_bus_bw;

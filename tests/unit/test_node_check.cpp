@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "fixtures.hpp"
 #include "node/check.hpp"
@@ -332,6 +333,14 @@ TEST_CASE("node facts under a hostile --root: bounded, never blocking, never abo
     CHECK_FALSE(f.module_file);
     auto res = gb::node::check_node(options(node));
     CHECK(find(res, "kernel").status == Status::Fail);
+  }
+  SECTION("bytes that are not UTF-8 in os-release still give valid --json (fuzz_node_facts)") {
+    put(r / "etc/os-release", "ID=u\x9c" "buntu\nVERSION_ID=\"24.04\"\n");
+    auto res = gb::node::check_node(options(node));
+    std::string j;
+    REQUIRE_NOTHROW(j = res.json());
+    CHECK(nlohmann::json::accept(j));
+    CHECK(j.find("u\xef\xbf\xbd" "buntu24.04") != std::string::npos);  // U+FFFD
   }
   SECTION("a sparse 1 GiB nvidia.ko is read in bounded parts") {
     std::string info = "version=580.159.04\0vermagic=6.18.44-gpu SMP mod_unload \0"s;

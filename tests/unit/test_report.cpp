@@ -2,6 +2,7 @@
 // points, HTML escaping, and the one-line refusals of bad input.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -273,6 +274,11 @@ TEST_CASE("bad input is refused in one line naming the file and the field", "[re
   typed = nccl_doc({{8, 0.1}});
   typed["rows"][0]["bytes"] = 8.5;
   CHECK(refusal(typed) == "r.json: field rows[0].bytes: must be a whole number");
+  // A negative #wrong would cancel the other side's in the verdict's sum (fuzz_report_results).
+  typed = nccl_doc({{8, 0.1}});
+  typed["rows"][0]["outOfPlace"]["wrong"] = -1;
+  typed["rows"][0]["inPlace"]["wrong"] = 1;
+  CHECK(refusal(typed) == "r.json: field rows[0].outOfPlace.wrong: must be a whole number from 0, or null");
   typed = nccl_doc({{8, 0.1}});
   typed["rows"][0]["outOfPlace"]["wrong"] = "N/A";
   CHECK(refusal(typed) == "r.json: field rows[0].outOfPlace.wrong: must be a whole number");
@@ -497,6 +503,11 @@ TEST_CASE("an NCCL run's own numbers decide, not its passed field", "[report]") 
   CHECK(problems([](json& d) { d["outOfBounds"] = 3; }).why == "says passed, but 3 out-of-bounds values");
   CHECK(problems([](json& d) { d["rows"][1]["outOfPlace"]["wrong"] = 2; }).why == "says passed, but 2 wrong values (#wrong) in 1 row");
   CHECK(problems([](json& d) { d["rows"] = json::array(); }).why == "says passed, but no rows: all_reduce_perf measured nothing");
+  // Both sides at INT64_MAX: counted saturating, no overflow (fuzz_report_results).
+  CHECK(problems([](json& d) {
+          d["rows"][1]["outOfPlace"]["wrong"] = INT64_MAX;
+          d["rows"][1]["inPlace"]["wrong"] = INT64_MAX;
+        }).why == "says passed, but " + std::to_string(static_cast<long>(INT64_MAX)) + " wrong values (#wrong) in 1 row");
   CHECK(problems([](json& d) { d["minBusBw"] = 12.5; }).outcome == Outcome::Pass);  // at the bound passes
   Results r = complete();
   r.nccl[0].out_of_bounds = 1;
