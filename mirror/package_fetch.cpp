@@ -18,14 +18,21 @@ Result<std::vector<Fetched>> fetch_packages(const std::vector<PackageSource>& so
       return input_error("package sources '" + sources.front().name + "' and '" + s.name + "' are of different types (" +
                          to_string(format) + ", " + to_string(s.format) + "); one request reads one type");
   auto transport = options.transport ? options.transport : http::curl_transport({});
-  std::vector<Package> index;
-  for (const auto& s : sources) {
-    auto one = format == PackageFormat::Apt ? apt::load_index(*transport, s, request.arch)
-                                            : rpm_md::load_index(*transport, s, request.arch);
-    if (!one) return one.error();
-    index.insert(index.end(), std::make_move_iterator(one->begin()), std::make_move_iterator(one->end()));
+  Result<std::vector<Package>> wanted = std::vector<Package>();
+  if (format == PackageFormat::Apt) {
+    std::vector<Package> index;
+    for (const auto& s : sources) {
+      auto one = apt::load_index(*transport, s, request.arch);
+      if (!one) return one.error();
+      index.insert(index.end(), std::make_move_iterator(one->begin()), std::make_move_iterator(one->end()));
+    }
+    wanted = apt::resolve(index, request, sources);
+  } else {
+    rpm_md::Index index(request.arch);
+    for (const auto& s : sources)
+      if (auto r = rpm_md::load_index(*transport, s, index); !r) return r.error();
+    wanted = index.resolve(request, sources);
   }
-  auto wanted = format == PackageFormat::Apt ? apt::resolve(index, request, sources) : rpm_md::resolve(index, request, sources);
   if (!wanted) return wanted.error();
   auto files = download(*transport, sources, *wanted, request.dest, request.jobs, options.progress);
   if (!files) return files.error();

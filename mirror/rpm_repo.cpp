@@ -1,21 +1,24 @@
 #include "mirror/rpm_repo.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <deque>
 #include <functional>
-#include <map>
 #include <optional>
 #include <set>
-#include <unordered_map>
 
 #include <stdlib.h>
 
+#include "common/archive_raii.hpp"
 #include "common/files.hpp"
 #include "common/process.hpp"
 #include "common/strings.hpp"
 #include "common/time.hpp"
 #include "signing/digest.hpp"
 #include "signing/openpgp.hpp"
+#include "mirror/solv_raii.hpp"
 
 namespace gb::packages::rpm_md {
 
@@ -305,29 +308,7 @@ private:
 };
 
 // ---------------------------------------------------------------------------
-// Packages and their dependencies.
-
-enum Flags : unsigned { k_any = 0, k_less = 1, k_greater = 2, k_equal = 4 };
-
-struct Dep {
-  std::string name;
-  unsigned flags = k_any;
-  std::string evr;  // "[epoch:]ver[-rel]"; empty when unversioned
-  std::string text() const {
-    if (flags == k_any) return name;
-    std::string op = flags == k_equal ? "=" : flags == k_less ? "<" : flags == (k_less | k_equal) ? "<=" : flags == k_greater ? ">" : ">=";
-    return name + " " + op + " " + evr;
-  }
-};
-
-struct RpmPackage {
-  Package pkg;                       // entry left empty: that copy is the caller's choice
-  std::string_view entry;            // the <package> element in the document read
-  const Package* indexed = nullptr;  // resolve(): the index's record this was read from
-  std::vector<Dep> provides;
-  std::vector<Dep> needs;  // Requires
-  std::vector<std::string> files;
-};
+// Packages: primary.xml read by libsolv into a pool, each package checked.
 
 bool is_evr_part(std::string_view s) { return is_word(s, "._+~^"); }
 
@@ -338,348 +319,6 @@ bool safe_location(std::string_view href) {
     if (static_cast<unsigned char>(c) <= 0x20 || c == '?' || c == '#' || c == '\\' || c == 0x7f) return false;
   return true;
 }
-
-// epoch/ver/rel attributes of the reader's current element as "[e:]v[-r]".
-// `where` names it in errors (made only then: entries are many).
-Result<std::string> read_evr(const XmlReader& x, const std::function<std::string()>& where, bool required) {
-  const std::string* e = x.attr("epoch");
-  const std::string* v = x.attr("ver");
-  const std::string* r = x.attr("rel");
-  if (!v) {
-    if (required || e || r) return op_error(where() + ": no ver attribute");
-    return std::string();
-  }
-  if (!is_evr_part(*v) || (r && !is_evr_part(*r)))
-    return op_error(where() + ": version " + quote(*v) + (r ? "-" + quote(*r) : std::string()) + " is not an rpm version");
-  if (required && !r) return op_error(where() + ": no rel attribute");
-  if (e && !e->empty() && !is_digits(*e)) return op_error(where() + ": epoch " + quote(*e) + " is not a number");
-  if (e && e->size() > 10) return op_error(where() + ": epoch " + quote(*e) + " is too large");
-  std::string evr;
-  if (e && !e->empty() && e->find_first_not_of('0') != std::string::npos) evr = std::to_string(std::stoull(*e)) + ":";
-  evr += *v;
-  if (r) evr += "-" + *r;
-  return evr;
-}
-
-Result<Dep> read_dep(const XmlReader& x, const std::function<std::string()>& where) {
-  Dep d;
-  const std::string* name = x.attr("name");
-  if (!name || name->empty() || name->size() > 4096) return op_error(where() + ": an rpm:entry without a name");
-  for (char c : *name)
-    if (static_cast<unsigned char>(c) < 0x20) return op_error(where() + ": entry name " + quote(*name) + " has a control character");
-  d.name = *name;
-  const std::string* flags = x.attr("flags");
-  if (flags) {
-    static const std::map<std::string, unsigned> k_flags = {
-        {"EQ", k_equal}, {"LT", k_less}, {"LE", k_less | k_equal}, {"GT", k_greater}, {"GE", k_greater | k_equal}};
-    auto it = k_flags.find(*flags);
-    if (it == k_flags.end()) return op_error(where() + ": entry " + quote(*name) + " has unknown flags " + quote(*flags));
-    d.flags = it->second;
-  }
-  auto evr = read_evr(x, [&] { return where() + ": entry " + quote(*name); }, false);
-  if (!evr) return evr.error();
-  d.evr = std::move(*evr);
-  if (d.flags == k_any && !d.evr.empty()) return op_error(where() + ": entry " + quote(*name) + " has a version but no flags");
-  if (d.flags != k_any && d.evr.empty()) return op_error(where() + ": entry " + quote(*name) + " has flags but no version");
-  return d;
-}
-
-// Reads every <package> of `xml`: a whole primary.xml (root "metadata") or
-// one <package> element alone (root "package", as Package::entry keeps it).
-// with_deps: provides, requires and files too.
-Result<void> read_packages(std::string_view xml, std::string_view root, const PackageSource& source, const std::string& repo_url,
-                           const std::string& what, bool with_deps, const std::function<Result<void>(RpmPackage&&)>& sink) {
-  XmlReader x(xml, what);
-  XmlReader::Event ev;
-  RpmPackage p;
-  size_t package_depth = 0;  // depth of the current <package>, 0 outside one
-  size_t package_begin = 0;
-  size_t count = 0;
-  std::string section;       // rpm:provides | rpm:requires | "" inside <format>
-  std::set<std::string_view> seen;
-  auto where = [&] {
-    return what + ": package " + std::to_string(count + 1) + (p.pkg.name.empty() ? std::string() : " (" + p.pkg.name + ")");
-  };
-  while (x.next(ev)) {
-    if (ev == XmlReader::Event::Eof) break;
-    std::string_view name = x.name();
-    if (ev == XmlReader::Event::Start) {
-      if (x.depth() == 1 && name != root)
-        return op_error(what + ": the root element is <" + std::string(name) + ">, not <" + std::string(root) + ">");
-      if (name == "package" && package_depth == 0) {
-        if (x.depth() > 2) return op_error(what + ": a <package> below the top level");
-        const std::string* type = x.attr("type");
-        if (!type || *type != "rpm") return op_error(what + ": package " + std::to_string(count + 1) + " is not type=\"rpm\"");
-        package_depth = x.depth();
-        package_begin = x.tag_begin();
-        p = RpmPackage();
-        seen.clear();
-        section.clear();
-        continue;
-      }
-      if (package_depth == 0) {
-        if (x.depth() > 1) return op_error(what + ": unexpected <" + std::string(name) + "> outside a <package>");
-        continue;
-      }
-      size_t level = x.depth() - package_depth;  // 1: package's children
-      if (level == 1) {
-        if (name == "version") {
-          auto evr = read_evr(x, where, true);
-          if (!evr) return evr.error();
-          p.pkg.version = std::move(*evr);
-        } else if (name == "checksum") {
-          const std::string* type = x.attr("type");
-          if (!type || *type != "sha256")
-            return op_error(where() + ": checksum type " + quote(type ? *type : "") + " is not supported (sha256 only)");
-        } else if (name == "size") {
-          const std::string* size = x.attr("package");
-          if (!size || !is_digits(*size) || size->size() > 15) return op_error(where() + ": size package= is not a number");
-          p.pkg.size = std::stoull(*size);
-        } else if (name == "location") {
-          if (x.attr("xml:base")) return op_error(where() + ": location xml:base (a package elsewhere) is not supported");
-          const std::string* href = x.attr("href");
-          if (!href || !safe_location(*href) || !ends_with(*href, ".rpm"))
-            return op_error(where() + ": location href " + quote(href ? *href : "") + " is not an .rpm path below the repository");
-          p.pkg.location = *href;
-        }
-        if (!seen.insert(name).second)
-          return op_error(where() + ": two <" + std::string(name) + "> elements");
-      } else if (level == 2) {
-        section = name;
-      } else if (level == 3 && name == "rpm:entry" && with_deps) {
-        auto* list = section == "rpm:provides" ? &p.provides : section == "rpm:requires" ? &p.needs : nullptr;
-        if (list) {
-          auto d = read_dep(x, where);
-          if (!d) return d.error();
-          list->push_back(std::move(*d));
-        }
-      }
-      continue;
-    }
-    // End of an element.
-    if (package_depth == 0) continue;
-    if (x.depth() + 1 == package_depth) {  // </package>
-      package_depth = 0;
-      for (const char* field : {"name", "arch", "version", "checksum", "size", "location"})
-        if (!seen.count(field)) return op_error(where() + ": no <" + std::string(field) + ">");
-      p.entry = xml.substr(package_begin, x.tag_end() - package_begin);
-      p.pkg.repo_url = repo_url;
-      p.pkg.origin = source.name;
-      ++count;
-      auto r = sink(std::move(p));
-      if (!r) return r;
-      p = RpmPackage();
-      continue;
-    }
-    size_t level = x.depth() + 1 - package_depth;
-    const std::string& text = x.text();
-    if (level == 1) {
-      if (name == "name") {
-        if (!is_word(text, "+._-")) return op_error(where() + ": name " + quote(text) + " is not an rpm package name");
-        p.pkg.name = text;
-      } else if (name == "arch") {
-        if (!is_word(text, "_")) return op_error(where() + ": arch " + quote(text) + " is not an rpm architecture");
-        p.pkg.arch = text;
-      } else if (name == "checksum") {
-        std::string hex = to_lower(trim(text));
-        if (hex.size() != 64 || hex.find_first_not_of("0123456789abcdef") != std::string::npos)
-          return op_error(where() + ": checksum " + quote(text) + " is not a sha256");
-        p.pkg.sha256 = std::move(hex);
-      }
-    } else if (level == 2) {
-      if (name == "rpm:sourcerpm") {
-        if (!text.empty() && !is_word(text, "+._-~^")) return op_error(where() + ": sourcerpm " + quote(text) + " is not a file name");
-        p.pkg.source = text;
-      } else if (name == "file" && with_deps) {
-        if (text.empty() || text[0] != '/') return op_error(where() + ": file " + quote(text) + " is not an absolute path");
-        p.files.push_back(text);
-      }
-    }
-  }
-  if (!x.error().empty()) return op_error(x.error());
-  return {};
-}
-
-// The package's own [epoch:]version-release split up.
-struct Evr {
-  std::string_view epoch, version, release;
-};
-
-Evr split_evr(std::string_view s) {
-  Evr e;
-  auto colon = s.find(':');
-  if (colon != std::string_view::npos && is_digits(s.substr(0, colon))) {
-    e.epoch = s.substr(0, colon);
-    s.remove_prefix(colon + 1);
-  }
-  auto dash = s.rfind('-');
-  if (dash != std::string_view::npos) {
-    e.release = s.substr(dash + 1);
-    s = s.substr(0, dash);
-  }
-  e.version = s;
-  return e;
-}
-
-bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-
-// rpm's rpmvercmp (rpmio/rpmvercmp.c), segment by segment.
-int rpmvercmp(std::string_view a, std::string_view b) {
-  if (a == b) return 0;
-  size_t i = 0, j = 0;
-  auto sep = [](char c) { return !is_alpha(c) && !is_digit(c) && c != '~' && c != '^'; };
-  while (i < a.size() || j < b.size()) {
-    while (i < a.size() && sep(a[i])) ++i;
-    while (j < b.size() && sep(b[j])) ++j;
-    char ca = i < a.size() ? a[i] : '\0';
-    char cb = j < b.size() ? b[j] : '\0';
-    // ~ sorts before everything, even the end.
-    if (ca == '~' || cb == '~') {
-      if (ca != '~') return 1;
-      if (cb != '~') return -1;
-      ++i, ++j;
-      continue;
-    }
-    // ^ sorts after the end but before any other segment.
-    if (ca == '^' || cb == '^') {
-      if (ca == '\0') return -1;
-      if (cb == '\0') return 1;
-      if (ca != '^') return 1;
-      if (cb != '^') return -1;
-      ++i, ++j;
-      continue;
-    }
-    if (ca == '\0' || cb == '\0') break;
-    bool num = is_digit(ca);
-    auto in_segment = [num](char c) { return num ? is_digit(c) : is_alpha(c); };
-    size_t ei = i, ej = j;
-    while (ei < a.size() && in_segment(a[ei])) ++ei;
-    while (ej < b.size() && in_segment(b[ej])) ++ej;
-    std::string_view sa = a.substr(i, ei - i), sb = b.substr(j, ej - j);
-    // A numeric segment is newer than an alphabetic one.
-    if (sb.empty()) return num ? 1 : -1;
-    if (num) {
-      while (sa.size() > 1 && sa[0] == '0') sa.remove_prefix(1);
-      while (sb.size() > 1 && sb[0] == '0') sb.remove_prefix(1);
-      if (sa.size() != sb.size()) return sa.size() > sb.size() ? 1 : -1;
-    }
-    int c = sa.compare(sb);
-    if (c != 0) return c < 0 ? -1 : 1;
-    i = ei, j = ej;
-  }
-  if (i >= a.size() && j >= b.size()) return 0;
-  return i >= a.size() ? -1 : 1;
-}
-
-// rpmdsCompare: does a provide of range `p` meet the requirement `r`?
-bool ranges_overlap(const Dep& p, const Dep& r) {
-  if (p.flags == k_any || r.flags == k_any || p.evr.empty() || r.evr.empty()) return true;
-  int sense = compare_versions(p.evr, r.evr);
-  if (sense < 0) return (p.flags & k_greater) || (r.flags & k_less);
-  if (sense > 0) return (p.flags & k_less) || (r.flags & k_greater);
-  return ((p.flags & k_equal) && (r.flags & k_equal)) || ((p.flags & k_less) && (r.flags & k_less)) ||
-         ((p.flags & k_greater) && (r.flags & k_greater));
-}
-
-// ---------------------------------------------------------------------------
-// Rich (boolean) dependencies: "(a or b)", "(a if b else c)".
-
-struct Rich {
-  enum Op { Leaf, And, Or, If, Unless, With, Without } op = Leaf;
-  Dep leaf;
-  std::vector<Rich> args;  // If/Unless: then, condition[, else]
-};
-
-class RichParser {
-public:
-  explicit RichParser(std::string_view s) : m_s(s) {}
-  Result<Rich> parse() {
-    auto r = expr(0);
-    if (!r) return r;
-    skip();
-    if (m_pos != m_s.size()) return bad("text after the closing ')'");
-    return r;
-  }
-
-private:
-  Failure bad(const std::string& why) { return op_error("rich dependency " + quote(m_s) + ": " + why); }
-  void skip() {
-    while (m_pos < m_s.size() && m_s[m_pos] == ' ') ++m_pos;
-  }
-  std::string_view word() {
-    skip();
-    size_t start = m_pos;
-    int nest = 0;  // names like perl(Foo) carry their own parentheses
-    while (m_pos < m_s.size() && m_s[m_pos] != ' ') {
-      if (m_s[m_pos] == '(') ++nest;
-      else if (m_s[m_pos] == ')' && nest-- == 0) break;
-      ++m_pos;
-    }
-    return m_s.substr(start, m_pos - start);
-  }
-  Result<Rich> operand(int depth) {
-    skip();
-    if (m_pos < m_s.size() && m_s[m_pos] == '(') return expr(depth + 1);
-    Rich r;
-    r.leaf.name = std::string(word());
-    if (r.leaf.name.empty()) return bad("an empty operand");
-    size_t save = m_pos;
-    std::string_view op = word();
-    static const std::map<std::string_view, unsigned> k_ops = {{"=", k_equal},           {"==", k_equal},  {"<", k_less},
-                                                               {"<=", k_less | k_equal}, {">", k_greater}, {">=", k_greater | k_equal}};
-    auto it = k_ops.find(op);
-    if (it == k_ops.end()) {
-      m_pos = save;
-      return r;
-    }
-    r.leaf.flags = it->second;
-    r.leaf.evr = std::string(word());
-    if (r.leaf.evr.empty()) return bad("no version after " + std::string(op));
-    return r;
-  }
-  Result<Rich> expr(int depth) {
-    if (depth > 16) return bad("nested too deeply");
-    skip();
-    if (m_pos >= m_s.size() || m_s[m_pos] != '(') return bad("expected '('");
-    ++m_pos;
-    auto first = operand(depth);
-    if (!first) return first;
-    Rich r;
-    r.args.push_back(std::move(*first));
-    static const std::map<std::string_view, Rich::Op> k_ops = {{"and", Rich::And}, {"or", Rich::Or}, {"if", Rich::If},
-                                                               {"unless", Rich::Unless}, {"with", Rich::With}, {"without", Rich::Without}};
-    for (;;) {
-      skip();
-      if (m_pos < m_s.size() && m_s[m_pos] == ')') {
-        ++m_pos;
-        break;
-      }
-      std::string_view w = word();
-      if (w.empty()) return bad("no closing ')'");
-      Rich::Op op;
-      if (w == "else" && (r.op == Rich::If || r.op == Rich::Unless) && r.args.size() == 2) {
-        op = r.op;
-      } else {
-        auto it = k_ops.find(w);
-        if (it == k_ops.end()) return bad("unknown operator " + quote(w));
-        op = it->second;
-        if (r.args.size() > 1 && (op != r.op || op == Rich::If || op == Rich::Unless)) return bad("operators mixed without parentheses");
-      }
-      r.op = op;
-      auto next = operand(depth);
-      if (!next) return next;
-      r.args.push_back(std::move(*next));
-    }
-    if (r.args.size() == 1) return std::move(r.args[0]);
-    return r;
-  }
-  std::string_view m_s;
-  size_t m_pos = 0;
-};
-
-// ---------------------------------------------------------------------------
-// The closure.
 
 std::string describe_sources(const std::vector<PackageSource>& sources) {
   std::vector<std::string> parts;
@@ -692,240 +331,55 @@ std::string describe_sources(const std::vector<PackageSource>& sources) {
   return std::string(sources.size() == 1 ? "rpm-md source " : "rpm-md sources ") + join(parts, ", ");
 }
 
-std::string nevra(const Package& p) { return p.name + "-" + p.version + "." + p.arch; }
+// Text that came from a repository, made fit for a one-line error.
+std::string printable(std::string_view s) {
+  std::string out;
+  for (char c : s.substr(0, 400)) out += static_cast<unsigned char>(c) < 0x20 || c == 0x7f ? '?' : c;
+  return out;
+}
 
-class Resolver {
-public:
-  Resolver(std::vector<RpmPackage> pkgs, const FetchRequest& request, const std::vector<PackageSource>& sources)
-      : m_pkgs(std::move(pkgs)), m_request(request), m_sources(sources) {
-    // Keys and Dep pointers point into m_pkgs, which stays as it is from here on.
-    for (auto& p : m_pkgs) p.provides.push_back(Dep{p.pkg.name, k_equal, p.pkg.version});  // rpm's own, to be sure
-    for (size_t i = 0; i < m_pkgs.size(); ++i) {
-      for (const auto& d : m_pkgs[i].provides) m_provides[d.name].push_back({i, &d});
-      for (const auto& f : m_pkgs[i].files) m_files[f].push_back(i);
+const char* str(Pool* pool, Id id) { return id ? pool_id2str(pool, id) : ""; }
+
+// "[epoch:]version-release", each part rpm's characters.
+bool is_evr(std::string_view evr) {
+  auto colon = evr.find(':');
+  if (colon != std::string_view::npos && !is_digits(evr.substr(0, colon))) return false;
+  std::string_view vr = colon == std::string_view::npos ? evr : evr.substr(colon + 1);
+  auto dash = vr.rfind('-');
+  return dash != std::string_view::npos && is_evr_part(vr.substr(0, dash)) && is_evr_part(vr.substr(dash + 1));
+}
+
+// The decompressed primary.xml as a stdio stream for libsolv, read through
+// libarchive from the packed bytes: bounded, its size and sha256 kept.
+struct OpenStream {
+  detail::ArchiveReader archive;
+  std::uint64_t max_bytes = 0;
+  std::uint64_t total = 0;
+  Sha256 sha;
+  std::string error;
+
+  static ssize_t read(void* cookie, char* buf, size_t n) {
+    auto& s = *static_cast<OpenStream*>(cookie);
+    if (!s.error.empty()) return -1;
+    la_ssize_t got = archive_read_data(s.archive.get(), buf, n);
+    if (got < 0) {
+      s.error = "cannot decompress: " + detail::archive_error(s.archive.get());
+      return -1;
     }
-  }
-
-  // Adds the best package for one requested name.
-  Result<void> ask(const std::string& name) {
-    std::optional<size_t> best;
-    int best_form = 0;
-    for (size_t i = 0; i < m_pkgs.size(); ++i) {
-      int form = matches_name(m_pkgs[i].pkg, name);
-      if (form == 0 || form < best_form) continue;
-      if (!best || form > best_form || better(i, *best)) best = i, best_form = form;
+    s.total += static_cast<std::uint64_t>(got);
+    if (s.total > s.max_bytes) {
+      s.error = "decompresses to more than " + std::to_string(s.max_bytes) + " bytes; refused";
+      return -1;
     }
-    if (!best)
-      return input_error(m_request.why + ": no package " + quote(name) + " for " + m_request.arch + " in " + describe_sources(m_sources));
-    add(*best);
-    return {};
+    s.sha.update(buf, static_cast<size_t>(got));
+    return got;
   }
-
-  // Follows the Requires of everything chosen. `if` and `unless` wait until
-  // the rest is known, as their conditions name packages that may come later
-  // (rpm lists "(a if b)" before the plain names that bring b in).
-  Result<void> walk() {
-    std::vector<std::pair<Rich, size_t>> pending;
-    size_t next = 0;
-    for (;;) {
-      for (; next < m_order.size(); ++next) {
-        size_t i = m_order[next];
-        for (const auto& req : m_pkgs[i].needs) {
-          if (starts_with(req.name, "rpmlib(")) continue;
-          Rich rich;
-          if (starts_with(req.name, "(")) {
-            auto parsed = RichParser(req.name).parse();
-            if (!parsed) return Failure{parsed.error().kind, m_request.why + ": " + nevra(m_pkgs[i].pkg) + ": " + parsed.error().message};
-            rich = std::move(*parsed);
-          } else {
-            rich.leaf = req;
-          }
-          if (rich.op == Rich::If || rich.op == Rich::Unless) {
-            pending.emplace_back(std::move(rich), i);
-            continue;
-          }
-          if (auto r = require(rich, i); !r) return r;
-        }
-      }
-      // Conditions that what is chosen now makes true.
-      for (auto it = pending.begin(); it != pending.end();) {
-        const Rich& r = it->first;
-        if (!satisfied(r.args[1])) {
-          ++it;
-          continue;
-        }
-        const Rich* branch = r.op == Rich::If ? &r.args[0] : r.args.size() > 2 ? &r.args[2] : nullptr;
-        if (branch)
-          if (auto res = require(*branch, it->second); !res) return res;
-        it = pending.erase(it);
-      }
-      if (next < m_order.size()) continue;
-      if (pending.empty()) break;
-      // Nothing more came in: the remaining conditions stay false.
-      for (const auto& [r, from] : pending) {
-        const Rich* branch = r.op == Rich::Unless ? &r.args[0] : r.args.size() > 2 ? &r.args[2] : nullptr;
-        if (branch)
-          if (auto res = require(*branch, from); !res) return res;
-      }
-      pending.clear();
-      if (next == m_order.size()) break;
-    }
-    return {};
-  }
-
-  std::vector<Package> result() const {
-    std::vector<Package> out;
-    for (size_t i : m_order) out.push_back(*m_pkgs[i].indexed);
-    std::sort(out.begin(), out.end(), [](const Package& a, const Package& b) {
-      if (a.name != b.name) return a.name < b.name;
-      return compare_versions(a.version, b.version) < 0;
-    });
-    return out;
-  }
-
-private:
-  struct Provide {
-    size_t pkg;
-    const Dep* dep;
-  };
-
-  // How `want` names p: 2 by its name (NAME, NAME.ARCH), 1 with a version,
-  // 0 not at all. A package named "foo-1" wins over foo version 1, as in dnf.
-  static int matches_name(const Package& p, std::string_view want) {
-    if (!starts_with(want, p.name)) return 0;
-    std::string_view rest = want.substr(p.name.size());
-    if (rest.empty() || rest == "." + p.arch) return 2;
-    if (rest[0] != '-') return 0;
-    rest.remove_prefix(1);
-    if (ends_with(rest, "." + p.arch) && matches_evr(p.version, rest.substr(0, rest.size() - p.arch.size() - 1))) return 1;
-    return matches_evr(p.version, rest) ? 1 : 0;
-  }
-  // version is "[e:]v-r"; asked may leave out the epoch, or the release
-  // (dnf's NAME-VERSION: the driver container asks gcc-<version>).
-  static bool matches_evr(std::string_view version, std::string_view asked) {
-    if (asked == version) return true;
-    Evr a = split_evr(asked), v = split_evr(version);
-    std::string_view ae = a.epoch.empty() ? "0" : a.epoch, ve = v.epoch.empty() ? "0" : v.epoch;
-    return a.version == v.version && (a.release.empty() || a.release == v.release) && (a.epoch.empty() || ae == ve);
-  }
-
-  // dnf's pick among packages: the highest version, then the machine's arch over noarch, then the first listed.
-  bool better(size_t a, size_t b) const {
-    const Package& pa = m_pkgs[a].pkg;
-    const Package& pb = m_pkgs[b].pkg;
-    int c = compare_versions(pa.version, pb.version);
-    if (c != 0) return c > 0;
-    return pa.arch == m_request.arch && pb.arch != m_request.arch;
-  }
-
-  void add(size_t i) {
-    if (m_chosen.insert(i).second) m_order.push_back(i);
-  }
-
-  bool wanted(size_t provider, size_t from) const {
-    return m_request.closure == Closure::Full || m_pkgs[provider].pkg.source == m_pkgs[from].pkg.source;
-  }
-
-  std::vector<size_t> providers(const Dep& d) const {
-    std::vector<size_t> out;
-    if (auto it = m_provides.find(d.name); it != m_provides.end())
-      for (const auto& p : it->second)
-        if (ranges_overlap(*p.dep, d)) out.push_back(p.pkg);
-    if (d.name[0] == '/')
-      if (auto it = m_files.find(d.name); it != m_files.end()) out.insert(out.end(), it->second.begin(), it->second.end());
-    std::sort(out.begin(), out.end());
-    out.erase(std::unique(out.begin(), out.end()), out.end());
-    return out;
-  }
-
-  bool satisfied(const Rich& r) const {
-    switch (r.op) {
-      case Rich::Leaf:
-        for (size_t p : providers(r.leaf))
-          if (m_chosen.count(p)) return true;
-        return false;
-      case Rich::And:
-        return std::all_of(r.args.begin(), r.args.end(), [&](const Rich& a) { return satisfied(a); });
-      case Rich::Or:
-        return std::any_of(r.args.begin(), r.args.end(), [&](const Rich& a) { return satisfied(a); });
-      case Rich::If:
-        return satisfied(r.args[1]) ? satisfied(r.args[0]) : r.args.size() < 3 || satisfied(r.args[2]);
-      case Rich::Unless:
-        return !satisfied(r.args[1]) ? satisfied(r.args[0]) : r.args.size() < 3 || satisfied(r.args[2]);
-      default:
-        return false;
-    }
-  }
-
-  // Could `r` be met from the index (and the closure's rule) at all?
-  bool satisfiable(const Rich& r, size_t from) const {
-    switch (r.op) {
-      case Rich::Leaf:
-        for (size_t p : providers(r.leaf))
-          if (wanted(p, from)) return true;
-        return false;
-      case Rich::And:
-        return std::all_of(r.args.begin(), r.args.end(), [&](const Rich& a) { return satisfiable(a, from); });
-      case Rich::Or:
-        return std::any_of(r.args.begin(), r.args.end(), [&](const Rich& a) { return satisfiable(a, from); });
-      default:
-        return true;
-    }
-  }
-
-  Result<void> require(const Rich& r, size_t from) {
-    switch (r.op) {
-      case Rich::Leaf: {
-        std::optional<size_t> best;
-        for (size_t p : providers(r.leaf)) {
-          if (m_chosen.count(p)) return {};
-          if (!wanted(p, from)) continue;
-          // A provider named like the requirement first, then the best version; other names alphabetically.
-          if (!best) best = p;
-          else {
-            const Package& a = m_pkgs[p].pkg;
-            const Package& b = m_pkgs[*best].pkg;
-            bool an = a.name == r.leaf.name, bn = b.name == r.leaf.name;
-            if (an != bn ? an : a.name != b.name ? a.name < b.name : better(p, *best)) best = p;
-          }
-        }
-        if (best) add(*best);
-        else if (m_request.closure == Closure::Full)
-          return input_error(m_request.why + ": " + nevra(m_pkgs[from].pkg) + " requires " + quote(r.leaf.text()) +
-                             ", which no package for " + m_request.arch + " provides in " + describe_sources(m_sources) +
-                             (r.leaf.name[0] == '/' ? " (primary.xml lists only files in bin/ and /etc; filelists.xml is not read)" : ""));
-        return {};
-      }
-      case Rich::And:
-        for (const auto& a : r.args)
-          if (auto res = require(a, from); !res) return res;
-        return {};
-      case Rich::Or:
-        if (satisfied(r)) return {};
-        for (const auto& a : r.args)
-          if (satisfiable(a, from)) return require(a, from);
-        return require(r.args[0], from);  // the error names the first alternative
-      case Rich::If:
-      case Rich::Unless: {
-        bool cond = satisfied(r.args[1]) == (r.op == Rich::If);
-        if (cond) return require(r.args[0], from);
-        if (r.args.size() > 2) return require(r.args[2], from);
-        return {};
-      }
-      default:
-        return op_error(m_request.why + ": " + nevra(m_pkgs[from].pkg) + " has a rich dependency with '" +
-                        (r.op == Rich::With ? "with" : "without") + "', which is not supported");
-    }
-  }
-
-  std::vector<RpmPackage> m_pkgs;
-  const FetchRequest& m_request;
-  const std::vector<PackageSource>& m_sources;
-  std::unordered_map<std::string_view, std::vector<Provide>> m_provides;
-  std::unordered_map<std::string_view, std::vector<size_t>> m_files;
-  std::set<size_t> m_chosen;
-  std::vector<size_t> m_order;
 };
+
+struct FileClose {
+  void operator()(std::FILE* f) const { std::fclose(f); }
+};
+using File = std::unique_ptr<std::FILE, FileClose>;
 
 struct RepomdPrimary {
   std::string href, sha256, open_sha256;
@@ -1001,37 +455,255 @@ Result<RepomdPrimary> parse_repomd(std::string_view xml, const std::string& what
 
 }  // namespace
 
-int compare_versions(std::string_view a, std::string_view b) {
-  Evr x = split_evr(a), y = split_evr(b);
-  auto epoch = [](std::string_view e) {
-    while (e.size() > 1 && e[0] == '0') e.remove_prefix(1);
-    return e.empty() ? std::string_view("0") : e;
+// One pool per Index: the repos read, and a pseudo-installed repo that
+// provides the rpmlib() features rpm itself has (createrepo_c leaves them out
+// of primary.xml, but an index may list them).
+struct Index::Impl {
+  detail::SolvPool solv{pool_create()};
+  std::string arch;
+  struct RepoInfo {
+    std::string origin, repo_url;
   };
-  std::string_view ex = epoch(x.epoch), ey = epoch(y.epoch);
-  if (ex.size() != ey.size()) return ex.size() < ey.size() ? -1 : 1;
-  if (int c = ex.compare(ey); c != 0) return c < 0 ? -1 : 1;
-  if (int c = rpmvercmp(x.version, y.version); c != 0) return c;
-  if (x.release.empty() || y.release.empty()) return 0;
-  return rpmvercmp(x.release, y.release);
+  std::deque<RepoInfo> repos;  // Repo::appdata points here
+  Repo* system = nullptr;
+  bool prepared = false;
+
+  Package package(Id id) const {
+    Pool* p = solv.get();
+    Solvable* s = p->solvables + id;
+    const auto* info = static_cast<const RepoInfo*>(s->repo->appdata);
+    Package out;
+    out.name = str(p, s->name);
+    out.version = str(p, s->evr);
+    out.arch = str(p, s->arch);
+    const char* src = solvable_lookup_sourcepkg(s);
+    out.source = src ? src : "";
+    unsigned medianr = 0;
+    const char* loc = solvable_lookup_location(s, &medianr);
+    out.location = loc ? loc : "";
+    Id type = 0;
+    const char* sum = solvable_lookup_checksum(s, SOLVABLE_CHECKSUM, &type);
+    out.sha256 = sum && type == REPOKEY_TYPE_SHA256 ? to_lower(sum) : "";
+    out.size = solvable_lookup_num(s, SOLVABLE_DOWNLOADSIZE, 0);
+    out.repo_url = info->repo_url;
+    out.origin = info->origin;
+    return out;
+  }
+
+  // Reads one primary.xml from `in` into a new repo; on any error the repo is gone again.
+  Result<void> add(std::FILE* in, const std::function<Result<void>()>& after_read, const PackageSource& source,
+                   const std::string& repo_url, const std::string& what) {
+    Pool* p = solv.get();
+    Repo* repo = repo_create(p, what.c_str());
+    auto drop = [&](Failure f) -> Result<void> {
+      repo_free(repo, 1);
+      return f;
+    };
+    if (repo_add_rpmmd(repo, in, nullptr, 0) != 0) {
+      if (auto r = after_read(); !r) return drop(r.error());
+      return drop(Failure{ErrorKind::Failed, what + ": " + printable(pool_errstr(p))});
+    }
+    if (auto r = after_read(); !r) return drop(r.error());
+    repo_internalize(repo);
+    repos.push_back({source.name, repo_url});
+    repo->appdata = &repos.back();
+    // Every package as the old reader demanded: the fields a download and
+    // the site repository use, in rpm's own character sets.
+    int n = 0;
+    Id id;
+    Solvable* s;
+    FOR_REPO_SOLVABLES(repo, id, s) {
+      ++n;
+      Package pkg = package(id);
+      auto where = [&] { return what + ": package " + std::to_string(n) + (pkg.name.empty() ? "" : " (" + printable(pkg.name) + ")"); };
+      Failure bad{ErrorKind::Failed, ""};
+      if (!is_word(pkg.name, "+._-")) bad.message = where() + ": name " + quote(pkg.name) + " is not an rpm package name";
+      else if (!is_word(pkg.arch, "_")) bad.message = where() + ": arch " + quote(pkg.arch) + " is not an rpm architecture";
+      else if (!is_evr(pkg.version)) bad.message = where() + ": version " + quote(pkg.version) + " is not an rpm version";
+      else if (solvable_lookup_str(s, SOLVABLE_MEDIABASE))
+        bad.message = where() + ": location xml:base (a package elsewhere) is not supported";
+      else if (!safe_location(pkg.location) || !ends_with(pkg.location, ".rpm"))
+        bad.message = where() + ": location href " + quote(pkg.location) + " is not an .rpm path below the repository";
+      else if (pkg.sha256.size() != 64 || pkg.sha256.find_first_not_of("0123456789abcdef") != std::string::npos)
+        bad.message = where() + ": no sha256 checksum (sha256 only)";
+      else if (!pkg.source.empty() && !is_word(pkg.source, "+._-~^:"))
+        bad.message = where() + ": sourcerpm " + quote(pkg.source) + " is not a file name";
+      if (!bad.message.empty()) {
+        repos.pop_back();
+        return drop(bad);
+      }
+    }
+    prepared = false;
+    return {};
+  }
+
+  // The pseudo-installed rpmlib() provider, file provides and the provides index.
+  void prepare() {
+    if (prepared) return;
+    Pool* p = solv.get();
+    if (system) repo_free(system, 1);
+    Pool* pool = p;  // the name FOR_POOL_SOLVABLES uses
+    std::set<Id> features;
+    Id id;
+    Solvable* s;
+    FOR_POOL_SOLVABLES(id) {
+      s = p->solvables + id;
+      if (!s->repo || !s->requires_) continue;
+      for (Id* dp = s->repo->idarraydata + s->requires_; *dp; ++dp) {
+        Id name = *dp;
+        while (ISRELDEP(name)) name = GETRELDEP(p, name)->name;
+        if (starts_with(pool_id2str(p, name), "rpmlib(")) features.insert(name);
+      }
+    }
+    system = repo_create(p, "@rpm");
+    Solvable* rpm = pool_id2solvable(p, repo_add_solvable(system));
+    rpm->name = pool_str2id(p, "gpubundle-rpmlib-features", 1);
+    rpm->evr = pool_str2id(p, "1-1", 1);
+    rpm->arch = ARCH_NOARCH;
+    for (Id f : features) rpm->provides = repo_addid_dep(system, rpm->provides, f, 0);
+    repo_internalize(system);
+    pool_set_installed(p, system);
+    pool_addfileprovides(p);
+    pool_createwhatprovides(p);
+    prepared = true;
+  }
+
+  // The providers of `dep`, through rich dependencies to their leaves.
+  void providers(Id dep, std::set<Id>& out) const {
+    Pool* p = solv.get();
+    if (ISRELDEP(dep)) {
+      Reldep* rd = GETRELDEP(p, dep);
+      if (rd->flags == REL_AND || rd->flags == REL_OR || rd->flags == REL_WITH || rd->flags == REL_WITHOUT ||
+          rd->flags == REL_COND || rd->flags == REL_UNLESS || rd->flags == REL_ELSE) {
+        providers(rd->name, out);
+        providers(rd->evr, out);
+        return;
+      }
+    }
+    Pool* pool = p;  // the name FOR_PROVIDES uses
+    Id pid, pp;
+    FOR_PROVIDES(pid, pp, dep) out.insert(pid);
+  }
+};
+
+Index::Index(const std::string& arch) : m_impl(std::make_unique<Impl>()) {
+  m_impl->arch = arch;
+  pool_setdisttype(m_impl->solv.get(), DISTTYPE_RPM);
+  // That arch and noarch only, as the index held before (no i686 multilib).
+  pool_setarchpolicy(m_impl->solv.get(), arch.c_str());
+}
+Index::~Index() = default;
+Index::Index(Index&&) noexcept = default;
+Index& Index::operator=(Index&&) noexcept = default;
+
+Result<void> Index::add_primary(std::string_view xml, const PackageSource& source, const std::string& repo_url,
+                                const std::string& what) {
+  File in(fmemopen(const_cast<char*>(xml.data()), xml.size(), "r"));
+  if (xml.empty()) in.reset(std::fopen("/dev/null", "r"));
+  if (!in) return op_error(what + ": cannot read it: " + std::strerror(errno));
+  return m_impl->add(in.get(), [] { return Result<void>(); }, source, repo_url, what);
 }
 
-Result<std::vector<Package>> parse_primary(std::string_view xml, const PackageSource& source, const std::string& repo_url,
-                                           const std::string& what) {
+std::vector<Package> Index::packages() const {
   std::vector<Package> out;
-  auto r = read_packages(xml, "metadata", source, repo_url, what, true, [&](RpmPackage&& p) -> Result<void> {
-    p.pkg.entry = std::string(p.entry);
-    out.push_back(std::move(p.pkg));
-    return {};
-  });
-  if (!r) return r.error();
+  Pool* pool = m_impl->solv.get();  // the name FOR_POOL_SOLVABLES uses
+  Pool* p = pool;
+  Id id;
+  FOR_POOL_SOLVABLES(id) {
+    Solvable* s = p->solvables + id;
+    if (s->repo && s->repo != m_impl->system) out.push_back(m_impl->package(id));
+  }
   return out;
 }
 
-Result<std::vector<Package>> load_index(http::Transport& t, const PackageSource& source, const std::string& arch) {
+Result<std::vector<Package>> Index::resolve(const FetchRequest& request, const std::vector<PackageSource>& sources) {
+  Impl& m = *m_impl;
+  Pool* p = m.solv.get();
+  m.prepare();
+  detail::SolvQueue job;
+  std::vector<std::set<Id>> asked;  // each name's candidates, where SameSource starts
+  for (const auto& name : request.names) {
+    detail::SolvQueue sel, found;
+    selection_make(p, sel.get(), name.c_str(), SELECTION_NAME | SELECTION_DOTARCH | SELECTION_CANON);
+    selection_solvables(p, sel.get(), found.get());
+    std::set<Id> candidates;
+    for (int i = 0; i < found.size(); ++i)
+      if (p->solvables[found[i]].repo != m.system && pool_installable(p, p->solvables + found[i])) candidates.insert(found[i]);
+    if (candidates.empty())
+      return input_error(request.why + ": no package " + quote(name) + " for " + request.arch + " in " + describe_sources(sources));
+    for (int i = 0; i < sel.size(); i += 2) queue_push2(job.get(), sel[i] | SOLVER_INSTALL, sel[i + 1]);
+    asked.push_back(std::move(candidates));
+  }
+  detail::SolvSolver solver(solver_create(p));
+  solver_set_flag(solver.get(), SOLVER_FLAG_IGNORE_RECOMMENDED, 1);  // dnf's install_weak_deps=0: Requires only
+  if (solver_solve(solver.get(), job.get()) != 0) {
+    std::string problem = solver_problem2str(solver.get(), 1);
+    return input_error(request.why + ": " + printable(problem) + ", in " + describe_sources(sources) +
+                       (problem.find("provides /") != std::string::npos ? " (primary.xml lists only files in bin/ and /etc; filelists.xml is not read)" : ""));
+  }
+  detail::SolvTransaction trans(solver_create_transaction(solver.get()));
+  std::set<Id> chosen;
+  for (int i = 0; i < trans->steps.count; ++i) chosen.insert(trans->steps.elements[i]);
+
+  if (request.closure == Closure::SameSource) {
+    // The Full closure, kept to what each package needs from its own source rpm.
+    std::set<Id> kept;
+    std::vector<Id> todo;
+    for (const auto& candidates : asked)
+      for (Id id : candidates)
+        if (chosen.count(id) && kept.insert(id).second) todo.push_back(id);
+    while (!todo.empty()) {
+      Id id = todo.back();
+      todo.pop_back();
+      Solvable* s = p->solvables + id;
+      const char* own = solvable_lookup_sourcepkg(s);
+      if (!s->requires_) continue;
+      for (Id* dp = s->repo->idarraydata + s->requires_; *dp; ++dp) {
+        if (*dp == SOLVABLE_PREREQMARKER) continue;
+        std::set<Id> provided;
+        m.providers(*dp, provided);
+        for (Id q : provided) {
+          const char* theirs = chosen.count(q) ? solvable_lookup_sourcepkg(p->solvables + q) : nullptr;
+          if (own && theirs && std::strcmp(own, theirs) == 0 && kept.insert(q).second) todo.push_back(q);
+        }
+      }
+    }
+    chosen = std::move(kept);
+  }
+  std::vector<Package> out;
+  for (Id id : chosen) out.push_back(m.package(id));
+  std::sort(out.begin(), out.end(), [](const Package& a, const Package& b) {
+    if (a.name != b.name) return a.name < b.name;
+    if (int c = compare_versions(a.version, b.version); c != 0) return c < 0;
+    return a.arch < b.arch;
+  });
+  return out;
+}
+
+
+int compare_versions(std::string_view a, std::string_view b) {
+  // libsolv's rpm order (rpmvercmp, ~ and ^), in a pool of its own; a
+  // release counts only when both have one.
+  static Pool* const pool = [] {
+    Pool* p = pool_create();  // lives as long as the process
+    pool_setdisttype(p, DISTTYPE_RPM);
+    return p;
+  }();
+  auto has_release = [](std::string_view v) {
+    auto colon = v.find(':');
+    return v.find('-', colon == std::string_view::npos ? 0 : colon) != std::string_view::npos;
+  };
+  auto without_release = [](std::string_view v) { return std::string(v.substr(0, v.rfind('-'))); };
+  std::string x(a), y(b);
+  if (has_release(x) != has_release(y)) (has_release(x) ? x : y) = without_release(has_release(x) ? x : y);
+  int c = pool_evrcmp_str(pool, x.c_str(), y.c_str(), EVRCMP_COMPARE);
+  return c < 0 ? -1 : c > 0 ? 1 : 0;
+}
+
+Result<void> load_index(http::Transport& t, const PackageSource& source, Index& index) {
   std::vector<std::string> repos;
   for (const auto& suite : source.suites) repos.push_back(source.url + "/" + suite);
   if (repos.empty()) repos.push_back(source.url);
-  std::vector<Package> out;
   for (const auto& repo : repos) {
     std::string repomd_url = repo + "/repodata/repomd.xml";
     auto repomd = get_document(t, source, repomd_url, k_repomd_max);
@@ -1066,46 +738,35 @@ Result<std::vector<Package>> load_index(http::Transport& t, const PackageSource&
         return op_error(primary_url + ": the unsigned " + repomd_url + " declares no open-size for it; refused (createrepo_c always writes one)");
       open_max = std::min<std::uint64_t>(open_max, std::max<std::uint64_t>(packed->size(), 1) * k_primary_max_ratio);
     }
-    auto xml = decompress(*packed, primary_url, open_max);
-    if (!xml) return xml.error();
-    if (primary->has_open_size && xml->size() != primary->open_size)
-      return op_error(primary_url + ": " + std::to_string(xml->size()) + " bytes decompressed, but the signed " + repomd_url + " says " +
-                      std::to_string(primary->open_size));
-    if (!primary->open_sha256.empty() && sha256_hex(*xml) != primary->open_sha256)
-      return op_error(primary_url + ": the decompressed sha256 differs from the signed " + repomd_url + "'s open-checksum");
-    auto r = read_packages(*xml, "metadata", source, repo, primary_url, false, [&](RpmPackage&& p) -> Result<void> {
-      if (p.pkg.arch != arch && p.pkg.arch != "noarch") return {};
-      p.pkg.entry = std::string(p.entry);
-      out.push_back(std::move(p.pkg));
+    // Decompressed as libsolv reads it, never whole in memory: peak memory
+    // is the packed bytes and the pool.
+    OpenStream stream;
+    stream.archive.reset(archive_read_new());
+    stream.max_bytes = open_max;
+    detail::support_builtin_filters(stream.archive.get());
+    archive_read_support_format_raw(stream.archive.get());
+    archive_entry* e = nullptr;
+    if (archive_read_open_memory(stream.archive.get(), packed->data(), packed->size()) != ARCHIVE_OK ||
+        archive_read_next_header(stream.archive.get(), &e) != ARCHIVE_OK)
+      return op_error(primary_url + ": cannot decompress: " + detail::archive_error(stream.archive.get()));
+    cookie_io_functions_t io{};
+    io.read = &OpenStream::read;
+    File in(fopencookie(&stream, "r", io));
+    if (!in) return op_error(primary_url + ": cannot read it: " + std::strerror(errno));
+    auto after_read = [&]() -> Result<void> {
+      if (!stream.error.empty()) return op_error(primary_url + ": " + stream.error);
+      if (primary->has_open_size && stream.total != primary->open_size)
+        return op_error(primary_url + ": " + std::to_string(stream.total) + " bytes decompressed, but the signed " + repomd_url +
+                        " says " + std::to_string(primary->open_size));
+      if (!primary->open_sha256.empty() && stream.sha.hex() != primary->open_sha256)
+        return op_error(primary_url + ": the decompressed sha256 differs from the signed " + repomd_url + "'s open-checksum");
       return {};
-    });
-    if (!r) return r.error();
+    };
+    if (auto r = index.m_impl->add(in.get(), after_read, source, repo, primary_url); !r) return r.error();
   }
-  return out;
+  return {};
 }
 
-Result<std::vector<Package>> resolve(const std::vector<Package>& index, const FetchRequest& request,
-                                     const std::vector<PackageSource>& sources) {
-  std::vector<RpmPackage> pkgs;
-  pkgs.reserve(index.size());
-  PackageSource none;
-  for (const auto& p : index) {
-    if (p.arch != request.arch && p.arch != "noarch") continue;
-    size_t before = pkgs.size();
-    auto r = read_packages(p.entry, "package", none, p.repo_url, p.repo_url + ": " + nevra(p), true, [&](RpmPackage&& rp) -> Result<void> {
-      rp.indexed = &p;  // the record returned, as the index has it (origin, repo)
-      pkgs.push_back(std::move(rp));
-      return {};
-    });
-    if (!r) return r.error();
-    if (pkgs.size() != before + 1) return op_error(p.repo_url + ": " + nevra(p) + ": the index entry is not one <package>");
-  }
-  Resolver closure(std::move(pkgs), request, sources);
-  for (const auto& name : request.names)
-    if (auto r = closure.ask(name); !r) return r.error();
-  if (auto r = closure.walk(); !r) return r.error();
-  return closure.result();
-}
 
 Result<void> write_site_repo(const std::vector<Fetched>& files, const openpgp::SigningKey& key, const std::filesystem::path& dir) {
   namespace fs = std::filesystem;

@@ -9,18 +9,17 @@
 //                                    size, open-size (and open-checksum):
 //                                    the fetched bytes are checked before
 //                                    they are decompressed
-//   primary.xml                      one <package type="rpm"> per package:
-//                                    name, arch, version epoch/ver/rel,
-//                                    checksum type="sha256" (of the whole
-//                                    file), size package=, location href
-//                                    (no xml:base, "..", or leading /), and
-//                                    in <format>: rpm:sourcerpm,
-//                                    rpm:provides/rpm:requires entries
-//                                    (name, flags EQ|LT|LE|GT|GE, epoch,
-//                                    ver, rel; pre="1" ones count like any)
-//                                    and <file> paths (provides too)
-// The XML reader is a small strict one for this structure: no DOCTYPE, CDATA
-// or processing instructions past the declaration; the predefined and
+//   primary.xml                      read by libsolv (Debian's libsolv
+//                                    0.7, the solver inside dnf) as it is
+//                                    decompressed: never whole in memory, its
+//                                    size and open-checksum checked at the end;
+//                                    every package must then have an rpm name,
+//                                    arch and [epoch:]version-release, a
+//                                    sha256, and a location href below the
+//                                    repository ending in .rpm (no xml:base,
+//                                    "..", or leading /)
+// repomd.xml is read by a small strict XML reader of our own: no DOCTYPE,
+// CDATA or processing instructions past the declaration; the predefined and
 // numeric entities only; bounded depth and attributes.
 // Not read: filelists.xml (a file requirement outside primary.xml's bin/ and
 // /etc lists fails, saying so) and modules.yaml (RHEL 8 modularity: the Full
@@ -34,6 +33,7 @@
 // for a .repo file with repo_gpgcheck=1 and gpgkey= that key.
 
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,35 +46,52 @@ class SigningKey;
 
 namespace gb::packages::rpm_md {
 
-// The verified index of one rpm-md source: primary.xml of each repo
-// (source.suites below source.url, or url itself), entries for `arch` and
-// noarch only.
-Result<std::vector<Package>> load_index(http::Transport& t, const PackageSource& source, const std::string& arch);
+// The verified primary.xml of every repo of a request's rpm-md sources, in
+// one libsolv pool: `arch` and noarch are installable, nothing else (no
+// i686 multilib). Move-only.
+class Index {
+public:
+  explicit Index(const std::string& arch);
+  ~Index();
+  Index(Index&&) noexcept;
+  Index& operator=(Index&&) noexcept;
 
-// rpm's version order: epoch (absent = 0), then version, then release by
-// rpmvercmp (~ sorts before anything, ^ after the end but before more
-// segments, digits after letters). "[epoch:]version[-release]"; the release
-// counts only when both have one, as in a Requires without a release.
-// <0, 0, >0.
+  // One repo's primary.xml text (load_index streams it instead); `what`
+  // names the document in errors. Every package is checked as above; on an
+  // error nothing of the document stays. Exposed for unit tests and fuzzing.
+  Result<void> add_primary(std::string_view xml, const PackageSource& source, const std::string& repo_url,
+                           const std::string& what);
+
+  // request.names and their closure, solved by libsolv on an empty root as
+  // dnf install --installroot would (Requires, rich dependencies, Conflicts
+  // and Obsoletes; weak dependencies not followed). A name is NAME,
+  // NAME.ARCH, NAME-[EPOCH:]VERSION (gcc-11.4.1), NAME-[EPOCH:]VERSION-RELEASE
+  // or that .ARCH (kernel-devel-5.14.0-427.13.1.el9_4.x86_64); a package
+  // named so wins over a version. Closure::SameSource keeps, of the Full
+  // closure, what the names need from their own source rpm. A name no repo
+  // has, or a problem the solver finds, is one line naming the request's
+  // `why`, the packages and `sources`. Sorted by name, then version.
+  Result<std::vector<Package>> resolve(const FetchRequest& request, const std::vector<PackageSource>& sources);
+
+  // Every package read, in the order read. For tests.
+  std::vector<Package> packages() const;
+
+  struct Impl;
+
+private:
+  std::unique_ptr<Impl> m_impl;
+  friend Result<void> load_index(http::Transport& t, const PackageSource& source, Index& index);
+};
+
+// Adds the verified primary.xml of each repo of `source` (source.suites below
+// source.url, or url itself) to `index`.
+Result<void> load_index(http::Transport& t, const PackageSource& source, Index& index);
+
+// rpm's version order (libsolv's, as rpmvercmp): epoch (absent = 0), then
+// version, then release (~ sorts before anything, ^ after the end but before
+// more segments). "[epoch:]version[-release]"; the release counts only when
+// both have one, as in a Requires without a release. -1, 0, 1.
 int compare_versions(std::string_view a, std::string_view b);
-
-// request.names and their Requires closure (request.closure) from `index`
-// (load_index of `sources`, which are named in errors). A name is NAME,
-// NAME.ARCH, NAME-[EPOCH:]VERSION (gcc-11.4.1), NAME-[EPOCH:]VERSION-RELEASE
-// or that .ARCH (kernel-devel-5.14.0-427.13.1.el9_4.x86_64). Of several
-// candidates the highest version wins, then request.arch over noarch, as dnf
-// picks. rpmlib() requires are rpm's own and skipped; rich dependencies
-// follow `or` (first satisfiable), `and`, `if`/`unless` (decided once the
-// rest of the closure is known); `with` and `without` are refused, naming
-// the package. Sorted by name.
-Result<std::vector<Package>> resolve(const std::vector<Package>& index, const FetchRequest& request,
-                                     const std::vector<PackageSource>& sources);
-
-// Parses primary.xml text: every package of every arch, each with its
-// <package> element verbatim in Package::entry. `what` names the document
-// in errors. Exposed for unit tests and fuzzing.
-Result<std::vector<Package>> parse_primary(std::string_view xml, const PackageSource& source,
-                                           const std::string& repo_url, const std::string& what);
 
 // The site's repository from verified package files: the layout above,
 // metadata by Debian's createrepo_c, repomd.xml signed with `key`. `dir` is

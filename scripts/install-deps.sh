@@ -11,6 +11,7 @@ packages=(
   build-essential cmake pkg-config ninja-build
   libcurl4-openssl-dev libarchive-dev libssl-dev libyaml-cpp-dev libzstd-dev
   libsqlite3-dev libcli11-dev catch2 nlohmann-json3-dev
+  libsolv-dev libsolvext-dev  # rpm-md closures: the solver inside dnf
   # real peers used by the tests and the demo
   docker-registry skopeo umoci makeself kmod linux-headers-amd64
   python3 python3-yaml openssl shellcheck apache2-utils ca-certificates curl time zstd

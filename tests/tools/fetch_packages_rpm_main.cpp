@@ -6,6 +6,7 @@
 //   fetch_packages_rpm RECIPE --dest DIR (--kernel KVER | --name NAME...) [--closure full|same-source]
 //                      [--arch x86_64] [--site-repo DIR --site-key KEYFILE [--repo-file FILE]]
 //                      [--check-rpm-signatures yes]   (each rpm's own signature, against the source's keyring)
+//                      [--resolve-only yes]   (index and closure only, printed "NAME VERSION ARCH LOCATION"; bench/rpm_index.sh)
 //
 // Prints "NAME VERSION ARCH FILE" per package, sorted. Errors: one line on
 // stderr, exit 2 for bad input, 1 for a failed operation.
@@ -21,6 +22,7 @@
 
 #include "common/error.hpp"
 #include "common/files.hpp"
+#include "mirror/http_transport.hpp"
 #include "mirror/packages.hpp"
 #include "mirror/rpm_repo.hpp"
 #include "recipes/recipe.hpp"
@@ -37,7 +39,7 @@ int usage() {
 }
 
 void run(int argc, char** argv) {
-  std::string recipe_file, kernel, arch = "x86_64", closure = "full", check_rpms;
+  std::string recipe_file, kernel, arch = "x86_64", closure = "full", check_rpms, resolve_only;
   std::filesystem::path dest, site_repo, site_key, repo_file;
   std::vector<std::string> names;
   for (int i = 2; i + 1 < argc; i += 2) {
@@ -51,6 +53,7 @@ void run(int argc, char** argv) {
     else if (opt == "--site-key") site_key = val;
     else if (opt == "--repo-file") repo_file = val;
     else if (opt == "--check-rpm-signatures") check_rpms = val;
+    else if (opt == "--resolve-only") resolve_only = val;
     else throw Error(ErrorKind::Input, "unknown option " + opt);
   }
   Recipe recipe = load_recipe(argv[1]).value_or_throw();
@@ -71,6 +74,14 @@ void run(int argc, char** argv) {
   req.closure = closure == "same-source" ? packages::Closure::SameSource : packages::Closure::Full;
   req.dest = dest;
 
+  if (resolve_only == "yes") {
+    auto transport = http::curl_transport({});
+    packages::rpm_md::Index index(arch);
+    for (const auto& s : sources) packages::rpm_md::load_index(*transport, s, index).value_or_throw();
+    for (const auto& p : index.resolve(req, sources).value_or_throw())
+      std::cout << p.name << " " << p.version << " " << p.arch << " " << p.location << "\n";
+    return;
+  }
   auto files = packages::fetch_packages(sources, req).value_or_throw();
   std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return a.package.name < b.package.name; });
   if (check_rpms == "yes")

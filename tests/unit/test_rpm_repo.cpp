@@ -1,5 +1,5 @@
-// The rpm-md client's logic: rpm's version order, the strict primary.xml
-// reader and the Requires closure, on in-memory documents. The signed fetch
+// The rpm-md client's logic: rpm's version order, primary.xml read into
+// libsolv and checked, and the closures, on in-memory documents. The signed fetch
 // path runs against createrepo_c, gpg and dnf in tests/integration/packages_rpm.sh.
 #include <catch2/catch.hpp>
 #include <algorithm>
@@ -88,10 +88,18 @@ std::vector<Pkg> repo() {
   };
 }
 
-std::vector<Package> index_of(const std::vector<Pkg>& pkgs) {
-  auto r = rpm_md::parse_primary(document(pkgs), source(), "http://mirror.example/el9/BaseOS", "primary.xml");
-  REQUIRE(r.ok());
-  return std::move(r).value_or_throw();
+rpm_md::Index index_of(const std::vector<Pkg>& pkgs) {
+  rpm_md::Index idx("x86_64");
+  auto r = idx.add_primary(document(pkgs), source(), "http://mirror.example/el9/BaseOS", "primary.xml");
+  if (!r.ok()) FAIL(r.error().message);
+  return idx;
+}
+
+// Every package of one document, as read.
+Result<std::vector<Package>> parse_primary(const std::string& xml, const std::string& what = "primary.xml") {
+  rpm_md::Index idx("x86_64");
+  if (auto r = idx.add_primary(xml, source(), "http://mirror.example/el9/BaseOS", what); !r) return r.error();
+  return idx.packages();
 }
 
 FetchRequest request(std::vector<std::string> names, Closure closure = Closure::Full) {
@@ -114,7 +122,7 @@ std::vector<std::string> nevras(const Result<std::vector<Package>>& r) {
 std::string error_of(const Result<std::vector<Package>>& r) { return r.ok() ? std::string() : r.error().message; }
 
 std::string parse_error(const std::string& xml) {
-  return error_of(rpm_md::parse_primary(xml, source(), "http://mirror.example/el9/BaseOS", "http://mirror.example/el9/BaseOS/repodata/primary.xml.gz"));
+  return error_of(parse_primary(xml, "http://mirror.example/el9/BaseOS/repodata/primary.xml.gz"));
 }
 
 }  // namespace
@@ -154,7 +162,7 @@ TEST_CASE("rpm epochs and releases order versions", "[rpm]") {
   CHECK(rpm_md::compare_versions("1.0", "1.0-7") == 0);  // no release on one side: versions only, as in Requires
 }
 
-TEST_CASE("primary.xml reads packages with entities, files and the entry verbatim", "[rpm]") {
+TEST_CASE("primary.xml reads packages with entities and files", "[rpm]") {
   std::string doc = document(repo());
   // A description with every entity kind, and a provide spelled with entities.
   std::string extra = "<package type=\"rpm\"><name>perl-Carp</name><arch>noarch</arch><version epoch=\"1\" ver=\"1.50\" rel=\"460.el9\"/>"
@@ -165,7 +173,7 @@ TEST_CASE("primary.xml reads packages with entities, files and the entry verbati
                       "<rpm:provides><rpm:entry name=\"perl(Carp)\" flags=\"EQ\" epoch=\"0\" ver=\"1.50\"/><rpm:entry name=\"a&amp;b\"/></rpm:provides>"
                       "<rpm:requires><rpm:entry name=\"rpmlib(CompressedFileNames)\" flags=\"LE\" epoch=\"0\" ver=\"3.0.4\" rel=\"1\" pre=\"1\"/></rpm:requires><file>/usr/share/perl5/Carp.pm</file></format></package>";
   doc.insert(doc.rfind("</metadata>"), extra + "\n<!-- a comment -->\n");
-  auto r = rpm_md::parse_primary(doc, source(), "http://mirror.example/el9/BaseOS", "primary.xml");
+  auto r = parse_primary(doc);
   REQUIRE(r.ok());
   REQUIRE(r->size() == repo().size() + 1);
   const Package& devel = r->front();
@@ -177,20 +185,21 @@ TEST_CASE("primary.xml reads packages with entities, files and the entry verbati
   CHECK(devel.repo_url == "http://mirror.example/el9/BaseOS");
   CHECK(devel.origin == "el9");
   CHECK(devel.size == 1234);
-  CHECK(devel.entry == element(repo().front()).substr(0, element(repo().front()).size() - 1));  // up to </package>
+  CHECK(devel.sha256 == std::string(64, 'b'));
   const Package& carp = r->back();
   CHECK(carp.version == "1:1.50-460.el9");
   CHECK(carp.sha256 == "abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789");
-  CHECK(carp.source == "perl-Carp-1.50-460.el9.src.rpm");  // decoded; the entry keeps the reference
-  CHECK(carp.entry == extra);
-  // The entry parses again on its own (the closure reads provides from it): "a&b" is a provide.
-  FetchRequest q = request({"kernel-devel"});
-  std::vector<Package> idx = {carp};
-  Pkg needs_ab{"needs-ab", "noarch", "0", "1", "1", "x.src.rpm", {}, {"a&amp;b", "perl(Carp) >= 1.49"}, {}};
-  auto more = index_of({needs_ab});
-  idx.push_back(more.front());
-  q.names = {"needs-ab"};
-  CHECK(nevras(rpm_md::resolve(idx, q, {source()})) == std::vector<std::string>{"needs-ab-1-1.noarch", "perl-Carp-1:1.50-460.el9.noarch"});
+  CHECK(carp.source == "perl-Carp-1.50-460.el9.src.rpm");  // decoded
+  CHECK(carp.location == "Packages/p/perl-Carp-1.50-460.el9.noarch.rpm");
+  // "a&b" is a provide; rpmlib() is rpm's own.
+  auto pkgs = repo();
+  pkgs.push_back({"needs-ab", "noarch", "0", "1", "1", "x.src.rpm", {}, {"a&amp;b", "perl(Carp) >= 1.49"}, {}});
+  std::string with_ab = document(pkgs);
+  with_ab.insert(with_ab.rfind("</metadata>"), extra);
+  rpm_md::Index idx("x86_64");
+  REQUIRE(idx.add_primary(with_ab, source(), "http://mirror.example/el9/BaseOS", "primary.xml").ok());
+  CHECK(nevras(idx.resolve(request({"needs-ab"}), {source()})) ==
+        std::vector<std::string>{"needs-ab-1-1.noarch", "perl-Carp-1:1.50-460.el9.noarch"});
 }
 
 TEST_CASE("the Full closure follows Requires as dnf picks providers", "[rpm]") {
@@ -198,7 +207,7 @@ TEST_CASE("the Full closure follows Requires as dnf picks providers", "[rpm]") {
   // kernel-headers by its exact version (6.2.0 is newer and not taken), /bin/sh from bash's provide,
   // the newest x86_64 gcc (not aarch64's 12), glibc's soname for x86_64 only, the if-dependency
   // because gcc came in; rpmlib() is rpm's own.
-  auto r = rpm_md::resolve(idx, request({"kernel-devel-6.1.0-1.el9.x86_64"}), {source()});
+  auto r = idx.resolve(request({"kernel-devel-6.1.0-1.el9.x86_64"}), {source()});
   CHECK(nevras(r) == std::vector<std::string>{"bash-5.1.8-6.el9.x86_64", "elfutils-libelf-devel-0.190-2.el9.x86_64",
                                                "gcc-11.4.1-3.el9.x86_64", "glibc-2.34-100.el9.x86_64",
                                                "kernel-devel-6.1.0-1.el9.x86_64", "kernel-headers-6.1.0-1.el9.x86_64"});
@@ -206,24 +215,51 @@ TEST_CASE("the Full closure follows Requires as dnf picks providers", "[rpm]") {
   Pkg needs_file{"needs-file", "noarch", "0", "1", "1", "x.src.rpm", {}, {"/usr/bin/gcc"}, {}};
   auto with = repo();
   with.push_back(needs_file);
-  CHECK(nevras(rpm_md::resolve(index_of(with), request({"needs-file"}), {source()})) ==
+  CHECK(nevras(index_of(with).resolve(request({"needs-file"}), {source()})) ==
         std::vector<std::string>{"bash-5.1.8-6.el9.x86_64", "gcc-11.4.1-3.el9.x86_64", "glibc-2.34-100.el9.x86_64",
                                  "needs-file-1-1.noarch"});
   // "(dracut if bash)" is listed before the "/bin/sh" that brings bash in, and still counts.
   auto later = repo();
   later.push_back({"needs-if-later", "noarch", "0", "1", "1", "x.src.rpm", {}, {"(dracut if bash)", "(mkinitrd if gone)", "/bin/sh"}, {}});
-  CHECK(nevras(rpm_md::resolve(index_of(later), request({"needs-if-later"}), {source()})) ==
+  CHECK(nevras(index_of(later).resolve(request({"needs-if-later"}), {source()})) ==
         std::vector<std::string>{"bash-5.1.8-6.el9.x86_64", "dracut-057-53.el9.x86_64", "glibc-2.34-100.el9.x86_64",
                                  "needs-if-later-1-1.noarch"});
-  // (dracut or mkinitrd): the first alternative that exists.
-  CHECK(nevras(rpm_md::resolve(idx, request({"kernel-core"}), {source()})) ==
+  // (dracut or mkinitrd): the first alternative.
+  CHECK(nevras(idx.resolve(request({"kernel-core"}), {source()})) ==
         std::vector<std::string>{"bash-5.1.8-6.el9.x86_64", "dracut-057-53.el9.x86_64", "glibc-2.34-100.el9.x86_64",
                                  "kernel-core-6.1.0-1.el9.x86_64", "kernel-modules-core-6.1.0-1.el9.x86_64"});
 }
 
+TEST_CASE("Conflicts and Obsoletes are the solver's: a choice is revisited, an impossible set refused", "[rpm]") {
+  // The greedy walk took the first provider for good; libsolv backs out of
+  // one that conflicts with what else is needed.
+  auto pkgs = repo();
+  pkgs.push_back({"wants-shell", "noarch", "0", "1", "1", "x.src.rpm", {}, {"shell", "zsh-compat"}, {}});
+  pkgs.push_back({"ash", "noarch", "0", "1", "1", "ash.src.rpm", {"shell"}, {}, {}});
+  pkgs.push_back({"zsh", "noarch", "0", "1", "1", "zsh.src.rpm", {"shell", "zsh-compat"}, {}, {}});
+  std::string doc = document(pkgs);
+  // ash conflicts with zsh-compat: only zsh meets both.
+  auto at = doc.find("<name>ash</name>");
+  REQUIRE(at != std::string::npos);
+  auto req = doc.find("<rpm:requires>", at);
+  doc.insert(req, "<rpm:conflicts><rpm:entry name=\"zsh-compat\"/></rpm:conflicts>\n    ");
+  rpm_md::Index idx("x86_64");
+  REQUIRE(idx.add_primary(doc, source(), "http://mirror.example/el9/BaseOS", "primary.xml").ok());
+  auto r = idx.resolve(request({"wants-shell"}), {source()});
+  CHECK(nevras(r) == std::vector<std::string>{"wants-shell-1-1.noarch", "zsh-1-1.noarch"});
+  // Asking for both is impossible: one line, naming the packages and the source.
+  auto both = idx.resolve(request({"ash", "zsh"}), {source()});
+  REQUIRE_FALSE(both.ok());
+  CHECK_THAT(both.error().message, Catch::StartsWith("kernel 6.1.0-1.el9.x86_64: "));
+  CHECK_THAT(both.error().message, Catch::Contains("ash-1-1.noarch"));
+  CHECK_THAT(both.error().message, Catch::Contains("zsh"));
+  CHECK_THAT(both.error().message, Catch::EndsWith("in rpm-md source 'el9' (http://mirror.example/el9/BaseOS, http://mirror.example/el9/AppStream)"));
+  CHECK(both.error().kind == ErrorKind::Input);
+}
+
 TEST_CASE("the SameSource closure stays within the kernel's source rpm", "[rpm]") {
   auto idx = index_of(repo());
-  auto r = rpm_md::resolve(idx, request({"kernel-devel-6.1.0-1.el9.x86_64", "kernel-core-6.1.0-1.el9.x86_64"}, Closure::SameSource), {source()});
+  auto r = idx.resolve(request({"kernel-devel-6.1.0-1.el9.x86_64", "kernel-core-6.1.0-1.el9.x86_64"}, Closure::SameSource), {source()});
   CHECK(nevras(r) == std::vector<std::string>{"kernel-core-6.1.0-1.el9.x86_64", "kernel-devel-6.1.0-1.el9.x86_64",
                                                "kernel-headers-6.1.0-1.el9.x86_64", "kernel-modules-core-6.1.0-1.el9.x86_64"});
 }
@@ -231,7 +267,7 @@ TEST_CASE("the SameSource closure stays within the kernel's source rpm", "[rpm]"
 TEST_CASE("requested names match NAME, NAME.ARCH, NAME-VERSION[-RELEASE[.ARCH]] with or without the epoch", "[rpm]") {
   auto idx = index_of(repo());
   auto one = [&](const std::string& name) {
-    auto r = rpm_md::resolve(idx, request({name}, Closure::SameSource), {source()});
+    auto r = idx.resolve(request({name}, Closure::SameSource), {source()});
     auto all = nevras(r);
     return all.empty() ? std::string() : all.back();
   };
@@ -243,52 +279,54 @@ TEST_CASE("requested names match NAME, NAME.ARCH, NAME-VERSION[-RELEASE[.ARCH]] 
   CHECK(one("mkinitrd") == "mkinitrd-1-1.el9.noarch");
   CHECK(one("gcc-11.3.1") == "gcc-11.3.1-4.el9.x86_64");  // NAME-VERSION, as the driver container asks gcc
   CHECK(one("kernel-headers-6.1.0") == "kernel-headers-6.1.0-1.el9.x86_64");
-  CHECK(!error_of(rpm_md::resolve(idx, request({"kernel-headers-6.1"}), {source()})).empty());
+  CHECK(!error_of(idx.resolve(request({"kernel-headers-6.1"}), {source()})).empty());
   // Same version for x86_64 and noarch: the machine's arch, as dnf prefers.
   auto both = repo();
   both.push_back({"gcc", "noarch", "0", "11.4.1", "3.el9", "gcc-11.4.1-3.el9.src.rpm", {}, {}, {}});
-  CHECK(nevras(rpm_md::resolve(index_of(both), request({"gcc"}, Closure::SameSource), {source()})).back() == "gcc-11.4.1-3.el9.x86_64");
+  CHECK(nevras(index_of(both).resolve(request({"gcc"}, Closure::SameSource), {source()})).back() == "gcc-11.4.1-3.el9.x86_64");
 
   // Not there: one line naming the name, the kernel, the source and its repos.
-  auto missing = rpm_md::resolve(idx, request({"kernel-devel-6.9.9-1.el9.x86_64"}), {source()});
+  auto missing = idx.resolve(request({"kernel-devel-6.9.9-1.el9.x86_64"}), {source()});
   CHECK(error_of(missing) == "kernel 6.1.0-1.el9.x86_64: no package 'kernel-devel-6.9.9-1.el9.x86_64' for x86_64 in rpm-md source 'el9' "
                              "(http://mirror.example/el9/BaseOS, http://mirror.example/el9/AppStream)");
   CHECK(missing.error().kind == ErrorKind::Input);
   // Names are whole: kernel-devel-6.1.0-1.el9 is not a version of a package "kernel".
   auto kernel = repo();
   kernel.push_back({"kernel", "x86_64", "0", "6.1.0", "1.el9", k_kernel_src, {}, {}, {}});
-  auto r = rpm_md::resolve(index_of(kernel), request({"kernel-devel-6.1.0-1.el9"}, Closure::SameSource), {source()});
+  auto r = index_of(kernel).resolve(request({"kernel-devel-6.1.0-1.el9"}, Closure::SameSource), {source()});
   CHECK(nevras(r).front() == "kernel-devel-6.1.0-1.el9.x86_64");
   auto named_like_a_version = repo();
   named_like_a_version.push_back({"gcc-11.3.1", "noarch", "0", "1", "1", "x.src.rpm", {}, {}, {}});
-  CHECK(nevras(rpm_md::resolve(index_of(named_like_a_version), request({"gcc-11.3.1"}, Closure::SameSource), {source()})) ==
+  CHECK(nevras(index_of(named_like_a_version).resolve(request({"gcc-11.3.1"}, Closure::SameSource), {source()})) ==
         std::vector<std::string>{"gcc-11.3.1-1-1.noarch"});
-  CHECK(!error_of(rpm_md::resolve(idx, request({"gcc-12.0.0-1.el9.aarch64"}), {source()})).empty());  // another arch
+  CHECK(!error_of(idx.resolve(request({"gcc-12.0.0-1.el9.aarch64"}), {source()})).empty());  // another arch
 }
 
-TEST_CASE("an unmet Requires and an unsupported rich dependency are one line naming the package", "[rpm][hostile]") {
+TEST_CASE("an unmet Requires is one line naming the package, the kernel and the source", "[rpm][hostile]") {
   auto pkgs = repo();
   pkgs.push_back({"needs-gone", "noarch", "0", "1", "1", "x.src.rpm", {}, {"kernel-headers >= 7.0"}, {}});
   pkgs.push_back({"needs-with", "noarch", "0", "1", "1", "x.src.rpm", {}, {"(gcc with glibc)"}, {}});
   pkgs.push_back({"needs-bad", "noarch", "0", "1", "1", "x.src.rpm", {}, {"(gcc or"}, {}});
   pkgs.push_back({"needs-unless", "noarch", "0", "1", "1", "x.src.rpm", {}, {"(dracut unless bash)", "(mkinitrd unless gone)"}, {}});
+  pkgs.push_back({"needs-file-elsewhere", "noarch", "0", "1", "1", "x.src.rpm", {}, {"/usr/share/doc/x"}, {}});
   auto idx = index_of(pkgs);
-  CHECK(error_of(rpm_md::resolve(idx, request({"needs-gone"}), {source()})) ==
-        "kernel 6.1.0-1.el9.x86_64: needs-gone-1-1.noarch requires 'kernel-headers >= 7.0', which no package for x86_64 provides "
-        "in rpm-md source 'el9' (http://mirror.example/el9/BaseOS, http://mirror.example/el9/AppStream)");
-  CHECK(error_of(rpm_md::resolve(idx, request({"needs-with"}), {source()})) ==
-        "kernel 6.1.0-1.el9.x86_64: needs-with-1-1.noarch has a rich dependency with 'with', which is not supported");
-  CHECK_THAT(error_of(rpm_md::resolve(idx, request({"needs-bad"}), {source()})),
-             Catch::StartsWith("kernel 6.1.0-1.el9.x86_64: needs-bad-1-1.noarch: rich dependency '(gcc or'"));
-  // SameSource does not follow other sources, so their gaps do not matter.
-  CHECK(error_of(rpm_md::resolve(idx, request({"needs-gone"}, Closure::SameSource), {source()})).empty());
-  // unless: bash is not chosen, so dracut is; "gone" is not there, so mkinitrd is.
-  CHECK(nevras(rpm_md::resolve(idx, request({"needs-unless"}), {source()})) ==
-        std::vector<std::string>{"bash-5.1.8-6.el9.x86_64", "dracut-057-53.el9.x86_64", "glibc-2.34-100.el9.x86_64",
-                                 "mkinitrd-1-1.el9.noarch", "needs-unless-1-1.noarch"});
+  const std::string in = ", in rpm-md source 'el9' (http://mirror.example/el9/BaseOS, http://mirror.example/el9/AppStream)";
+  CHECK(error_of(idx.resolve(request({"needs-gone"}), {source()})) ==
+        "kernel 6.1.0-1.el9.x86_64: nothing provides kernel-headers >= 7.0 needed by needs-gone-1-1.noarch" + in);
+  // `with`: one package that is both; none is.
+  CHECK_THAT(error_of(idx.resolve(request({"needs-with"}), {source()})),
+             Catch::StartsWith("kernel 6.1.0-1.el9.x86_64: nothing provides (gcc with glibc) needed by needs-with-1-1.noarch"));
+  // An unparsable rich dependency is dropped by libsolv's reader, as dnf reads it.
+  CHECK(nevras(idx.resolve(request({"needs-bad"}), {source()})) == std::vector<std::string>{"needs-bad-1-1.noarch"});
+  CHECK_THAT(error_of(idx.resolve(request({"needs-file-elsewhere"}), {source()})), Catch::EndsWith("filelists.xml is not read)"));
+  // SameSource is a filter over the Full closure: a gap elsewhere fails on the build machine, not at the site.
+  CHECK_THAT(error_of(idx.resolve(request({"needs-gone"}, Closure::SameSource), {source()})), Catch::Contains("nothing provides"));
+  // dracut needs /bin/sh, which is bash: "(dracut unless bash)" cannot hold, as dnf says too.
+  CHECK(error_of(idx.resolve(request({"needs-unless"}), {source()})) ==
+        "kernel 6.1.0-1.el9.x86_64: package needs-unless-1-1.noarch requires (dracut unless bash), but none of the providers can be installed" + in);
 }
 
-TEST_CASE("primary.xml outside its known shape is refused with the document and line", "[rpm][hostile]") {
+TEST_CASE("primary.xml outside its known shape is refused with the document", "[rpm][hostile]") {
   std::string good = document({repo().front()});
   auto with = [&](const std::string& from, const std::string& to) {
     std::string d = good;
@@ -299,35 +337,38 @@ TEST_CASE("primary.xml outside its known shape is refused with the document and 
   const std::string at = "http://mirror.example/el9/BaseOS/repodata/primary.xml.gz: ";
   CHECK(parse_error(good).empty());
   // The mirror's document is not the user's input: a failed operation (exit 1).
-  CHECK(rpm_md::parse_primary("<metadata", source(), "u", "w").error().kind == ErrorKind::Failed);
-  CHECK(parse_error("<?xml version=\"1.0\"?>\n<!DOCTYPE x [<!ENTITY a \"b\">]><metadata/>") ==
-        at + "line 2: unexpected '<!DOCTYPE' (no DOCTYPE, CDATA or processing instructions here)");
-  CHECK(parse_error(with("<summary>", "<summary><![CDATA[x]]>")) .find("unexpected '<![CDATA['") != std::string::npos);
-  CHECK(parse_error(with("&amp;", "&nbsp;")) == at + "line 8: an unknown entity '&nbsp;'");
-  CHECK(parse_error(with("&amp;", "&#0;")) == at + "line 8: a character reference '&#0;' that is not an XML character");
-  CHECK(parse_error(with("&amp;", "& ")) == at + "line 8: an '&' that starts no entity");
-  CHECK(parse_error(with("</summary>", "</name>")) == at + "line 8: </name> closes <summary>");
-  CHECK(parse_error(good.substr(0, good.find("</format>"))) == at + "line 25: the document ends inside <format>");
+  auto broken = parse_primary("<metadata><package", "w");
+  REQUIRE_FALSE(broken.ok());
+  CHECK(broken.error().kind == ErrorKind::Failed);
+  CHECK_THAT(parse_error(with("</summary>", "</name>")), Catch::StartsWith(at));
+  CHECK_THAT(parse_error(good.substr(0, good.find("</format>"))), Catch::StartsWith(at));
   CHECK(parse_error(with("Packages/", "../../etc/")) ==
         at + "package 1 (kernel-devel): location href '../../etc/kernel-devel-6.1.0-1.el9.x86_64.rpm' is not an .rpm path below the repository");
-  CHECK(parse_error(with("href=\"Packages/", "href=\"/Packages/")).find("is not an .rpm path below the repository") != std::string::npos);
+  CHECK_THAT(parse_error(with("href=\"Packages/", "href=\"/Packages/")), Catch::EndsWith("is not an .rpm path below the repository"));
+  CHECK_THAT(parse_error(with(".x86_64.rpm\"", ".x86_64.sh\"")), Catch::EndsWith("is not an .rpm path below the repository"));
   CHECK(parse_error(with("<location ", "<location xml:base=\"http://elsewhere/\" ")) ==
         at + "package 1 (kernel-devel): location xml:base (a package elsewhere) is not supported");
-  CHECK(parse_error(with("type=\"sha256\"", "type=\"sha1\"")) ==
-        at + "package 1 (kernel-devel): checksum type 'sha1' is not supported (sha256 only)");
-  CHECK(parse_error(with("  <arch>x86_64</arch>\n", "")) == at + "package 1 (kernel-devel): no <arch>");
+  CHECK(parse_error(with("type=\"sha256\" pkgid=\"YES\">" + std::string(64, 'b'), "type=\"sha1\" pkgid=\"YES\">" + std::string(40, 'b'))) ==
+        at + "package 1 (kernel-devel): no sha256 checksum (sha256 only)");
+  CHECK(parse_error(with("<name>kernel-devel</name>", "")) == at + "package 1: name '' is not an rpm package name");
   CHECK(parse_error(with("<name>kernel-devel</name>", "<name>kernel devel</name>")) ==
-        at + "package 1: name 'kernel devel' is not an rpm package name");
-  CHECK(parse_error(with("flags=\"EQ\"", "flags=\"XX\"")) == at + "package 1 (kernel-devel): entry 'kernel-devel' has unknown flags 'XX'");
-  CHECK(parse_error(with("ver=\"6.1.0\"", "ver=\"6.1-0\"")).find("is not an rpm version") != std::string::npos);
-  CHECK(parse_error(with("<package type=\"rpm\">", "<package type=\"rpm\" type=\"rpm\">")) == at + "line 3: <package> has two type attributes");
-  CHECK(parse_error(with("</metadata>", "</metadata><metadata/>")) == at + "line 27: a second root element <metadata>");
-  CHECK(parse_error("<repomd/>") == at + "the root element is <repomd>, not <metadata>");
-  CHECK(parse_error("") == at + "line 1: no root element");
-  // Nesting and attribute counts are bounded.
-  std::string deep = "<metadata><package type=\"rpm\">";
-  for (int i = 0; i < 20; ++i) deep += "<x>";
-  CHECK(parse_error(deep) .find("nested deeper than 16") != std::string::npos);
+        at + "package 1 (kernel devel): name 'kernel devel' is not an rpm package name");
+  CHECK_THAT(parse_error(with("<name>kernel-devel</name>", "<name>kernel\x1b[31m</name>")), Catch::Contains("not well-formed"));
+  CHECK(parse_error(with("<name>kernel-devel</name>", "<name>kernel\x7f</name>")) ==
+        at + "package 1 (kernel?): name 'kernel\\x7f' is not an rpm package name");
+  CHECK_THAT(parse_error(with("ver=\"6.1.0\"", "ver=\"6.1-0\"")), Catch::Contains("is not an rpm version"));
+  // Entity expansion is bounded (expat's amplification limit): a billion laughs is refused, not expanded.
+  std::string laughs = "<?xml version=\"1.0\"?>\n<!DOCTYPE metadata [<!ENTITY a \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\">";
+  for (char c = 'b'; c <= 'j'; ++c)
+  {
+    std::string ten;  // &a;&a;... ten times the entity before
+    for (int i = 0; i < 10; ++i) ten += std::string("&") + static_cast<char>(c - 1) + ";";
+    laughs += std::string("<!ENTITY ") + c + " \"" + ten + "\">";
+  }
+  laughs += "]>\n<metadata><package type=\"rpm\"><name>&j;</name></package></metadata>\n";
+  auto start = std::chrono::steady_clock::now();
+  CHECK_THAT(parse_error(laughs), Catch::StartsWith(at));
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
 }
 
 TEST_CASE("primary.xml text is decoded in time linear in the document", "[rpm][hostile]") {
@@ -346,7 +387,7 @@ TEST_CASE("primary.xml text is decoded in time linear in the document", "[rpm][h
   }
   doc = plain.append(doc, from, std::string::npos);
   auto start = std::chrono::steady_clock::now();
-  auto r = rpm_md::parse_primary(doc, source(), "http://mirror.example/el9/BaseOS", "primary.xml");
+  auto r = parse_primary(doc);
   auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   REQUIRE(r.ok());
   CHECK(r->size() == 20000);
