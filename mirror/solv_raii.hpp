@@ -6,6 +6,10 @@
 
 #include <memory>
 
+#if defined(__clang__)
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wkeyword-macro"
+#endif
 #define requires requires_
 extern "C" {
 #include <solv/evr.h>
@@ -21,6 +25,9 @@ extern "C" {
 #include <solv/transaction.h>
 }
 #undef requires
+#if defined(__clang__)
+#pragma clang diagnostic pop
+#endif
 
 namespace gb::detail {
 
