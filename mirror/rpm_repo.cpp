@@ -349,6 +349,27 @@ bool is_evr(std::string_view evr) {
   return dash != std::string_view::npos && is_evr_part(vr.substr(0, dash)) && is_evr_part(vr.substr(dash + 1));
 }
 
+// primary.xml has no DTD (createrepo_c writes none): one is refused before
+// the parser sees it, so that no entity is ever declared, let alone expanded
+// (a billion laughs took expat's parser seconds to refuse, minutes under ASan).
+struct Prolog {
+  std::string tail;
+  bool done = false;
+  std::string error;
+  void feed(const char* data, size_t n) {
+    if (done || !error.empty()) return;
+    std::string window = tail + std::string(data, n);
+    auto doctype = window.find("<!DOCTYPE"), root = window.find("<metadata");
+    if (doctype != std::string::npos && (root == std::string::npos || doctype < root)) {
+      error = "a document type declaration (<!DOCTYPE), which primary.xml never has; refused";
+    } else if (root != std::string::npos) {
+      done = true;
+    } else {
+      tail = window.substr(window.size() > 16 ? window.size() - 16 : 0);
+    }
+  }
+};
+
 // The decompressed primary.xml as a stdio stream for libsolv, read through
 // libarchive from the packed bytes: bounded, its size and sha256 kept.
 struct OpenStream {
@@ -356,6 +377,7 @@ struct OpenStream {
   std::uint64_t max_bytes = 0;
   std::uint64_t total = 0;
   Sha256 sha;
+  Prolog prolog;
   std::string error;
 
   static ssize_t read(void* cookie, char* buf, size_t n) {
@@ -372,6 +394,11 @@ struct OpenStream {
       return -1;
     }
     s.sha.update(buf, static_cast<size_t>(got));
+    s.prolog.feed(buf, static_cast<size_t>(got));
+    if (!s.prolog.error.empty()) {
+      s.error = s.prolog.error;
+      return -1;
+    }
     return got;
   }
 };
@@ -598,6 +625,9 @@ Index& Index::operator=(Index&&) noexcept = default;
 
 Result<void> Index::add_primary(std::string_view xml, const PackageSource& source, const std::string& repo_url,
                                 const std::string& what) {
+  Prolog prolog;
+  prolog.feed(xml.data(), xml.size());
+  if (!prolog.error.empty()) return op_error(what + ": " + prolog.error);
   File in(fmemopen(const_cast<char*>(xml.data()), xml.size(), "r"));
   if (xml.empty()) in.reset(std::fopen("/dev/null", "r"));
   if (!in) return op_error(what + ": cannot read it: " + std::strerror(errno));
@@ -622,13 +652,17 @@ Result<std::vector<Package>> Index::resolve(const FetchRequest& request, const s
   m.prepare();
   detail::SolvQueue job;
   std::vector<std::set<Id>> asked;  // each name's candidates, where SameSource starts
-  for (const auto& name : request.names) {
+  std::vector<std::pair<std::string, bool>> names;  // name, optional
+  for (const auto& n : request.names) names.emplace_back(n, false);
+  for (const auto& n : request.optional_names) names.emplace_back(n, true);
+  for (const auto& [name, optional] : names) {
     detail::SolvQueue sel, found;
     selection_make(p, sel.get(), name.c_str(), SELECTION_NAME | SELECTION_DOTARCH | SELECTION_CANON);
     selection_solvables(p, sel.get(), found.get());
     std::set<Id> candidates;
     for (int i = 0; i < found.size(); ++i)
       if (p->solvables[found[i]].repo != m.system && pool_installable(p, p->solvables + found[i])) candidates.insert(found[i]);
+    if (candidates.empty() && optional) continue;
     if (candidates.empty())
       return input_error(request.why + ": no package " + quote(name) + " for " + request.arch + " in " + describe_sources(sources));
     for (int i = 0; i < sel.size(); i += 2) queue_push2(job.get(), sel[i] | SOLVER_INSTALL, sel[i + 1]);
