@@ -115,6 +115,10 @@ std::string lock_to_json(const Lock& l) {
                     {"operands", n->operands},
                     {"docaDriver", n->doca_version.empty() ? json(nullptr)
                                                            : json{{"version", n->doca_version}, {"precompiled", n->doca_precompiled}}}};
+    if (!n->ib_ufm_secret.empty())
+      j["network"]["ibKubernetes"] = {{"pKeyGUIDPoolRangeStart", n->ib_pkey_guid_pool_start},
+                                      {"pKeyGUIDPoolRangeEnd", n->ib_pkey_guid_pool_end},
+                                      {"ufmSecret", n->ib_ufm_secret}};
   }
   j["warnings"] = l.warnings;
   return j.dump(2) + "\n";
@@ -227,6 +231,17 @@ std::string check_lock(const Lock& l) {
     // The NicClusterPolicy's ofedDriver.version: a tag prefix or a digest.
     if (!n->doca_version.empty() && !is_sha256_digest(n->doca_version) && !is_word(n->doca_version, "._+-"))
       return bad("network.docaDriver.version", n->doca_version, "is not a DOCA driver version");
+    // Written into nic-cluster-policy.yaml: held to the recipe's rules.
+    const bool ib = std::find(n->operands.begin(), n->operands.end(), "ibKubernetes") != n->operands.end();
+    if (ib != !n->ib_ufm_secret.empty())
+      return "network.ibKubernetes: " + std::string(ib ? "missing, but network.operands lists ibKubernetes" : "set, but network.operands does not list ibKubernetes");
+    if (ib) {
+      if (!is_pkey_guid(n->ib_pkey_guid_pool_start)) return bad("network.ibKubernetes.pKeyGUIDPoolRangeStart", n->ib_pkey_guid_pool_start, "is not a GUID");
+      if (!is_pkey_guid(n->ib_pkey_guid_pool_end)) return bad("network.ibKubernetes.pKeyGUIDPoolRangeEnd", n->ib_pkey_guid_pool_end, "is not a GUID");
+      if (pkey_guid_value(n->ib_pkey_guid_pool_start) > pkey_guid_value(n->ib_pkey_guid_pool_end))
+        return bad("network.ibKubernetes.pKeyGUIDPoolRangeEnd", n->ib_pkey_guid_pool_end, "is below pKeyGUIDPoolRangeStart");
+      if (!is_recipe_name(n->ib_ufm_secret)) return bad("network.ibKubernetes.ufmSecret", n->ib_ufm_secret, "is not a Kubernetes secret name");
+    }
   }
   return "";
 }
@@ -457,6 +472,12 @@ Result<Lock> parse_lock(const std::string& text, const std::string& file) {
         net.doca_version = str(doca, "version");
         if (net.doca_version.empty()) throw Error(ErrorKind::Input, "field network.docaDriver.version: empty");
         net.doca_precompiled = need(doca, "precompiled").get<bool>();
+      }
+      if (n.contains("ibKubernetes")) {
+        const auto& ib = need(n, "ibKubernetes");
+        net.ib_pkey_guid_pool_start = str(ib, "pKeyGUIDPoolRangeStart");
+        net.ib_pkey_guid_pool_end = str(ib, "pKeyGUIDPoolRangeEnd");
+        net.ib_ufm_secret = str(ib, "ufmSecret");
       }
       l.network = std::move(net);
     }

@@ -166,6 +166,8 @@ struct LockNetwork {
   std::vector<std::string> operands;
   std::string doca_version;  // "" without the ofedDriver operand
   bool doca_precompiled = false;
+  // With the ibKubernetes operand: its GUID pool and UFM Secret (recipe network.ibKubernetes).
+  std::string ib_pkey_guid_pool_start, ib_pkey_guid_pool_end, ib_ufm_secret;
 };
 
 struct Lock {

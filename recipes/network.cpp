@@ -174,7 +174,7 @@ namespace {
 class NetworkResolver {
 public:
   NetworkResolver(const Recipe& r, const Chart& c, const Catalog& cat, Lock& l)
-      : m_r(r), m_net(*r.network), m_chart(c), m_cat(cat), m_lock(l) {}
+      : m_r(r), m_net(*r.network), m_operands(m_net.operands), m_chart(c), m_cat(cat), m_lock(l) {}
 
   Result<void> run(const std::string& release_text) {
     LockNetwork& n = m_lock.network.emplace();
@@ -182,7 +182,21 @@ public:
     n.chart = {m_chart.name, m_chart.version, m_chart.app_version, m_net.chart, m_chart.sha256};
     n.release_file = m_net.release_file;
     n.release_sha256 = sha256_hex(release_text);
-    n.operands = m_net.operands;
+    // One NFD per cluster, as the Network Operator's docs ask: the GPU
+    // Operator's, whose worker labels the NICs too (the chart's NodeFeatureRule
+    // for them stays on, kit/kit_network.cpp).
+    for (const auto& img : m_lock.images)
+      for (const auto& c : img.components)
+        if (c == "node-feature-discovery" && std::find(m_operands.begin(), m_operands.end(), "nfd") != m_operands.end()) {
+          m_operands.erase(std::find(m_operands.begin(), m_operands.end(), "nfd"));
+          warn("network.operands: nfd left out: the GPU Operator runs NFD, and a cluster has one");
+        }
+    n.operands = m_operands;
+    if (const auto& ib = m_net.ib_kubernetes) {
+      n.ib_pkey_guid_pool_start = ib->pkey_guid_pool_start;
+      n.ib_pkey_guid_pool_end = ib->pkey_guid_pool_end;
+      n.ib_ufm_secret = ib->ufm_secret;
+    }
 
     if (m_chart.name != k_network_chart)
       error("network.chart", "network.chart: chart " + quote(m_chart.name) + " is not the " + k_network_chart + " chart");
@@ -200,7 +214,7 @@ public:
                                        ", not network.version " + m_net.version);
 
     // A subchart operand the chart has no switch for would silently carry nothing.
-    for (const auto& name : m_net.operands) {
+    for (const auto& name : m_operands) {
       const NetworkOperand* op = m_cat.network_operand(name);
       if (op->chart_switch.empty()) continue;
       bool has = std::any_of(m_chart.dependencies.begin(), m_chart.dependencies.end(),
@@ -212,11 +226,11 @@ public:
     }
 
     std::vector<std::string> warnings;
-    for (const auto& img : network_chart_images(m_chart, m_net.operands, m_cat, warnings))
+    for (const auto& img : network_chart_images(m_chart, m_operands, m_cat, warnings))
       add("network:" + img.path, img.reference, m_r.platforms);
     for (auto& w : warnings) warn(std::move(w));
 
-    for (const auto& name : m_net.operands) {
+    for (const auto& name : m_operands) {
       const NetworkOperand* op = m_cat.network_operand(name);
       for (const auto& p : op->policy) {
         auto it = release->find(p.release);
@@ -281,6 +295,7 @@ private:
 
   const Recipe& m_r;
   const NetworkSettings& m_net;
+  std::vector<std::string> m_operands;  // the recipe's, less what the GPU Operator runs already
   const Chart& m_chart;
   const Catalog& m_cat;
   Lock& m_lock;

@@ -52,6 +52,20 @@ bool is_kernel_release(std::string_view s) {
   return !rest.empty() && rest.front() >= '0' && rest.front() <= '9' && is_word(rest, "._+~-");
 }
 
+bool is_pkey_guid(std::string_view s) {
+  if (s.size() != 23) return false;
+  for (size_t i = 0; i < s.size(); ++i)
+    if (i % 3 == 2 ? s[i] != ':' : !std::isxdigit(static_cast<unsigned char>(s[i]))) return false;
+  return true;
+}
+
+std::uint64_t pkey_guid_value(std::string_view guid) {
+  std::uint64_t v = 0;
+  for (char c : guid)
+    if (c != ':') v = v << 4 | static_cast<std::uint64_t>(std::isdigit(static_cast<unsigned char>(c)) ? c - '0' : (c | 0x20) - 'a' + 10);
+  return v;
+}
+
 bool is_driver_version(std::string_view s) { return is_dotted_number(s, 2, 3) || is_sha256_digest(s); }
 
 std::string label_problem(std::string_view key, std::string_view value) {
@@ -182,7 +196,7 @@ private:
 };
 
 void read_network(Reader& rd, const YAML::Node& n, Recipe& r) {
-  rd.only(n, "network", {"version", "chart", "releaseFile", "operands", "ofedDriver"});
+  rd.only(n, "network", {"version", "chart", "releaseFile", "operands", "ofedDriver", "ibKubernetes"});
   NetworkSettings net;
   if (!n["version"]) rd.fail(n, "network.version", "missing (the Network Operator release tag, e.g. v26.4.1)");
   net.version = rd.str(n["version"], "network.version");
@@ -227,6 +241,42 @@ void read_network(Reader& rd, const YAML::Node& n, Recipe& r) {
         rd.fail(n["ofedDriver"]["precompiled"], "network.ofedDriver.precompiled",
                 "target.kernels[" + std::to_string(i) + "] " + quote(r.kernels[i]) +
                     " has a character an image tag cannot hold, so it has no precompiled DOCA driver image");
+  }
+  auto has = [&](const char* operand) { return std::find(net.operands.begin(), net.operands.end(), operand) != net.operands.end(); };
+  // The operator names DOCA driver images by the nodes' os-release ID and
+  // VERSION_ID as they are (rhel9.6): an OS whose VERSION_ID has a minor
+  // version needs it here, or the lock names images the operator never asks for.
+  if (has("ofedDriver")) {
+    auto [id, version] = split_os(r.os);
+    for (const char* family : {"rhel", "rhcos", "sles", "rocky", "almalinux", "ol"})
+      if (id == family && version.find('.') == std::string::npos)
+        rd.fail(n, "target.os", quote(r.os) + ": the Network Operator tags DOCA driver images with the nodes' os-release ID and VERSION_ID, which is " +
+                                    id + "<major>.<minor> (" + id + version + ".6, say); give target.os with the minor version the nodes run");
+  }
+  if (auto ib = n["ibKubernetes"]) {
+    if (!has("ibKubernetes")) rd.fail(ib, "network.ibKubernetes", "set, but network.operands does not list ibKubernetes");
+    rd.only(ib, "network.ibKubernetes", {"pKeyGUIDPoolRangeStart", "pKeyGUIDPoolRangeEnd", "ufmSecret"});
+    NetworkSettings::IbKubernetes k;
+    const std::pair<const char*, std::string*> fields[] = {{"pKeyGUIDPoolRangeStart", &k.pkey_guid_pool_start},
+                                                           {"pKeyGUIDPoolRangeEnd", &k.pkey_guid_pool_end},
+                                                           {"ufmSecret", &k.ufm_secret}};
+    for (const auto& [key, value] : fields) {
+      const std::string at = std::string("network.ibKubernetes.") + key;
+      if (!ib[key]) rd.fail(ib, at, "missing (the NicClusterPolicy CRD requires it)");
+      *value = rd.str(ib[key], at);
+      bool ok = value == &k.ufm_secret ? is_recipe_name(*value) : is_pkey_guid(*value);
+      if (!ok)
+        rd.fail(ib[key], at, quote(*value) + (value == &k.ufm_secret ? " is not a Kubernetes secret name"
+                                                                     : " is not a GUID like 02:00:00:00:00:00:00:00"));
+    }
+    if (pkey_guid_value(k.pkey_guid_pool_start) > pkey_guid_value(k.pkey_guid_pool_end))
+      rd.fail(ib["pKeyGUIDPoolRangeEnd"], "network.ibKubernetes.pKeyGUIDPoolRangeEnd",
+              k.pkey_guid_pool_end + " is below pKeyGUIDPoolRangeStart " + k.pkey_guid_pool_start);
+    net.ib_kubernetes = std::move(k);
+  } else if (has("ibKubernetes")) {
+    rd.fail(n, "network.ibKubernetes",
+            "missing: the ibKubernetes operand needs the site's UFM GUID pool and credentials Secret "
+            "({pKeyGUIDPoolRangeStart, pKeyGUIDPoolRangeEnd, ufmSecret}), which its CRD requires");
   }
   r.network = std::move(net);
 }
@@ -599,10 +649,16 @@ std::string package_arch(const std::string& platform, PackageFormat format) {
 std::vector<std::string> kernel_package_names(const PackageSettings& p, const std::string& os, const std::string& kernel) {
   std::vector<std::string> templates = p.kernel_packages;
   if (templates.empty()) {
-    // What the conventional driver container installs at start (gpu-operator-facts §4.3).
-    if (os_package_format(os) == PackageFormat::RpmMd)
-      templates = {"kernel-headers-{kernel}", "kernel-devel-{kernel}", "kernel-core-{kernel}"};
-    else if (starts_with(os, "debian"))
+    // What the conventional driver container installs at start.
+    if (os_package_format(os) == PackageFormat::RpmMd) {
+      // rhel8's script installs kernel-core; rhel9's (since 2025-04) and
+      // rhel10's install `kernel`, whose closure holds kernel-core and the
+      // kernel-modules with video.ko they load first: it serves both.
+      auto [id, version] = split_os(os);
+      const bool el8 = version == "8" || starts_with(version, "8.");
+      templates = {"elfutils-libelf", "elfutils-libelf-devel", "kernel-headers-{kernel}", "kernel-devel-{kernel}",
+                   el8 ? "kernel-core-{kernel}" : "kernel-{kernel}"};
+    } else if (starts_with(os, "debian"))
       templates = {"linux-headers-{kernel}", "linux-image-{kernel}"};
     else
       templates = {"linux-headers-{kernel}", "linux-image-{kernel}", "linux-modules-{kernel}"};
@@ -610,6 +666,40 @@ std::vector<std::string> kernel_package_names(const PackageSettings& p, const st
   for (auto& t : templates)
     for (size_t at; (at = t.find("{kernel}")) != std::string::npos;) t.replace(at, 8, kernel);
   return templates;
+}
+
+PackageNames doca_build_package_names(const std::string& os, const std::string& kernel) {
+  if (os_package_format(os) == PackageFormat::RpmMd)
+    return {{"kernel-" + kernel, "kernel-headers-" + kernel, "kernel-devel-" + kernel, "kernel-core-" + kernel,
+             "kernel-modules-" + kernel, "gcc"},
+            {"elfutils-libelf-devel", "kernel-rpm-macros", "numactl-libs", "lsof", "rpm-build", "patch", "hostname"}};
+  return {{"pkg-config", "linux-headers-" + kernel}, {"linux-modules-extra-" + kernel}};
+}
+
+std::string kernel_compiler_package(PackageFormat format, std::string_view text) {
+  // The version gcc prints last on its --version line: "... 12.3.0" (a date and
+  // the vendor's release may follow it in parentheses on Red Hat's).
+  auto gcc = text.find("gcc");
+  if (gcc == std::string_view::npos) return "";
+  std::string_view rest = text.substr(gcc);
+  if (auto paren = rest.find(')'); paren != std::string_view::npos) rest = rest.substr(paren + 1);
+  size_t at = rest.find_first_of("0123456789");
+  if (at == std::string_view::npos) return "";
+  size_t end = rest.find_first_not_of("0123456789.", at);
+  std::string version(rest.substr(at, end == std::string_view::npos ? std::string_view::npos : end - at));
+  if (!is_dotted_number(version, 1, 3)) return "";
+  if (format == PackageFormat::RpmMd) return "gcc-" + version;
+  return "gcc-" + version.substr(0, version.find('.'));
+}
+
+bool doca_builds_on_node(const Recipe& r) {
+  if (!r.network || r.network->doca_precompiled) return false;
+  const auto& ops = r.network->operands;
+  return std::find(ops.begin(), ops.end(), "ofedDriver") != ops.end();
+}
+
+bool wants_site_packages(const Recipe& r) {
+  return !r.packages.sources.empty() && (r.driver_mode == DriverMode::Conventional || doca_builds_on_node(r));
 }
 
 Result<Recipe> load_recipe(const std::filesystem::path& file) {

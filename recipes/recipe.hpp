@@ -17,7 +17,8 @@
 //   pullSecret
 //   packages: {sources[]: {name, type, url, suites[], components[], keyring, caFile, signatures},
 //              kernelPackages[], server: {image}}
-//   network: {version, chart, releaseFile, operands[], ofedDriver: {precompiled}}
+//   network: {version, chart, releaseFile, operands[], ofedDriver: {precompiled},
+//             ibKubernetes: {pKeyGUIDPoolRangeStart, pKeyGUIDPoolRangeEnd, ufmSecret}}
 //   acceptance: {nccl: {image, nodes, gpusPerNode, minBytes, maxBytes, minBusBw,
 //                       mpiOperator: {install, image}}}
 //   monitoring: {prometheusLabels: {KEY: VALUE}, dashboardLabels: {KEY: VALUE}}
@@ -32,6 +33,7 @@
 //   any list or map   k_recipe_max_list   (1024 entries: gpus, kernels, extraImages, components ...)
 //   metadata.name and pullSecret  k_recipe_max_name (253, a Kubernetes name)
 
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -97,9 +99,36 @@ struct PackageSettings {
   std::string server_image;  // the HTTP server image the site repository is served from
 };
 
-// The packages a node's driver container installs for `kernel` on `os`
-// (gpu-operator-facts §4.3): templates filled, or the family default.
+// The packages a node's GPU driver container installs for `kernel` on `os`:
+// templates filled, or what the driver image's own script installs
+// (gpu-driver-container rhelN/ubuntuNN nvidia-driver). The compiler, which the
+// RHEL scripts install at the kernel's own gcc version, comes on top
+// (kernel_compiler_package(), from the kernel headers' .config).
 std::vector<std::string> kernel_package_names(const PackageSettings& p, const std::string& os, const std::string& kernel);
+
+// What the DOCA driver's build on the node installs (doca-driver-build
+// entrypoint.sh: the kernel's packages and build tools; `optional` ones it
+// installs only where the repositories have them). The compiler comes on top.
+struct PackageNames {
+  std::vector<std::string> required;
+  std::vector<std::string> optional;
+};
+PackageNames doca_build_package_names(const std::string& os, const std::string& kernel);
+
+// The compiler package a node installs for a kernel built by `cc_version_text`
+// (the headers' CONFIG_CC_VERSION_TEXT, "gcc (GCC) 11.5.0 20240719 (Red Hat
+// 11.5.0-5)" or "x86_64-linux-gnu-gcc-12 (Ubuntu 12.3.0-1ubuntu1~22.04) 12.3.0"):
+// rpm-md "gcc-11.5.0" (the RHEL driver script's dnf install gcc-<x.y.z>), apt
+// "gcc-12" (the DOCA build's apt-get install gcc-<major>); "" when the text names no gcc.
+std::string kernel_compiler_package(PackageFormat format, std::string_view cc_version_text);
+
+struct Recipe;
+// True when the recipe's DOCA driver builds on each node (network.operands has
+// ofedDriver, not precompiled): it installs packages there.
+bool doca_builds_on_node(const Recipe& r);
+// True when the bundle carries a site package repository: a conventional GPU
+// driver or a DOCA driver built on the node, with packages.sources.
+bool wants_site_packages(const Recipe& r);
 // Debian/Ubuntu (apt) or RHEL family (rpm-md), from the OS name.
 PackageFormat os_package_format(const std::string& os);
 // A platform's architecture as `format` spells it: linux/amd64 -> amd64 (apt), x86_64 (rpm-md).
@@ -114,7 +143,20 @@ struct NetworkSettings {
   std::string release_file;
   std::vector<std::string> operands;  // catalog names (recipes/catalog/network.yaml), in recipe order
   bool doca_precompiled = false;      // ofedDriver.precompiled: one DOCA driver image per kernel
+  // ibKubernetes: what its CRD requires and only the site knows (the UFM's GUID
+  // pool and the Secret holding the UFM's credentials).
+  struct IbKubernetes {
+    std::string pkey_guid_pool_start;  // pKeyGUIDPoolRangeStart, "02:00:00:00:00:00:00:00"
+    std::string pkey_guid_pool_end;    // pKeyGUIDPoolRangeEnd
+    std::string ufm_secret;            // a Secret in the Network Operator's namespace
+  };
+  std::optional<IbKubernetes> ib_kubernetes;
 };
+
+// A GUID as the Network Operator's webhook reads one: eight hex pairs joined by ':'.
+bool is_pkey_guid(std::string_view s);
+// Where GUID pools compare: as 64-bit numbers.
+std::uint64_t pkey_guid_value(std::string_view guid);
 
 // The release file the Network Operator publishes at a tag.
 std::string default_network_release_file(const std::string& version);

@@ -172,9 +172,17 @@ private:
     }
     if (m_r.driver_mode == DriverMode::Precompiled && m_r.kernels.empty())
       error("target.kernels", "target.kernels: precompiled drivers need the kernel release (uname -r) of every GPU node");
+    // The DOCA driver builds on each node by default, installing packages there
+    // (apt-get update, the kernel's headers, gcc-N): at an air-gapped site only
+    // the site package repository has them.
+    if (doca_builds_on_node(m_r) && m_r.packages.sources.empty())
+      error("network.ofedDriver", "network.ofedDriver: the DOCA driver builds on each node (network.ofedDriver.precompiled is off) and "
+                                  "installs the kernel's headers and compiler there from package repositories, which an air-gapped "
+                                  "site does not reach; add packages.sources (the site package repository then carries them) or set "
+                                  "network.ofedDriver.precompiled: true");
     if (site_package_repo()) {
       if (m_r.kernels.empty())
-        error("target.kernels", "target.kernels: a conventional driver with packages.sources needs the kernel release "
+        error("target.kernels", "target.kernels: a site package repository (packages.sources) needs the kernel release "
                                 "(uname -r) of every GPU node, since the packages it carries are those kernels' own");
       const auto family = os_package_format(m_r.os);
       for (size_t i = 0; i < m_r.packages.sources.size(); ++i)
@@ -187,7 +195,7 @@ private:
 
   // A conventional driver with package sources: the bundle carries a package
   // repository for the driver containers, served from an image built here.
-  bool site_package_repo() const { return m_r.driver_mode == DriverMode::Conventional && !m_r.packages.sources.empty(); }
+  bool site_package_repo() const { return wants_site_packages(m_r); }
 
   bool workload_allows(const std::string& key) const {
     for (std::string k = key; !k.empty(); k = parent_of(k)) {

@@ -20,7 +20,10 @@ for tag in v26.1.2 v26.4.1; do
 import sys
 path, up, tag = sys.argv[1:]
 text = open(path).read().replace("network:\n", f"network:\n  chart: {up}/network-operator/{tag}\n  releaseFile: {up}/network-operator/{tag}/hack/release.yaml\n", 1)
-open(path, "w").write(text.replace("operator:\n  version: v26.7.0", f"operator:\n  version: v26.7.0\n  chart: {up}/gpu-operator/v26.7.0", 1))
+text = text.replace("operator:\n  version: v26.7.0", f"operator:\n  version: v26.7.0\n  chart: {up}/gpu-operator/v26.7.0", 1)
+# The DOCA driver builds on the nodes: from the site package repository.
+open(path, "w").write(text + "packages:\n  sources:\n  - {name: ubuntu, type: apt, url: 'https://archive.ubuntu.com/ubuntu', "
+                      "suites: [jammy], components: [main], keyring: ubuntu.gpg}\n")
 PY
   "$gpubundle" --store "$work/store" resolve "$work/site/fabric.yaml" -o "$work/site/fabric.lock.json" >/dev/null 2>"$work/err" ||
     { cat "$work/err"; fail "$tag: resolve"; }
@@ -40,6 +43,9 @@ doca = ref("Mofed", rel["Mofed"]["version"] + "-ubuntu22.04-amd64")
 assert src[doca]["components"] == ["network:ofedDriver"] and src[doca]["platforms"] == ["linux/amd64"], doca
 assert net["docaDriver"] == {"version": rel["Mofed"]["version"], "precompiled": False}
 assert any(s.startswith("nvcr.io/nvidia/driver:") for s in src)
+# One NFD, the GPU Operator's: the network chart's is left out, and said.
+assert "nfd" not in net["operands"], net["operands"]
+assert any(w.startswith("network.operands: nfd left out") for w in lock["warnings"]), lock["warnings"]
 PY
   "$gpubundle" --store "$work/store" overrides "$work/site/fabric.lock.json" --registry registry.site:5000/gpu -o "$work/kit-$tag" \
     >/dev/null 2>"$work/err" || { cat "$work/err"; fail "$tag: overrides"; }
@@ -58,10 +64,17 @@ for path in (["ofedDriver"], ["rdmaSharedDevicePlugin"], ["nvIpam"], ["secondary
 assert spec["ofedDriver"]["upgradePolicy"]["maxParallelUpgrades"] == 1
 values = yaml.safe_load(open(f"{kit}/network-operator-values.yaml"))
 assert values["operator"]["repository"] == "registry.site:5000/gpu/nvidia/cloud-native", values
-assert values["node-feature-discovery"]["image"]["repository"].startswith("registry.site:5000/gpu/")
-assert values["nfd"]["enabled"] is True and values["sriovNetworkOperator"]["enabled"] is False
+assert "node-feature-discovery" not in values, values.get("node-feature-discovery")
+assert values["nfd"] == {"enabled": False, "deployNodeFeatureRules": True}, values["nfd"]
+assert values["sriovNetworkOperator"]["enabled"] is False
 PY
 done
+
+# A DOCA driver built on the nodes with no package source: refused, one line.
+grep -v -e '^packages:' -e '^  sources:' -e "name: ubuntu, type: apt" "$work/site/fabric.yaml" >"$work/site/nopkg.yaml"
+set +e; "$gpubundle" --store "$work/store" resolve "$work/site/nopkg.yaml" >/dev/null 2>"$work/err"; rc=$?; set -e
+[[ $rc == 2 ]] || { cat "$work/err"; fail "DOCA build without packages: exit $rc"; }
+grep -q "network.ofedDriver: the DOCA driver builds on each node" "$work/err" || { cat "$work/err"; fail "DOCA build without packages: message"; }
 
 # A bad operand is one line naming the field, exit 2.
 sed -e 's/operands: \[ofedDriver,/operands: [ofed,/' "$work/site/fabric.yaml" >"$work/site/bad.yaml"

@@ -753,7 +753,7 @@ TEST_CASE("a conventional recipe with package sources: the server image joins th
 
   // The packages are the kernels' own: no kernels, no repository.
   CHECK(contains(error_of("v26.7.0", "target: {gpus: [L4], os: ubuntu22.04}\n" + sources),
-                 "target.kernels: a conventional driver with packages.sources needs the kernel release"));
+                 "target.kernels: a site package repository (packages.sources) needs the kernel release"));
   // An rpm-md source cannot serve Ubuntu nodes.
   CHECK(contains(error_of("v26.7.0", "target: {gpus: [L4], os: ubuntu22.04, kernels: [5.15.0-122-generic]}\n"
                                      "packages:\n  sources:\n  - {name: rhel, type: rpm-md, url: 'http://x/rhel', keyring: k.asc}\n"),
