@@ -12,6 +12,7 @@
 #include "mirror/rpm_repo.hpp"
 #include "mirror/store.hpp"
 #include "node-images/repo_image.hpp"
+#include "node-images/unpack.hpp"
 #include "recipes/lock.hpp"
 #include "recipes/reference.hpp"
 #include "recipes/recipe.hpp"
@@ -44,9 +45,41 @@ std::string arch_of(const std::string& platform) {
   return arch.substr(0, arch.find('/'));  // linux/arm64/v8 -> arm64
 }
 
+// The compiler package for `kernel` (kernel_compiler_package()), from the
+// CONFIG_CC_VERSION_TEXT of the .config its headers package carries; "" with a
+// warning in the lock when that package or line is not there.
+std::string kernel_compiler(const std::vector<packages::Fetched>& got, const std::string& kernel, PackageFormat format,
+                            const fs::path& work, Lock& lock) {
+  const std::string file = format == PackageFormat::Apt ? "" : "kernel-devel-" + kernel + ".rpm";
+  const packages::Fetched* headers = nullptr;
+  for (const auto& f : got)
+    if (format == PackageFormat::Apt ? f.package.name == "linux-headers-" + kernel : f.package.file_name() == file) headers = &f;
+  auto missing = [&](const std::string& why) {
+    lock.warnings.push_back("kernel " + kernel + ": " + why + ", so the site repository carries no compiler at the kernel's own "
+                            "version, which the driver container installs when its own differs");
+    return std::string();
+  };
+  if (!headers) return missing(format == PackageFormat::Apt ? "no linux-headers-" + kernel + " package" : "no " + file);
+  auto unpacked = format == PackageFormat::Apt ? unpack_deb(headers->file, work) : unpack_rpm(headers->file, work);
+  if (!unpacked) throw Error(unpacked.error());
+  fs::path config = work / (format == PackageFormat::Apt ? "usr/src/linux-headers-" + kernel : "usr/src/kernels/" + kernel) / ".config";
+  auto text = read_file(config, 16 << 20);
+  std::error_code ec;
+  if (!text) {
+    fs::remove_all(work, ec);
+    return missing(headers->package.file_name() + " has no .config");
+  }
+  std::string compiler;
+  for (const auto& line : split(*text, '\n'))
+    if (starts_with(line, "CONFIG_CC_VERSION_TEXT=")) compiler = kernel_compiler_package(format, line.substr(23));
+  fs::remove_all(work, ec);
+  if (compiler.empty()) return missing(headers->package.file_name() + "'s .config names no gcc (CONFIG_CC_VERSION_TEXT)");
+  return compiler;
+}
+
 }  // namespace
 
-bool wants_package_repo(const Recipe& r) { return r.driver_mode == DriverMode::Conventional && !r.packages.sources.empty(); }
+bool wants_package_repo(const Recipe& r) { return wants_site_packages(r); }
 
 fs::path package_repo_key_path(const fs::path& store_root, const fs::path& repo_key) {
   return repo_key.empty() ? store_root / "keys" / "package-repo.asc" : repo_key;
@@ -63,11 +96,20 @@ PackageRepoBuilt build_package_repo(const Recipe& recipe, Lock& lock, Store& sto
     if (std::find(archs.begin(), archs.end(), a) == archs.end()) archs.push_back(a);
   }
 
+  ScratchDir scratch(store.root() / "packages" / (".site-repo." + std::to_string(::getpid())));
   std::vector<packages::Fetched> all;
+  const bool gpu_driver = recipe.driver_mode == DriverMode::Conventional;
+  const bool doca = doca_builds_on_node(recipe);
   for (const auto& arch : archs)
     for (const auto& kernel : recipe.kernels) {
       packages::FetchRequest req;
-      req.names = kernel_package_names(recipe.packages, recipe.os, kernel);
+      if (gpu_driver) req.names = kernel_package_names(recipe.packages, recipe.os, kernel);
+      if (doca) {
+        auto d = doca_build_package_names(recipe.os, kernel);
+        for (auto& n : d.required)
+          if (std::find(req.names.begin(), req.names.end(), n) == req.names.end()) req.names.push_back(std::move(n));
+        req.optional_names = std::move(d.optional);
+      }
       req.arch = package_arch("linux/" + arch, format);
       req.closure = packages::Closure::Full;
       req.dest = store.root() / "packages";
@@ -76,10 +118,27 @@ PackageRepoBuilt build_package_repo(const Recipe& recipe, Lock& lock, Store& sto
       packages::FetchOptions fo;
       fo.progress = &progress;
       auto got = packages::fetch_packages(recipe.packages.sources, req, fo).value_or_throw();
-      all.insert(all.end(), std::make_move_iterator(got.begin()), std::make_move_iterator(got.end()));
+      // The RHEL driver script installs gcc at the kernel's own version, the
+      // DOCA build gcc-<major> on Ubuntu: read off the kernel's headers.
+      if ((gpu_driver && format == PackageFormat::RpmMd) || (doca && format == PackageFormat::Apt)) {
+        std::string compiler = kernel_compiler(got, kernel, format, scratch.path() / ("headers-" + arch + "-" + kernel), lock);
+        if (!compiler.empty()) {
+          packages::FetchRequest cc = req;
+          cc.names = {compiler};
+          cc.optional_names.clear();
+          cc.why = "kernel " + kernel + "'s compiler";
+          auto more = packages::fetch_packages(recipe.packages.sources, cc, fo).value_or_throw();
+          got.insert(got.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+        }
+      }
+      // Kernels and requests share packages (glibc): each file once.
+      for (auto& f : got)
+        if (std::none_of(all.begin(), all.end(), [&](const packages::Fetched& a) {
+              return a.package.file_name() == f.package.file_name() && a.package.sha256 == f.package.sha256;
+            }))
+          all.push_back(std::move(f));
     }
 
-  ScratchDir scratch(store.root() / "packages" / (".site-repo." + std::to_string(::getpid())));
   package_repo::WrittenRepo repo;
   if (format == PackageFormat::Apt) {
     repo = package_repo::write_apt_repo(all, archs, key, scratch.path() / "repo").value_or_throw();

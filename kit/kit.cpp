@@ -440,6 +440,7 @@ Result<Kit> make_kit(const Lock& lock, const Chart& chart, const KitOptions& opt
       return input_error("lock network chart " + quote(lock.network->chart.name) + " " + quote(lock.network->chart.version) +
                          ": name or version holds characters a file name cannot");
     kit.files.push_back({"network.sh", detail::network_sh(lock, *recipe, options), 0755});
+    for (auto& f : detail::network_repo_files(lock, options)) kit.files.push_back(std::move(f));
   }
   if (recipe->nccl) {
     auto acceptance = detail::acceptance_files(lock, *placements, *recipe, options);

@@ -29,7 +29,7 @@ extern const char* const k_cluster_check;
 // The check (exit 2) that the environment variable VARIABLE, read into
 // $namespace, names a namespace; and apply_package_repo, which applies
 // package-repo.yaml into the release namespace (install.sh, upgrade.sh).
-std::string namespace_check_sh(std::string_view variable);
+std::string namespace_check_sh(std::string_view variable, std::string_view shell_variable = "namespace");
 std::string package_repo_apply_sh(const KitOptions& options);
 
 std::string install_sh(const Lock& lock, const KitRecipe& recipe, const KitOptions& options);
@@ -44,6 +44,8 @@ std::string upgrade_sh(const Lock& lock, const KitRecipe& recipe, const KitOptio
 // package-repo.yaml.
 std::string package_repo_url(const KitOptions& options);
 std::string package_repo_sources(const Lock& lock, const KitOptions& options);
+// The repoConfig ConfigMap's files: the sources, the key and (rpm-md) the image's repository files, disabled.
+std::vector<std::pair<std::string, std::string>> package_repo_config(const Lock& lock, const KitOptions& options);
 std::string package_repo_yaml(const Lock& lock, const std::vector<Placement>& placements, const KitRecipe& recipe,
                               const KitOptions& options);
 
@@ -60,6 +62,17 @@ std::string label_list(const std::map<std::string, std::string>& labels);
 inline constexpr std::string_view k_network_release = "network-operator";
 inline constexpr std::string_view k_network_namespace = "nvidia-network-operator";
 inline constexpr std::string_view k_nic_cluster_policy_name = "nic-cluster-policy";
+// True when the DOCA driver builds on the nodes from the site package repository.
+bool doca_uses_site_packages(const Lock& lock);
+// Its repoConfig (and certConfig) files, which network.sh makes ConfigMaps of
+// in the Network Operator's namespace.
+inline constexpr std::string_view k_network_repo_dir = "network-repo";
+inline constexpr std::string_view k_network_repo_ca_dir = "network-repo-ca";
+std::vector<KitFile> network_repo_files(const Lock& lock, const KitOptions& options);
+// True when the network section runs an RDMA device plugin (the fabric is RDMA).
+bool network_has_rdma(const LockNetwork& net);
+// True when the lock carries the GPU Operator's NFD: the Network Operator's stays off.
+bool gpu_operator_runs_nfd(const Lock& lock);
 // The network-operator chart's file name in the kit ("network-operator-26.4.1.tgz").
 std::string network_chart_file(const Lock& lock);
 std::string network_sh(const Lock& lock, const KitRecipe& recipe, const KitOptions& options);

@@ -68,6 +68,7 @@ constexpr const char* k_network = R"SH(#!/usr/bin/env bash
 # Environment:
 #   GPUBUNDLE_NETWORK_CHART      the chart .tgz or folder (default: the .tgz next to this script)
 #   GPUBUNDLE_NETWORK_NAMESPACE  the release namespace (default @NAMESPACE@)
+#   GPUBUNDLE_NAMESPACE          the GPU Operator's namespace, where the pull secret is copied from (default @GPU_NAMESPACE@)
 #   GPUBUNDLE_POLL               seconds between looks (default 10)
 @HEADER@
 set -euo pipefail
@@ -86,6 +87,13 @@ pull_secret=@PULL_SECRET@
 registry=@REGISTRY@
 policy=@POLICY@
 policy_crd=nicclusterpolicies.mellanox.com
+gpu_namespace="${GPUBUNDLE_NAMESPACE:-@GPU_NAMESPACE@}"
+nfd_crd=@NFD_CRD@
+ufm_secret=@UFM_SECRET@
+repo_service=@REPO_SERVICE@
+repo_service_host=@REPO_SERVICE_HOST@
+repo_config_map=@REPO_CONFIG_MAP@
+repo_ca_map=@REPO_CA_MAP@
 
 dry_run=0
 timeout=900
@@ -113,6 +121,12 @@ fail() { echo "network.sh: $*" >&2; exit 1; }
 # Every missing prerequisite is named, not just the first.
 missing=()
 check_cluster
+if [ -n "$nfd_crd" ] && ! kubectl get crd "$nfd_crd" >/dev/null 2>&1; then
+  missing+=("NFD: the CRD $nfd_crd is not installed; run install.sh first (the GPU Operator's NFD labels the NICs too, so the Network Operator's is off)")
+fi
+if [ -n "$ufm_secret" ] && ! kubectl -n "$namespace" get secret "$ufm_secret" >/dev/null 2>&1 && [ "$dry_run" -eq 0 ]; then
+  missing+=("ibKubernetes: the Secret $ufm_secret with the UFM's credentials is not in namespace $namespace (docs/install-kit.md)")
+fi
 [ -e "$chart" ] || missing+=("chart: $chart not found (put $chart_file next to this script, or set GPUBUNDLE_NETWORK_CHART)")
 [ -f "$values" ] || missing+=("values: $values not found")
 [ -f "$policy_file" ] || missing+=("NicClusterPolicy: $policy_file not found")
@@ -135,10 +149,26 @@ if ! kubectl get namespace "$namespace" >/dev/null 2>&1; then
   kubectl create namespace "$namespace" "${kubectl_flags[@]}"
 fi
 
+# The operator, its subcharts and every operand pull with the pull secret of
+# this namespace: install.sh made it in the GPU Operator's, and it is copied
+# from there.
 if [ -n "$pull_secret" ] && ! kubectl -n "$namespace" get secret "$pull_secret" >/dev/null 2>&1; then
-  msg="pull secret $pull_secret is missing in namespace $namespace; create it with:
+  config="$(kubectl -n "$gpu_namespace" get secret "$pull_secret" -o jsonpath='{.data.\.dockerconfigjson}' 2>/dev/null || true)"
+  if [ -n "$config" ] && [ "$dry_run" -eq 1 ]; then
+    say "would copy pull secret $pull_secret from namespace $gpu_namespace"
+  elif [ -n "$config" ]; then
+    say "copying pull secret $pull_secret from namespace $gpu_namespace"
+    secret_file="$(mktemp)"
+    trap 'rm -f "$secret_file"' EXIT
+    printf '%s' "$config" | base64 -d >"$secret_file" || fail "pull secret $pull_secret in namespace $gpu_namespace holds no base64 .dockerconfigjson"
+    kubectl -n "$namespace" create secret generic "$pull_secret" --type=kubernetes.io/dockerconfigjson \
+      --from-file=.dockerconfigjson="$secret_file" >/dev/null
+    rm -f "$secret_file"
+  else
+    msg="pull secret $pull_secret is missing in namespaces $namespace and $gpu_namespace; create it with:
   kubectl -n $namespace create secret docker-registry $pull_secret --docker-server=$registry --docker-username=USER --docker-password=PASSWORD"
-  if [ "$dry_run" -eq 1 ]; then say "warning: $msg"; else fail "$msg"; fi
+    if [ "$dry_run" -eq 1 ]; then say "warning: $msg"; else fail "$msg"; fi
+  fi
 fi
 
 # helm's dry run installs none of the chart's CRDs (its crds/ and those of the
@@ -161,10 +191,46 @@ else
     --timeout "${timeout}s" "${helm_flags[@]}"
 fi
 
+# repo_config_maps: the DOCA driver's repoConfig (and certConfig) ConfigMaps in
+# $namespace, from network-repo/ (network-repo-ca/). Its pods use the host's
+# network, where the cluster's DNS names do not resolve: the sources name the
+# package repository's Service by its cluster IP instead.
+repo_config_maps() {
+  [ -d "$here/network-repo" ] || return 0
+  local files ip host
+  files="$(mktemp -d)"
+  # shellcheck disable=SC2064 # the folder is known now
+  trap "rm -rf '$files'" RETURN
+  cp "$here"/network-repo/* "$files"/
+  if [ -n "$repo_service_host" ]; then
+    ip="$(kubectl -n "$gpu_namespace" get service "$repo_service" -o jsonpath='{.spec.clusterIP}' 2>/dev/null || true)"
+    if [[ $ip =~ ^[0-9]{1,3}(\.[0-9]{1,3}){3}$ ]]; then host="$ip"
+    elif [[ $ip =~ ^[0-9a-fA-F:]+$ ]]; then host="[$ip]"
+    elif [ "$dry_run" -eq 1 ]; then
+      say "the package repository's Service $repo_service is not in namespace $gpu_namespace yet (install.sh makes it); the DOCA driver's sources would name its cluster IP"
+      host="$repo_service_host"
+    else
+      fail "the site package repository's Service $repo_service has no cluster IP in namespace $gpu_namespace (got '$ip'); run install.sh first: the DOCA driver builds on the nodes from it"
+    fi
+    for f in "$files"/*; do
+      awk -v from="$repo_service_host" -v to="$host" '{ i = index($0, from); if (i) $0 = substr($0, 1, i - 1) to substr($0, i + length(from)); print }' \
+        "$f" >"$f.new" && mv "$f.new" "$f"
+    done
+  fi
+  say "making ConfigMap $repo_config_map (the DOCA driver's package sources) in namespace $namespace"
+  kubectl -n "$namespace" create configmap "$repo_config_map" --from-file="$files" --dry-run=client -o yaml |
+    kubectl apply -n "$namespace" -f - "${kubectl_flags[@]}"
+  if [ -d "$here/network-repo-ca" ]; then
+    kubectl -n "$namespace" create configmap "$repo_ca_map" --from-file="$here/network-repo-ca" --dry-run=client -o yaml |
+      kubectl apply -n "$namespace" -f - "${kubectl_flags[@]}"
+  fi
+}
+
 # The NicClusterPolicy (cluster-scoped) once helm's CRD is established: kubectl
 # cannot map the kind before. A dry run on a cluster without the CRD cannot
 # check it at all.
 if [ "$dry_run" -eq 1 ]; then
+  repo_config_maps
   if kubectl get crd "$policy_crd" >/dev/null 2>&1; then
     say "applying nic-cluster-policy.yaml (NicClusterPolicy $policy)"
     kubectl apply -f "$policy_file" "${kubectl_flags[@]}"
@@ -174,6 +240,7 @@ if [ "$dry_run" -eq 1 ]; then
   say "dry run complete; a real run then waits up to ${timeout}s for NicClusterPolicy $policy to report state ready"
   exit 0
 fi
+repo_config_maps
 kubectl wait --for=condition=Established "crd/$policy_crd" --timeout="${timeout}s" >/dev/null ||
   fail "the CRD $policy_crd is not established (helm installs it from the chart's crds/); nic-cluster-policy.yaml not applied"
 say "applying nic-cluster-policy.yaml (NicClusterPolicy $policy)"
@@ -200,7 +267,64 @@ waiting="$(kubectl get "$policy_crd" "$policy" -o jsonpath='{range .status.appli
 fail "NicClusterPolicy $policy is not ready after ${timeout}s (state '${state:-none}'${waiting:+; not ready: ${waiting% }}); see kubectl get $policy_crd $policy -o yaml and the pods in $namespace"
 )SH";
 
+// Why the Network Operator cannot list tags on `site`, or "". It lists with
+// go-containerregistry's default transport: the system CAs of its own image
+// (the chart has no CA setting), and https for any host but localhost and
+// private IP literals, where it falls back to http.
+std::string operator_cannot_list(const SiteRegistry& site, bool private_ca) {
+  if (private_ca && !site.plain_http)
+    return "its listing trusts only the CAs its own image carries, not the site CA the kit was given (the chart has no CA setting)";
+  if (!site.plain_http) return "";
+  std::string host = site.host;
+  if (!host.empty() && host.front() == '[') {
+    host = host.substr(1, host.find(']') - 1);
+  } else if (auto colon = host.rfind(':'); colon != std::string::npos) {
+    host = host.substr(0, colon);
+  }
+  auto octets = split(host, '.');
+  bool ipv4 = octets.size() == 4 && std::all_of(octets.begin(), octets.end(), [](const std::string& o) {
+                return !o.empty() && o.size() <= 3 && std::all_of(o.begin(), o.end(), ::isdigit) && std::stoi(o) <= 255;
+              });
+  auto octet = [&](size_t i) { return std::stoi(octets[i]); };
+  bool http_ok = host == "localhost" || ends_with(host, ".localhost") || host == "::1" ||
+                 (ipv4 && (octet(0) == 127 || octet(0) == 10 || (octet(0) == 172 && octet(1) >= 16 && octet(1) <= 31) ||
+                           (octet(0) == 192 && octet(1) == 168)));
+  if (http_ok) return "";
+  return "its listing speaks plain HTTP only to localhost and private IP addresses, not to " + site.host;
+}
+
 }  // namespace
+
+bool doca_uses_site_packages(const Lock& lock) {
+  if (!lock.network || !lock.package_repo || lock.network->doca_precompiled || lock.network->doca_version.empty()) return false;
+  const auto& ops = lock.network->operands;
+  return std::find(ops.begin(), ops.end(), "ofedDriver") != ops.end();
+}
+
+std::vector<KitFile> network_repo_files(const Lock& lock, const KitOptions& options) {
+  std::vector<KitFile> out;
+  if (!doca_uses_site_packages(lock)) return out;
+  for (auto& [name, text] : package_repo_config(lock, options)) out.push_back({std::string(k_network_repo_dir) + "/" + name, text, 0644});
+  if (!options.package_repo_ca.empty()) {
+    std::string ca = options.package_repo_ca;
+    if (ca.back() != '\n') ca += "\n";
+    out.push_back({std::string(k_network_repo_ca_dir) + "/" + k_package_repo_ca_key, ca, 0644});
+  }
+  return out;
+}
+
+bool network_has_rdma(const LockNetwork& net) {
+  for (const char* op : {"rdmaSharedDevicePlugin", "sriovDevicePlugin"})
+    if (std::find(net.operands.begin(), net.operands.end(), op) != net.operands.end()) return true;
+  return false;
+}
+
+bool gpu_operator_runs_nfd(const Lock& lock) {
+  for (const auto& img : lock.images)
+    for (const auto& c : img.components)
+      if (c == "node-feature-discovery" || starts_with(c, "node-feature-discovery.")) return true;
+  return false;
+}
 
 Result<std::string> network_values_yaml(const Lock& lock, const Chart& chart, const std::vector<Placement>& placements,
                                         const KitRecipe& recipe, const KitOptions& options) {
@@ -245,7 +369,21 @@ Result<std::string> network_values_yaml(const Lock& lock, const Chart& chart, co
   for (const auto& o : catalog.network_operands())
     if (!o.chart_switch.empty())
       v.set_if_present(o.chart_switch, std::find(net.operands.begin(), net.operands.end(), o.name) != net.operands.end());
-  if (!recipe.pull_secret.empty()) v.set_if_present("imagePullSecrets", json::array({recipe.pull_secret}));
+  // One NFD per cluster (the Network Operator's docs): the GPU Operator's, whose
+  // worker labels the NICs too; the NIC NodeFeatureRule stays on.
+  if (gpu_operator_runs_nfd(lock)) {
+    v.set_if_present("nfd.enabled", false);
+    v.set_if_present("nfd.deployNodeFeatureRules", true);
+  }
+  // The top-level list reaches the operator only: each subchart has its own, in its own shape.
+  if (const std::string& secret = recipe.pull_secret; !secret.empty()) {
+    v.set_if_present("imagePullSecrets", json::array({secret}));
+    for (const auto& [sub, objects] : {std::pair<const char*, bool>{"node-feature-discovery", true},
+                                       {"sriov-network-operator", false},
+                                       {"maintenance-operator-chart", true}})
+      if (chart.subchart(sub) && (std::string(sub) != "node-feature-discovery" || !gpu_operator_runs_nfd(lock)))
+        v.set(std::string(sub) + ".imagePullSecrets", objects ? json::array({{{"name", secret}}}) : json::array({secret}));
+  }
   if (!problems.empty()) return input_error(join(problems, "\n"));
 
   YAML::Emitter out;
@@ -269,6 +407,12 @@ Result<std::string> nic_cluster_policy_yaml(const Lock& lock, const std::vector<
                                             const KitOptions& options) {
   const LockNetwork& net = *lock.network;
   const Catalog& catalog = Catalog::builtin();
+  if (net.doca_precompiled)
+    if (auto why = operator_cannot_list(options.registry, !options.registry_ca.empty()); !why.empty())
+      return input_error("network.ofedDriver.precompiled: the Network Operator keeps a precompiled DOCA driver only when its own "
+                         "listing of the registry's tags finds it (forcePrecompiled, which the kit sets, stops the driver otherwise), "
+                         "and " + why + "; use a registry the operator can reach over https with a publicly trusted certificate, "
+                         "or resolve without network.ofedDriver.precompiled (the DOCA driver then builds on each node from the site package repository)");
   json spec = json::object();
   std::vector<std::string> problems;
   for (const auto& name : net.operands) {
@@ -286,6 +430,12 @@ Result<std::string> nic_cluster_policy_yaml(const Lock& lock, const std::vector<
         // The operator appends -<os>-<arch> (precompiled -<kernel>-<os>-<arch>) itself.
         image["version"] = net.doca_version;
         if (net.doca_precompiled) image["forcePrecompiled"] = true;
+        // The build on the node installs from the site package repository;
+        // network.sh makes these ConfigMaps in the operator's namespace.
+        if (doca_uses_site_packages(lock)) {
+          image["repoConfig"] = {{"name", k_package_repo_config_map}};
+          if (!options.package_repo_ca.empty()) image["certConfig"] = {{"name", k_package_repo_ca_config_map}};
+        }
         // One node at a time, drained first (docs/install-kit.md).
         image["upgradePolicy"] = {{"autoUpgrade", true},
                                   {"maxParallelUpgrades", 1},
@@ -300,12 +450,10 @@ Result<std::string> nic_cluster_policy_yaml(const Lock& lock, const std::vector<
         image["config"] = R"({"resourceList": [{"resourcePrefix": "nvidia.com", "resourceName": "hostdev", "selectors": {"vendors": ["15b3"], "isRdma": true}}]})";
       if (name == "nvIpam") image["enableWebhook"] = false;
       if (name == "ibKubernetes") {
-        // The CRD requires these (the API server refuses the policy without them): the
-        // release's full example CR's GUID pool, and the Secret with the UFM credentials
-        // the site makes (docs/install-kit.md).
-        image["pKeyGUIDPoolRangeStart"] = "02:00:00:00:00:00:00:00";
-        image["pKeyGUIDPoolRangeEnd"] = "02:FF:FF:FF:FF:FF:FF:FF";
-        image["ufmSecret"] = "ufm-secret";
+        // The CRD requires these; the recipe gives them (network.ibKubernetes).
+        image["pKeyGUIDPoolRangeStart"] = net.ib_pkey_guid_pool_start;
+        image["pKeyGUIDPoolRangeEnd"] = net.ib_pkey_guid_pool_end;
+        image["ufmSecret"] = net.ib_ufm_secret;
       }
       set_path(spec, pi.path, std::move(image));
     }
@@ -320,8 +468,9 @@ Result<std::string> nic_cluster_policy_yaml(const Lock& lock, const std::vector<
                      ". The device plugin selectors (vendor 15b3, all Mellanox NICs) are a "
                      "start: narrow them to the site's NICs (deviceIDs, ifNames) before applying.";
   if (spec.contains("ibKubernetes"))
-    note += " ibKubernetes reads the UFM credentials from the Secret ufm-secret, which the site makes in the operator's "
-            "namespace, and hands out GUIDs from the pool 02:00:00:00:00:00:00:00-02:FF:FF:FF:FF:FF:FF:FF: change both to the site's.";
+    note += " ibKubernetes reads the UFM credentials from the Secret " + net.ib_ufm_secret +
+            ", which the site makes in the operator's namespace before network.sh, and hands out GUIDs from " +
+            net.ib_pkey_guid_pool_start + " to " + net.ib_pkey_guid_pool_end + " (recipe network.ibKubernetes).";
   YAML::Emitter out;
   emit_node(out, policy);
   std::string text = yaml_header(lock, options, note);
@@ -345,7 +494,18 @@ std::string network_sh(const Lock& lock, const KitRecipe& recipe, const KitOptio
                           {"POLICY", shell_quote(k_nic_cluster_policy_name)},
                           {"API_CHECK", k_api_check},
                           {"CLUSTER_CHECK", k_cluster_check},
-                          {"NAMESPACE_CHECK", namespace_check_sh("GPUBUNDLE_NETWORK_NAMESPACE")}});
+                          {"GPU_NAMESPACE", options.namespace_name},
+                          {"NFD_CRD", shell_quote(gpu_operator_runs_nfd(lock) ? "nodefeaturerules.nfd.k8s-sigs.io" : "")},
+                          {"UFM_SECRET", shell_quote(lock.network->ib_ufm_secret)},
+                          {"REPO_SERVICE", shell_quote(k_package_repo_name)},
+                          // The host the kit's sources name, when it is the in-cluster Service.
+                          {"REPO_SERVICE_HOST", shell_quote(doca_uses_site_packages(lock) && options.package_repo_url.empty()
+                                                                ? std::string(k_package_repo_name) + "." + options.namespace_name + ".svc.cluster.local"
+                                                                : "")},
+                          {"REPO_CONFIG_MAP", shell_quote(k_package_repo_config_map)},
+                          {"REPO_CA_MAP", shell_quote(k_package_repo_ca_config_map)},
+                          {"NAMESPACE_CHECK", namespace_check_sh("GPUBUNDLE_NETWORK_NAMESPACE") + "\n" +
+                                                  namespace_check_sh("GPUBUNDLE_NAMESPACE", "gpu_namespace")}});
 }
 
 }  // namespace gb::kit::detail

@@ -109,10 +109,22 @@ std::string package_repo_sources(const Lock& lock, const KitOptions& options) {
     // rpm-md: the repository metadata is signed (repo_gpgcheck), and it
     // holds every package's sha256; the packages keep their vendor's signature.
     return std::string("[gpubundle]\nname=gpubundle kernel packages\nbaseurl=") + url +
-           "\nenabled=1\ngpgcheck=0\nrepo_gpgcheck=1\ngpgkey=file://" + k_rpm_repo_config_dir + "/" + k_package_repo_key_file + "\n";
+           "\nenabled=1\ngpgcheck=0\nrepo_gpgcheck=1\ngpgkey=file://" + k_rpm_repo_config_dir + "/" + k_package_repo_key_file + "\n" +
+           (options.package_repo_ca.empty() ? "" : std::string("sslcacert=") + k_rpm_ca_dir + "/" + k_package_repo_ca_key + "\n");
   }
   return std::string("deb [") + (archs.empty() ? "" : "arch=" + join(archs, ",") + " ") + "signed-by=" + k_apt_repo_config_dir +
          "/" + k_package_repo_key_file + "] " + url + " " + k_package_repo_suite + " " + k_package_repo_area + "\n";
+}
+
+std::vector<std::pair<std::string, std::string>> package_repo_config(const Lock& lock, const KitOptions& options) {
+  const bool apt = lock.package_repo->format != "rpm-md";
+  std::vector<std::pair<std::string, std::string>> data = {{apt ? "gpubundle.list" : "gpubundle.repo", package_repo_sources(lock, options)},
+                                                           {k_package_repo_key_file, lock.package_repo->public_key}};
+  if (!apt)
+    for (const auto& f : rpm_image_repo_files())
+      data.emplace_back(f, "# Mounted over the driver image's " + f +
+                               " by the kit's repoConfig: at an air-gapped site only gpubundle.repo is reachable.\n");
+  return data;
 }
 
 std::string package_repo_yaml(const Lock& lock, const std::vector<Placement>& placements, const KitRecipe& recipe,
@@ -129,14 +141,12 @@ std::string package_repo_yaml(const Lock& lock, const std::vector<Placement>& pl
                : std::string()) +
           "; values.yaml driver.repoConfig" + (options.package_repo_ca.empty() ? "" : " and driver.certConfig") +
           " point at it. Signing key " + lock.package_repo->fingerprint + ".");
-  text += config_map(k_package_repo_config_map,
-                     {{apt ? "gpubundle.list" : "gpubundle.repo", package_repo_sources(lock, options)},
-                      {k_package_repo_key_file, lock.package_repo->public_key}});
+  text += config_map(k_package_repo_config_map, package_repo_config(lock, options));
   if (!options.package_repo_ca.empty()) {
     std::string ca = options.package_repo_ca;
     if (ca.back() != '\n') ca += "\n";
     // Ubuntu's update-ca-certificates takes only *.crt files.
-    text += "---\n" + config_map(k_package_repo_ca_config_map, {{"gpubundle-repo-ca.crt", ca}});
+    text += "---\n" + config_map(k_package_repo_ca_config_map, {{k_package_repo_ca_key, ca}});
   }
   if (options.package_repo_url.empty()) {
     for (const auto& p : placements)

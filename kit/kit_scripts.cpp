@@ -67,14 +67,14 @@ check_cluster() {
 // install.sh, upgrade.sh (GPUBUNDLE_NAMESPACE) and network.sh
 // (GPUBUNDLE_NETWORK_NAMESPACE): the release namespace checked before anything
 // runs (it goes into kubectl, helm and the package repository's host name).
-std::string namespace_check_sh(std::string_view variable) {
-  return fill_template(R"SH(# The release namespace (@VARIABLE@): a Kubernetes namespace name, as
+std::string namespace_check_sh(std::string_view variable, std::string_view shell_variable) {
+  return fill_template(R"SH(# The namespace in @VARIABLE@: a Kubernetes namespace name, as
 # kubectl, helm and the package repository's Service host name need it.
-if [ "${#namespace}" -gt 63 ] || ! [[ $namespace =~ ^[a-z0-9]([-a-z0-9]*[a-z0-9])?$ ]]; then
-  echo "${0##*/}: @VARIABLE@ $(printf '%q' "$namespace") is not a namespace name (at most 63 lower-case letters, digits and '-', starting and ending with a letter or digit)" >&2
+if [ "${#@VAR@}" -gt 63 ] || ! [[ $@VAR@ =~ ^[a-z0-9]([-a-z0-9]*[a-z0-9])?$ ]]; then
+  echo "${0##*/}: @VARIABLE@ $(printf '%q' "$@VAR@") is not a namespace name (at most 63 lower-case letters, digits and '-', starting and ending with a letter or digit)" >&2
   exit 2
 fi)SH",
-                       {{"VARIABLE", std::string(variable)}});
+                       {{"VARIABLE", std::string(variable)}, {"VAR", std::string(shell_variable)}});
 }
 
 std::string package_repo_apply_sh(const KitOptions& options) {

@@ -358,6 +358,15 @@ Result<std::string> make_values_yaml(const Lock& lock, const Chart& chart, const
       // v24.x and older: a boolean; auto keeps the chart's default (false).
       v.set("driver.useOpenKernelModules", kmt == "open");
     }
+    // GPUDirect RDMA over the kit's fabric: DMA-BUF, NVIDIA's recommended path,
+    // needs no switch but needs the open modules. With the proprietary ones only
+    // the legacy nvidia-peermem works: driver.rdma starts it, against the host's
+    // DOCA driver when the Network Operator does not run one.
+    if (lock.network && detail::network_has_rdma(*lock.network) && kmt != "open" && kmt != "auto") {
+      v.set_if_present("driver.rdma.enabled", true);
+      const auto& ops = lock.network->operands;
+      v.set_if_present("driver.rdma.useHostMofed", std::find(ops.begin(), ops.end(), "ofedDriver") == ops.end());
+    }
   }
 
   v.set("toolkit.enabled", recipe->toolkit_mode != "host");

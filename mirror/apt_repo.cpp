@@ -561,6 +561,8 @@ public:
         return input_error(prefix() + "no package " + quote(name) + " in " + sources_text());
       add(*pick);
     }
+    for (const auto& name : m_request.optional_names)
+      if (auto pick = best({Relation{name, "", Op::Any, ""}}, nullptr)) add(*pick);
     while (!m_queue.empty()) {
       size_t i = m_queue.front();
       m_queue.pop_front();

@@ -59,6 +59,7 @@ enum class Closure {
 
 struct FetchRequest {
   std::vector<std::string> names;  // apt: package names; rpm-md: name, name-version-release or name-version-release.arch
+  std::vector<std::string> optional_names;  // the same, left out where no source has them
   std::string arch;                // as the format spells it: amd64 (apt), x86_64 (rpm-md)
   Closure closure = Closure::Full;
   std::filesystem::path dest;      // files land here as <file_name>; a file already there is kept if it verifies

@@ -70,7 +70,8 @@ upstream_repo() {
     printf '%s\n' "[$r]" "name=$r" "baseurl=$URL/$r" "repo_gpgcheck=1" "gpgcheck=0" "gpgkey=file://$RPM_STANDIN_KEYRING"
   done
 }
-names="kernel-headers-$KVER kernel-devel-$KVER kernel-core-$KVER"
+# What the RHEL 9 driver script installs (the default kernelPackages for rhel9).
+names="elfutils-libelf elfutils-libelf-devel kernel-headers-$KVER kernel-devel-$KVER kernel-$KVER"
 
 # --- rpm's version order, against rpm's own ---------------------------------
 # Random epoch:version-release pairs from the characters that matter (digits,
@@ -120,10 +121,15 @@ grep -qx "kernel-devel 6.1.0-1.el9 x86_64 $work/full/kernel-devel-6.1.0-1.el9.x8
 
 # --- SameSource: the kernel's own source rpm ---------------------------------
 "$tool" "$work/recipe.yaml" --kernel "$KVER" --closure same-source --dest "$work/same" >/dev/null 2>"$work/err" || fail "SameSource: $(cat "$work/err")"
+# The names asked for (elfutils-libelf-devel, elfutils-libelf) and what they
+# need from their own source rpms: the kernel's 5 packages.
 want=$(for f in "$work"/full/*.rpm; do
-  if [[ $(rpm -qp --nosignature --queryformat '%{SOURCERPM}' "$f") == kernel-6.1.0-1.el9.src.rpm ]]; then basename "$f"; fi
+  src=$(rpm -qp --nosignature --queryformat '%{SOURCERPM}' "$f")
+  if [[ $src == kernel-6.1.0-1.el9.src.rpm || $src == elfutils-libelf-0.190-2.el9.src.rpm || $src == elfutils-libelf-devel-0.190-2.el9.src.rpm ]]; then
+    basename "$f"
+  fi
 done | sort)
-[[ $(echo "$want" | wc -l) -eq 3 ]] || fail "SameSource: the stand-in's kernel has 3 packages, not: $want"
+[[ $(echo "$want" | wc -l) -eq 7 ]] || fail "SameSource: the stand-in's kernel has 5 packages and elfutils 2, not: $(echo $want)"
 diff <(echo "$want") <(ls "$work/same") || fail "SameSource differs from the Full closure's kernel-6.1.0-1.el9.src.rpm packages"
 
 # --- refusals ----------------------------------------------------------------
@@ -295,6 +301,6 @@ cp "$work/site/RPM-GPG-KEY-gpubundle" "$work/site-key.before"
   fail "site repository, second time: $(cat "$work/err")"
 diff <(ls "$work/same") <(ls "$work/site/Packages") || fail "the second site repository kept earlier packages"
 cmp -s "$work/site-key.before" "$work/site/RPM-GPG-KEY-gpubundle" || fail "the site key changed"
-zcat "$work/site/repodata/primary.xml.gz" | grep -q 'packages="3"' || fail "the second site repository's primary.xml: $(zcat "$work/site/repodata/primary.xml.gz" | head -3)"
+zcat "$work/site/repodata/primary.xml.gz" | grep -q 'packages="7"' || fail "the second site repository's primary.xml: $(zcat "$work/site/repodata/primary.xml.gz" | head -3)"
 
 echo "packages-rpm: ok ($(find "$work/full" -name '*.rpm' | wc -l) packages; dnf agrees on the closure and reads the site repository)"

@@ -9,11 +9,16 @@
 #                                 until `stop OUTDIR`; prints its URL once DIR/PROBE answers
 #
 # Two repos below the URL, as in a RHEL mirror:
-#   BaseOS:    kernel-{devel,headers,core} 6.1.0-1.el9 and 6.2.0-1.el9 (all of
-#              kernel-<v>.src.rpm; kernel-devel requires kernel-headers = <v>,
-#              /bin/sh and gcc; kernel-core requires "(dracut if bash)" and /bin/sh),
-#              bash (ships the file /bin/sh; requires glibc), glibc (requires
-#              tzdata), tzdata (noarch), dracut (requires /bin/sh)
+#   BaseOS:    kernel, kernel-{devel,headers,core,modules} 6.1.0-1.el9 and
+#              6.2.0-1.el9 (all of kernel-<v>.src.rpm; kernel requires
+#              kernel-core and kernel-modules = <v>, as RHEL 9's does;
+#              kernel-devel requires kernel-headers = <v>, /bin/sh and gcc, and
+#              ships a .config whose CONFIG_CC_VERSION_TEXT names gcc 11.3.1
+#              (6.1.0) or 11.4.1 (6.2.0); kernel-core requires "(dracut if
+#              bash)" and /bin/sh), bash (ships the file /bin/sh; requires
+#              glibc), glibc (requires tzdata), tzdata (noarch), dracut
+#              (requires /bin/sh), elfutils-libelf and elfutils-libelf-devel
+#              (requires elfutils-libelf = its version), hostname
 #   AppStream: gcc and cpp 11.3.1-1.el9 and 11.4.1-3.el9 (gcc requires
 #              cpp = its own version and glibc)
 # repodata/repomd.xml of each is signed (armoured, detached) with a throw-away
@@ -88,6 +93,8 @@ Name: kernel
 Version: %{kver}
 Release: %{krel}
 Summary: stand-in kernel
+Requires: kernel-core = %{version}-%{release}
+Requires: kernel-modules = %{version}-%{release}
 $common
 %package devel
 Summary: stand-in kernel-devel
@@ -106,18 +113,28 @@ Requires: (dracut if bash)
 Requires: /bin/sh
 %description core
 x
+%package modules
+Summary: stand-in kernel-modules
+Requires: kernel-core = %{version}-%{release}
+%description modules
+x
 %install
 k=%{version}-%{release}.%{_arch}
-mkdir -p %{buildroot}/usr/src/kernels/\$k %{buildroot}/usr/include/linux %{buildroot}/lib/modules/\$k
+mkdir -p %{buildroot}/usr/src/kernels/\$k %{buildroot}/usr/include/linux %{buildroot}/lib/modules/\$k/kernel/drivers/acpi
 echo "obj-m := stand-in.o" > %{buildroot}/usr/src/kernels/\$k/Makefile
+echo 'CONFIG_CC_VERSION_TEXT="gcc (GCC) %{gcc} 20231218 (Red Hat %{gcc}-3)"' > %{buildroot}/usr/src/kernels/\$k/.config
 echo "#define STAND_IN %{version}" > %{buildroot}/usr/include/linux/stand-in.h
 echo "%{version}" > %{buildroot}/lib/modules/\$k/vmlinuz
+echo video > %{buildroot}/lib/modules/\$k/kernel/drivers/acpi/video.ko
+%files
 %files devel
 /usr/src/kernels/%{version}-%{release}.%{_arch}
 %files headers
 /usr/include/linux/stand-in.h
 %files core
-/lib/modules/%{version}-%{release}.%{_arch}
+/lib/modules/%{version}-%{release}.%{_arch}/vmlinuz
+%files modules
+/lib/modules/%{version}-%{release}.%{_arch}/kernel
 EOF
 
 # simple NAME VERSION RELEASE ARCH "Requires: ..." FILE...: one package of its own source.
@@ -138,6 +155,9 @@ simple bash 5.1.8 6.el9 x86_64 "Requires: glibc" /usr/bin/bash /bin/sh
 simple glibc 2.34 100.el9 x86_64 "Requires: tzdata" /usr/lib64/libc.so.6
 simple tzdata 2024a 1.el9 noarch "" /usr/share/zoneinfo/UTC
 simple dracut 057 53.el9 x86_64 "Requires: /bin/sh" /usr/bin/dracut
+simple elfutils-libelf 0.190 2.el9 x86_64 "Requires: glibc" /usr/lib64/libelf.so.1
+simple elfutils-libelf-devel 0.190 2.el9 x86_64 "Requires: elfutils-libelf = 0.190-2.el9" /usr/include/libelf.h
+simple hostname 3.23 6.el9 x86_64 "" /usr/bin/hostname
 
 cat >"$OUT/specs/gcc.spec" <<EOF
 Name: gcc
@@ -169,9 +189,11 @@ build() {  # SPEC REPO [--define ...]
     { cat "$OUT/rpmbuild.log" >&2; exit 1; }
   find "$OUT/top/RPMS" -name '*.rpm' -exec mv {} "$OUT/www/$repo/Packages/" \;
 }
-build kernel.spec BaseOS --define "kver 6.1.0" --define "krel 1.el9"
-build kernel.spec BaseOS --define "kver 6.2.0" --define "krel 1.el9"
-for spec in bash-5.1.8 glibc-2.34 tzdata-2024a dracut-057; do build "$spec.spec" BaseOS; done
+build kernel.spec BaseOS --define "kver 6.1.0" --define "krel 1.el9" --define "gcc 11.3.1"
+build kernel.spec BaseOS --define "kver 6.2.0" --define "krel 1.el9" --define "gcc 11.4.1"
+for spec in bash-5.1.8 glibc-2.34 tzdata-2024a dracut-057 elfutils-libelf-0.190 elfutils-libelf-devel-0.190 hostname-3.23; do
+  build "$spec.spec" BaseOS
+done
 build gcc.spec AppStream --define "gver 11.3.1" --define "grel 1.el9"
 build gcc.spec AppStream --define "gver 11.4.1" --define "grel 3.el9"
 

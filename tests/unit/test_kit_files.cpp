@@ -500,6 +500,37 @@ TEST_CASE("a package repository on the site's own https server: certConfig, no D
   CHECK_THAT(bad.error().message, Catch::Contains("ftp://packages.site.example/"));
 }
 
+TEST_CASE("an rpm-md package repository: the driver image's own .repo files masked, the CA named by sslcacert", "[kit][files][package-repo]") {
+  Lock lock = package_repo_lock();
+  lock.package_repo->format = "rpm-md";
+  auto o = options();
+  auto k = kit::make_kit(lock, fixture_chart(), o);
+  INFO((k ? std::string() : k.error().message));
+  REQUIRE(k.ok());
+  YAML::Node data = YAML::LoadAll(file(*k, "package-repo.yaml"))[0]["data"];
+  // yum makecache fails on any enabled repository it cannot reach: each the RHEL
+  // driver images bring is covered by a key of its name (the operator mounts keys by subPath).
+  for (const char* masked : {"ubi.repo", "cuda-rhel8.repo", "cuda-rhel9.repo", "cuda-rhel10.repo", "epel.repo",
+                             "epel-testing.repo", "epel-cisco-openh264.repo"}) {
+    CAPTURE(masked);
+    REQUIRE(data[masked]);
+    const std::string text = data[masked].as<std::string>();
+    CHECK(text.find('[') == std::string::npos);  // no repository section at all
+    CHECK(text.rfind("# ", 0) == 0);
+  }
+  const std::string repo = data["gpubundle.repo"].as<std::string>();
+  CHECK(repo.find("sslcacert") == std::string::npos);
+  // An https site mirror with its own CA: dnf reads the certConfig file only if named.
+  o.package_repo_url = "https://packages.site.example/el9/";
+  o.package_repo_ca = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----";
+  auto with_ca = kit::make_kit(lock, fixture_chart(), o);
+  REQUIRE(with_ca.ok());
+  std::vector<YAML::Node> docs = YAML::LoadAll(file(*with_ca, "package-repo.yaml"));
+  CHECK_THAT(docs[0]["data"]["gpubundle.repo"].as<std::string>(),
+             Catch::Contains("\nsslcacert=/etc/pki/ca-trust/extracted/pem/gpubundle-repo-ca.crt\n"));
+  CHECK(docs[1]["data"]["gpubundle-repo-ca.crt"]);
+}
+
 TEST_CASE("a package repository needs driver.repoConfig in the chart; without one the kit has none", "[kit][files][package-repo]") {
   Chart old = fixture_chart();
   old.values["driver"].remove("repoConfig");

@@ -29,11 +29,17 @@ bool have_network_upstream() {
   return false;
 }
 
-std::string recipe_text(const std::string& tag, const std::string& network) {
+// The DOCA driver builds on the node unless the network text says precompiled:
+// the site package repository then carries what it installs.
+const std::string k_sources =
+    "packages:\n  sources:\n  - {name: ubuntu, type: apt, url: 'https://archive.ubuntu.com/ubuntu', suites: [jammy], "
+    "components: [main], keyring: ubuntu.gpg}\n";
+
+std::string recipe_text(const std::string& tag, const std::string& network, const std::string& top = k_sources) {
   return "apiVersion: gpubundle/v1\nkind: Recipe\nmetadata: {name: fabric}\noperator: {version: " + k_gpu_tag +
          "}\ntarget: {gpus: [H100-SXM5-80GB], os: ubuntu22.04, kernels: [5.15.0-122-generic, 5.15.0-125-generic], "
          "platforms: [linux/amd64, linux/arm64]}\n"
-         "driver: {version: \"580.95.05\"}\ndestination: {registry: \"registry.site:5000\", prefix: gpu}\n"
+         "driver: {version: \"580.95.05\"}\ndestination: {registry: \"registry.site:5000\", prefix: gpu}\n" + top +
          "network:\n  version: " + tag + "\n  releaseFile: " + (network_dir(tag) / "hack/release.yaml").string() + "\n" + network;
 }
 
@@ -44,9 +50,9 @@ struct Resolved {
   Lock lock;
 };
 
-Resolved resolve_both(const TempDir& dir, const std::string& tag, const std::string& network) {
+Resolved resolve_both(const TempDir& dir, const std::string& tag, const std::string& network, const std::string& top = k_sources) {
   auto tgz = gbtest::pack_chart(gbtest::shared_chart(k_gpu_tag), dir / "gpu-operator.tgz");
-  auto recipe = parse_recipe(recipe_text(tag, network), dir / "fabric.yaml").value_or_throw();
+  auto recipe = parse_recipe(recipe_text(tag, network, top), dir / "fabric.yaml").value_or_throw();
   Chart gpu = load_chart(tgz).value_or_throw();
   Chart net = load_chart(network_dir(tag)).value_or_throw();
   Lock lock = resolve(recipe, gpu, Catalog::builtin()).value_or_throw();
@@ -136,15 +142,34 @@ TEST_CASE("network: both shared releases resolve from their chart and release.ya
   }
 }
 
-TEST_CASE("network: default operands bring NFD; precompiled DOCA drivers are per kernel, OS and arch", "[network]") {
+TEST_CASE("network: one NFD, the GPU Operator's; precompiled DOCA drivers are per kernel, OS and arch", "[network]") {
   if (!have_network_upstream()) return;
   for (const auto& tag : k_network_tags) {
     CAPTURE(tag);
     TempDir dir;
     auto r = resolve_both(dir, tag, "  ofedDriver: {precompiled: true}\n");
-    CHECK(r.lock.network->operands == Catalog::builtin().network_default_operands());
+    // The default operands name nfd, but the GPU Operator runs its NFD: the network chart's is left out, and said.
+    auto without_nfd = Catalog::builtin().network_default_operands();
+    without_nfd.erase(std::find(without_nfd.begin(), without_nfd.end(), "nfd"));
+    CHECK(r.lock.network->operands == without_nfd);
+    CHECK(std::any_of(r.lock.warnings.begin(), r.lock.warnings.end(),
+                      [](const std::string& w) { return w.find("network.operands: nfd left out") != std::string::npos; }));
     const auto& nfd = r.net_chart.values["node-feature-discovery"]["image"];
-    const LockImage* nfd_image = find_image(r.lock, nfd["repository"].as<std::string>() + ":" + nfd["tag"].as<std::string>());
+    const std::string nfd_ref = nfd["repository"].as<std::string>() + ":" + nfd["tag"].as<std::string>();
+    CHECK_FALSE(find_image(r.lock, nfd_ref));
+    kit::KitOptions ko;
+    ko.registry = kit::SiteRegistry::parse("registry.site:5000/gpu").value_or_throw();
+    ko.network_chart = &r.net_chart;
+    kit::Kit kit = kit::make_kit(r.lock, r.gpu_chart, ko).value_or_throw();
+    YAML::Node values = YAML::Load(kit.find("network-operator-values.yaml")->content);
+    CHECK_FALSE(values["nfd"]["enabled"].as<bool>());
+    CHECK(values["nfd"]["deployNodeFeatureRules"].as<bool>());
+    // Without the GPU Operator's NFD, the network chart's is carried and deployed.
+    TempDir dir2;
+    auto own = resolve_both(dir2, tag, "  ofedDriver: {precompiled: true}\n",
+                            k_sources + "components: {node-feature-discovery: false}\n");
+    CHECK(own.lock.network->operands == Catalog::builtin().network_default_operands());
+    const LockImage* nfd_image = find_image(own.lock, nfd_ref);
     REQUIRE(nfd_image);
     CHECK(nfd_image->components == std::vector<std::string>{"network:node-feature-discovery.image"});
     YAML::Node release = YAML::LoadFile((network_dir(tag) / "hack/release.yaml").string());
@@ -210,7 +235,28 @@ TEST_CASE("network: bad recipe fields are one line naming the field", "[network]
             .find("network.ofedDriver: set, but network.operands does not list ofedDriver") != std::string::npos);
   CHECK(error_of(head + "network: {version: v26.4.1, releaseFile: \"http://x/release.yaml\"}\n").find("network.releaseFile:") !=
         std::string::npos);
+  // The DOCA tag takes VERSION_ID as it is: rhel9.6, never rhel9.
+  const std::string rhel = "apiVersion: gpubundle/v1\nkind: Recipe\noperator: {version: v26.7.0}\ntarget: {gpus: [L4], os: rhel9}\n";
+  CHECK(error_of(rhel + "network: {version: v26.4.1}\n").find("target.os: 'rhel9': the Network Operator tags DOCA driver images with "
+                                                              "the nodes' os-release ID and VERSION_ID") != std::string::npos);
+  CHECK(error_of(rhel + "network: {version: v26.4.1}\n").find("rhel9.6") != std::string::npos);
+  // ibKubernetes: the site's GUID pool and UFM Secret, which the CRD requires.
+  const std::string ib = "network:\n  version: v26.4.1\n  operands: [ibKubernetes]\n";
+  CHECK(error_of(head + ib).find("network.ibKubernetes: missing: the ibKubernetes operand needs") != std::string::npos);
+  const std::string pool = "  ibKubernetes: {pKeyGUIDPoolRangeStart: '02:00:00:00:00:00:00:00', pKeyGUIDPoolRangeEnd: ";
+  CHECK(error_of(head + ib + pool + "'02:00:00:00:00:00:00', ufmSecret: ufm}\n")
+            .find("network.ibKubernetes.pKeyGUIDPoolRangeEnd: '02:00:00:00:00:00:00' is not a GUID") != std::string::npos);
+  CHECK(error_of(head + ib + "  ibKubernetes: {pKeyGUIDPoolRangeStart: '02:00:00:00:00:00:01:00', pKeyGUIDPoolRangeEnd: "
+                              "'02:00:00:00:00:00:00:ff', ufmSecret: ufm}\n")
+            .find("02:00:00:00:00:00:00:ff is below pKeyGUIDPoolRangeStart") != std::string::npos);
+  CHECK(error_of(head + ib + pool + "'02:FF:FF:FF:FF:FF:FF:FF', ufmSecret: 'UFM $(x)'}\n")
+            .find("network.ibKubernetes.ufmSecret: 'UFM $(x)' is not a Kubernetes secret name") != std::string::npos);
+  CHECK(error_of(head + "network:\n  version: v26.4.1\n  operands: [multus]\n" + pool + "'02:FF:FF:FF:FF:FF:FF:FF', ufmSecret: u}\n")
+            .find("network.ibKubernetes: set, but network.operands does not list ibKubernetes") != std::string::npos);
   TempDir dir;
+  auto with_ib = parse_recipe(head + ib + pool + "'02:FF:FF:FF:FF:FF:FF:FF', ufmSecret: ufm}\n", dir / "r.yaml").value_or_throw();
+  REQUIRE(with_ib.network->ib_kubernetes);
+  CHECK(with_ib.network->ib_kubernetes->pkey_guid_pool_end == "02:FF:FF:FF:FF:FF:FF:FF");
   auto ok = parse_recipe(head + "network: {version: v26.4.1}\n", dir / "r.yaml").value_or_throw();
   REQUIRE(ok.network);
   CHECK(ok.network->release_file == "https://raw.githubusercontent.com/Mellanox/network-operator/v26.4.1/hack/release.yaml");
@@ -221,7 +267,7 @@ TEST_CASE("network: bad recipe fields are one line naming the field", "[network]
 TEST_CASE("network: the lock's network section round-trips and every field is checked", "[network]") {
   Lock l;
   l.network = LockNetwork{"v26.4.1", {"network-operator", "26.4.1", "v26.4.1", "https://helm.ngc.nvidia.com/nvidia", std::string(64, 'a')},
-                          "https://example/release.yaml", std::string(64, 'b'), {"ofedDriver", "nfd"}, "doca3.4.1-26.04-1.1.0.0-1", true};
+                          "https://example/release.yaml", std::string(64, 'b'), {"ofedDriver", "nfd"}, "doca3.4.1-26.04-1.1.0.0-1", true, "", "", ""};
   LockImage img;
   img.components = {"network:ofedDriver"};
   img.source = "nvcr.io/nvidia/mellanox/doca-driver:doca3.4.1-26.04-1.1.0.0-1-ubuntu22.04-amd64";
@@ -249,6 +295,24 @@ TEST_CASE("network: the lock's network section round-trips and every field is ch
   CHECK(refused("\"nfd\"", "\"nope\"").find("network.operands[1]: 'nope' is not a Network Operator operand") != std::string::npos);
   CHECK(refused("\"doca3.4.1-26.04-1.1.0.0-1\"", "\"doca 3\"").find("network.docaDriver.version") != std::string::npos);
   CHECK(refused(std::string(64, 'b'), "xyz").find("network.releaseSha256") != std::string::npos);
+  // ibKubernetes reaches nic-cluster-policy.yaml: held to the recipe's rules.
+  Lock ib = l;
+  ib.network->operands.push_back("ibKubernetes");
+  ib.network->ib_pkey_guid_pool_start = "02:00:00:00:00:00:00:00";
+  ib.network->ib_pkey_guid_pool_end = "02:00:00:00:00:00:ff:ff";
+  ib.network->ib_ufm_secret = "ufm";
+  const std::string ib_text = lock_to_json(ib);
+  CHECK(parse_lock(ib_text, "l.json").value_or_throw().network->ib_ufm_secret == "ufm");
+  auto ib_refused = [&](const std::string& from, const std::string& to) {
+    std::string t = ib_text;
+    t.replace(t.find(from), from.size(), to);
+    auto r = parse_lock(t, "l.json");
+    REQUIRE_FALSE(r.ok());
+    return r.error().message;
+  };
+  CHECK(ib_refused("\"ufm\"", "\"ufm\\nhostPID: true\"").find("network.ibKubernetes.ufmSecret") != std::string::npos);
+  CHECK(ib_refused("\"02:00:00:00:00:00:ff:ff\"", "\"02:00\"").find("network.ibKubernetes.pKeyGUIDPoolRangeEnd") != std::string::npos);
+  CHECK(parse_lock(lock_to_json(l), "l.json").ok());
 
   // A lock written before the network section reads as one without it.
   Lock old;
@@ -262,7 +326,9 @@ TEST_CASE("network kit: NicClusterPolicy and chart values name only the site reg
   for (const auto& tag : k_network_tags) {
     CAPTURE(tag);
     TempDir dir;
-    auto r = resolve_both(dir, tag, "  operands: [ofedDriver, rdmaSharedDevicePlugin, sriovDevicePlugin, multus, cniPlugins, nvIpam, nfd, sriovNetworkOperator, maintenanceOperator]\n");
+    // The GPU Operator's NFD off, so that the network chart's is deployed.
+    auto r = resolve_both(dir, tag, "  operands: [ofedDriver, rdmaSharedDevicePlugin, sriovDevicePlugin, multus, cniPlugins, nvIpam, nfd, sriovNetworkOperator, maintenanceOperator]\n",
+                          k_sources + "components: {node-feature-discovery: false}\n");
     kit::KitOptions o;
     o.registry = kit::SiteRegistry::parse("registry.site:5000/gpu").value_or_throw();
     auto refused = kit::make_kit(r.lock, r.gpu_chart, o);
@@ -337,7 +403,8 @@ TEST_CASE("network kit: every NicClusterPolicy operand carries what the release'
   std::string operands = "  operands: [";
   for (const auto& op : Catalog::builtin().network_operands())
     if (!op.policy.empty()) operands += (operands.back() == '[' ? "" : ", ") + op.name;
-  operands += "]\n";
+  operands += "]\n  ibKubernetes: {pKeyGUIDPoolRangeStart: '0a:00:00:00:00:00:00:00', pKeyGUIDPoolRangeEnd: '0a:00:00:00:00:00:ff:ff', "
+              "ufmSecret: site-ufm}\n";
   for (const auto& tag : k_network_tags) {
     CAPTURE(tag);
     TempDir dir;
@@ -368,7 +435,102 @@ TEST_CASE("network kit: every NicClusterPolicy operand carries what the release'
       }
     };
     walk(spec, schema, "spec");
-    CHECK(spec["ibKubernetes"]["ufmSecret"].as<std::string>() == "ufm-secret");
+    // The recipe's pool and Secret, not an example's.
+    CHECK(spec["ibKubernetes"]["ufmSecret"].as<std::string>() == "site-ufm");
+    CHECK(spec["ibKubernetes"]["pKeyGUIDPoolRangeStart"].as<std::string>() == "0a:00:00:00:00:00:00:00");
+    CHECK(spec["ibKubernetes"]["pKeyGUIDPoolRangeEnd"].as<std::string>() == "0a:00:00:00:00:00:ff:ff");
     CHECK(objects > 12);
+  }
+}
+
+TEST_CASE("network kit: pull secrets, RDMA with proprietary modules, the DOCA build's package sources, registries the operator cannot list",
+          "[network][kit]") {
+  if (!have_network_upstream()) return;
+  const std::string tag = "v26.4.1";
+  TempDir dir;
+  auto make = [&](const Resolved& r, kit::KitOptions o) { o.network_chart = &r.net_chart; return kit::make_kit(r.lock, r.gpu_chart, o); };
+  kit::KitOptions o;
+  o.registry = kit::SiteRegistry::parse("registry.site:5000/gpu").value_or_throw();
+
+  // The DOCA driver builds on the nodes: the site package repository serves it.
+  auto r = resolve_both(dir, tag, "  operands: [ofedDriver, rdmaSharedDevicePlugin, sriovNetworkOperator, maintenanceOperator]\n",
+                        k_sources + "pullSecret: site-pull\n");
+  r.lock.package_repo = LockPackageRepo{"apt", std::string(40, 'A'),
+                                        "-----BEGIN PGP PUBLIC KEY BLOCK-----\n\nmDMEZ0test\n=abcd\n-----END PGP PUBLIC KEY BLOCK-----\n"};
+  LockImage repo;
+  repo.source = "localhost/gpubundle/package-repo:ubuntu22.04-0123456789ab";
+  repo.components = {"packageRepo"};
+  repo.platforms = {"linux/amd64"};
+  repo.built = BuiltKind::PackageRepo;
+  repo.digest = "sha256:" + std::string(64, 'c');
+  r.lock.images.push_back(repo);
+  auto k = make(r, o);
+  INFO((k ? std::string() : k.error().message));
+  REQUIRE(k.ok());
+  YAML::Node ofed = YAML::Load(k->find("nic-cluster-policy.yaml")->content)["spec"]["ofedDriver"];
+  CHECK(ofed["repoConfig"]["name"].as<std::string>() == "gpubundle-repo-config");
+  CHECK_FALSE(ofed["certConfig"]);
+  REQUIRE(k->find("network-repo/gpubundle.list"));
+  CHECK(k->find("network-repo/gpubundle.list")->content.find("http://gpubundle-package-repo.gpu-operator.svc.cluster.local:8080/") !=
+        std::string::npos);
+  CHECK(k->find("network-repo/gpubundle-repo.asc"));
+  const std::string sh = k->find("network.sh")->content;
+  CHECK(sh.find("\nrepo_service_host='gpubundle-package-repo.gpu-operator.svc.cluster.local'\n") != std::string::npos);
+  CHECK(sh.find("jsonpath='{.spec.clusterIP}'") != std::string::npos);
+
+  // The pull secret reaches every subchart, each in its own shape, and network.sh copies it over.
+  YAML::Node values = YAML::Load(k->find("network-operator-values.yaml")->content);
+  CHECK(values["imagePullSecrets"][0].as<std::string>() == "site-pull");
+  CHECK(values["sriov-network-operator"]["imagePullSecrets"][0].as<std::string>() == "site-pull");
+  CHECK(values["maintenance-operator-chart"]["imagePullSecrets"][0]["name"].as<std::string>() == "site-pull");
+  CHECK_FALSE(values["node-feature-discovery"]["imagePullSecrets"]);  // the GPU Operator's NFD runs; this one is off
+  CHECK(sh.find("create secret generic \"$pull_secret\" --type=kubernetes.io/dockerconfigjson") != std::string::npos);
+  CHECK(sh.find("\nnfd_crd='nodefeaturerules.nfd.k8s-sigs.io'\n") != std::string::npos);
+
+  // H100 with the recipe's open modules: DMA-BUF, no driver.rdma.
+  YAML::Node gpu = YAML::Load(k->find("values.yaml")->content);
+  CHECK_FALSE((gpu["driver"]["rdma"]["enabled"].IsDefined() && gpu["driver"]["rdma"]["enabled"].as<bool>()));
+  // Proprietary modules: only nvidia-peermem carries GPUDirect RDMA, against the DOCA driver the operator runs.
+  Lock proprietary = r.lock;
+  proprietary.driver.kernel_module_type = "proprietary";
+  auto kp = kit::make_kit(proprietary, r.gpu_chart, [&] { auto x = o; x.network_chart = &r.net_chart; return x; }());
+  REQUIRE(kp.ok());
+  YAML::Node pv = YAML::Load(kp->find("values.yaml")->content);
+  CHECK(pv["driver"]["rdma"]["enabled"].as<bool>());
+  CHECK_FALSE(pv["driver"]["rdma"]["useHostMofed"].as<bool>());
+  TempDir dir3;
+  auto host_doca = resolve_both(dir3, tag, "  operands: [rdmaSharedDevicePlugin]\n");  // the host's DOCA driver
+  host_doca.lock.driver.kernel_module_type = "proprietary";
+  auto kh = make(host_doca, o);
+  INFO((kh ? std::string() : kh.error().message));
+  REQUIRE(kh.ok());
+  CHECK(YAML::Load(kh->find("values.yaml")->content)["driver"]["rdma"]["useHostMofed"].as<bool>());
+
+  // forcePrecompiled: the operator lists tags with its image's CAs and https, except on private addresses.
+  TempDir dir2;
+  auto pre = resolve_both(dir2, tag, "  ofedDriver: {precompiled: true}\n");
+  REQUIRE(make(pre, o).ok());
+  auto ca = o;
+  ca.registry_ca = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+  auto refused = make(pre, ca);
+  REQUIRE_FALSE(refused.ok());
+  CHECK_THAT(refused.error().message, Catch::StartsWith("network.ofedDriver.precompiled: the Network Operator keeps a precompiled DOCA driver"));
+  CHECK_THAT(refused.error().message, Catch::Contains("not the site CA the kit was given"));
+  for (const char* http : {"http://registry.site:5000/gpu", "http://172.32.0.1:5000", "http://8.8.8.8"}) {
+    CAPTURE(http);
+    auto h = o;
+    h.registry = kit::SiteRegistry::parse(http).value_or_throw();
+    auto hr = make(pre, h);
+    REQUIRE_FALSE(hr.ok());
+    CHECK_THAT(hr.error().message, Catch::Contains("plain HTTP only to localhost and private IP addresses"));
+  }
+  for (const char* http : {"http://127.0.0.1:5000/gpu", "http://10.1.2.3:5000", "http://172.16.0.9", "http://192.168.1.5:80",
+                           "http://localhost:5000", "http://reg.localhost"}) {
+    CAPTURE(http);
+    auto h = o;
+    h.registry = kit::SiteRegistry::parse(http).value_or_throw();
+    auto hr = make(pre, h);
+    INFO((hr ? std::string() : hr.error().message));
+    CHECK(hr.ok());
   }
 }
