@@ -122,7 +122,8 @@ fail() { echo "network.sh: $*" >&2; exit 1; }
 missing=()
 check_cluster
 if [ -n "$nfd_crd" ] && ! kubectl get crd "$nfd_crd" >/dev/null 2>&1; then
-  missing+=("NFD: the CRD $nfd_crd is not installed; run install.sh first (the GPU Operator's NFD labels the NICs too, so the Network Operator's is off)")
+  nfd_missing="NFD: the CRD $nfd_crd is not installed; run install.sh first (the GPU Operator's NFD labels the NICs too, so the Network Operator's is off)"
+  if [ "$dry_run" -eq 1 ]; then echo "network.sh: warning: $nfd_missing"; else missing+=("$nfd_missing"); fi
 fi
 if [ -n "$ufm_secret" ] && ! kubectl -n "$namespace" get secret "$ufm_secret" >/dev/null 2>&1 && [ "$dry_run" -eq 0 ]; then
   missing+=("ibKubernetes: the Secret $ufm_secret with the UFM's credentials is not in namespace $namespace (docs/install-kit.md)")

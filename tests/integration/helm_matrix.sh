@@ -132,6 +132,9 @@ network:
   releaseFile: $dir/hack/release.yaml
   operands: [ofedDriver, rdmaSharedDevicePlugin, sriovDevicePlugin, multus, cniPlugins, ipoib, nvIpam, ibKubernetes, nfd, sriovNetworkOperator]
   ofedDriver: {precompiled: true}
+  ibKubernetes: {pKeyGUIDPoolRangeStart: "02:00:00:00:00:00:00:00", pKeyGUIDPoolRangeEnd: "02:00:00:00:00:FF:FF:FF", ufmSecret: site-ufm}
+# The GPU Operator's NFD off, so that the network chart deploys its own (one per cluster).
+components: {node-feature-discovery: false}
 destination: {registry: registry.site.internal:5000, prefix: gpu}
 EOF
   "$gpubundle" --store "$work/store" -q resolve "$work/$name.recipe.yaml" -o "$work/$name.lock.json" 2>"$work/$name.err" ||

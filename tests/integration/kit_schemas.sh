@@ -149,8 +149,10 @@ for tag in "${network_tags[@]}"; do
     mkdir -p "$site"
     sed -e "s|^  version: v26.4.1|  version: $tag|" "$src/examples/network.yaml" >"$site/fabric.yaml"
     if [[ $variant == all ]]; then  # every operand, a pull secret for each
-      sed -i -e '/^  ofedDriver:/d' -e "s|^  operands: .*|  operands: [$all_operands]|" "$site/fabric.yaml"
-      echo "pullSecret: site-registry" >>"$site/fabric.yaml"
+      # (the DOCA driver built on the nodes, from a site package repository; the site's UFM pool and Secret)
+      sed -i -e '/^  ofedDriver:/d' -e "s|^  operands: .*|  operands: [$all_operands]\n  ibKubernetes: {pKeyGUIDPoolRangeStart: '0a:00:00:00:00:00:00:00', pKeyGUIDPoolRangeEnd: '0a:00:00:00:00:00:ff:ff', ufmSecret: site-ufm}|" "$site/fabric.yaml"
+      printf '%s\n' "pullSecret: site-registry" "packages:" "  sources:" \
+        "  - {name: ubuntu, type: apt, url: 'https://archive.ubuntu.com/ubuntu', suites: [jammy], components: [main], keyring: ubuntu.gpg}" >>"$site/fabric.yaml"
     fi
     "$PY" - "$site/fabric.yaml" "$up" "$tag" <<'PY'
 import sys

@@ -42,13 +42,28 @@ path, up = sys.argv[1:]
 text = open(path).read()
 text = text.replace("network:\n", f"pullSecret: site-registry\nnetwork:\n  chart: {up}/network-operator/v26.4.1/chart\n"
                                   f"  releaseFile: {up}/network-operator/v26.4.1/hack/release.yaml\n", 1)
-open(path, "w").write(text.replace("operator:\n  version: v26.7.0", f"operator:\n  version: v26.7.0\n  chart: {up}/gpu-operator/v26.7.0", 1))
+text = text.replace("operator:\n  version: v26.7.0", f"operator:\n  version: v26.7.0\n  chart: {up}/gpu-operator/v26.7.0", 1)
+open(path, "w").write(text + "packages:\n  sources:\n  - {name: ubuntu, type: apt, url: 'https://archive.ubuntu.com/ubuntu', "
+                      "suites: [jammy], components: [main], keyring: ubuntu.gpg}\n")
 EOF
 "$gpubundle" -q --store "$work/store" resolve "$work/fabric.yaml" -o "$work/lock.json"
+# The site package repository `build` would add (its image and key), so that
+# the DOCA driver, which builds on the nodes, gets its sources from it.
+"$PY" - "$work/lock.json" <<'EOF'
+import json, sys
+lock = json.load(open(sys.argv[1]))
+lock["images"].append({"components": ["packageRepo"], "source": "localhost/gpubundle/package-repo:ubuntu22.04-0123456789ab",
+                       "platforms": ["linux/amd64"], "destination": "", "digest": "sha256:" + "c" * 64, "origin": "built"})
+lock["images"].sort(key=lambda i: i["source"])
+lock["packageRepo"] = {"format": "apt", "fingerprint": "A" * 40,
+                       "publicKey": "-----BEGIN PGP PUBLIC KEY BLOCK-----\n\nmDMEZ0test\n=abcd\n-----END PGP PUBLIC KEY BLOCK-----\n"}
+json.dump(lock, open(sys.argv[1], "w"), indent=2)
+EOF
 kit=$work/kit
 "$gpubundle" -q --store "$work/store" overrides "$work/lock.json" --registry registry.site:5000/gpu -o "$kit"
 [ -x "$kit/network.sh" ] || fail "the kit has no executable network.sh: $(ls "$kit")"
 [ -f "$kit/network-operator-26.4.1.tgz" ] || fail "the kit has no network-operator chart: $(ls "$kit")"
+[ -f "$kit/network-repo/gpubundle.list" ] || fail "the kit has no network-repo/ for the DOCA build: $(ls "$kit")"
 if command -v shellcheck >/dev/null; then
   shellcheck -s bash "$kit/network.sh" || fail "shellcheck network.sh"
 else
@@ -108,20 +123,34 @@ KUBECONFIG=$work/dead.kubeconfig GPUBUNDLE_NETWORK_CHART=$work/nowhere.tgz "$kit
 # --dry-run on a fresh cluster: reads only.
 "$kit/network.sh" --dry-run >"$work/dry.out" 2>&1 || fail "network.sh --dry-run: $(cat "$work/dry.out")"
 for line in "network.sh: dry run: nothing in the cluster changes" \
-            "network.sh: warning: pull secret site-registry is missing in namespace nvidia-network-operator" \
+            "network.sh: warning: pull secret site-registry is missing in namespaces nvidia-network-operator and gpu-operator" \
+            "network.sh: warning: NFD: the CRD nodefeaturerules.nfd.k8s-sigs.io is not installed; run install.sh first" \
+            "network.sh: the package repository's Service gpubundle-package-repo is not in namespace gpu-operator yet (install.sh makes it)" \
             "network.sh: the chart's CRDs are not installed yet (" \
             "network.sh: nic-cluster-policy.yaml is not passed to kubectl: it cannot check a NicClusterPolicy before the chart installs its CRD nicclusterpolicies.mellanox.com" \
             "network.sh: dry run complete; a real run then waits up to 900s for NicClusterPolicy nic-cluster-policy to report state ready"; do
   grep -qF "$line" "$work/dry.out" || fail "dry run did not say '$line': $(cat "$work/dry.out")"
 done
-grep -q "^network.sh: the chart's CRDs are not installed yet (.*nicclusterpolicies.mellanox.com.*nodefeaturerules.nfd.k8s-sigs.io" "$work/dry.out" ||
+grep -q "^network.sh: the chart's CRDs are not installed yet (.*nicclusterpolicies.mellanox.com" "$work/dry.out" ||
   fail "dry run: CRDs: $(cat "$work/dry.out")"
-if grep -q "sriovnetwork\|maintenance.nvidia.com" "$work/dry.out"; then fail "dry run counts the CRDs of subcharts the values switch off: $(cat "$work/dry.out")"; fi
+# NFD is the GPU Operator's: its subchart here is off, and so are SR-IOV's and the maintenance operator's.
+if grep "CRDs are not installed" "$work/dry.out" | grep -q "sriovnetwork\|maintenance.nvidia.com\|nodefeature"; then
+  fail "dry run counts the CRDs of subcharts the values switch off: $(cat "$work/dry.out")"
+fi
 [ -z "$(kube_requests "$writes")" ] || fail "the dry run wrote: $(kube_requests "$writes" | cut -c1-300)"
 for p in /api/v1/namespaces/nvidia-network-operator /api/v1/namespaces/nvidia-network-operator/secrets/site-registry \
          /apis/apiextensions.k8s.io/v1/customresourcedefinitions/nicclusterpolicies.mellanox.com; do
   [ -n "$(kube_requests "r['method'] == 'GET' and r['path'] == '$p'")" ] || fail "dry run never read $p"
 done
+
+# What install.sh leaves: the GPU Operator's NFD CRDs (the NodeFeatureRule the
+# network chart deploys needs them), its namespace, the package repository's Service.
+seed_gpu_operator() {
+  "$PY" "$KUBE_TOOLS/kube_api.py" seed --dir "$KUBE_DIR" "$up/gpu-operator/v26.7.0/chart/charts/node-feature-discovery/crds/nfd-api-crds.yaml" >/dev/null
+  "$KUBECTL" create namespace gpu-operator >/dev/null
+  "$KUBECTL" -n gpu-operator create service clusterip gpubundle-package-repo --tcp=8080:8080 --clusterip=10.96.12.34 >/dev/null
+}
+seed_gpu_operator
 
 # No pull secret: the namespace is made, then it stops before helm.
 kube_reset_requests
@@ -133,8 +162,9 @@ grep -q "^  kubectl -n nvidia-network-operator create secret docker-registry sit
   "POST /api/v1/namespaces" ] || fail "without the secret: $(kube_requests "$writes")"
 [ -z "$(kube_requests "$helm_ran")" ] || fail "helm ran without the pull secret"
 
-# With it: the chart, then the policy; the test plays the operator.
-"$KUBECTL" -n nvidia-network-operator create secret docker-registry site-registry --docker-server=registry.site:5000 \
+# With it in the GPU Operator's namespace (install.sh's prerequisite): network.sh
+# copies it, then the chart, then the policy; the test plays the operator.
+"$KUBECTL" -n gpu-operator create secret docker-registry site-registry --docker-server=registry.site:5000 \
   --docker-username=u --docker-password=p >/dev/null
 kube_reset_requests
 GPUBUNDLE_POLL=1 "$kit/network.sh" --timeout 120 >"$work/install.out" 2>&1 &
@@ -152,11 +182,25 @@ posts = [r for r in writes if r["method"] == "POST" and isinstance(r["body"], di
 def index(pred):
     return next(i for i, r in enumerate(writes) if pred(r))
 crds = [r["body"]["metadata"]["name"] for r in posts if r["body"]["kind"] == "CustomResourceDefinition"]
-assert "nicclusterpolicies.mellanox.com" in crds and "nodefeaturerules.nfd.k8s-sigs.io" in crds, crds
+assert "nicclusterpolicies.mellanox.com" in crds and "nodefeaturerules.nfd.k8s-sigs.io" not in crds, crds
+# The pull secret, copied from the GPU Operator's namespace with its content.
+copied = [r["body"] for r in posts if r["body"]["kind"] == "Secret" and r["body"]["metadata"]["name"] == "site-registry"]
+assert copied and copied[0]["type"] == "kubernetes.io/dockerconfigjson", copied
+auth = json.loads(base64.b64decode(copied[0]["data"][".dockerconfigjson"]))
+assert auth["auths"]["registry.site:5000"]["username"] == "u", auth
+# The DOCA build's sources: the Service by its cluster IP (its pods use the host's network).
+cms = [r for r in writes if r["method"] in ("POST", "PATCH") and "/configmaps" in r["path"] and f"/namespaces/{ns}/" in r["path"]]
+repo = [r["body"] for r in cms if isinstance(r["body"], dict) and r["body"]["metadata"]["name"] == "gpubundle-repo-config"]
+assert repo, [r["path"] for r in cms]
+listing = repo[0]["data"]["gpubundle.list"]
+assert "http://10.96.12.34:8080/ gpubundle main" in listing and "svc.cluster.local" not in listing, listing
+assert repo[0]["data"]["gpubundle-repo.asc"].startswith("-----BEGIN PGP PUBLIC KEY BLOCK-----"), repo[0]["data"]
+assert index(lambda r: r is cms[0]) < index(lambda r: r["path"] == "/apis/mellanox.com/v1alpha1/nicclusterpolicies")
 assert not [c for c in crds if "sriovnetwork" in c or "maintenance.nvidia.com" in c], crds
 # The release's objects: in the namespace (or cluster-scoped), every container on the site registry.
 kinds = {r["body"]["kind"] for r in posts}
-assert {"Deployment", "DaemonSet", "NodeFeatureRule"} <= kinds, kinds
+# No DaemonSet: the NFD worker was the chart's only one, and NFD is the GPU Operator's.
+assert {"Deployment", "NodeFeatureRule"} <= kinds and "DaemonSet" not in kinds, kinds
 images = []
 for r in posts:
     b = r["body"]
@@ -181,6 +225,7 @@ assert got["spec"] == want["spec"] and got["metadata"]["name"] == "nic-cluster-p
 for name in ("ofedDriver", "rdmaSharedDevicePlugin", "nvIpam"):
     assert got["spec"][name]["repository"].startswith("registry.site:5000/gpu/"), got["spec"][name]
     assert got["spec"][name]["imagePullSecrets"] == ["site-registry"], got["spec"][name]
+assert got["spec"]["ofedDriver"]["repoConfig"] == {"name": "gpubundle-repo-config"}, got["spec"]["ofedDriver"]
 print(f"network.sh: {len(crds)} CRDs, {len(posts)} objects created, {len(images)} containers on the site registry")
 EOF
 # Again: helm upgrades, the policy unchanged, ready at once.
@@ -198,6 +243,7 @@ echo "ok: network.sh in nvidia-network-operator, --dry-run and real, with the re
 
 # GPUBUNDLE_NETWORK_NAMESPACE on a fresh cluster, and an operator that never gets ready.
 kube_start api-net-ops
+seed_gpu_operator
 "$KUBECTL" create namespace net-ops >/dev/null
 "$KUBECTL" -n net-ops create secret docker-registry site-registry --docker-server=registry.site:5000 \
   --docker-username=u --docker-password=p >/dev/null
