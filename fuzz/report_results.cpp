@@ -8,7 +8,8 @@
 // passed, when every check of a source is SKIP, when a node check's exitCode
 // is not 0, or when an NCCL run's own numbers fail (#wrong, out of bounds, an
 // absurd or non-finite bandwidth, avgBusBw under its minBusBw, no rows,
-// passed: false). The HTML must carry no `<script` from the input.
+// passed: false, a fabric run over Socket or with no transport). The HTML
+// must carry no `<script` from the input.
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -39,6 +40,8 @@ bool sane_bw(double v) { return std::isfinite(v) && v >= 0 && v <= k_max_bus_bw;
 bool run_passed(const NcclRun& r) {
   if (!r.passed || r.rows.empty() || r.out_of_bounds != 0 || !sane_bw(r.avg_bus_bw)) return false;
   if (r.min_bus_bw && *r.min_bus_bw > 0 && !(r.avg_bus_bw >= *r.min_bus_bw)) return false;
+  // A fabric run: a transport named, and no ", "-separated part of it Socket.
+  if (r.fabric_required && (r.transport.empty() || (", " + r.transport + ", ").find(", Socket, ") != std::string::npos)) return false;
   for (const auto& row : r.rows)
     for (const NcclSide* s : {&row.out_of_place, &row.in_place})
       if (s->wrong.value_or(0) != 0 || !sane_bw(s->bus_bw) || !sane_bw(s->alg_bw)) return false;

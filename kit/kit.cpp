@@ -152,6 +152,7 @@ Result<KitRecipe> kit_recipe(const Lock& lock) {
       a.min_bytes = n.value("minBytes", a.min_bytes);
       a.max_bytes = n.value("maxBytes", a.max_bytes);
       a.min_bus_bw = n.value("minBusBw", a.min_bus_bw);
+      a.network = n.value("network", a.network);
       if (n.contains("mpiOperator")) a.mpi_operator_install = n["mpiOperator"].value("install", false);
       r.nccl = a;
     }

@@ -123,6 +123,7 @@ struct KitRecipe {
     std::string min_bytes = "8";
     std::string max_bytes = "8G";
     double min_bus_bw = 0;
+    std::string network;  // NetworkAttachmentDefinition the workers attach; "" none
     bool mpi_operator_install = false;
   };
   std::optional<Nccl> nccl;

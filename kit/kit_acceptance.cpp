@@ -11,6 +11,7 @@
 #include "common/strings.hpp"
 #include "kit/kit.hpp"
 #include "kit/kit_detail.hpp"
+#include "recipes/network.hpp"
 
 namespace gb::kit::detail {
 
@@ -21,7 +22,12 @@ constexpr const char* k_job_name = "gpubundle-nccl-allreduce";
 // One worker per node (required anti-affinity), one MPI slot per GPU, the
 // launcher on any node without GPUs of its own. OpenMPI refuses to run as
 // root unless told; nccl-tests images run as root. NCCL needs more /dev/shm
-// than a container's default 64 MiB.
+// than a container's default 64 MiB. The hostfile the MPI Operator mounts is
+// named to mpirun: Open MPI 5 ignores the OMPI_MCA_orte_* variables the
+// operator sets and would run every rank on the launcher. NCCL_DEBUG=INFO
+// logs the network NCCL picks, which the script records. With a fabric the
+// workers get the RDMA device, IPC_LOCK (RDMA pins memory) and the secondary
+// network where the recipe names one.
 constexpr const char* k_mpijob = R"Y(apiVersion: kubeflow.org/v2beta1
 kind: MPIJob
 metadata:
@@ -51,12 +57,14 @@ spec:
               value: "1"
             command: ["mpirun"]
             args:
+            - --hostfile
+            - /etc/mpi/hostfile
             - -np
             - "@RANKS@"  # nccl-allreduce.sh: ranks
             - --bind-to
             - none
             - -x
-            - NCCL_DEBUG=VERSION
+            - NCCL_DEBUG=INFO
             - all_reduce_perf
             - -b
             - "@MIN_BYTES@"
@@ -75,7 +83,7 @@ spec:
       template:
         metadata:
           labels:
-            app.kubernetes.io/managed-by: gpubundle
+            app.kubernetes.io/managed-by: gpubundle@ANNOTATIONS@
         spec:@PULL_SECRET@
           nodeSelector:
             nvidia.com/gpu.present: "true"
@@ -91,10 +99,10 @@ spec:
           - name: worker
             image: @IMAGE@
             command: ["/usr/sbin/sshd"]
-            args: ["-De"]
-            resources:
+            args: ["-De"]@SECURITY@
+            resources:@REQUESTS@
               limits:
-                nvidia.com/gpu: @GPUS@  # nccl-allreduce.sh: gpus
+                nvidia.com/gpu: @GPUS@  # nccl-allreduce.sh: gpus@LIMITS@
             volumeMounts:
             - name: dshm
               mountPath: /dev/shm
@@ -121,7 +129,7 @@ constexpr const char* k_nccl_sh = R"SH(#!/usr/bin/env bash
 #   -h, --help     print this help
 #
 # Exit: 0 passed, 1 failed (job failed, #wrong values, out-of-bounds values, avg bus bandwidth
-# below the recipe's minBusBw (@MIN_BUS_BW@ GB/s; 0: no bound), or a log that is no
+# below the recipe's minBusBw (@MIN_BUS_BW@ GB/s; 0: no bound),@FABRIC_WORDS@ or a log that is no
 # all_reduce_perf table), 2 bad usage.
 #
 # Environment:
@@ -137,6 +145,8 @@ timeout="${GPUBUNDLE_TIMEOUT:-1800}"
 image=@IMAGE@
 operator_image=@OPERATOR_IMAGE@
 min_bus_bw=@MIN_BUS_BW@
+# 1: the lock has a network section, so NCCL must reach the other nodes over the fabric.
+fabric=@FABRIC@
 nodes=@NODES@
 gpus=@GPUS@
 
@@ -179,14 +189,31 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # parse_log LOG OUT NODES_JSON STARTED: all_reduce_perf's table as the JSON of
 # docs/acceptance-results.md in OUT. Exit 0 passed, 1 failed (OUT written),
 # 3 not a finished all_reduce_perf table (OUT not written). One line on stdout.
-# With job_failed=1 the results never pass, whatever the log says.
+# With job_failed=1 the results never pass, whatever the log says. The
+# transport is the network NCCL's channels went through ("via NET/IB/0"), else
+# the one each communicator chose ("Using network IB"), from NCCL_DEBUG=INFO;
+# with fabric=1 a run over sockets, or one whose log does not say, fails.
 parse_log() {
   awk -v out="$2" -v nodes_json="$3" -v started="$4" -v image="$image" -v gpus="$gpus" -v ranks="$ranks" \
-      -v min_bw="$min_bus_bw" -v job_failed="$job_failed" -v file="$1" '
+      -v min_bw="$min_bus_bw" -v fabric="$fabric" -v job_failed="$job_failed" -v file="$1" '
     function bad(why) { print file ":" FNR ": " why; broken = 1; exit 3 }
     # Numbers go into the JSON as the log spells them (3e+06 too), never reformatted.
     function num(s, what) { if (s !~ /^-?[0-9]+(\.[0-9]+)?(e[+-]?[0-9]+)?$/) bad(what " " s " is not a number"); return s }
-    function wrong(s) { if (s == "N/A") return "null"; if (s !~ /^[0-9]+$/) bad("#wrong " s " is not a count"); if (s + 0 > 0) wrongs++; return s + 0 }
+    # all_reduce_perf prints #wrong with %g: 1000000 is "1e+06", 1048576 "1.04858e+06".
+    function wrong(s) {
+      if (s == "N/A") return "null"
+      if (s !~ /^[0-9]+$/ && s !~ /^[1-9](\.[0-9]+)?e\+[0-9]+$/) bad("#wrong " s " is not a count")
+      if (s + 0 > 0) wrongs++
+      return s
+    }
+    # A network name NCCL logged, kept once per kind in the order seen.
+    function net(s, kind) {
+      sub(/[ \t\r]+$/, "", s)
+      if (s !~ /^[A-Za-z0-9_.:()+ -]+$/ || length(s) > 64) bad("NCCL network " s " is not a plain name")
+      if ((kind, s) in net_seen) return
+      net_seen[kind, s] = 1
+      nets[kind] = nets[kind] (nets[kind] == "" ? "" : ", ") s
+    }
     # Every string from the log goes into the JSON through jstr: a type, op or
     # host name that is not a plain word is refused, and escaping is kept anyway.
     function word(s, what) { if (s !~ /^[A-Za-z0-9_.:-]+$/ || length(s) > 253) bad(what " " s " is not a plain name"); return s }
@@ -211,6 +238,10 @@ parse_log() {
       for (i = 1; i < NF; i++) if ($i == "on") { h = word($(i + 1), "host"); if (!(h in host_seen)) { host_seen[h] = 1; hosts[++nhosts] = h }; break }
     }
     /NCCL failure|Test failure|Test NCCL failure|CUDA failure/ { bad("the test failed: " $0) }
+    # "host:pid:tid [dev] NCCL INFO Using network IB"; "NET/IB : Using [0]mlx5_0:1/IB" is no
+    # proof (NCCL logs it before NCCL_NET=Socket skips IB).
+    / NCCL INFO Using network / { s = $0; sub(/.* NCCL INFO Using network /, "", s); net(s, "chosen"); next }
+    / NCCL INFO Channel .*\] via NET\// { s = $0; sub(/.*\] via NET\//, "", s); sub(/\/[0-9]+([^A-Za-z].*)?$/, "", s); net(s, "channels"); next }
     /^#  *size  *count  *type  *redop  *root / { table = 1; next }
     /^# Out of bounds values *:/ { oob = num($7, "out of bounds count"); have_oob = 1; next }
     /^# Avg bus bandwidth *:/ { avg = num($6, "avg bus bandwidth"); have_avg = 1; next }
@@ -234,20 +265,28 @@ parse_log() {
         for (i = 1; i <= nhosts; i++) nodes_json = nodes_json (i > 1 ? ", " : "") jstr(hosts[i])
         nodes_json = nodes_json "]"
       }
-      passed = (wrongs == 0 && oob + 0 == 0 && avg + 0 >= min_bw + 0 && !job_failed)
+      transport = nets["channels"] != "" ? nets["channels"] : nets["chosen"]
+      over_sockets = index(", " transport ", ", ", Socket, ") > 0
+      fabric_ok = !fabric || (transport != "" && !over_sockets)
+      passed = (wrongs == 0 && oob + 0 == 0 && avg + 0 >= min_bw + 0 && fabric_ok && !job_failed)
       printf "{\n  \"schemaVersion\": 1,\n  \"kind\": \"gpubundle.nccl\",\n  \"test\": \"all_reduce_perf\",\n" > out
       printf "  \"startedAt\": %s,\n  \"image\": %s,\n  \"nodes\": %s,\n", jstr(started), jstr(image), nodes_json > out
       printf "  \"gpusPerNode\": %d,\n  \"ranks\": %d,\n  \"ncclVersion\": %s,\n", gpus, ranks, jstr(version) > out
       printf "  \"dataType\": %s, \"redOp\": %s,\n  \"rows\": [\n", jstr(type), jstr(redop) > out
       for (i = 1; i <= n; i++) printf "    %s%s\n", rows[i], (i < n ? "," : "") > out
-      printf "  ],\n  \"avgBusBw\": %s,\n  \"outOfBounds\": %d,\n  \"minBusBw\": %s,\n  \"passed\": %s\n}\n", avg, oob, min_bw + 0, (passed ? "true" : "false") > out
+      printf "  ],\n  \"avgBusBw\": %s,\n  \"outOfBounds\": %d,\n  \"minBusBw\": %s,\n", avg, oob, min_bw + 0 > out
+      printf "  \"transport\": %s,\n  \"fabricRequired\": %s,\n", jstr(transport), (fabric ? "true" : "false") > out
+      printf "  \"passed\": %s\n}\n", (passed ? "true" : "false") > out
       close(out)
       why = ""
       if (job_failed) why = why ", the MPIJob failed"
       if (wrongs > 0) why = why ", " wrongs " rows with #wrong values"
       if (oob + 0 > 0) why = why ", " oob " out-of-bounds values"
       if (avg + 0 < min_bw + 0) why = why ", avg bus bandwidth " avg " GB/s below " min_bw " GB/s"
-      if (passed) { print "PASS: " n " sizes, avg bus bandwidth " avg " GB/s, " ranks " ranks"; exit 0 }
+      if (fabric && transport == "") why = why ", the log does not say which network NCCL used (no NCCL INFO \"Using network\" or \"via NET/\" line), so the fabric is untested"
+      else if (fabric && over_sockets) why = why ", NCCL used sockets (transport " transport "), not the fabric"
+      said = transport == "" ? "not logged" : transport
+      if (passed) { print "PASS: " n " sizes, avg bus bandwidth " avg " GB/s, " ranks " ranks, transport " said; exit 0 }
       print "FAIL: " substr(why, 3); exit 1
     }' "$1"
 }
@@ -396,6 +435,23 @@ std::string bus_bw_word(double v) {
   return s;
 }
 
+// The worker's fabric lines: the RDMA resource in requests and limits,
+// IPC_LOCK, and the Multus annotation of the recipe's secondary network.
+// Both values are checked (resource from rdma_resource, network by
+// is_network_attachment) and written as YAML strings or keys they can be.
+struct FabricYaml {
+  std::string annotations, security, requests, limits;
+};
+FabricYaml fabric_yaml(const std::string& resource, const std::string& network) {
+  FabricYaml f;
+  if (resource.empty()) return f;
+  if (!network.empty()) f.annotations = "\n          annotations:\n            k8s.v1.cni.cncf.io/networks: \"" + network + "\"";
+  f.security = "\n            securityContext:\n              capabilities:\n                add: [\"IPC_LOCK\"]";
+  f.requests = "\n              requests:\n                " + resource + ": 1";
+  f.limits = "\n                " + resource + ": 1";
+  return f;
+}
+
 }  // namespace
 
 Result<std::vector<KitFile>> acceptance_files(const Lock& lock, const std::vector<Placement>& placements,
@@ -412,13 +468,26 @@ Result<std::vector<KitFile>> acceptance_files(const Lock& lock, const std::vecto
   for (const auto& word : {n.min_bytes, n.max_bytes})
     if (word.empty() || word.find_first_not_of("0123456789KMG") != std::string::npos)
       return input_error("lock recipe.spec acceptance.nccl: " + quote(word) + " is not a size all_reduce_perf reads");
+  // parse_lock holds these too; a KitRecipe made by hand is held here.
+  std::string rdma = lock.network ? rdma_resource(lock.network->operands) : "";
+  if (lock.network && rdma.empty())
+    return input_error("lock recipe.spec acceptance.nccl: the lock has a network section without an RDMA device plugin operand "
+                       "(rdmaSharedDevicePlugin or sriovDevicePlugin), so the NCCL run could not use the fabric");
+  if (!n.network.empty() && (!lock.network || !is_network_attachment(n.network)))
+    return input_error("lock recipe.spec acceptance.nccl.network " + quote(n.network) +
+                       (lock.network ? " is not a NetworkAttachmentDefinition name" : ": the lock has no network section"));
+  FabricYaml fabric = fabric_yaml(rdma, n.network);
 
   std::map<std::string, std::string> common = {{"JOB", k_job_name},
                                                {"NAMESPACE", options.namespace_name},
                                                {"IMAGE", image},
                                                {"PULL_SECRET", pull_secret_yaml(recipe)},
                                                {"MIN_BYTES", n.min_bytes},
-                                               {"MAX_BYTES", n.max_bytes}};
+                                               {"MAX_BYTES", n.max_bytes},
+                                               {"ANNOTATIONS", fabric.annotations},
+                                               {"SECURITY", fabric.security},
+                                               {"REQUESTS", fabric.requests},
+                                               {"LIMITS", fabric.limits}};
   auto job = [&](const std::string& nodes, const std::string& gpus, const std::string& ranks, const std::string& ns) {
     auto vars = common;
     vars["NODES"] = nodes;
@@ -440,6 +509,8 @@ Result<std::vector<KitFile>> acceptance_files(const Lock& lock, const std::vecto
                   {"IMAGE", shell_quote(image)},
                   {"OPERATOR_IMAGE", shell_quote(operator_image)},
                   {"MIN_BUS_BW", bus_bw_word(n.min_bus_bw)},
+                  {"FABRIC", rdma.empty() ? "0" : "1"},
+                  {"FABRIC_WORDS", rdma.empty() ? "" : "\n# NCCL over sockets or not saying its network (a fabric run: the lock has a network section,\n# the workers ask for " + rdma + "),"},
                   {"NODES", std::to_string(n.nodes)},
                   {"GPUS", std::to_string(n.gpus_per_node)},
                   {"API_CHECK", k_api_check},

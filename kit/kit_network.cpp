@@ -445,10 +445,14 @@ Result<std::string> nic_cluster_policy_yaml(const Lock& lock, const std::vector<
         image["version"] = d.tag.empty() ? d.digest : d.tag;
       }
       if (!recipe.pull_secret.empty()) image["imagePullSecrets"] = json::array({recipe.pull_secret});
-      if (name == "rdmaSharedDevicePlugin")
-        image["config"] = R"({"configList": [{"resourceName": "rdma_shared_device_a", "rdmaHcaMax": 63, "selectors": {"vendors": ["15b3"]}}]})";
-      if (name == "sriovDevicePlugin")
-        image["config"] = R"({"resourceList": [{"resourcePrefix": "nvidia.com", "resourceName": "hostdev", "selectors": {"vendors": ["15b3"], "isRdma": true}}]})";
+      // The resources the NCCL acceptance job asks for (rdma_resource()); as
+      // text a site reads and narrows before applying.
+      if (name == k_rdma_shared_operand)
+        image["config"] = std::string(R"({"configList": [{"resourceName": ")") + k_rdma_shared_resource_name +
+                          R"(", "rdmaHcaMax": 63, "selectors": {"vendors": ["15b3"]}}]})";
+      if (name == k_sriov_device_operand)
+        image["config"] = std::string(R"({"resourceList": [{"resourcePrefix": ")") + k_sriov_resource_prefix + R"(", "resourceName": ")" +
+                          k_sriov_resource_name + R"(", "selectors": {"vendors": ["15b3"], "isRdma": true}}]})";
       if (name == "nvIpam") image["enableWebhook"] = false;
       if (name == "ibKubernetes") {
         // The CRD requires these; the recipe gives them (network.ibKubernetes).

@@ -7,6 +7,7 @@
 #include "common/files.hpp"
 #include "common/strings.hpp"
 #include "recipes/catalog.hpp"
+#include "recipes/network.hpp"
 #include "recipes/recipe.hpp"
 #include "recipes/reference.hpp"
 #include "signing/digest.hpp"
@@ -243,6 +244,17 @@ std::string check_lock(const Lock& l) {
       if (!is_recipe_name(n->ib_ufm_secret)) return bad("network.ibKubernetes.ufmSecret", n->ib_ufm_secret, "is not a Kubernetes secret name");
     }
   }
+  // The NCCL acceptance against the network section, as the recipe parser holds it.
+  if (auto spec = json::parse(l.recipe_spec.empty() ? "{}" : l.recipe_spec, nullptr, false);
+      spec.is_object() && spec.contains("acceptance") && spec["acceptance"].is_object() && spec["acceptance"].contains("nccl")) {
+    const json& nccl = spec["acceptance"]["nccl"];
+    std::string attach = nccl.is_object() && nccl.contains("network") && nccl["network"].is_string() ? nccl["network"].get<std::string>() : "";
+    if (!attach.empty() && !l.network)
+      return bad("recipe.spec.acceptance.nccl.network", attach, "names a secondary network, but the lock has no network section");
+    if (l.network && rdma_resource(l.network->operands).empty())
+      return "recipe.spec.acceptance.nccl: with a network section the NCCL run tests the fabric, but network.operands has no RDMA "
+             "device plugin (rdmaSharedDevicePlugin or sriovDevicePlugin)";
+  }
   return "";
 }
 
@@ -315,7 +327,8 @@ std::string check_recipe_spec(const json& spec) {
     if (auto e = only(spec["acceptance"], "acceptance", {"nccl"}); !e.empty()) return e;
     if (spec["acceptance"].contains("nccl")) {
       const json& n = spec["acceptance"]["nccl"];
-      if (auto e = only(n, "acceptance.nccl", {"image", "nodes", "gpusPerNode", "minBytes", "maxBytes", "minBusBw", "mpiOperator"}); !e.empty())
+      if (auto e = only(n, "acceptance.nccl", {"image", "nodes", "gpusPerNode", "minBytes", "maxBytes", "minBusBw", "network", "mpiOperator"});
+          !e.empty())
         return e;
       if (!n.contains("image") || !reference(n["image"])) return at("acceptance.nccl.image") + ": not an image reference";
       if (!is(n, "nodes", [](const json& v) { return v.is_number_integer() && v >= 1 && v <= 1024; }))
@@ -327,6 +340,9 @@ std::string check_recipe_spec(const json& spec) {
           return at(std::string("acceptance.nccl.") + key) + ": not a size all_reduce_perf reads, like 8, 64K, 1M or 8G";
       if (!is(n, "minBusBw", [](const json& v) { return v.is_number() && v >= 0 && v.get<double>() <= 1e9; }))
         return at("acceptance.nccl.minBusBw") + ": must be 0 or more GB/s";
+      // The MPIJob's Multus annotation holds it.
+      if (!is(n, "network", [](const json& v) { return v == "" || (v.is_string() && is_network_attachment(v.get<std::string>())); }))
+        return at("acceptance.nccl.network") + ": not a NetworkAttachmentDefinition name ([namespace/]name)";
       if (n.contains("mpiOperator")) {
         const json& m = n["mpiOperator"];
         if (auto e = only(m, "acceptance.nccl.mpiOperator", {"install", "image"}); !e.empty()) return e;

@@ -32,6 +32,20 @@
 namespace gb {
 
 inline constexpr const char* k_network_chart = "network-operator";
+
+// The RDMA resources the kit's NicClusterPolicy makes (kit_network.cpp writes
+// the device plugins' configs from these): the shared device plugin prefixes
+// its resourceName with its fixed "rdma/"; the SR-IOV device plugin takes the
+// config's resourcePrefix.
+inline constexpr const char* k_rdma_shared_operand = "rdmaSharedDevicePlugin";
+inline constexpr const char* k_sriov_device_operand = "sriovDevicePlugin";
+inline constexpr const char* k_rdma_shared_resource_name = "rdma_shared_device_a";
+inline constexpr const char* k_sriov_resource_prefix = "nvidia.com";
+inline constexpr const char* k_sriov_resource_name = "hostdev";
+// The resource an RDMA pod asks for, from a lock's operands: the shared
+// device plugin's when it is there (any pod may share it), else the SR-IOV
+// device plugin's; "" without either.
+std::string rdma_resource(const std::vector<std::string>& operands);
 inline constexpr std::string_view k_network_component_prefix = "network:";
 bool is_network_component(std::string_view component);
 

@@ -11,6 +11,7 @@
 #include "common/strings.hpp"
 #include "recipes/catalog.hpp"
 #include "recipes/lock.hpp"
+#include "recipes/network.hpp"
 #include "recipes/reference.hpp"
 #include "recipes/yaml_input.hpp"
 #include "signing/digest.hpp"
@@ -34,6 +35,13 @@ std::string to_string(DriverMode m) {
 std::string to_string(ToolkitMode m) { return m == ToolkitMode::Host ? "host" : "container"; }
 
 bool is_recipe_name(std::string_view s) { return s.size() <= k_recipe_max_name && is_lower_name(s); }
+
+bool is_network_attachment(std::string_view s) {
+  auto slash = s.find('/');
+  if (slash == std::string_view::npos) return is_recipe_name(s);
+  std::string_view ns = s.substr(0, slash);
+  return ns.size() <= 63 && ns.find('.') == std::string_view::npos && is_lower_name(ns) && is_recipe_name(s.substr(slash + 1));
+}
 
 bool is_release_tag(std::string_view s) { return starts_with(s, "v") && is_dotted_number(s.substr(1), 3, 3); }
 
@@ -292,7 +300,7 @@ void read_acceptance(Reader& rd, const YAML::Node& a, Recipe& r) {
   rd.only(a, "acceptance", {"nccl"});
   auto n = a["nccl"];
   if (!n) return;
-  rd.only(n, "acceptance.nccl", {"image", "nodes", "gpusPerNode", "minBytes", "maxBytes", "minBusBw", "mpiOperator"});
+  rd.only(n, "acceptance.nccl", {"image", "nodes", "gpusPerNode", "minBytes", "maxBytes", "minBusBw", "network", "mpiOperator"});
   NcclAcceptance t;
   if (!n["image"]) rd.fail(n, "acceptance.nccl.image", "missing (the nccl-tests image: all_reduce_perf with MPI, mpirun and sshd)");
   t.image = rd.str(n["image"], "acceptance.nccl.image");
@@ -317,6 +325,22 @@ void read_acceptance(Reader& rd, const YAML::Node& a, Recipe& r) {
   if (n["minBusBw"]) {
     t.min_bus_bw = rd.number(n["minBusBw"], "acceptance.nccl.minBusBw");
     if (t.min_bus_bw < 0) rd.fail(n["minBusBw"], "acceptance.nccl.minBusBw", "must be 0 (no bound) or more GB/s");
+  }
+  // With a network section the run is a fabric acceptance: its workers need
+  // the RDMA device the kit's NicClusterPolicy hands out, or NCCL falls back
+  // to sockets and the run can only fail.
+  if (r.network && rdma_resource(r.network->operands).empty())
+    rd.fail(n, "acceptance.nccl",
+            "with a network section the NCCL run tests the fabric, but network.operands has no RDMA device plugin "
+            "(rdmaSharedDevicePlugin or sriovDevicePlugin), so its workers would get no RDMA device; add one");
+  if (n["network"]) {
+    t.network = rd.str(n["network"], "acceptance.nccl.network");
+    if (!is_network_attachment(t.network))
+      rd.fail(n["network"], "acceptance.nccl.network",
+              quote(t.network) + " is not a NetworkAttachmentDefinition name ([namespace/]name, lower-case letters, digits, '-')");
+    if (!r.network)
+      rd.fail(n["network"], "acceptance.nccl.network",
+              "names a secondary network of the Network Operator, but the recipe has no network section");
   }
   if (auto m = n["mpiOperator"]) {
     rd.only(m, "acceptance.nccl.mpiOperator", {"install", "image"});

@@ -19,7 +19,7 @@
 //              kernelPackages[], server: {image}}
 //   network: {version, chart, releaseFile, operands[], ofedDriver: {precompiled},
 //             ibKubernetes: {pKeyGUIDPoolRangeStart, pKeyGUIDPoolRangeEnd, ufmSecret}}
-//   acceptance: {nccl: {image, nodes, gpusPerNode, minBytes, maxBytes, minBusBw,
+//   acceptance: {nccl: {image, nodes, gpusPerNode, minBytes, maxBytes, minBusBw, network,
 //                       mpiOperator: {install, image}}}
 //   monitoring: {prometheusLabels: {KEY: VALUE}, dashboardLabels: {KEY: VALUE}}
 //
@@ -66,6 +66,9 @@ bool is_driver_branch(std::string_view s);   // three digits: 550
 std::string label_problem(std::string_view key, std::string_view value);
 // all_reduce_perf's -b/-e: digits with an optional K, M or G (powers of 1024).
 bool is_nccl_size(std::string_view s);
+// A NetworkAttachmentDefinition as Multus's pod annotation names it:
+// [namespace/]name, namespace a DNS label, name like is_recipe_name.
+bool is_network_attachment(std::string_view s);
 
 std::string to_string(DriverMode m);
 std::string to_string(ToolkitMode m);
@@ -172,6 +175,10 @@ struct NcclAcceptance {
   std::string min_bytes = "8";   // all_reduce_perf -b and -e, as it reads them (N, NK, NM, NG)
   std::string max_bytes = "8G";
   double min_bus_bw = 0;  // GB/s the "Avg bus bandwidth" must reach; 0: no bound
+  // The secondary network the workers attach (Multus annotation), made by the
+  // site (MacvlanNetwork, HostDeviceNetwork, ...): only with a network section,
+  // which makes the run a fabric acceptance (docs/install-kit.md).
+  std::string network;
   bool mpi_operator_install = false;
   std::string mpi_operator_image;  // with install: default k_default_mpi_operator_image (recipes/lock.hpp)
 };

@@ -762,6 +762,8 @@ private:
                                    {"maxBytes", a->max_bytes},
                                    {"minBusBw", a->min_bus_bw},
                                    {"mpiOperator", {{"install", a->mpi_operator_install}, {"image", a->mpi_operator_image}}}}}};
+    // Only when set: locks of recipes without it stay as they were.
+    if (const auto& a = m_r.nccl_acceptance; a && !a->network.empty()) j["acceptance"]["nccl"]["network"] = a->network;
     if (const auto& m = m_r.monitoring) j["monitoring"] = {{"prometheusLabels", m->prometheus}, {"dashboardLabels", m->dashboard}};
     return j.dump();
   }

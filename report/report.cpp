@@ -62,6 +62,11 @@ std::string file_name(const std::string& file) { return std::filesystem::path(fi
 // A run's name in the legend and its tables: its file, without ".json".
 std::string run_name(const NcclRun& r) { return std::filesystem::path(r.file).stem().string(); }
 
+// "IB (fabric required)"; results older than the field have no transport.
+std::string transport_text(const NcclRun& r) {
+  return (r.transport.empty() ? std::string("not recorded") : r.transport) + (r.fabric_required ? " (fabric required)" : "");
+}
+
 std::string join_words(const std::vector<std::string>& words, const char* sep = ", ") {
   std::string out;
   for (const auto& w : words) out += (out.empty() ? "" : sep) + w;
@@ -110,7 +115,7 @@ void summary_section(std::string& h, const Results& r, const Verdict& overall) {
   if (r.nccl.empty()) h += "<tr><td>NCCL all-reduce</td><td></td><td class=\"missing\">not given</td></tr>\n";
   for (const auto& run : r.nccl)
     h += "<tr><td>NCCL " + esc(run.test) + ": " + esc(run_name(run)) + "</td><td>" + badge(outcome(run).outcome) + "</td><td>" +
-         why_text(outcome(run), "avg bus bandwidth " + bw_text(run.avg_bus_bw) + " GB/s, " +
+         why_text(outcome(run), "avg bus bandwidth " + bw_text(run.avg_bus_bw) + " GB/s, transport " + esc(transport_text(run)) + ", " +
                                     plural(static_cast<long>(run.nodes.size()), "node", "nodes") + ", " +
                                     plural(static_cast<long>(run.ranks), "rank", "ranks")) +
          "</td></tr>\n";
@@ -171,7 +176,7 @@ void nccl_plot_section(std::string& h, const Results& r) {
   } else {
     h += "<p class=\"missing\">The runs have no rows to plot.</p>\n";
   }
-  h += "<table class=\"runs\">\n<tr><th>run</th><th>result</th><th>avg bus bandwidth</th><th>required avg</th><th>peak bus bandwidth</th><th>nodes</th>"
+  h += "<table class=\"runs\">\n<tr><th>run</th><th>result</th><th>avg bus bandwidth</th><th>required avg</th><th>peak bus bandwidth</th><th>transport</th><th>nodes</th>"
        "<th>GPUs per node</th><th>ranks</th><th>NCCL</th><th>started</th></tr>\n";
   for (std::size_t n = 0; n < r.nccl.size(); ++n) {
     const NcclRun& run = r.nccl[n];
@@ -182,7 +187,7 @@ void nccl_plot_section(std::string& h, const Results& r) {
          "</td><td>" + badge(o.outcome) + (o.outcome == Outcome::Pass ? "" : " " + esc(o.why)) + "</td><td class=\"num\">" +
          bw_text(run.avg_bus_bw) + " GB/s</td><td class=\"num\">" +
          (run.min_bus_bw && *run.min_bus_bw > 0 ? fixed(*run.min_bus_bw, 2) + " GB/s" : std::string("no bound")) + "</td><td class=\"num\">" +
-         bw_text(peak) + " GB/s</td><td>" + esc(join_words(run.nodes)) + "</td><td class=\"num\">" + std::to_string(run.gpus_per_node) +
+         bw_text(peak) + " GB/s</td><td>" + esc(transport_text(run)) + "</td><td>" + esc(join_words(run.nodes)) + "</td><td class=\"num\">" + std::to_string(run.gpus_per_node) +
          "</td><td class=\"num\">" + std::to_string(run.ranks) + "</td><td>" + esc(run.nccl_version.empty() ? "not printed" : run.nccl_version) +
          "</td><td>" + esc(run.started_at) + "</td></tr>\n";
   }

@@ -196,6 +196,9 @@ NcclRun nccl_run(const json& j, const std::string& file) {
   r.avg_bus_bw = number(j, "", "avgBusBw");
   r.out_of_bounds = natural(j, "", "outOfBounds");
   if (j.contains("minBusBw")) r.min_bus_bw = number(j, "", "minBusBw");
+  // Both are newer than schema 1's first writers: absent, no fabric was asked for.
+  if (j.contains("transport")) r.transport = str(j, "", "transport");
+  if (j.contains("fabricRequired")) r.fabric_required = boolean(j, "", "fabricRequired");
   r.passed = boolean(j, "", "passed");
   return r;
 }

@@ -82,6 +82,11 @@ struct NcclRun {
   double avg_bus_bw = 0;  // GB/s, all_reduce_perf's "# Avg bus bandwidth"
   std::int64_t out_of_bounds = 0;
   std::optional<double> min_bus_bw;  // the recipe's bound on avgBusBw; none or 0: no bound
+  // The network NCCL used ("IB", "Socket", a plugin's name; several joined by
+  // ", "), "" when the log did not say or the file predates the field; and
+  // whether the kit required the fabric (a lock with a network section).
+  std::string transport;
+  bool fabric_required = false;
   bool passed = false;  // as the file says; verdict.hpp recomputes it
 };
 

@@ -123,6 +123,17 @@ std::vector<std::string> nccl_problems(const NcclRun& r) {
   if (r.out_of_bounds) p.push_back(n_of(static_cast<long>(r.out_of_bounds), "out-of-bounds value", "out-of-bounds values"));
   const std::string limit = std::to_string(static_cast<long>(k_max_bus_bw)) + " GB/s, no measurement";
   if (absurd) p.push_back(n_of(static_cast<long>(absurd), "bandwidth", "bandwidths") + " above " + limit);
+  if (r.fabric_required) {
+    std::vector<std::string> nets;
+    for (std::size_t at = 0; at <= r.transport.size() && !r.transport.empty();) {
+      auto end = std::min(r.transport.find(", ", at), r.transport.size());
+      nets.push_back(r.transport.substr(at, end - at));
+      at = end + 2;
+    }
+    if (nets.empty()) p.push_back("the fabric is untested: the run does not say which network NCCL used");
+    else if (std::find(nets.begin(), nets.end(), "Socket") != nets.end())
+      p.push_back("NCCL used sockets (transport " + r.transport + "), not the fabric");
+  }
   if (!std::isfinite(r.avg_bus_bw) || r.avg_bus_bw > k_max_bus_bw) p.push_back("avgBusBw " + gbps_text(r.avg_bus_bw) + " GB/s is above " + limit);
   else if (r.min_bus_bw && *r.min_bus_bw > 0 && r.avg_bus_bw < *r.min_bus_bw)
     p.push_back("avgBusBw " + gbps_text(r.avg_bus_bw) + " GB/s is below its minBusBw " + gbps_text(*r.min_bus_bw) + " GB/s");

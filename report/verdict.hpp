@@ -5,7 +5,8 @@
 //   FAIL        something failed: a FAIL check, a node check that exited 1
 //               (or an exit code node check never gives), an NCCL run with
 //               #wrong values, out-of-bounds values, avgBusBw below its
-//               minBusBw, no rows, an absurd bandwidth, or `passed: false`.
+//               minBusBw, no rows, an absurd bandwidth, `passed: false`, or,
+//               where the fabric was required, a transport of Socket or none.
 //   INCOMPLETE  nothing failed, but the results do not show the kit works:
 //               a result the kit asks for is missing, a result names another
 //               kit, or a source passed nothing (every check SKIP, no checks,

@@ -11,7 +11,8 @@
 # a MIG config, acceptance.nccl and a site package repository in its lock (once
 # served in-cluster, once from the site's own https URL with a CA); and, with
 # ../shared, examples/network.yaml and a recipe with every network operand over
-# both shared network-operator releases. (What the scripts apply from stdin is
+# both shared network-operator releases, each with acceptance.nccl, so the
+# fabric MPIJob (RDMA resource, IPC_LOCK, the Multus annotation) is validated. (What the scripts apply from stdin is
 # checked by kit-cluster-install and kit-cluster-nccl, with the real kubectl.)
 # Every file of every kit is classified: a manifest (validated), YAML or JSON
 # that is no manifest (listed below), or no YAML at all; an unknown file fails,
@@ -132,7 +133,7 @@ grep -q 'name: "\?gpubundle-repo-ca' "$kit_url/package-repo.yaml" || fail "packa
 # MPIJob) is checked where they run with the real kubectl: kit-cluster-install
 # and kit-cluster-nccl validate the bodies the API stand-in received.
 
-ncp_kit='' ncp_crd_file=''
+ncp_kit='' ncp_crd_file='' ncp_mpijob=''
 
 # --- the network kits ----------------------------------------------------------
 network_tags=()
@@ -153,6 +154,9 @@ for tag in "${network_tags[@]}"; do
       sed -i -e '/^  ofedDriver:/d' -e "s|^  operands: .*|  operands: [$all_operands]\n  ibKubernetes: {pKeyGUIDPoolRangeStart: '0a:00:00:00:00:00:00:00', pKeyGUIDPoolRangeEnd: '0a:00:00:00:00:00:ff:ff', ufmSecret: site-ufm}|" "$site/fabric.yaml"
       printf '%s\n' "pullSecret: site-registry" "packages:" "  sources:" \
         "  - {name: ubuntu, type: apt, url: 'https://archive.ubuntu.com/ubuntu', suites: [jammy], components: [main], keyring: ubuntu.gpg}" >>"$site/fabric.yaml"
+      printf '%s\n' 'acceptance:' '  nccl:' '    image: ghcr.io/example/nccl-tests:2.19.6' >>"$site/fabric.yaml"
+    else  # the NCCL workers on a secondary network
+      printf '%s\n' 'acceptance:' '  nccl:' '    image: ghcr.io/example/nccl-tests:2.19.6' '    network: nvidia-network-operator/roce-net' >>"$site/fabric.yaml"
     fi
     "$PY" - "$site/fabric.yaml" "$up" "$tag" <<'PY'
 import sys
@@ -164,7 +168,20 @@ PY
       { cat "$work/err"; fail "$tag $variant: resolve"; }
     "$gpubundle" -q --store "$work/store" overrides "$site/fabric.lock.json" --registry registry.site:5000/gpu -o "$site/kit" ||
       fail "$tag $variant: overrides"
-    check_kit "$site/kit" "nic-cluster-policy.yaml alerts.yaml" "${crd_args[@]}" "${skip_args[@]}" --crd "${ncp_crd[0]}"
+    check_kit "$site/kit" "nic-cluster-policy.yaml alerts.yaml acceptance/nccl-mpijob.yaml" "${crd_args[@]}" "${skip_args[@]}" --crd "${ncp_crd[0]}"
+    # The fabric lines are there to be validated (the unit tests check their values).
+    "$PY" - "$site/kit/acceptance/nccl-mpijob.yaml" "$variant" <<'PY' || fail "$tag $variant: the fabric MPIJob"
+import sys, yaml
+job = yaml.safe_load(open(sys.argv[1]))
+worker = job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]
+c = worker["spec"]["containers"][0]
+assert c["securityContext"]["capabilities"]["add"] == ["IPC_LOCK"], c
+assert c["resources"]["requests"] == {"rdma/rdma_shared_device_a": 1}, c["resources"]
+assert c["resources"]["limits"] == {"nvidia.com/gpu": 8, "rdma/rdma_shared_device_a": 1}, c["resources"]
+want = {"k8s.v1.cni.cncf.io/networks": "nvidia-network-operator/roce-net"} if sys.argv[2] == "example" else None
+assert worker["metadata"].get("annotations") == want, worker["metadata"]
+PY
+    if [[ $variant == example ]]; then ncp_mpijob=$site/kit/acceptance/nccl-mpijob.yaml; fi
     ncp_kit=$site/kit ncp_crd_file=${ncp_crd[0]}
   done
 done
@@ -233,6 +250,13 @@ if ((${#crd_args[@]})); then
     '["spec", "mpiReplicaSpecs", "Worker", "template", "spec", "containers", 0, "resources", "limits", "nvidia.com/gpu"]' true \
     "$at\.spec\.mpiReplicaSpecs\.Worker\.template\.spec\.containers\[0\]\.resources\.limits\['nvidia\.com/gpu'\]: True is not valid" "${crd_args[@]}"
   refused "MPIJob: a misspelt metadata field" "$job" 1 '["metadata", "namespaces"]' '"x"' "$at\.metadata\.namespaces: unknown field \(not in V1ObjectMeta\)" "${crd_args[@]}"
+  if [[ -n $ncp_mpijob ]]; then
+    w='["spec", "mpiReplicaSpecs", "Worker", "template"'
+    refused "MPIJob: a capability that is no list" "$ncp_mpijob" 1 "$w"', "spec", "containers", 0, "securityContext", "capabilities", "add"]' '"IPC_LOCK"' \
+      "$at\.spec\.mpiReplicaSpecs\.Worker\.template\.spec\.containers\[0\]\.securityContext\.capabilities\.add: 'IPC_LOCK' is not of type 'array'" "${crd_args[@]}"
+    refused "MPIJob: an annotation that is no string" "$ncp_mpijob" 1 "$w"', "metadata", "annotations", "k8s.v1.cni.cncf.io/networks"]' '["roce-net"]' \
+      "$at\.spec\.mpiReplicaSpecs\.Worker\.template\.metadata\.annotations\['k8s\.v1\.cni\.cncf\.io/networks'\]: \['roce-net'\] is not of type 'string'" "${crd_args[@]}"
+  fi
   refused "PrometheusRule: for a number" "$kit/alerts.yaml" 1 '["spec", "groups", 0, "rules", 1, "for"]' 5 \
     "$at\.spec\.groups\[0\]\.rules\[1\]\.for: 5 is not of type 'string'" "${crd_args[@]}"
   refused "PrometheusRule: a field in a rule" "$kit/alerts.yaml" 1 '["spec", "groups", 0, "rules", 0, "severity"]' '"critical"' \

@@ -7,9 +7,14 @@
 #   - --parse on REAL all_reduce_perf output recorded on an H200
 #     (fixtures/nccl/README.md): rows, bandwidths and the average equal the
 #     log's columns, as an independent reading of the log finds them;
-#   - hand-edited copies of that output (#wrong, out of bounds, truncated,
-#     a bad number, garbage) and a bandwidth bound fail with one line; bad usage
-#     exits 2.
+#   - hand-edited copies of that output (#wrong, also as %g prints a million,
+#     out of bounds, truncated, a bad number, garbage) and a bandwidth bound
+#     fail with one line; bad usage exits 2;
+#   - the transport: copies with NCCL_DEBUG=INFO lines as NCCL prints them
+#     (IB, Socket, IB listed but Socket used, lines amid the table) parsed by
+#     the script with the fabric required (as a kit with a network section
+#     writes it): only IB passes; without INFO lines it fails too; without the
+#     fabric required, Socket is recorded and passes.
 # Then with the real kubectl against the API stand-in (tests/tools/kube_api.py),
 # the failures kit-cluster-nccl (nccl_cluster.sh: --install-mpi-operator, the
 # dry runs, a passing run) does not reach:
@@ -76,10 +81,14 @@ assert spec["slotsPerWorker"] == 8
 specs = spec["mpiReplicaSpecs"]
 assert specs["Worker"]["replicas"] == 2 and specs["Launcher"]["replicas"] == 1
 args = specs["Launcher"]["template"]["spec"]["containers"][0]["args"]
-assert args[:2] == ["-np", "16"] and "all_reduce_perf" in args, args
+# Open MPI 5 ignores the operator's OMPI_MCA_orte_default_hostfile: the hostfile is named.
+assert args[:4] == ["--hostfile", "/etc/mpi/hostfile", "-np", "16"] and "all_reduce_perf" in args, args
+assert args[args.index("-x") + 1] == "NCCL_DEBUG=INFO", args
 assert args[args.index("-e") + 1] == "8G" and args[args.index("-b") + 1] == "8", args
 worker = specs["Worker"]["template"]["spec"]
-assert worker["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == 8
+assert worker["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": 8}, worker["containers"][0]["resources"]
+# No network section: no RDMA device, capability or secondary network.
+assert "securityContext" not in worker["containers"][0] and "annotations" not in specs["Worker"]["template"]["metadata"]
 for role in specs.values():
     pod = role["template"]["spec"]
     assert pod["imagePullSecrets"] == [{"name": "site-registry"}]
@@ -113,6 +122,8 @@ for r, cols in zip(j["rows"], rows):
         assert (s["timeUs"], s["algBw"], s["busBw"]) == tuple(float(x) for x in cols[at:at + 3]), (s, cols)
         assert s["wrong"] == (None if cols[at + 3] == "N/A" else int(cols[at + 3]))
 assert j["avgBusBw"] == float(avg) and j["outOfBounds"] == 0 and j["passed"] is True
+# The recorded runs were made with NCCL_DEBUG=VERSION: no network logged, none required.
+assert j["transport"] == "" and j["fabricRequired"] is False, (j["transport"], j["fabricRequired"])
 EOF
 }
 
@@ -138,6 +149,15 @@ real="$fixtures/h200-all_reduce_perf.txt"
 awk '$1 == "4096" { $9 = "3" } 1' "$real" >"$work/wrong.log"
 expect_fail "#wrong" 'FAIL: 1 rows with #wrong values; results in' "$work/wrong.log"
 python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["passed"] is False' "$work/neg.json" || fail "#wrong: passed in JSON"
+# all_reduce_perf (v2.17.3 on) prints #wrong with %6g: a million or more in exponent form.
+for spelled in 1e+06 1.04858e+06; do
+  awk -v w="$spelled" '$1 == "4096" { $13 = w } 1' "$real" >"$work/wrong-g.log"
+  expect_fail "#wrong $spelled" 'FAIL: 1 rows with #wrong values; results in' "$work/wrong-g.log"
+  python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); r=[r for r in j["rows"] if r["bytes"] == 4096][0]
+assert j["passed"] is False and r["inPlace"]["wrong"] == float(sys.argv[2]), r' "$work/neg.json" "$spelled" || fail "#wrong $spelled: the JSON"
+done
+awk '$1 == "4096" { $13 = "1.5" } 1' "$real" >"$work/wrong-frac.log"
+expect_fail "#wrong 1.5" 'wrong-frac.log:[0-9]+: #wrong 1.5 is not a count' "$work/wrong-frac.log"
 sed 's/^# Out of bounds values : 0 OK/# Out of bounds values : 2 FAILED/' "$real" >"$work/oob.log"
 expect_fail "out of bounds" 'FAIL: 2 out-of-bounds values' "$work/oob.log"
 head -n 25 "$real" >"$work/truncated.log"
@@ -159,6 +179,62 @@ printf 'Segmentation fault\nsome text\n' >"$work/garbage.log"
 expect_fail "garbage" 'garbage.log: no all_reduce_perf table' "$work/garbage.log"
 sed 's/^min_bus_bw=0$/min_bus_bw=100/' "$script" >"$work/bound.sh" && chmod +x "$work/bound.sh"
 expect_fail "bus bandwidth bound" 'FAIL: avg bus bandwidth 0 GB/s below 100 GB/s' "$real" "$work/bound.sh"
+
+# The transport, from NCCL_DEBUG=INFO lines shaped as NCCL prints them
+# ("host:pid:tid [dev] NCCL INFO ..."; init.cc "Using network %s", net.cc's
+# channel lines "... via NET/%s/%d%s"), put into the real MPI run's log after
+# its "NCCL version" line; two go amid the table rows, as mpirun interleaves
+# other ranks' output.
+mpi_real="$fixtures/h200-mpirun-all_reduce_perf.txt"
+pid="$(sed -n 's/^#  *Rank  *0 .* Pid  *\([0-9]*\) on .*/\1/p' "$mpi_real")"
+[ -n "$pid" ] || fail "the MPI fixture has no '# Rank 0 ... Pid N on HOST' line"
+with_info() {  # OUT LINE... : the MPI log with these NCCL INFO messages (and two more amid the rows)
+  local out="$1"; shift
+  local line
+  for line in "$@"; do printf 'vm:%s:%s [0] NCCL INFO %s\n' "$pid" "$pid" "$line"; done >"$work/info.txt"
+  awk -v info="$work/info.txt" -v pre="vm:$pid:$((pid + 7)) [0] NCCL INFO " '
+    { print }
+    /NCCL version [0-9]/ { while ((getline l < info) > 0) print l }
+    $1 == "4096" { print pre "Connected all rings, use ring PXN 0 GDR 1"; print pre "Connected all trees" }' "$mpi_real" >"$out"
+  grep -q 'NCCL INFO Connected all trees' "$out" || fail "$out: no INFO line amid the rows"
+}
+with_info "$work/ib.log" 'Bootstrap: Using eth0:10.244.1.12<0>' 'NET/Plugin: Could not find: libnccl-net.so.' \
+  'NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB [RO]; OOB eth0:10.244.1.12<0>' 'Using network IB' \
+  'Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDMA' 'Channel 00/0 : 8[0] -> 0[0] [receive] via NET/IB/0/GDRDMA' \
+  'Channel 01/0 : 0[0] -> 8[0] [send] via NET/IB/1(1)/GDRDMA'
+with_info "$work/socket.log" 'Bootstrap: Using eth0:10.244.1.12<0>' 'NET/IB : No device found.' \
+  'NET/Socket : Using [0]eth0:10.244.1.12<0>' 'Using network Socket' \
+  'Channel 00/0 : 0[0] -> 8[0] [send] via NET/Socket/0' 'Channel 00/0 : 8[0] -> 0[0] [receive] via NET/Socket/0'
+# NCCL_NET=Socket: IB is found and logged, then skipped by name; sockets carry the data.
+with_info "$work/ib-listed.log" 'NET/IB : Using [0]mlx5_0:1/RoCE [RO]; OOB eth0:10.244.1.12<0>' \
+  'NET/Socket : Using [0]eth0:10.244.1.12<0>' 'Using network Socket' 'Channel 00/0 : 0[0] -> 8[0] [send] via NET/Socket/0'
+# A network plugin's own name (aws-ofi-nccl) counts as the fabric.
+with_info "$work/plugin.log" 'Using network AWS Libfabric' 'Channel 00/0 : 0[0] -> 8[0] [send] via NET/AWS Libfabric/0/GDRDMA'
+with_info "$work/bad-net.log" 'Using network IB"}, "passed": true'
+sed 's/^fabric=0$/fabric=1/' "$script" >"$work/fabric.sh" && chmod +x "$work/fabric.sh"
+cmp -s "$script" "$work/fabric.sh" && fail "nccl-allreduce.sh has no 'fabric=0' line"
+
+out="$("$work/fabric.sh" --parse "$work/ib.log" --json "$work/ib.json")" || fail "fabric over IB: $out"
+grep -q 'PASS: 31 sizes, .*, 1 ranks, transport IB; results in ' <<<"$out" || fail "fabric over IB: $out"
+python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert (j["transport"], j["fabricRequired"], j["passed"], len(j["rows"])) == ("IB", True, True, 31), j' \
+  "$work/ib.json" || fail "fabric over IB: the JSON"
+out="$("$work/fabric.sh" --parse "$work/plugin.log" --json "$work/plugin.json")" || fail "fabric over a plugin: $out"
+grep -q 'transport AWS Libfabric; results in ' <<<"$out" || fail "fabric over a plugin: $out"
+expect_fail "fabric over sockets" 'FAIL: NCCL used sockets \(transport Socket\), not the fabric; results in' "$work/socket.log" "$work/fabric.sh"
+python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert (j["transport"], j["fabricRequired"], j["passed"]) == ("Socket", True, False), j' \
+  "$work/neg.json" || fail "fabric over sockets: the JSON"
+expect_fail "IB listed, sockets used" 'FAIL: NCCL used sockets \(transport Socket\), not the fabric' "$work/ib-listed.log" "$work/fabric.sh"
+expect_fail "fabric, no INFO lines" 'FAIL: the log does not say which network NCCL used .*so the fabric is untested; results in' "$mpi_real" "$work/fabric.sh"
+python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert (j["transport"], j["passed"]) == ("", False), j' "$work/neg.json" ||
+  fail "fabric, no INFO lines: the JSON"
+expect_fail "a network name that is no name" 'bad-net.log:[0-9]+: NCCL network IB"}, "passed": true is not a plain name' "$work/bad-net.log" "$work/fabric.sh"
+[ ! -e "$work/neg.json" ] || fail "a network name that is no name: JSON written"
+# No fabric required: the network is recorded, sockets pass.
+out="$("$script" --parse "$work/socket.log" --json "$work/socket.json")" || fail "sockets, no fabric required: $out"
+grep -q 'transport Socket; results in ' <<<"$out" || fail "sockets, no fabric required: $out"
+python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert (j["transport"], j["fabricRequired"], j["passed"]) == ("Socket", False, True), j' \
+  "$work/socket.json" || fail "sockets, no fabric required: the JSON"
+echo "ok: the transport recorded; with the fabric required only IB or a plugin passes"
 
 # Bad usage: exit 2.
 for args in "--nodes 0" "--gpus-per-node x" "--bogus" "--parse"; do
@@ -224,7 +300,7 @@ spec = job["spec"]; specs = spec["mpiReplicaSpecs"]
 launcher = specs["Launcher"]["template"]["spec"]["containers"][0]
 assert job["metadata"]["namespace"] == "nccl-site", job["metadata"]
 assert spec["slotsPerWorker"] == 2 and specs["Worker"]["replicas"] == 5, spec
-assert launcher["args"][:2] == ["-np", "10"], launcher["args"]
+assert launcher["args"][2:4] == ["-np", "10"], launcher["args"]
 assert launcher["resources"]["requests"]["cpu"] == "750m", launcher["resources"]
 assert specs["Worker"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == 2
 ' || fail "the edited kit's MPIJob (above): $(cat "$work/edited.out")"
@@ -272,7 +348,7 @@ job = w[0]["body"]
 specs = job["spec"]["mpiReplicaSpecs"]
 assert job["metadata"]["namespace"] == "gpu-operator", job["metadata"]
 assert job["spec"]["slotsPerWorker"] == 4 and specs["Worker"]["replicas"] == 3, job["spec"]
-assert specs["Launcher"]["template"]["spec"]["containers"][0]["args"][:2] == ["-np", "12"]
+assert specs["Launcher"]["template"]["spec"]["containers"][0]["args"][2:4] == ["-np", "12"]
 assert specs["Worker"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == 4
 PYEOF
 echo "ok: no context, no CRD and a failed MPIJob through the real kubectl"

@@ -2,6 +2,7 @@
 // (kit/kit_network.cpp), on the real releases in ../shared/upstream/network-operator.
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 
@@ -533,4 +534,110 @@ TEST_CASE("network kit: pull secrets, RDMA with proprietary modules, the DOCA bu
     INFO((hr ? std::string() : hr.error().message));
     CHECK(hr.ok());
   }
+}
+
+TEST_CASE("network lock: the NCCL acceptance is held to the network section as the recipe is", "[network][acceptance]") {
+  Lock l;
+  l.network = LockNetwork{"v26.4.1", {"network-operator", "26.4.1", "v26.4.1", "https://helm.ngc.nvidia.com/nvidia", std::string(64, 'a')},
+                          "https://example/release.yaml", std::string(64, 'b'), {"ofedDriver", "rdmaSharedDevicePlugin", "nfd"},
+                          "doca3.4.1-26.04-1.1.0.0-1", false, "", "", ""};
+  auto with_nccl = [&](const std::string& network, std::vector<std::string> operands, bool has_network = true) {
+    Lock copy = l;
+    copy.network->operands = std::move(operands);
+    if (!has_network) copy.network.reset();
+    copy.recipe_spec = R"({"acceptance": {"nccl": {"image": "ghcr.io/example/nccl-tests:2.19.6", "network": ")" + network + R"("}}})";
+    return parse_lock(lock_to_json(copy), "l.json");
+  };
+  CHECK(with_nccl("roce-net", {"rdmaSharedDevicePlugin"}).ok());
+  CHECK(with_nccl("nvidia-network-operator/roce-net", {"sriovDevicePlugin"}).ok());
+  CHECK(with_nccl("", {"ofedDriver", "rdmaSharedDevicePlugin"}).ok());
+  CHECK(with_nccl("", {}, false).ok());
+  auto refusal = [](const Result<Lock>& r) { return r.ok() ? std::string() : r.error().message; };
+  CHECK(refusal(with_nccl("Roce_Net", {"rdmaSharedDevicePlugin"})) ==
+        "l.json: recipe.spec.acceptance.nccl.network: not a NetworkAttachmentDefinition name ([namespace/]name)");
+  CHECK(refusal(with_nccl("a/b/c", {"rdmaSharedDevicePlugin"})).find("acceptance.nccl.network: not a NetworkAttachmentDefinition") !=
+        std::string::npos);
+  CHECK(refusal(with_nccl("roce-net", {}, false)) ==
+        "l.json: recipe.spec.acceptance.nccl.network: 'roce-net' names a secondary network, but the lock has no network section");
+  CHECK(refusal(with_nccl("", {"ofedDriver", "nfd"})) ==
+        "l.json: recipe.spec.acceptance.nccl: with a network section the NCCL run tests the fabric, but network.operands has no RDMA "
+        "device plugin (rdmaSharedDevicePlugin or sriovDevicePlugin)");
+}
+
+TEST_CASE("network kit: the NCCL workers ask for the RDMA resource the kit's NicClusterPolicy makes, with IPC_LOCK and the network",
+          "[network][kit][acceptance]") {
+  if (!have_network_upstream()) return;
+  const std::string tag = k_network_tags.back();
+  const std::string acceptance = "acceptance:\n  nccl:\n    image: ghcr.io/example/nccl-tests:2.19.6\n";
+  struct Case {
+    std::string operands, network, resource;
+  };
+  for (const Case& c : {Case{"[ofedDriver, rdmaSharedDevicePlugin, multus, cniPlugins, nvIpam]", "roce-net", "rdma/rdma_shared_device_a"},
+                        Case{"[ofedDriver, sriovDevicePlugin, multus, cniPlugins]", "nvidia-network-operator/hostdev-net", "nvidia.com/hostdev"},
+                        Case{"[ofedDriver, rdmaSharedDevicePlugin, sriovDevicePlugin]", "", "rdma/rdma_shared_device_a"}}) {
+    CAPTURE(c.operands, c.network);
+    TempDir dir;
+    auto r = resolve_both(dir, tag, "  operands: " + c.operands + "\n" + acceptance + (c.network.empty() ? "" : "    network: " + c.network + "\n"));
+    kit::KitOptions o;
+    o.registry = kit::SiteRegistry::parse("registry.site:5000/gpu").value_or_throw();
+    o.network_chart = &r.net_chart;
+    kit::Kit k = kit::make_kit(r.lock, r.gpu_chart, o).value_or_throw();
+    const kit::KitFile* job = k.find("acceptance/nccl-mpijob.yaml");
+    REQUIRE(job);
+    YAML::Node spec = YAML::Load(job->content)["spec"]["mpiReplicaSpecs"];
+    YAML::Node worker = spec["Worker"]["template"];
+    YAML::Node container = worker["spec"]["containers"][0];
+    CHECK(container["resources"]["requests"][c.resource].as<int>() == 1);
+    CHECK(container["resources"]["limits"][c.resource].as<int>() == 1);
+    CHECK(container["resources"]["limits"]["nvidia.com/gpu"].as<int>() == 8);
+    CHECK(container["securityContext"]["capabilities"]["add"][0].as<std::string>() == "IPC_LOCK");
+    if (c.network.empty()) CHECK_FALSE(worker["metadata"]["annotations"]);
+    else CHECK(worker["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"].as<std::string>() == c.network);
+    // The launcher only runs mpirun: no device, no capability.
+    YAML::Node launcher = spec["Launcher"]["template"]["spec"]["containers"][0];
+    CHECK_FALSE(launcher["securityContext"]);
+    CHECK(launcher["args"][0].as<std::string>() == "--hostfile");
+    CHECK(launcher["args"][1].as<std::string>() == "/etc/mpi/hostfile");
+    CHECK(k.find("acceptance/nccl-allreduce.sh")->content.find("\nfabric=1\n") != std::string::npos);
+
+    // The resource is the one the kit's own NicClusterPolicy configures.
+    YAML::Node ncp = YAML::Load(k.find("nic-cluster-policy.yaml")->content)["spec"];
+    if (c.resource == "rdma/rdma_shared_device_a") {
+      auto config = nlohmann::json::parse(ncp["rdmaSharedDevicePlugin"]["config"].as<std::string>());
+      CHECK(config["configList"][0]["resourceName"] == "rdma_shared_device_a");  // the plugin's prefix is rdma/
+    } else {
+      auto config = nlohmann::json::parse(ncp["sriovDevicePlugin"]["config"].as<std::string>());
+      CHECK(config["resourceList"][0]["resourcePrefix"].get<std::string>() + "/" + config["resourceList"][0]["resourceName"].get<std::string>() ==
+            c.resource);
+    }
+  }
+  // A network section with no RDMA device plugin: refused when the recipe is read.
+  TempDir dir;
+  auto refused = parse_recipe(recipe_text(tag, "  operands: [ofedDriver, nfd]\n" + acceptance), dir / "fabric.yaml");
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().message.find("acceptance.nccl: with a network section the NCCL run tests the fabric, but network.operands has no RDMA "
+                                     "device plugin") != std::string::npos);
+}
+
+TEST_CASE("network kit: without a network section the NCCL job asks for no RDMA device", "[network][kit][acceptance]") {
+  if (!have_network_upstream()) return;
+  TempDir dir;
+  auto tgz = gbtest::pack_chart(gbtest::shared_chart(k_gpu_tag), dir / "gpu-operator.tgz");
+  auto recipe = parse_recipe("apiVersion: gpubundle/v1\nkind: Recipe\nmetadata: {name: plain}\noperator: {version: " + k_gpu_tag +
+                                 "}\ntarget: {gpus: [H100-SXM5-80GB], os: ubuntu22.04}\ndriver: {version: \"580.95.05\"}\n"
+                                 "acceptance:\n  nccl:\n    image: ghcr.io/example/nccl-tests:2.19.6\n",
+                             dir / "plain.yaml")
+                    .value_or_throw();
+  Chart gpu = load_chart(tgz).value_or_throw();
+  Lock lock = resolve(recipe, gpu, Catalog::builtin()).value_or_throw();
+  kit::KitOptions o;
+  o.registry = kit::SiteRegistry::parse("registry.site:5000/gpu").value_or_throw();
+  kit::Kit k = kit::make_kit(lock, gpu, o).value_or_throw();
+  YAML::Node worker = YAML::Load(k.find("acceptance/nccl-mpijob.yaml")->content)["spec"]["mpiReplicaSpecs"]["Worker"]["template"];
+  YAML::Node container = worker["spec"]["containers"][0];
+  CHECK_FALSE(worker["metadata"]["annotations"]);
+  CHECK_FALSE(container["securityContext"]);
+  CHECK_FALSE(container["resources"]["requests"]);
+  CHECK(container["resources"]["limits"].size() == 1);
+  CHECK(k.find("acceptance/nccl-allreduce.sh")->content.find("\nfabric=0\n") != std::string::npos);
 }

@@ -83,3 +83,41 @@ TEST_CASE("acceptance.nccl: every bad field is one line naming it", "[recipe][ac
   REQUIRE_FALSE(other.ok());
   CHECK(other.error().message.rfind("recipe.yaml:6: acceptance.iperf: unknown field", 0) == 0);
 }
+
+TEST_CASE("acceptance.nccl.network: a NetworkAttachmentDefinition, only with a network section that has an RDMA device plugin",
+          "[recipe][acceptance]") {
+  const std::string img = "    image: ghcr.io/example/nccl-tests:2.19.6\n";
+  auto with_network = [&](const std::string& operands, const std::string& nccl) {
+    return parse_recipe(std::string(k_base) + img + nccl + "network:\n  version: v26.4.1\n" + operands, "recipe.yaml");
+  };
+  auto r = with_network("", "    network: roce-net\n").value_or_throw();  // default operands: the shared RDMA device plugin
+  CHECK(r.nccl_acceptance->network == "roce-net");
+  CHECK(with_network("  operands: [sriovDevicePlugin]\n", "    network: nvidia-network-operator/hostdev-net\n").value_or_throw().nccl_acceptance->network ==
+        "nvidia-network-operator/hostdev-net");
+  CHECK(with_network("  operands: [rdmaSharedDevicePlugin]\n", "").value_or_throw().nccl_acceptance->network.empty());
+
+  auto message = [](const Result<Recipe>& res) { return res.ok() ? std::string() : res.error().message; };
+  CHECK(message(with_network("  operands: [ofedDriver, nfd]\n", "")).rfind(
+            "recipe.yaml:7: acceptance.nccl: with a network section the NCCL run tests the fabric, but network.operands has no RDMA "
+            "device plugin (rdmaSharedDevicePlugin or sriovDevicePlugin)",
+            0) == 0);
+  for (const char* bad : {"Roce", "a/b/c", "-net", "ns.with.dots/net"}) {
+    INFO(bad);
+    CHECK(message(with_network("", std::string("    network: ") + bad + "\n")).rfind("recipe.yaml:8: acceptance.nccl.network: ", 0) == 0);
+    CHECK(message(with_network("", std::string("    network: ") + bad + "\n")).find("is not a NetworkAttachmentDefinition name") != std::string::npos);
+  }
+  CHECK(message(parse_nccl(img + "    network: roce-net\n")) ==
+        "recipe.yaml:8: acceptance.nccl.network: names a secondary network of the Network Operator, but the recipe has no network section");
+}
+
+TEST_CASE("is_network_attachment: [namespace/]name as Multus reads it", "[recipe][acceptance]") {
+  CHECK(is_network_attachment("roce-net"));
+  CHECK(is_network_attachment("net.v1"));
+  CHECK(is_network_attachment("nvidia-network-operator/roce-net"));
+  CHECK_FALSE(is_network_attachment(""));
+  CHECK_FALSE(is_network_attachment("/roce"));
+  CHECK_FALSE(is_network_attachment("ns/"));
+  CHECK_FALSE(is_network_attachment("roce@eth1"));
+  CHECK_FALSE(is_network_attachment("a, b"));
+  CHECK_FALSE(is_network_attachment(std::string(64, 'a') + "/x"));
+}

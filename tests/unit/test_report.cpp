@@ -548,3 +548,71 @@ TEST_CASE("absurd bandwidths are clamped in the plot and said in the tables", "[
   CHECK(added.error().kind == ErrorKind::Input);
   CHECK(added.error().message == "r.json: not valid JSON: [json.exception.out_of_range.406] number overflow parsing '1.8e308'");
 }
+
+TEST_CASE("a fabric run over sockets fails whatever it says; older results without a transport read as before", "[report]") {
+  auto run = [](auto change) {
+    json doc = nccl_doc({{8, 0.1}, {1 << 20, 20.0}});
+    change(doc);
+    Results r;
+    REQUIRE(add_result(r, doc.dump(), "run.json"));
+    return r.nccl[0];
+  };
+  // Written before the fields existed: no fabric asked for, nothing recorded, still PASS.
+  NcclRun old = run([](json&) {});
+  CHECK(old.transport.empty());
+  CHECK_FALSE(old.fabric_required);
+  CHECK(outcome(old).outcome == Outcome::Pass);
+
+  NcclRun ib = run([](json& d) { d["transport"] = "IB"; d["fabricRequired"] = true; });
+  CHECK(ib.transport == "IB");
+  CHECK(outcome(ib).outcome == Outcome::Pass);
+  CHECK(outcome(run([](json& d) { d["transport"] = "AWS Libfabric"; d["fabricRequired"] = true; })).outcome == Outcome::Pass);
+
+  auto sockets = outcome(run([](json& d) { d["transport"] = "Socket"; d["fabricRequired"] = true; }));
+  CHECK(sockets.outcome == Outcome::Fail);
+  CHECK(sockets.why == "says passed, but NCCL used sockets (transport Socket), not the fabric");
+  // One rank's communicator on sockets is enough to fail.
+  CHECK(outcome(run([](json& d) { d["transport"] = "IB, Socket"; d["fabricRequired"] = true; })).why ==
+        "says passed, but NCCL used sockets (transport IB, Socket), not the fabric");
+  CHECK(outcome(run([](json& d) { d["transport"] = ""; d["fabricRequired"] = true; })).why ==
+        "says passed, but the fabric is untested: the run does not say which network NCCL used");
+  CHECK(outcome(run([](json& d) { d["fabricRequired"] = true; })).outcome == Outcome::Fail);
+  // Without a fabric to test, sockets are only recorded.
+  CHECK(outcome(run([](json& d) { d["transport"] = "Socket"; d["fabricRequired"] = false; })).outcome == Outcome::Pass);
+  // Not a name like "Sockets" or "MySocket": only NCCL's own Socket transport.
+  CHECK(outcome(run([](json& d) { d["transport"] = "MySocket"; d["fabricRequired"] = true; })).outcome == Outcome::Pass);
+
+  json typed = nccl_doc({{8, 0.1}});
+  typed["transport"] = 1;
+  CHECK(refusal(typed) == "r.json: field transport: must be a string");
+  typed = nccl_doc({{8, 0.1}});
+  typed["fabricRequired"] = "yes";
+  CHECK(refusal(typed) == "r.json: field fabricRequired: must be true or false");
+
+  // The tables show it, escaped.
+  Results r = complete();
+  r.nccl[0].transport = "Socket";
+  r.nccl[0].fabric_required = true;
+  CHECK(verdict(r).line() == "FAIL: NCCL run run: says passed, but NCCL used sockets (transport Socket), not the fabric");
+  std::string html = report_html(r, "t");
+  CHECK(html.find("<th>transport</th>") != std::string::npos);
+  CHECK(html.find("<td>Socket (fabric required)</td>") != std::string::npos);
+  CHECK(html.find("transport Socket (fabric required), ") != std::string::npos);
+  r.nccl[0].transport = "<b>IB</b>";
+  CHECK(report_html(r, "t").find("<b>IB") == std::string::npos);
+}
+
+TEST_CASE("a #wrong count all_reduce_perf prints as 1e+06 or 1.04858e+06 is a count of wrong values", "[report]") {
+  for (const char* spelled : {"1e+06", "1.04858e+06"}) {
+    INFO(spelled);
+    json doc = nccl_doc({{8, 0.1}});
+    std::string text = doc.dump();
+    auto at = text.find("\"wrong\":0");
+    REQUIRE(at != std::string::npos);
+    text.replace(at, 9, std::string("\"wrong\":") + spelled);
+    Results r;
+    REQUIRE(add_result(r, text, "run.json"));
+    CHECK(r.nccl[0].rows[0].out_of_place.wrong.value_or(0) == (std::string(spelled) == "1e+06" ? 1000000 : 1048580));
+    CHECK(outcome(r.nccl[0]).outcome == Outcome::Fail);
+  }
+}
