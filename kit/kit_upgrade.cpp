@@ -11,8 +11,18 @@
 // labelled nvidia.com/gpu-driver-upgrade.skip=true. The canary is therefore
 // made by holding every other GPU node with that label (and a label of ours,
 // gpubundle.io/upgrade-held=true, so that only our holds are released), then
-// releasing them once the canary is upgrade-done with its validator running.
+// releasing them once the canary is upgraded with its validator running.
 // The kit's values set maxParallelUpgrades 1 (kit_values.cpp).
+//
+// A node's upgrade-done label alone proves nothing: it stays from the last
+// upgrade until the operator notices the new driver. So a node counts as
+// upgraded only when every driver pod on it runs its DaemonSet's newest
+// revision, compared the way the upgrade controller compares them
+// (k8s-operator-libs pkg/upgrade, podInSyncWithDS and
+// GetDaemonsetControllerRevisionHash): the pod's controller-revision-hash
+// label against the newest ControllerRevision selected by the DaemonSet's
+// spec.selector.matchLabels and named <daemonset>-<hash>. DaemonSetStatus has
+// no update revision to read instead.
 
 #include "kit/kit.hpp"
 #include "kit/kit_detail.hpp"
@@ -38,8 +48,9 @@ constexpr const char* k_upgrade = R"SH(#!/usr/bin/env bash
 #   GPUBUNDLE_NAMESPACE  the release namespace (default @NAMESPACE@)
 #   GPUBUNDLE_TIMEOUT    helm --timeout (default 15m)
 #   GPUBUNDLE_POLL       seconds between looks (default 10)
-#   GPUBUNDLE_SETTLE     seconds in which upgrade-done is not yet believed, as the
-#                        operator may not have seen the new driver (default 120)
+#   GPUBUNDLE_SETTLE     seconds after helm upgrade in which a node whose driver DaemonSet
+#                        kept its revision is not yet believed, as the operator may not
+#                        have applied the new driver to it yet (default 120)
 @HEADER@
 set -euo pipefail
 
@@ -52,6 +63,9 @@ poll="${GPUBUNDLE_POLL:-10}"
 settle="${GPUBUNDLE_SETTLE:-120}"
 skip_label=nvidia.com/gpu-driver-upgrade.skip
 held_label=gpubundle.io/upgrade-held
+# Every driver DaemonSet and its pods carry this label, whether the ClusterPolicy
+# (one DaemonSet, or one per kernel when precompiled) or NVIDIADriver CRs make them.
+driver_label=app.kubernetes.io/component=nvidia-driver
 
 @USAGE@
 say() { echo "upgrade.sh: $*"; }
@@ -77,6 +91,7 @@ while [ "$#" -gt 0 ]; do
 done
 [ -n "$canary" ] || { echo "upgrade.sh: name the canary node: --canary NODE" >&2; usage >&2; exit 2; }
 case "$timeout" in ''|*[!0-9]*) echo "upgrade.sh: --timeout takes whole seconds, not '$timeout'" >&2; exit 2 ;; esac
+case "$settle" in ''|*[!0-9]*) echo "upgrade.sh: GPUBUNDLE_SETTLE takes whole seconds, not '$settle'" >&2; exit 2 ;; esac
 @NAMESPACE_CHECK@
 
 @API_CHECK@
@@ -138,6 +153,49 @@ validator_phase() {
   kubectl -n "$namespace" get pods -l app=nvidia-operator-validator --field-selector "spec.nodeName=$1" \
     -o jsonpath='{.items[*].status.phase}' 2>/dev/null || true
 }
+# NAME|UID|HASH for every driver DaemonSet, HASH from its newest ControllerRevision
+# as the upgrade controller finds it. The DaemonSet must also own the revision:
+# precompiled drivers run one DaemonSet per kernel with one selector, and their
+# names can share a prefix. HASH is empty when none is found.
+driver_revisions() {
+  local ds uid sel
+  # shellcheck disable=SC2016 # a go-template, not shell
+  kubectl -n "$namespace" get daemonsets -l "$driver_label" -o \
+    go-template='{{range .items}}{{.metadata.name}}|{{.metadata.uid}}|{{range $k, $v := .spec.selector.matchLabels}}{{$k}}={{$v}},{{end}}{{"\n"}}{{end}}' |
+    while IFS='|' read -r ds uid sel; do
+      if [ -z "$ds" ] || [ -z "$sel" ]; then continue; fi
+      kubectl -n "$namespace" get controllerrevisions -l "${sel%,}" -o \
+        jsonpath='{range .items[*]}{.revision}{"|"}{.metadata.name}{"|"}{.metadata.ownerReferences[?(@.controller==true)].uid}{"\n"}{end}' |
+        awk -F'|' -v ds="$ds" -v uid="$uid" '
+          index($2, ds "-") == 1 && $3 == uid && (best == "" || $1 + 0 > max) { max = $1 + 0; best = substr($2, length(ds) + 2) }
+          END { print ds "|" uid "|" best }'
+    done
+}
+# NODE|POD|HASH|OWNER_KIND|OWNER_UID for every driver pod.
+driver_pods() {
+  kubectl -n "$namespace" get pods -l "$driver_label" -o \
+    jsonpath='{range .items[*]}{.spec.nodeName}{"|"}{.metadata.name}{"|"}{.metadata.labels.controller-revision-hash}{"|"}{.metadata.ownerReferences[?(@.controller==true)].kind}{"|"}{.metadata.ownerReferences[?(@.controller==true)].uid}{"\n"}{end}'
+}
+# driver_sync NODE REVISIONS PODS BEFORE: "new" when every driver pod on NODE runs its
+# DaemonSet's newest revision and some DaemonSet moved on since BEFORE (driver_revisions
+# before helm upgrade), "same" when in sync but none moved on; else why NODE is not.
+driver_sync() {
+  awk -F'|' -v node="$1" '
+    FILENAME == ARGV[1] { before[$1 "|" $2] = $3; next }
+    FILENAME == ARGV[2] { if ($2 != "") { name[$2] = $1; hash[$2] = $3 }; next }
+    $1 != node || $2 == "" { next }
+    { pods++ }
+    $4 != "DaemonSet" || !($5 in hash) { why = why sep "driver pod " $2 " not owned by a driver DaemonSet"; sep = "; "; next }
+    hash[$5] == "" { why = why sep "DaemonSet " name[$5] " has no ControllerRevision"; sep = "; "; next }
+    $3 != hash[$5] {
+      why = why sep "driver pod at revision " ($3 == "" ? "(none)" : $3) ", DaemonSet " name[$5] " at " hash[$5]; sep = "; "; next
+    }
+    before[name[$5] "|" $5] != hash[$5] { moved = 1 }
+    END {
+      if (!pods) why = "no driver pod"
+      print (why != "" ? why : moved ? "new" : "same")
+    }' <(printf '%s\n' "$4") <(printf '%s\n' "$2") <(printf '%s\n' "$3")
+}
 run() {
   if [ "$dry_run" -eq 1 ]; then echo "+ $*"; else "$@" >/dev/null; fi
 }
@@ -181,6 +239,9 @@ if [ -f "$here/time-slicing.yaml" ]; then
   say "applying time-slicing.yaml"
   kubectl apply -n "$namespace" -f "$here/time-slicing.yaml" "${kubectl_flags[@]}"
 fi
+# The driver DaemonSets' revisions before: a node whose DaemonSet moved on since
+# then and whose pod runs the new revision was upgraded by this run.
+revisions_before="$(driver_revisions || true)"
 say "helm upgrade $release"
 if ! helm upgrade "$release" "$chart" -f "$here/values.yaml" --namespace "$namespace" --wait --timeout "$helm_timeout" \
   "${helm_flags[@]}"; then
@@ -194,20 +255,35 @@ if [ "$dry_run" -eq 1 ]; then
   exit 0
 fi
 
-# wait_for NODE...: until each is upgrade-done with its validator running.
-# Stops on upgrade-failed, or when no state changed for $timeout seconds.
+# wait_for NODE...: until each is upgrade-done, its driver pods at their
+# DaemonSet's newest revision and its validator running. An upgrade-done whose
+# pod runs an older revision is left from the last upgrade: pending, however
+# long. One whose DaemonSet kept its revision through helm upgrade (a kit with
+# the same driver, or an operator that has not yet applied the new one) is
+# believed once the node was seen moving, or after $settle seconds.
+# Stops on upgrade-failed, or when nothing changed for $timeout seconds.
 started=$SECONDS
 wait_for() {
-  local want=" $* " node state _ last="" now changed=$SECONDS pending
+  local want=" $* " node state _ last="" last_pending="" now changed=$SECONDS pending revisions pods sync
   while :; do
     now="$(gpu_nodes)"
+    revisions="$(driver_revisions || true)"
+    pods="$(driver_pods || true)"
     pending=""
     while IFS='|' read -r node state _; do
       [[ $want == *" $node "* ]] || continue
       case "$state" in
         upgrade-failed) stop_failed "$node" ;;
         upgrade-done)
-          if [ $((SECONDS - started)) -lt "$settle" ] && [[ " $seen " != *" $node "* ]]; then pending+=" $node"; continue; fi
+          sync="$(driver_sync "$node" "$revisions" "$pods" "$revisions_before")"
+          case "$sync" in
+            new) ;;
+            same)
+              if [ $((SECONDS - started)) -lt "$settle" ] && [[ " $seen " != *" $node "* ]]; then
+                pending+=" $node(driver DaemonSet unchanged so far; believed after ${settle}s)"; continue
+              fi ;;
+            *) pending+=" $node($sync)"; continue ;;
+          esac
           if [ "$(validator_phase "$node")" != "Running" ]; then pending+=" $node(validator)"; fi ;;
         *) pending+=" $node"; seen+=" $node" ;;
       esac
@@ -215,12 +291,18 @@ wait_for() {
     for node in $want; do  # a node that left the GPU node list is not done
       [[ $'\n'$now == *$'\n'"$node|"* ]] || pending+=" $node(not a GPU node now)"
     done
+    # A state or a driver pod's revision that changed is progress.
     if [ "$now" != "$last" ]; then
       changed=$SECONDS
       last="$now"
       while IFS='|' read -r node state _; do
         [[ $want == *" $node "* ]] && say "$node: ${state:-no upgrade state yet}"
       done <<<"$now"
+    fi
+    if [ "$pending" != "$last_pending" ]; then
+      changed=$SECONDS
+      last_pending="$pending"
+      [[ $pending != *"("* ]] || say "waiting on:$pending"
     fi
     [ -n "$pending" ] || return 0
     if [ $((SECONDS - changed)) -ge "$timeout" ]; then

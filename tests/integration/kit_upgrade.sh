@@ -10,7 +10,13 @@
 #     others; a node the site already skips is never touched;
 #   - a node that ends upgrade-failed (the canary, or a later one): exit 1, the
 #     exact rollback command (--previous-kit, or helm rollback to the revision);
-#   - an upgrade-done left from the last upgrade is believed only after
+#   - a node counts as upgraded only when its driver pod's controller-revision-hash
+#     is its DaemonSet's newest ControllerRevision (the stub serves one of another
+#     DaemonSet too, newer and with a longer name: owned elsewhere, so not it).
+#     An upgrade-done left from the last upgrade with the pod at the old revision
+#     is never passed, before or after GPUBUNDLE_SETTLE, until the pod moves on;
+#     no driver pod on the node is pending too;
+#   - an unchanged driver (the DaemonSet kept its revision) is believed only after
 #     GPUBUNDLE_SETTLE; no progress within --timeout; missing prerequisites; bad usage.
 # Usage: kit_upgrade.sh GPUBUNDLE SOURCE_DIR
 set -euo pipefail
@@ -50,10 +56,31 @@ esac
 STUB
 cat >"$stubs/kubectl" <<'STUB'
 #!/usr/bin/env bash
-# Nodes: $STUB/nodes/NAME/{gpu,skip,held,state,seq,pos}.
+# Nodes: $STUB/nodes/NAME/{gpu,skip,held,state,seq,pos,podhash,nopod}. One driver
+# DaemonSet (uid ds-uid) at revision 1 (hash old), and 2 (hash new) once helm
+# upgraded unless STUB_SAME_DRIVER; a GPU node's driver pod runs podhash (default
+# old), set to the newest hash when the node passes pod-restart-required.
 printf '%s\n' "$*" >>"$STUB/kubectl.args"
 n="$STUB/nodes"
 get() { cat "$n/$1/$2" 2>/dev/null || true; }
+newest() { if [ -f "$STUB/upgraded" ] && [ -z "${STUB_SAME_DRIVER:-}" ]; then echo new; else echo old; fi; }
+case "$*" in
+  "-n gpu-operator get daemonsets -l app.kubernetes.io/component=nvidia-driver -o "*)
+    echo "nvidia-driver-daemonset|ds-uid|app=nvidia-driver-daemonset,"; exit 0 ;;
+  "-n gpu-operator get controllerrevisions -l app=nvidia-driver-daemonset -o "*)
+    echo "1|nvidia-driver-daemonset-old|ds-uid"
+    echo "7|nvidia-driver-daemonset-6.8.0-41-generic-ubuntu24.04-abc|other-ds-uid"
+    [ "$(newest)" = old ] || echo "2|nvidia-driver-daemonset-new|ds-uid"
+    exit 0 ;;
+  "-n gpu-operator get pods -l app.kubernetes.io/component=nvidia-driver -o "*)
+    for d in "$n"/*; do
+      node="${d##*/}"
+      [ "$(get "$node" gpu)" = true ] && [ ! -e "$d/nopod" ] || continue
+      hash="$(get "$node" podhash)"
+      echo "$node|nvidia-driver-daemonset-$node|${hash:-old}|DaemonSet|ds-uid"
+    done
+    exit 0 ;;
+esac
 case "$*" in
   "config current-context") echo stub-context; exit 0 ;;
   "config view"*) echo https://127.0.0.1:6443; exit 0 ;;
@@ -72,6 +99,7 @@ case "$1 $2" in
         pos="$(get "$node" pos)"; pos="${pos:-0}"
         if [ "$pos" -lt "${#seq[@]}" ]; then
           echo "${seq[$pos]}" >"$d/state"; echo $((pos + 1)) >"$d/pos"
+          [ "${seq[$pos]}" != pod-restart-required ] || newest >"$d/podhash"
           echo "$node ${seq[$pos]}" >>"$STUB/transitions"
         fi
       fi
@@ -140,13 +168,70 @@ if grep -q '^gpu-d ' "$STUB/transitions"; then fail "the site-skipped node moved
 grep -q "done: every GPU node's driver is upgraded and validated (left out: gpu-d)" <<<"$out" || fail "no done line: $out"
 echo "ok: canary, then the other nodes"
 
-# A kit that leaves the driver alone: the nodes stay upgrade-done; that is
-# believed only after GPUBUNDLE_SETTLE, as the operator may not have looked yet.
+# A kit that leaves the driver alone: the nodes stay upgrade-done, their pods
+# at the DaemonSet's unchanged revision; that is believed only after
+# GPUBUNDLE_SETTLE, as the operator may not have applied the new values yet.
 cluster upgrade-done upgrade-done upgrade-done
 t0=$SECONDS
-out="$(GPUBUNDLE_POLL=1 GPUBUNDLE_SETTLE=3 PATH="$stubs:$PATH" "$kit/upgrade.sh" --canary gpu-a)" || fail "no-driver-change upgrade: $out"
+out="$(STUB_SAME_DRIVER=1 GPUBUNDLE_POLL=1 GPUBUNDLE_SETTLE=3 PATH="$stubs:$PATH" "$kit/upgrade.sh" --canary gpu-a)" ||
+  fail "no-driver-change upgrade: $out"
 [ $((SECONDS - t0)) -ge 3 ] || fail "upgrade-done believed before GPUBUNDLE_SETTLE"
+grep -qF "waiting on: gpu-a(driver DaemonSet unchanged so far; believed after 3s)" <<<"$out" || fail "no settle line: $out"
 echo "ok: an unchanged driver is done after the settle time"
+
+# A new driver the operator has not rolled out yet: every node still upgrade-done
+# from the last upgrade, its pod at the old revision. Never passed, not even
+# after the settle time: no progress, naming the revisions.
+stale="upgrade-done upgrade-done upgrade-done upgrade-done"
+for settle in 0 2; do
+  cluster "$stale" "$stale" "$stale"
+  if GPUBUNDLE_POLL=1 GPUBUNDLE_SETTLE="$settle" PATH="$stubs:$PATH" "$kit/upgrade.sh" --canary gpu-a --timeout 4 \
+    >"$work/out" 2>"$work/err"; then
+    fail "a stale upgrade-done passed (settle $settle): $(cat "$work/out")"
+  fi
+  grep -qxF "upgrade.sh: no progress for 4s; waiting on: gpu-a(driver pod at revision old, DaemonSet nvidia-driver-daemonset at new)" \
+    "$work/err" || fail "stale upgrade-done (settle $settle): $(cat "$work/out" "$work/err")"
+  if grep -q "canary gpu-a upgraded" "$work/out"; then fail "stale canary reported upgraded: $(cat "$work/out")"; fi
+  [ "$(cat "$STUB/nodes/gpu-b/skip")" = true ] || fail "gpu-b released after a stale canary"
+done
+echo "ok: a stale upgrade-done with the old driver pod is never passed"
+
+# The same, until the pods move on: the canary passes once its pod runs the new
+# revision, the others only once theirs do.
+cluster "$stale" "$stale" "$stale"
+GPUBUNDLE_POLL=1 GPUBUNDLE_SETTLE=0 PATH="$stubs:$PATH" "$kit/upgrade.sh" --canary gpu-a --timeout 60 >"$work/out" 2>&1 &
+pid=$!
+waitfor() {  # waitfor TEXT: until the running upgrade.sh printed TEXT
+  local i
+  for i in $(seq 100); do
+    ! grep -qF "$1" "$work/out" || return 0
+    kill -0 "$pid" 2>/dev/null || fail "upgrade.sh ended before '$1': $(cat "$work/out")"
+    sleep 0.1
+  done
+  fail "upgrade.sh never printed '$1': $(cat "$work/out")"
+}
+waitfor "waiting on: gpu-a(driver pod at revision old, DaemonSet nvidia-driver-daemonset at new)"
+sleep 2
+if grep -q "canary gpu-a upgraded" "$work/out"; then fail "canary passed at the old revision: $(cat "$work/out")"; fi
+echo new >"$STUB/nodes/gpu-a/podhash"
+waitfor "canary gpu-a upgraded and validated"
+waitfor "waiting on: gpu-b(driver pod at revision old, DaemonSet nvidia-driver-daemonset at new) gpu-c(driver pod at revision old, DaemonSet nvidia-driver-daemonset at new)"
+echo new >"$STUB/nodes/gpu-b/podhash"
+sleep 2
+if grep -q "done: every GPU node" "$work/out"; then fail "done with gpu-c at the old revision: $(cat "$work/out")"; fi
+echo new >"$STUB/nodes/gpu-c/podhash"
+wait "$pid" || fail "upgrade.sh failed after the pods moved on: $(cat "$work/out")"
+grep -q "done: every GPU node's driver is upgraded and validated" "$work/out" || fail "no done line: $(cat "$work/out")"
+echo "ok: a stale upgrade-done passes once the driver pod runs the new revision"
+
+# No driver pod on the canary: not upgraded.
+cluster
+touch "$STUB/nodes/gpu-a/nopod"
+if GPUBUNDLE_POLL=1 GPUBUNDLE_SETTLE=0 PATH="$stubs:$PATH" "$kit/upgrade.sh" --canary gpu-a --timeout 3 >"$work/out" 2>"$work/err"; then
+  fail "passed a canary without a driver pod"
+fi
+grep -qxF "upgrade.sh: no progress for 3s; waiting on: gpu-a(no driver pod)" "$work/err" || fail "no driver pod: $(cat "$work/err")"
+echo "ok: a node without a driver pod is pending"
 
 # A later node fails: stop, exit 1, the previous kit's helm upgrade printed.
 cluster "$ok_seq" "$ok_seq" "upgrade-required cordon-required pod-restart-required upgrade-failed"
@@ -194,7 +279,8 @@ refused "previous kit: $work/nowhere is not a folder" --canary gpu-a --previous-
 set +e
 up >/dev/null 2>&1; rc1=$?
 up --canary gpu-a --timeout soon >/dev/null 2>&1; rc2=$?
+GPUBUNDLE_SETTLE=soon PATH="$stubs:$PATH" "$kit/upgrade.sh" --canary gpu-a >/dev/null 2>&1; rc3=$?
 set -e
-[ "$rc1" = 2 ] && [ "$rc2" = 2 ] || fail "bad usage exits $rc1 and $rc2, wanted 2"
+[ "$rc1$rc2$rc3" = 222 ] || fail "bad usage exits $rc1, $rc2 and $rc3, wanted 2"
 [ ! -e "$STUB/upgraded" ] || fail "a refused run upgraded"
 echo "ok: prerequisites and usage"

@@ -9,9 +9,16 @@
 #   - --dry-run: no label and no object written, helm's own dry run;
 #   - the real run: the other GPU node held before helm upgrades, the canary
 #     upgrade-done and validated before the other is released, the site's
-#     skipped node never touched, every hold released at the end.
-# kit-upgrade keeps its stubs for the failure paths (a failed node, no
-# progress, a stale upgrade-done).
+#     skipped node never touched, every hold released at the end;
+#   - driver pods and two precompiled driver DaemonSets (one selector) with
+#     their ControllerRevisions: after the next release the operator rolls the
+#     DaemonSets but leaves the nodes upgrade-done with their pods a revision
+#     behind: upgrade.sh makes no progress, naming both revisions, and never
+#     passes the canary, even after GPUBUNDLE_SETTLE; once the upgrade
+#     controller moves, the canary passes only after its pod restarted at the
+#     newest revision, and every driver pod ends there.
+# kit-upgrade keeps its stubs for the other failure paths (a failed node, no
+# progress).
 # Usage: upgrade_cluster.sh GPUBUNDLE SOURCE_DIR    Skips (77) without the real clients.
 set -euo pipefail
 gpubundle=$1
@@ -57,41 +64,109 @@ grep -qx '+ kubectl label node gpu-b --overwrite nvidia.com/gpu-driver-upgrade.s
   fail "--dry-run: $(cat "$work/dry.out")"
 [ -z "$(kube_requests "$writes")" ] || fail "--dry-run wrote: $(kube_requests "$writes" | cut -c1-400)"
 
-# The operator's upgrade controller, played through the API.
-"$PY" - "$KUBE_URL" "$work/operator.log" <<'PYEOF' &
-import json, sys, time, urllib.request
-url, log = sys.argv[1], open(sys.argv[2], "w", buffering=1)
+# The operator, played through the API: at start, two precompiled driver
+# DaemonSets (one per kernel, one selector, as the ClusterPolicy makes them)
+# with their first ControllerRevision and a driver pod on each GPU node. Each
+# release deployed from revision 2 on rolls both DaemonSets to a new
+# revision (a new ControllerRevision, as the DaemonSet controller writes it).
+# Unless $work/controller-paused exists, the upgrade controller then moves each
+# node not labelled skip whose state is not upgrade-done or whose driver pod is
+# not at its DaemonSet's newest revision, one at a time:
+# upgrade-required -> pod-restart-required (driver pod replaced at the new
+# revision, validator gone) -> upgrade-done (validator Running).
+"$PY" - "$KUBE_URL" "$work/operator.log" "$work/controller-paused" <<'PYEOF' &
+import hashlib, json, os, sys, time, urllib.request
+url, log, paused = sys.argv[1], open(sys.argv[2], "w", buffering=1), sys.argv[3]
+NS = "/api/v1/namespaces/gpu-operator"
+APPS = "/apis/apps/v1/namespaces/gpu-operator"
 STATES = ["upgrade-required", "pod-restart-required", "upgrade-done"]
+KERNELS = {"nvidia-driver-daemonset-6.8.0-1015-nvidia-ubuntu22.04": ["gpu-a", "gpu-site"],
+           "nvidia-driver-daemonset-6.8.0-1015-nvidia-64k-ubuntu22.04": ["gpu-b"]}
 def call(method, path, body=None, ctype="application/merge-patch+json"):
     req = urllib.request.Request(url + path, method=method, data=json.dumps(body).encode() if body is not None else None,
                                  headers={"Content-Type": ctype})
     with urllib.request.urlopen(req, timeout=10) as r:
         return json.load(r)
+def create(path, obj):
+    return call("POST", path, obj, "application/json")
 def release_deployed(rev):
-    items = call("GET", "/api/v1/namespaces/gpu-operator/secrets?labelSelector=owner%3Dhelm")["items"]
+    items = call("GET", NS + "/secrets?labelSelector=owner%3Dhelm")["items"]
     return any(s["metadata"]["labels"].get("version") == str(rev) and s["metadata"]["labels"].get("status") == "deployed" for s in items)
-while not release_deployed(2):
-    time.sleep(0.2)
-log.write("release 2 deployed\n")
+def owner(ds):
+    return [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": ds["metadata"]["name"], "uid": ds["metadata"]["uid"],
+             "controller": True, "blockOwnerDeletion": True}]
+def new_revision(ds):
+    """The DaemonSet controller's ControllerRevision for the current template."""
+    template = ds["spec"]["template"]
+    digest = hashlib.sha256(json.dumps(template, sort_keys=True).encode()).digest()
+    h = "".join("bcdfghjklmnpqrstvwxz2456789"[b % 27] for b in digest[:10])
+    name = ds["metadata"]["name"]
+    revs = call("GET", APPS + "/controllerrevisions?labelSelector=app%3Dnvidia-driver-daemonset")["items"]
+    n = 1 + max([r["revision"] for r in revs if r["metadata"]["ownerReferences"][0]["uid"] == ds["metadata"]["uid"]], default=0)
+    create(APPS + "/controllerrevisions", {"apiVersion": "apps/v1", "kind": "ControllerRevision",
+           "metadata": {"name": f"{name}-{h}", "labels": dict(template["metadata"]["labels"], **{"controller-revision-hash": h}),
+                        "ownerReferences": owner(ds)},
+           "data": {"spec": {"template": dict(template, **{"$patch": "replace"})}}, "revision": n})
+    log.write(f"daemonset {name} revision {n} hash {h}\n")
+    hashes[ds["metadata"]["uid"]] = h
+def driver_pod(ds, node):
+    h = hashes[ds["metadata"]["uid"]]
+    create(NS + "/pods", {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": f"{ds['metadata']['name'][:40]}-{node}", "ownerReferences": owner(ds),
+                        "labels": dict(ds["spec"]["template"]["metadata"]["labels"], **{"controller-revision-hash": h})},
+           "spec": {"nodeName": node, "containers": ds["spec"]["template"]["spec"]["containers"]}, "status": {"phase": "Running"}})
+    log.write(f"pod {node} hash {h}\n")
+def in_sync(node):
+    pods = call("GET", NS + "/pods?labelSelector=app%3Dnvidia-driver-daemonset&fieldSelector=spec.nodeName%3D" + node)["items"]
+    return bool(pods) and all(p["metadata"]["labels"]["controller-revision-hash"] == hashes[p["metadata"]["ownerReferences"][0]["uid"]]
+                              for p in pods)
+hashes, daemonsets = {}, {}
+for name, nodes in KERNELS.items():
+    labels = {"app": "nvidia-driver-daemonset", "app.kubernetes.io/component": "nvidia-driver", "nvidia.com/precompiled": "true"}
+    ds = create(APPS + "/daemonsets", {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": name, "labels": labels},
+                "spec": {"selector": {"matchLabels": {"app": "nvidia-driver-daemonset"}}, "updateStrategy": {"type": "OnDelete"},
+                         "template": {"metadata": {"labels": labels}, "spec": {
+                             "nodeSelector": {"feature.node.kubernetes.io/kernel-version.full": name[24:-12]}, "containers": [
+                             {"name": "nvidia-driver-ctr", "image": "registry.site:5000/gpu/nvidia/driver:570-release1"}]}}}})
+    daemonsets[name] = ds
+    new_revision(ds)
+    for node in nodes:
+        driver_pod(ds, node)
+log.write("ready\n")
+release = 2
 while True:
-    nodes = call("GET", "/api/v1/nodes?labelSelector=nvidia.com%2Fgpu.present%3Dtrue")["items"]
-    moving = [n for n in nodes if n["metadata"]["labels"].get("nvidia.com/gpu-driver-upgrade.skip") != "true"
-              and n["metadata"]["labels"].get("nvidia.com/gpu-driver-upgrade-state") != "upgrade-done"]
-    if moving:  # one node at a time (maxParallelUpgrades: 1), by name
-        n = sorted(moving, key=lambda n: n["metadata"]["name"])[0]
-        name, state = n["metadata"]["name"], n["metadata"]["labels"].get("nvidia.com/gpu-driver-upgrade-state")
-        nxt = STATES[0] if state not in STATES else STATES[STATES.index(state) + 1]
-        call("PATCH", f"/api/v1/nodes/{name}", {"metadata": {"labels": {"nvidia.com/gpu-driver-upgrade-state": nxt}}})
-        log.write(f"{name} {nxt}\n")
-        if nxt == "upgrade-done":
-            call("POST", "/api/v1/namespaces/gpu-operator/pods", {"apiVersion": "v1", "kind": "Pod",
-                 "metadata": {"name": f"nvidia-operator-validator-{name}", "namespace": "gpu-operator",
-                              "labels": {"app": "nvidia-operator-validator"}},
-                 "spec": {"nodeName": name, "containers": [{"name": "v", "image": "x"}]}, "status": {"phase": "Running"}},
-                 "application/json")
+    if release_deployed(release):  # the operator applies the new ClusterPolicy
+        for name in KERNELS:
+            ds = call("PATCH", f"{APPS}/daemonsets/{name}", {"spec": {"template": {"spec": {"containers": [
+                {"name": "nvidia-driver-ctr", "image": f"registry.site:5000/gpu/nvidia/driver:570-release{release}"}]}}}})
+            daemonsets[name] = ds
+            new_revision(ds)
+        log.write(f"release {release} deployed\n")
+        release += 1
+    if release > 2 and not os.path.exists(paused):
+        nodes = call("GET", "/api/v1/nodes?labelSelector=nvidia.com%2Fgpu.present%3Dtrue")["items"]
+        moving = [n for n in nodes if n["metadata"]["labels"].get("nvidia.com/gpu-driver-upgrade.skip") != "true"
+                  and (n["metadata"]["labels"].get("nvidia.com/gpu-driver-upgrade-state") != "upgrade-done"
+                       or not in_sync(n["metadata"]["name"]))]
+        if moving:  # one node at a time (maxParallelUpgrades: 1), by name
+            n = sorted(moving, key=lambda n: n["metadata"]["name"])[0]
+            name, state = n["metadata"]["name"], n["metadata"]["labels"].get("nvidia.com/gpu-driver-upgrade-state")
+            nxt = STATES[0] if state not in STATES[:2] else STATES[STATES.index(state) + 1]
+            call("PATCH", f"/api/v1/nodes/{name}", {"metadata": {"labels": {"nvidia.com/gpu-driver-upgrade-state": nxt}}})
+            log.write(f"{name} {nxt}\n")
+            if nxt == "pod-restart-required":
+                for p in call("GET", NS + "/pods?fieldSelector=spec.nodeName%3D" + name)["items"]:
+                    call("DELETE", f"{NS}/pods/{p['metadata']['name']}")
+                driver_pod(next(daemonsets[d] for d, ns in KERNELS.items() if name in ns), name)
+            if nxt == "upgrade-done":
+                create(NS + "/pods", {"apiVersion": "v1", "kind": "Pod",
+                       "metadata": {"name": f"nvidia-operator-validator-{name}", "labels": {"app": "nvidia-operator-validator"}},
+                       "spec": {"nodeName": name, "containers": [{"name": "v", "image": "x"}]}, "status": {"phase": "Running"}})
     time.sleep(1.5)
 PYEOF
 operator=$!
+for _ in $(seq 100); do grep -qx ready "$work/operator.log" 2>/dev/null && break; sleep 0.1; done
+grep -qx ready "$work/operator.log" || fail "the operator did not start: $(cat "$work/operator.log")"
 
 kube_reset_requests
 GPUBUNDLE_POLL=1 GPUBUNDLE_SETTLE=30 "$kit/upgrade.sh" --canary gpu-a --timeout 60 >"$work/up.out" 2>&1 ||
@@ -130,4 +205,46 @@ PYEOF
 [ "$("$KUBECTL" get nodes -l gpubundle.io/upgrade-held=true -o name)" = "" ] || fail "holds left behind"
 [ "$("$KUBECTL" get node gpu-site -o jsonpath='{.metadata.labels.nvidia\.com/gpu-driver-upgrade\.skip}')" = true ] ||
   fail "the site's own skip label was removed"
+echo "ok: canary, then the other node"
+
+ds_a=nvidia-driver-daemonset-6.8.0-1015-nvidia-ubuntu22.04
+last_hash() {  # last_hash daemonset NAME | pod NODE: the newest hash the operator wrote for it
+  awk -v kind="$1" -v name="$2" '$1 == kind && $2 == name {h = $NF} END {print h}' "$work/operator.log"
+}
+# The next release: the operator rolls its DaemonSets, but its upgrade
+# controller has not reached the nodes, still upgrade-done from the run above
+# with their pods a revision behind. Not passed, not even after the settle time.
+touch "$work/controller-paused"
+if GPUBUNDLE_POLL=1 GPUBUNDLE_SETTLE=6 "$kit/upgrade.sh" --canary gpu-a --timeout 8 >"$work/stale.out" 2>&1; then
+  fail "a stale upgrade-done passed: $(cat "$work/stale.out")"
+fi
+grep -qx "release 3 deployed" "$work/operator.log" || fail "release 3 never deployed: $(cat "$work/operator.log")"
+want="upgrade.sh: no progress for 8s; waiting on: gpu-a(driver pod at revision $(last_hash pod gpu-a), DaemonSet $ds_a at $(last_hash daemonset "$ds_a"))"
+grep -qxF "$want" "$work/stale.out" || fail "stale upgrade-done: wanted '$want': $(cat "$work/stale.out")"
+[ "$(last_hash pod gpu-a)" != "$(last_hash daemonset "$ds_a")" ] || fail "the pod was at the new revision"
+if grep -q "canary gpu-a upgraded" "$work/stale.out"; then fail "stale canary passed: $(cat "$work/stale.out")"; fi
+"$KUBECTL" label nodes -l gpubundle.io/upgrade-held=true nvidia.com/gpu-driver-upgrade.skip- gpubundle.io/upgrade-held- >/dev/null
+echo "ok: a stale upgrade-done is not passed"
+
+# Once the upgrade controller moves again (after the next release rolled the
+# DaemonSets), the canary passes when its pod runs the newest revision.
+GPUBUNDLE_POLL=1 GPUBUNDLE_SETTLE=60 "$kit/upgrade.sh" --canary gpu-a --timeout 60 >"$work/up2.out" 2>&1 &
+up2=$!
+for _ in $(seq 300); do grep -qx "release 4 deployed" "$work/operator.log" && break; sleep 0.1; done
+grep -qx "release 4 deployed" "$work/operator.log" || fail "release 4 never deployed: $(cat "$work/up2.out")"
+rm "$work/controller-paused"
+wait "$up2" || fail "upgrade.sh after the stale run: $(cat "$work/up2.out"; echo "operator:"; cat "$work/operator.log")"
+restart="$(grep -n -m1 -x "upgrade.sh: gpu-a: pod-restart-required" "$work/up2.out" | cut -d: -f1)"
+passed="$(grep -n -m1 "^upgrade.sh: canary gpu-a upgraded" "$work/up2.out" | cut -d: -f1)"
+if [ -z "$restart" ] || [ -z "$passed" ] || [ "$restart" -gt "$passed" ]; then
+  fail "the canary passed before its driver pod restarted: $(cat "$work/up2.out")"
+fi
+for node in gpu-a gpu-b; do
+  ds=$ds_a
+  [ "$node" = gpu-a ] || ds=nvidia-driver-daemonset-6.8.0-1015-nvidia-64k-ubuntu22.04
+  got="$("$KUBECTL" -n gpu-operator get pods -l app=nvidia-driver-daemonset --field-selector "spec.nodeName=$node" \
+    -o jsonpath='{.items[*].metadata.labels.controller-revision-hash}')"
+  [ "$got" = "$(last_hash daemonset "$ds")" ] || fail "$node's driver pod at '$got', not $ds's newest: $(cat "$work/operator.log")"
+done
+grep -q "^upgrade.sh: done: every GPU node's driver is upgraded and validated" "$work/up2.out" || fail "upgrade.sh: $(cat "$work/up2.out")"
 echo "PASS: upgrade.sh against the API stand-in"

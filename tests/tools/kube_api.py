@@ -41,7 +41,9 @@ It answers what kubectl v1.31 and helm v3.17 ask of a cluster, no more:
   leave them on an idle cluster: a CRD Established and NamesAccepted, a
   Deployment rolled out with a ready ReplicaSet (helm --wait looks for it), a
   DaemonSet with nothing to schedule, a Job Complete.
-  Nothing else moves by itself; seed the state a script waits for. A pod's
+  Nothing else moves by itself; seed the state a script waits for (a
+  DaemonSet's ControllerRevisions and pods too: a test playing its controller
+  writes them, owned by the DaemonSet's uid). A pod's
   log (GET .../pods/NAME/log, kubectl logs) is its annotation
   kube-api-standin/log.
 
@@ -92,6 +94,7 @@ RESOURCES = [
     ("apps", "v1", "Deployment", "deployments", True, ["deploy"]),
     ("apps", "v1", "DaemonSet", "daemonsets", True, ["ds"]),
     ("apps", "v1", "ReplicaSet", "replicasets", True, ["rs"]),
+    ("apps", "v1", "ControllerRevision", "controllerrevisions", True, []),
     ("batch", "v1", "Job", "jobs", True, []),
     ("rbac.authorization.k8s.io", "v1", "Role", "roles", True, []),
     ("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", True, []),
