@@ -10,6 +10,7 @@
 #include "common/files.hpp"
 #include "common/log.hpp"
 #include "common/strings.hpp"
+#include "recipes/catalog.hpp"
 #include "signing/module_sign.hpp"
 
 namespace gb {
@@ -36,10 +37,17 @@ PreparedDriver::PreparedDriver(PreparedDriver&& o) noexcept
 
 std::string driver_branch(const std::string& version) { return version.substr(0, version.find('.')); }
 
-std::string effective_module_type(const std::string& recipe_type, const std::string& version) {
-  if (recipe_type == "open" || recipe_type == "proprietary") return recipe_type;
-  int branch = std::atoi(driver_branch(version).c_str());
-  return branch >= 560 ? "open" : "proprietary";
+std::string effective_module_type(const Recipe& recipe, const std::string& type, const std::string& version) {
+  if (type == "open" || type == "proprietary") return type;
+  const Catalog& cat = Catalog::builtin();
+  if (recipe.driver_mode == DriverMode::Host)
+    return std::atoi(driver_branch(version).c_str()) >= cat.auto_open_from_branch() ? "open" : "proprietary";
+  std::vector<const GpuInfo*> gpus;
+  for (const auto& name : recipe.gpus)
+    if (const GpuInfo* g = cat.find_gpu(name)) gpus.push_back(g);
+  // The recipe's version, not the installer's: a branch-only recipe is pinned
+  // from the branch, and the image must carry what the lock pins.
+  return cat.auto_module_type(gpus, recipe.driver_version, driver_branch(version)).type;
 }
 
 std::string installer_arch(std::string_view file_name) {
@@ -130,7 +138,7 @@ Result<std::unique_ptr<PreparedDriver>> prepare_driver(const Recipe& recipe, con
   if (!recipe.driver_branch.empty() && recipe.driver_branch != driver_branch(version))
     return input_error(recipe.where("driver.branch") + "driver.branch " + recipe.driver_branch + " but the installer " +
                        out->installer.source + " is " + version);
-  out->module_type = effective_module_type(in.module_type.empty() ? recipe.kernel_module_type : in.module_type, version);
+  out->module_type = effective_module_type(recipe, in.module_type.empty() ? recipe.kernel_module_type : in.module_type, version);
   log::info("installer " + out->installer.source + ": driver " + version + ", " + out->module_type + " modules" +
             (out->installer.header ? std::string(" (") + std::string(to_string(out->installer.header->flavour)) + ", " +
                                          std::string(to_string(out->installer.header->compression)) + ")"

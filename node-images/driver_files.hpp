@@ -70,12 +70,14 @@ Result<void> check_driver_inputs(const DriverInputs& in);
 // extracts, builds, checks vermagic and signs, for every recipe kernel.
 Result<std::unique_ptr<PreparedDriver>> prepare_driver(const Recipe& recipe, const DriverInputs& in);
 
-// "auto" resolved the way the resolver does without GPUs: open from branch 560.
 // ARCH of an installer named NVIDIA-Linux-ARCH-VERSION[...].run (ARCH is
 // [A-Za-z0-9_]+, VERSION starts with a digit or '.'); "" for other names.
 std::string installer_arch(std::string_view file_name);
 
-std::string effective_module_type(const std::string& recipe_type, const std::string& version);
+// "auto" resolved as the resolver pins it in the lock: the driver
+// container's rule for the recipe's GPUs and driver (Catalog::auto_module_type),
+// a host driver's by its branch. `version` is the installer's.
+std::string effective_module_type(const Recipe& recipe, const std::string& type, const std::string& version);
 std::string driver_branch(const std::string& version);  // "580.95.05" -> "580"
 
 inline constexpr const char* k_libdir = "usr/lib/x86_64-linux-gnu";

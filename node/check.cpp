@@ -43,14 +43,18 @@ std::string catalog_name(const std::string& pci_id) {
   return g ? g->name : "";
 }
 
-// "auto" is what the operator decides at run time: open modules from the
-// catalog's branch on, and always for GPUs that only work with them.
-std::string resolve_module_type(const std::string& type, const std::string& branch, const std::vector<std::string>& gpus) {
+// "auto" is what the resolver pins: the driver container's rule for the
+// recipe's GPUs (Catalog::auto_module_type); a host driver by its branch.
+std::string resolve_module_type(const std::string& type, const std::string& version, const std::string& branch,
+                                const std::string& mode, const std::vector<std::string>& gpus) {
   if (type != "auto" && !type.empty()) return type;
   if (branch.empty()) return "";
+  const Catalog& cat = Catalog::builtin();
+  if (mode == "host") return std::atoi(branch.c_str()) >= cat.auto_open_from_branch() ? "open" : "proprietary";
+  std::vector<const GpuInfo*> known;
   for (const auto& name : gpus)
-    if (const GpuInfo* g = Catalog::builtin().find_gpu(name); g && g->open_modules_required) return "open";
-  return std::atoi(branch.c_str()) >= Catalog::builtin().auto_open_from_branch() ? "open" : "proprietary";
+    if (const GpuInfo* g = cat.find_gpu(name)) known.push_back(g);
+  return cat.auto_module_type(known, version, branch).type;
 }
 
 std::vector<std::string> catalog_names(const std::vector<std::string>& written) {
@@ -65,7 +69,7 @@ std::vector<std::string> catalog_names(const std::vector<std::string>& written) 
 void set_driver(Expectation& e, const std::string& version, const std::string& branch, const std::string& type) {
   if (!version.empty() && !starts_with(version, "sha256:")) e.driver_version = version;
   e.driver_branch = !branch.empty() ? branch : branch_of(e.driver_version);
-  e.module_type = resolve_module_type(type, e.driver_branch, e.gpus);
+  e.module_type = resolve_module_type(type, e.driver_version, e.driver_branch, e.driver_mode, e.gpus);
 }
 
 struct Checker {

@@ -72,6 +72,7 @@ Result<Catalog> Catalog::from_files(const std::map<std::string, std::string>& fi
 
     auto drivers = get("drivers.yaml");
     c.m_auto_open_from_branch = drivers["autoOpenFromBranch"].as<int>();
+    c.m_installer_recommends_from = drivers["installerRecommendsFrom"].as<std::string>();
     for (auto it = drivers["branches"].begin(); it != drivers["branches"].end(); ++it)
       c.m_branches[it->first.as<std::string>()] = str_list(it->second["versions"]);
     for (auto it = drivers["operatorBranches"].begin(); it != drivers["operatorBranches"].end(); ++it) {
@@ -297,6 +298,39 @@ std::string Catalog::first_operator_with_branch(int branch, std::string_view ope
 std::vector<std::string> Catalog::versions_in_branch(std::string_view branch) const {
   auto it = m_branches.find(std::string(branch));
   return it == m_branches.end() ? std::vector<std::string>{} : it->second;
+}
+
+AutoModuleType Catalog::auto_module_type(const std::vector<const GpuInfo*>& gpus, std::string_view version,
+                                         std::string_view branch) const {
+  std::string v = starts_with(version, "sha256:") ? "" : std::string(version);
+  std::string b = !branch.empty() ? std::string(branch) : v.substr(0, v.find('.'));
+  if (v.empty()) {
+    auto known = versions_in_branch(b);
+    if (!known.empty())
+      v = *std::max_element(known.begin(), known.end(), [](const auto& x, const auto& y) { return compare_versions(x, y) < 0; });
+  }
+  const int n = std::atoi(b.c_str());
+  const std::string from = m_installer_recommends_from;
+  const bool asks = !v.empty() ? compare_versions(v, from) >= 0 : n > std::atoi(from.c_str());
+  AutoModuleType out;
+  out.installer = version.empty() || v.empty() ? "the nvidia-installer of branch " + b : "nvidia-installer " + v;
+  if (!asks || gpus.empty()) {
+    out.type = n >= m_auto_open_from_branch ? "open" : "proprietary";
+    return out;
+  }
+  out.recommended = true;
+  bool required = false, supported = false, unsupported = false;
+  for (const GpuInfo* g : gpus) {
+    if (g->max_branch && n > g->max_branch) continue;  // legacy to this installer: it looks past them
+    // The installer forces open only for Grace-hosted parts (GH200, GB200);
+    // where that differs from "required" here, a GPU without open modules is
+    // present too, and the resolver refuses that mix.
+    if (g->open_modules_required) required = true;
+    else if (g->open_modules_unsupported) unsupported = true;
+    else supported = true;
+  }
+  out.type = required || (supported && !unsupported) ? "open" : "proprietary";
+  return out;
 }
 
 const ComponentInfo* Catalog::component(std::string_view key) const {

@@ -74,6 +74,14 @@ struct OsTagRule {
   std::map<std::string, int> major_only;  // os id -> first major that drops the minor
 };
 
+// What driver.kernelModuleType auto comes to in a driver container
+// (drivers.yaml says how the container decides).
+struct AutoModuleType {
+  std::string type;          // open | proprietary
+  bool recommended = false;  // nvidia-installer's answer for the GPUs; false: the container's branch fallback
+  std::string installer;     // who answers: "nvidia-installer 580.105.08", "the nvidia-installer of branch 580"
+};
+
 class Catalog {
 public:
   static const Catalog& builtin();
@@ -102,6 +110,12 @@ public:
 
   std::vector<std::string> versions_in_branch(std::string_view branch) const;
   int auto_open_from_branch() const { return m_auto_open_from_branch; }
+  const std::string& installer_recommends_from() const { return m_installer_recommends_from; }
+  // auto for nodes with these GPUs and this driver. `version` may be empty
+  // (a precompiled branch): the branch's newest known version stands in.
+  // Without GPUs the installer's answer is unknown, so the branch decides.
+  AutoModuleType auto_module_type(const std::vector<const GpuInfo*>& gpus, std::string_view version,
+                                  std::string_view branch) const;
   // The driver branches this release's component matrix lists, ascending;
   // nullopt for a YY.MM series the catalog has no matrix for.
   std::optional<std::vector<int>> operator_driver_branches(std::string_view operator_version) const;
@@ -124,6 +138,7 @@ private:
   std::vector<GpuInfo> m_gpus;
   std::map<std::string, std::vector<std::string>> m_branches;
   int m_auto_open_from_branch = 560;
+  std::string m_installer_recommends_from;
   std::vector<std::pair<std::string, std::vector<int>>> m_operator_branches;  // by release, ascending
   const OsTagRule* os_tag_rule(std::string_view operator_version) const;
   bool drops_minor(std::string_view operator_version, const std::string& id, const std::string& major) const;

@@ -428,10 +428,35 @@ private:
     walk(values, "");
   }
 
-  std::string effective_module_type(int branch) const {
+  // auto is pinned the way the driver container resolves it on the nodes
+  // (Catalog::auto_module_type). A host driver is the site's own: its type
+  // stays pinned from the branch.
+  std::string effective_module_type(int branch) {
     if (m_r.kernel_module_type != "auto") return m_r.kernel_module_type;
-    // Without the GPUs to look at, auto falls back on the branch.
-    return branch >= m_cat.auto_open_from_branch() ? "open" : "proprietary";
+    if (m_r.driver_mode == DriverMode::Host) return branch >= m_cat.auto_open_from_branch() ? "open" : "proprietary";
+    m_auto = m_cat.auto_module_type(m_gpus, m_lock.driver.version, m_lock.driver.branch);
+    return m_auto.type;
+  }
+
+  std::string gpu_names() const {
+    std::vector<std::string> names;
+    for (const GpuInfo* g : m_gpus) names.push_back(g->name);
+    return join(names, " + ");
+  }
+
+  // How auto came to `kmt`, for messages: "driver.kernelModuleType auto installs ...".
+  std::string auto_installs(const std::string& kmt) const {
+    std::string head = "driver.kernelModuleType auto installs " + kmt + " modules";
+    if (m_auto.recommended) return head + " (" + m_auto.installer + " recommends them for " + gpu_names() + ")";
+    return head + " with branch " + m_lock.driver.branch;
+  }
+
+  // Why a driver container's auto ignored the GPUs, "" where it did not.
+  std::string fallback_why() const {
+    if (m_auto.recommended || m_r.driver_mode == DriverMode::Host) return "";
+    return " (nvidia-installer before " + m_cat.installer_recommends_from() +
+           " cannot recommend a type, so the driver container falls back on the branch: open from " +
+           std::to_string(m_cat.auto_open_from_branch()) + ")";
   }
 
   void compatibility() {
@@ -444,9 +469,28 @@ private:
 
     std::string kmt = branch ? effective_module_type(branch) : m_r.kernel_module_type;
     d.kernel_module_type = kmt;
-    if (m_r.kernel_module_type == "auto" && branch && !m_gpus.empty() && m_r.driver_mode != DriverMode::Host)
-      warn("driver.kernelModuleType auto pinned to " + kmt + " for branch " + d.branch +
-           ": the build machine cannot see the GPUs, so the lock and values name it explicitly");
+    const bool is_auto = m_r.kernel_module_type == "auto";
+    if (is_auto && branch && !m_gpus.empty() && m_r.driver_mode != DriverMode::Host) {
+      std::string how = m_auto.recommended ? ": " + m_auto.installer + " recommends " + kmt + " for " + gpu_names()
+                            : " for branch " + d.branch + fallback_why();
+      warn("driver.kernelModuleType auto pinned to " + kmt + how +
+           "; the build machine cannot see the GPUs, so the lock and values name it explicitly");
+    }
+
+    // One driver configuration serves every node: no module type fits a GPU
+    // that needs open modules and one that has none.
+    const GpuInfo* needs_open = nullptr;
+    const GpuInfo* no_open = nullptr;
+    for (const GpuInfo* g : m_gpus) {
+      if (g->open_modules_required && !needs_open) needs_open = g;
+      if (g->open_modules_unsupported && !no_open) no_open = g;
+    }
+    const bool mixed = needs_open && no_open && m_r.driver_mode != DriverMode::Host;
+    if (mixed)
+      error("target.gpus[" + std::to_string(gpu_index(no_open)) + "]",
+            "target.gpus: " + needs_open->name + " (" + needs_open->architecture + ") needs open kernel modules and " +
+                no_open->name + " (" + no_open->architecture + ") has none, so no driver.kernelModuleType serves both, "
+                "and the kit gives every node one driver configuration; make a recipe for each, each for its own cluster");
 
     for (size_t i = 0; i < m_gpus.size(); ++i) {
       const GpuInfo* g = m_gpus[i];
@@ -460,31 +504,32 @@ private:
         error("target.gpus[" + std::to_string(gpu_index(g)) + "]",
               "target.gpus: " + g->name + " is supported from GPU Operator " + g->operator_from + " on, but operator.version is " +
                   m_version + "; use " + g->operator_from + " or later");
+      bool past_last_branch = false;
       if (branch) {
         bool too_old = branch < g->min_branch;
         if (!too_old && version_minimum && !d.version.empty() && branch == g->min_branch)
           too_old = compare_versions(d.version, g->min_version) < 0;
         if (too_old) error(m_version_field, field + " does not support " + g->name + " (" + needs + ")");
-        if (g->max_branch && branch > g->max_branch)
+        past_last_branch = g->max_branch && branch > g->max_branch;
+        if (past_last_branch)
           error(m_version_field, field + " does not support " + g->name + " (" + g->architecture + "): branch " +
                                      std::to_string(g->max_branch) + " is the last that does; pin driver.branch: \"" +
                                      std::to_string(g->max_branch) + "\" or older");
       }
+      // Already refused above with a better fix.
+      if (mixed || (past_last_branch && is_auto)) continue;
       if (g->open_modules_unsupported && kmt == "open") {
-        error(m_r.kernel_module_type == "auto" ? m_version_field : "driver.kernelModuleType",
+        const std::string why = is_auto ? fallback_why() : "";
+        error(is_auto ? m_version_field : "driver.kernelModuleType",
               g->name + " (" + g->architecture + ") has no open kernel modules, but " +
-                  (m_r.kernel_module_type == "open" ? std::string("driver.kernelModuleType is open")
-                                                    : "driver.kernelModuleType auto installs open modules with branch " + d.branch) +
-                  "; set driver.kernelModuleType: proprietary");
-      }
-      if (branch) {
+                  (is_auto ? auto_installs(kmt) + why : std::string("driver.kernelModuleType is open")) +
+                  "; set driver.kernelModuleType: proprietary" +
+                  (why.empty() ? "" : ", or use a driver of " + m_cat.installer_recommends_from() + " or later"));
       }
       if (g->open_modules_required && kmt == "proprietary") {
-        std::string why = m_r.kernel_module_type == "proprietary"
-                              ? "driver.kernelModuleType is proprietary"
-                              : "driver.kernelModuleType auto installs proprietary modules with branch " + d.branch;
-        error(m_r.kernel_module_type == "auto" ? m_version_field : "driver.kernelModuleType",
-              g->name + " (" + g->architecture + ") needs open kernel modules, but " + why +
+        error(is_auto ? m_version_field : "driver.kernelModuleType",
+              g->name + " (" + g->architecture + ") needs open kernel modules, but " +
+                  (is_auto ? auto_installs(kmt) : std::string("driver.kernelModuleType is proprietary")) +
                   "; set driver.kernelModuleType: open");
       }
     }
@@ -521,7 +566,7 @@ private:
       error("components.gds", "components.gds is on, but " +
                                   (m_r.kernel_module_type == "proprietary"
                                        ? std::string("driver.kernelModuleType is proprietary")
-                                       : "driver.kernelModuleType auto installs proprietary modules with branch " + d.branch) +
+                                       : auto_installs(kmt)) +
                                   ": GPUDirect Storage (nvidia-fs) needs open kernel modules; set driver.kernelModuleType: open "
                                   "or disable components.gds");
     if (branch && branch < 580 && m_dra)
@@ -775,6 +820,7 @@ private:
   std::string m_version;
   std::string m_version_field;
   bool m_digest_pinned = false;
+  AutoModuleType m_auto;  // how auto resolved, for a driver container
   bool m_dra = false;  // components.draDriver: the GPUCluster stack instead of the ClusterPolicy
   std::vector<const GpuInfo*> m_gpus;
   std::map<std::string, LockImage> m_images;

@@ -2,7 +2,8 @@
 # gpubundle resolve as a user runs it: exit codes, one-line errors, --json,
 # -o, and the examples against the stand-in v26.7.0 chart (tests/tools/chart.py);
 # with the real chart values in ../shared (GB_SHARED_DIR), against those for
-# v26.7.0 and v24.9.2, and B200 with driver 550 on v24.9.2; and the Kata
+# v26.7.0 and v24.9.2, and B200 with driver 550 on v24.9.2; kernelModuleType
+# auto pinned from the GPUs and the driver's installer; and the Kata
 # manager and DRA driver, resolve and overrides, over every shipped chart.
 set -euo pipefail
 gpubundle=$1
@@ -80,6 +81,20 @@ sed -i 's/^driver: {/driver: {mode: host, /' "$work/new.yaml"
 expect_rc 0 "$gpubundle" resolve "$work/new.yaml" --chart "${chart[v26.7.0]}" -o "$work/new.lock.json"
 grep -q 'driver.version 620.10.01 is newer than GPU Operator v26.7.0 supports.*(a host driver meets the operator only through NVML)' "$work/err" ||
   { cat "$work/err"; fail "host driver: no warning"; }
+
+# kernelModuleType auto is pinned as the driver container resolves it on the
+# nodes: nvidia-installer 580 recommends proprietary when a V100 is present;
+# GH200 (open only) with V100 (no open modules) fits no one type: exit 2.
+printf 'apiVersion: gpubundle/v1\nkind: Recipe\noperator: {version: v26.7.0}\ntarget: {gpus: [V100-SXM2-16GB, H100-SXM5-80GB], os: ubuntu22.04}\ndriver: {version: "580.105.08"}\n' >"$work/kmt.yaml"
+expect_rc 0 "$gpubundle" resolve "$work/kmt.yaml" --chart "${chart[v26.7.0]}" -o "$work/kmt.lock.json"
+[[ $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["driver"]["kernelModuleType"])' "$work/kmt.lock.json") == proprietary ]] ||
+  fail "V100 + H100 with 580: auto not pinned to proprietary"
+grep -q 'auto pinned to proprietary: nvidia-installer 580.105.08 recommends proprietary for V100-SXM2-16GB + H100-SXM5-80GB' "$work/err" ||
+  { cat "$work/err"; fail "auto pin: no reason given"; }
+sed -i 's/V100-SXM2-16GB, H100-SXM5-80GB/GH200, V100-SXM2-16GB/' "$work/kmt.yaml"
+expect_rc 2 "$gpubundle" resolve "$work/kmt.yaml" --chart "${chart[v26.7.0]}"
+[[ $(wc -l <"$work/err") == 1 ]] && grep -q '^error: kmt.yaml:4: target.gpus: GH200-480GB (grace-hopper) needs open kernel modules and V100-SXM2-16GB (volta) has none' "$work/err" ||
+  { cat "$work/err"; fail "GH200 + V100 refusal"; }
 
 # Bad input: one line naming the file and field, exit 2, no lock written.
 printf 'apiVersion: gpubundle/v1\nkind: Recipe\noperator: {version: v24.9.2}\ntarget: {gpus: [L4], os: ubuntu22.04}\ndriver: {mode: compiled}\n' >"$work/bad.yaml"

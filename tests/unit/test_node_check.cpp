@@ -356,3 +356,22 @@ TEST_CASE("node facts under a hostile --root: bounded, never blocking, never abo
     CHECK(after.ru_maxrss - before.ru_maxrss < 64 * 1024);  // KiB: far below the file's 1 GiB
   }
 }
+
+TEST_CASE("node check: a recipe's auto module type is the one the lock pins", "[node][kmt]") {
+  gbtest::TempDir dir;
+  auto expect = [&](const std::string& gpus, const std::string& driver) {
+    put(dir / "r.yaml", "apiVersion: gpubundle/v1\nkind: Recipe\nmetadata: {name: t}\noperator: {version: v26.7.0}\n"
+                        "target: {gpus: [" + gpus + "], os: ubuntu22.04}\ndriver: {" + driver + "}\n");
+    auto e = gb::node::expectation_from_recipe(dir / "r.yaml");
+    REQUIRE(e.ok());
+    return e->module_type;
+  };
+  // nvidia-installer 580 recommends proprietary while a V100 is present.
+  CHECK(expect("V100-SXM2-16GB, H100-SXM5-80GB", "version: \"580.105.08\"") == "proprietary");
+  CHECK(expect("H100-SXM5-80GB", "version: \"580.105.08\"") == "open");
+  CHECK(expect("H100-SXM5-80GB", "version: \"535.247.01\"") == "proprietary");
+  // 565's installer cannot recommend: the driver container falls back on the branch.
+  CHECK(expect("V100-SXM2-16GB", "version: \"565.57.01\"") == "open");
+  // A host driver: by its branch, as the resolver pins it.
+  CHECK(expect("V100-SXM2-16GB, H100-SXM5-80GB", "mode: host, version: \"580.105.08\"") == "open");
+}

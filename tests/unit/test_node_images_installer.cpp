@@ -11,6 +11,7 @@
 #include "common/archive_raii.hpp"
 #include "common/files.hpp"
 #include "fixtures.hpp"
+#include "node-images/driver_files.hpp"
 #include "node-images/installer.hpp"
 #include "node-images/kbuild.hpp"
 #include "node-images/layer.hpp"
@@ -417,4 +418,23 @@ TEST_CASE("layer tar is deterministic: sorted, parents, root-owned, SOURCE_DATE_
   auto g2 = gzip_layer(tmp / "b.tar", tmp / "b.tar.gz");
   REQUIRE(g2.ok());
   CHECK(g1->sha256 == g2->sha256);
+}
+
+TEST_CASE("driver build: auto builds the module type the lock pins", "[node-images][kmt]") {
+  auto type = [](const std::string& gpus, const std::string& driver, const std::string& installer) {
+    auto r = parse_recipe("apiVersion: gpubundle/v1\nkind: Recipe\nmetadata: {name: t}\noperator: {version: v26.7.0}\n"
+                          "target: {gpus: [" + gpus + "], os: ubuntu22.04, kernels: [6.8.0-45-generic]}\ndriver: {" + driver + "}\n",
+                          "recipe.yaml");
+    REQUIRE(r.ok());
+    return effective_module_type(*r, r->kernel_module_type, installer);
+  };
+  // nvidia-installer 580 recommends proprietary while a V100 is present.
+  CHECK(type("V100-SXM2-16GB, H100-SXM5-80GB", "mode: precompiled, branch: \"580\"", "580.95.05") == "proprietary");
+  CHECK(type("H100-SXM5-80GB", "mode: precompiled, branch: \"580\"", "580.95.05") == "open");
+  CHECK(type("V100-SXM2-16GB, H100-SXM5-80GB", "mode: precompiled, branch: \"580\", kernelModuleType: open", "580.95.05") == "open");
+  // Pinned from the branch's newest version, as the lock is, whatever this 570 installer is.
+  CHECK(type("V100-SXM2-16GB, H100-SXM5-80GB", "mode: precompiled, branch: \"570\"", "570.86.15") == "proprietary");
+  // Before 560: proprietary; a host driver's by the branch.
+  CHECK(type("H100-SXM5-80GB", "mode: precompiled, branch: \"550\"", "550.127.08") == "proprietary");
+  CHECK(type("V100-SXM2-16GB, H100-SXM5-80GB", "mode: host, version: \"580.95.05\"", "580.95.05") == "open");
 }

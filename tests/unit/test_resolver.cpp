@@ -466,9 +466,10 @@ TEST_CASE("GPU and driver branch against the operator release", "[resolver][comp
   CHECK(error_of("v26.7.0", "target: {gpus: [V100-SXM2-16GB], os: ubuntu22.04}\ndriver: {version: \"595.91.07\", kernelModuleType: proprietary}\n") ==
         "recipe.yaml:6: driver.version 595.91.07 does not support V100-SXM2-16GB (volta): branch 580 is the last that "
         "does; pin driver.branch: \"580\" or older");
-  CHECK(error_of("v26.7.0", "target: {gpus: [V100-SXM2-16GB], os: ubuntu22.04}\ndriver: {version: \"580.105.08\"}\n") ==
-        "recipe.yaml:6: V100-SXM2-16GB (volta) has no open kernel modules, but driver.kernelModuleType auto installs open "
-        "modules with branch 580; set driver.kernelModuleType: proprietary");
+  // auto with 580: its installer recommends proprietary for a V100.
+  auto v100 = resolve_shared("v26.7.0", "target: {gpus: [V100-SXM2-16GB], os: ubuntu22.04}\ndriver: {version: \"580.105.08\"}\n");
+  REQUIRE(v100.lock.ok());
+  CHECK(v100.lock->driver.kernel_module_type == "proprietary");
   // HGX B200's >= 570.133.20 is for driver containers; a host driver is held to the branch.
   const std::string b200 = "target: {gpus: [B200], os: ubuntu22.04}\ndriver: {mode: MODE, version: \"570.124.06\", kernelModuleType: open}\n";
   auto with_mode = [&](const std::string& mode) { return std::regex_replace(b200, std::regex("MODE"), mode); };
@@ -483,6 +484,94 @@ bool has_warning(const Lock& lock, const std::string& text) {
   return std::any_of(lock.warnings.begin(), lock.warnings.end(), [&](const std::string& w) { return w == text; });
 }
 }  // namespace
+
+TEST_CASE("kernelModuleType auto: the driver container's rule", "[catalog][kmt]") {
+  const auto& cat = Catalog::builtin();
+  const GpuInfo* v100 = cat.find_gpu("V100-SXM2-16GB");
+  const GpuInfo* h100 = cat.find_gpu("H100-SXM5-80GB");
+  const GpuInfo* gh200 = cat.find_gpu("GH200");
+  REQUIRE((v100 && h100 && gh200));
+  auto is = [](const AutoModuleType& a, const std::string& type, bool recommended) {
+    UNSCOPED_INFO(a.installer << ": " << a.type);
+    return a.type == type && a.recommended == recommended;
+  };
+  // From 570.86.16 the installer answers from the GPUs present.
+  CHECK(is(cat.auto_module_type({v100, h100}, "580.105.08", ""), "proprietary", true));
+  CHECK(is(cat.auto_module_type({h100}, "570.86.16", ""), "open", true));
+  CHECK(is(cat.auto_module_type({v100}, "580.105.08", ""), "proprietary", true));
+  CHECK(is(cat.auto_module_type({gh200, h100}, "580.105.08", ""), "open", true));
+  // 590 lists Volta as legacy and looks past it.
+  CHECK(is(cat.auto_module_type({v100, h100}, "590.48.01", ""), "open", true));
+  CHECK(is(cat.auto_module_type({v100}, "590.48.01", ""), "proprietary", true));
+  // Older installers lack the option: the branch decides, open from 560.
+  CHECK(is(cat.auto_module_type({v100, h100}, "570.86.15", ""), "open", false));
+  CHECK(is(cat.auto_module_type({v100}, "565.57.01", ""), "open", false));
+  CHECK(is(cat.auto_module_type({gh200}, "550.127.08", ""), "proprietary", false));
+  // A branch alone: its newest known version's installer.
+  auto branch = cat.auto_module_type({v100, h100}, "", "570");
+  CHECK(is(branch, "proprietary", true));
+  CHECK(branch.installer == "the nvidia-installer of branch 570");
+  CHECK(is(cat.auto_module_type({h100}, "", "565"), "open", false));
+  // No GPUs named: nothing to recommend from.
+  CHECK(is(cat.auto_module_type({}, "580.105.08", ""), "open", false));
+}
+
+TEST_CASE("kernelModuleType auto is pinned as the driver container resolves it", "[resolver][compat][kmt]") {
+  GB_REQUIRE_SHARED();
+  auto recipe = [](const std::string& gpus, const std::string& driver) {
+    return "target: {gpus: [" + gpus + "], os: ubuntu22.04, kernels: [5.15.0-126-generic]}\ndriver: {" + driver + "}\n";
+  };
+  auto pinned = [&](const std::string& tag, const std::string& gpus, const std::string& driver) -> std::string {
+    auto o = resolve_shared(tag, recipe(gpus, driver));
+    if (!o.lock.ok()) return "refused: " + o.lock.error().message;
+    return o.lock->driver.kernel_module_type;
+  };
+  // nvidia-installer 580 recommends proprietary while a GPU without open
+  // modules is present, and the warning says so.
+  auto mixed = resolve_shared("v26.7.0", recipe("V100-SXM2-16GB, H100-SXM5-80GB", "version: \"580.105.08\""));
+  REQUIRE(mixed.lock.ok());
+  CHECK(mixed.lock->driver.kernel_module_type == "proprietary");
+  CHECK(has_warning(*mixed.lock, "driver.kernelModuleType auto pinned to proprietary: nvidia-installer 580.105.08 recommends "
+                                 "proprietary for V100-SXM2-16GB + H100-SXM5-80GB; the build machine cannot see the GPUs, so "
+                                 "the lock and values name it explicitly"));
+  CHECK(pinned("v26.7.0", "H100-SXM5-80GB", "version: \"580.105.08\"") == "open");
+  CHECK(pinned("v26.7.0", "GB200", "version: \"580.105.08\"") == "open");
+  CHECK(pinned("v25.10.1", "V100-SXM2-16GB, H100-SXM5-80GB", "version: \"570.86.16\"") == "proprietary");
+  // Precompiled, and conventional with only a branch: the branch's installer.
+  CHECK(pinned("v26.7.0", "V100-SXM2-16GB, H100-SXM5-80GB", "mode: precompiled, branch: \"580\"") == "proprietary");
+  CHECK(pinned("v26.7.0", "V100-SXM2-16GB, H100-SXM5-80GB", "branch: \"580\"") == "proprietary");
+  // Before 560 the container's branch fallback: proprietary.
+  auto old = resolve_shared("v26.7.0", recipe("L4", "version: \"535.247.01\""));
+  REQUIRE(old.lock.ok());
+  CHECK(old.lock->driver.kernel_module_type == "proprietary");
+  CHECK(has_warning(*old.lock, "driver.kernelModuleType auto pinned to proprietary for branch 535 (nvidia-installer before "
+                               "570.86.16 cannot recommend a type, so the driver container falls back on the branch: open "
+                               "from 560); the build machine cannot see the GPUs, so the lock and values name it explicitly"));
+  // 560 up to 570.86.15: no recommendation, so open whatever the GPUs, which
+  // a V100 cannot run. Refused with both ways out, and each way out works.
+  CHECK(pinned("v24.9.2", "V100-SXM2-16GB", "version: \"565.57.01\"") ==
+        "refused: recipe.yaml:6: V100-SXM2-16GB (volta) has no open kernel modules, but driver.kernelModuleType auto installs "
+        "open modules with branch 565 (nvidia-installer before 570.86.16 cannot recommend a type, so the driver container "
+        "falls back on the branch: open from 560); set driver.kernelModuleType: proprietary, or use a driver of 570.86.16 or later");
+  CHECK(pinned("v24.9.2", "V100-SXM2-16GB", "version: \"565.57.01\", kernelModuleType: proprietary") == "proprietary");
+  CHECK(pinned("v25.10.1", "V100-SXM2-16GB, H100-SXM5-80GB", "version: \"570.86.15\"").find("or use a driver of 570.86.16") !=
+        std::string::npos);
+  CHECK(pinned("v25.10.1", "V100-SXM2-16GB, H100-SXM5-80GB", "version: \"570.195.03\"") == "proprietary");
+  // A GPU that needs open modules with one that has none: no one type serves
+  // both nodes, whatever the recipe asks for.
+  const std::string both = "refused: recipe.yaml:5: target.gpus: GH200-480GB (grace-hopper) needs open kernel modules and "
+                           "V100-SXM2-16GB (volta) has none, so no driver.kernelModuleType serves both, and the kit gives "
+                           "every node one driver configuration; make a recipe for each, each for its own cluster";
+  CHECK(pinned("v26.7.0", "GH200, V100-SXM2-16GB", "version: \"580.105.08\"") == both);
+  CHECK(pinned("v26.7.0", "GH200, V100-SXM2-16GB", "version: \"580.105.08\", kernelModuleType: proprietary") == both);
+  CHECK(pinned("v26.7.0", "B200, P100", "version: \"580.105.08\"").find("B200 (blackwell) needs open kernel modules and "
+                                                                         "P100-PCIE-16GB (pascal) has none") != std::string::npos);
+  // A host driver is the site's own: pinned from the branch, no warning.
+  auto host = resolve_shared("v26.7.0", recipe("H100-SXM5-80GB", "mode: host, version: \"580.105.08\""));
+  REQUIRE(host.lock.ok());
+  CHECK(host.lock->driver.kernel_module_type == "open");
+  for (const auto& w : host.lock->warnings) CHECK(w.find("auto pinned") == std::string::npos);
+}
 
 TEST_CASE("driver branch against the release's component matrix", "[resolver][compat]") {
   GB_REQUIRE_SHARED();
@@ -534,7 +623,7 @@ TEST_CASE("compatible recipes pass, with warnings where due", "[resolver][compat
   GB_REQUIRE_SHARED();
   auto ok = resolve_shared("v26.7.0", "target: {gpus: [B200, GB200], os: ubuntu24.04}\ndriver: {version: \"580.105.08\"}\n");
   REQUIRE(ok.lock.ok());
-  CHECK(ok.lock->driver.kernel_module_type == "open");  // auto pinned: branch 580 >= 560
+  CHECK(ok.lock->driver.kernel_module_type == "open");  // auto pinned: what nvidia-installer 580 recommends for Blackwell
   auto unsupported = resolve_shared("v24.9.2", "target: {gpus: [L4], os: ubuntu24.04}\n");
   REQUIRE(unsupported.lock.ok());
   bool warned = false;
