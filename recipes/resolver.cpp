@@ -470,27 +470,40 @@ private:
     std::string kmt = branch ? effective_module_type(branch) : m_r.kernel_module_type;
     d.kernel_module_type = kmt;
     const bool is_auto = m_r.kernel_module_type == "auto";
-    if (is_auto && branch && !m_gpus.empty() && m_r.driver_mode != DriverMode::Host) {
-      std::string how = m_auto.recommended ? ": " + m_auto.installer + " recommends " + kmt + " for " + gpu_names()
-                            : " for branch " + d.branch + fallback_why();
-      warn("driver.kernelModuleType auto pinned to " + kmt + how +
-           "; the build machine cannot see the GPUs, so the lock and values name it explicitly");
-    }
 
-    // One driver configuration serves every node: no module type fits a GPU
-    // that needs open modules and one that has none.
+    // No one module type fits a GPU that needs open modules and one that has
+    // none. Nodes with each can still share a cluster where the driver
+    // container compiles on the node and its installer recommends a type from
+    // that node's GPUs: then auto stays auto, and each node picks.
     const GpuInfo* needs_open = nullptr;
     const GpuInfo* no_open = nullptr;
     for (const GpuInfo* g : m_gpus) {
       if (g->open_modules_required && !needs_open) needs_open = g;
       if (g->open_modules_unsupported && !no_open) no_open = g;
     }
-    const bool mixed = needs_open && no_open && m_r.driver_mode != DriverMode::Host;
-    if (mixed)
+    const bool split = needs_open && no_open && m_r.driver_mode != DriverMode::Host;
+    const bool per_node = split && is_auto && branch && m_r.driver_mode == DriverMode::Conventional && m_auto.recommended;
+    if (per_node) {
+      kmt = d.kernel_module_type = "auto";
+      warn("driver.kernelModuleType stays auto: " + needs_open->name + " needs open kernel modules and " + no_open->name +
+           " has none, so each node's driver container picks from its own GPUs (" + m_auto.installer +
+           " recommends per node); a node with both cannot run either type");
+    } else if (is_auto && branch && !m_gpus.empty() && m_r.driver_mode != DriverMode::Host) {
+      std::string how = m_auto.recommended ? ": " + m_auto.installer + " recommends " + kmt + " for " + gpu_names()
+                            : " for branch " + d.branch + fallback_why();
+      warn("driver.kernelModuleType auto pinned to " + kmt + how +
+           "; the build machine cannot see the GPUs, so the lock and values name it explicitly");
+    }
+    const bool mixed = split;
+    if (mixed && !per_node)
       error("target.gpus[" + std::to_string(gpu_index(no_open)) + "]",
             "target.gpus: " + needs_open->name + " (" + needs_open->architecture + ") needs open kernel modules and " +
-                no_open->name + " (" + no_open->architecture + ") has none, so no driver.kernelModuleType serves both, "
-                "and the kit gives every node one driver configuration; make a recipe for each, each for its own cluster");
+                no_open->name + " (" + no_open->architecture + ") has none, so no driver.kernelModuleType serves both" +
+                (m_r.driver_mode == DriverMode::Conventional
+                     ? std::string(" (driver.kernelModuleType: auto with a driver of ") + m_cat.installer_recommends_from() +
+                           " or later lets each node's driver container pick)"
+                     : std::string(", and a precompiled driver is built with one")) +
+                "; or make a recipe for each, each for its own cluster");
 
     for (size_t i = 0; i < m_gpus.size(); ++i) {
       const GpuInfo* g = m_gpus[i];

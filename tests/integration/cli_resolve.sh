@@ -84,14 +84,21 @@ grep -q 'driver.version 620.10.01 is newer than GPU Operator v26.7.0 supports.*(
 
 # kernelModuleType auto is pinned as the driver container resolves it on the
 # nodes: nvidia-installer 580 recommends proprietary when a V100 is present;
-# GH200 (open only) with V100 (no open modules) fits no one type: exit 2.
+# GH200 (open only) with V100 (no open modules) fits no one type.
 printf 'apiVersion: gpubundle/v1\nkind: Recipe\noperator: {version: v26.7.0}\ntarget: {gpus: [V100-SXM2-16GB, H100-SXM5-80GB], os: ubuntu22.04}\ndriver: {version: "580.105.08"}\n' >"$work/kmt.yaml"
 expect_rc 0 "$gpubundle" resolve "$work/kmt.yaml" --chart "${chart[v26.7.0]}" -o "$work/kmt.lock.json"
 [[ $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["driver"]["kernelModuleType"])' "$work/kmt.lock.json") == proprietary ]] ||
   fail "V100 + H100 with 580: auto not pinned to proprietary"
 grep -q 'auto pinned to proprietary: nvidia-installer 580.105.08 recommends proprietary for V100-SXM2-16GB + H100-SXM5-80GB' "$work/err" ||
   { cat "$work/err"; fail "auto pin: no reason given"; }
+# GH200 nodes and V100 nodes: each node's container picks, so auto stays auto;
+# asked for one type, it is refused.
 sed -i 's/V100-SXM2-16GB, H100-SXM5-80GB/GH200, V100-SXM2-16GB/' "$work/kmt.yaml"
+expect_rc 0 "$gpubundle" resolve "$work/kmt.yaml" --chart "${chart[v26.7.0]}" -o "$work/kmt.lock.json"
+[[ $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["driver"]["kernelModuleType"])' "$work/kmt.lock.json") == auto ]] &&
+  grep -q 'driver.kernelModuleType stays auto: GH200-480GB needs open kernel modules and V100-SXM2-16GB has none' "$work/err" ||
+  { cat "$work/err"; fail "GH200 + V100: auto does not stay auto"; }
+sed -i 's/version: "580.105.08"/version: "580.105.08", kernelModuleType: open/' "$work/kmt.yaml"
 expect_rc 2 "$gpubundle" resolve "$work/kmt.yaml" --chart "${chart[v26.7.0]}"
 [[ $(wc -l <"$work/err") == 1 ]] && grep -q '^error: kmt.yaml:4: target.gpus: GH200-480GB (grace-hopper) needs open kernel modules and V100-SXM2-16GB (volta) has none' "$work/err" ||
   { cat "$work/err"; fail "GH200 + V100 refusal"; }

@@ -558,13 +558,24 @@ TEST_CASE("kernelModuleType auto is pinned as the driver container resolves it",
         std::string::npos);
   CHECK(pinned("v25.10.1", "V100-SXM2-16GB, H100-SXM5-80GB", "version: \"570.195.03\"") == "proprietary");
   // A GPU that needs open modules with one that has none: no one type serves
-  // both nodes, whatever the recipe asks for.
+  // both. A conventional driver with auto and an installer that recommends
+  // lets each node's container pick from its own GPUs: auto stays, and says so.
+  auto split = resolve_shared("v26.7.0", recipe("GH200, V100-SXM2-16GB", "version: \"580.105.08\""));
+  REQUIRE(split.lock.ok());
+  CHECK(split.lock->driver.kernel_module_type == "auto");
+  CHECK(has_warning(*split.lock, "driver.kernelModuleType stays auto: GH200-480GB needs open kernel modules and V100-SXM2-16GB has "
+                                 "none, so each node's driver container picks from its own GPUs (nvidia-installer 580.105.08 "
+                                 "recommends per node); a node with both cannot run either type"));
+  // Asked for one type, or a precompiled driver (built with one), or an installer that cannot recommend: refused.
   const std::string both = "refused: recipe.yaml:5: target.gpus: GH200-480GB (grace-hopper) needs open kernel modules and "
-                           "V100-SXM2-16GB (volta) has none, so no driver.kernelModuleType serves both, and the kit gives "
-                           "every node one driver configuration; make a recipe for each, each for its own cluster";
-  CHECK(pinned("v26.7.0", "GH200, V100-SXM2-16GB", "version: \"580.105.08\"") == both);
-  CHECK(pinned("v26.7.0", "GH200, V100-SXM2-16GB", "version: \"580.105.08\", kernelModuleType: proprietary") == both);
-  CHECK(pinned("v26.7.0", "B200, P100", "version: \"580.105.08\"").find("B200 (blackwell) needs open kernel modules and "
+                           "V100-SXM2-16GB (volta) has none, so no driver.kernelModuleType serves both";
+  CHECK_THAT(pinned("v26.7.0", "GH200, V100-SXM2-16GB", "version: \"580.105.08\", kernelModuleType: proprietary"),
+             Catch::StartsWith(both + " (driver.kernelModuleType: auto with a driver of 570.86.16 or later lets each node's "
+                                      "driver container pick); or make a recipe for each"));
+  CHECK_THAT(pinned("v26.7.0", "GH200, V100-SXM2-16GB", "mode: precompiled, branch: \"580\""),
+             Catch::StartsWith(both + ", and a precompiled driver is built with one; or make a recipe for each"));
+  CHECK_THAT(pinned("v24.9.2", "GH200, V100-SXM2-16GB", "version: \"565.57.01\""), Catch::StartsWith(both));
+  CHECK(pinned("v26.7.0", "B200, P100", "version: \"580.105.08\", kernelModuleType: open").find("B200 (blackwell) needs open kernel modules and "
                                                                          "P100-PCIE-16GB (pascal) has none") != std::string::npos);
   // A host driver is the site's own: pinned from the branch, no warning.
   auto host = resolve_shared("v26.7.0", recipe("H100-SXM5-80GB", "mode: host, version: \"580.105.08\""));
