@@ -314,11 +314,7 @@ std::vector<KitFile> network_repo_files(const Lock& lock, const KitOptions& opti
   return out;
 }
 
-bool network_has_rdma(const LockNetwork& net) {
-  for (const char* op : {"rdmaSharedDevicePlugin", "sriovDevicePlugin"})
-    if (std::find(net.operands.begin(), net.operands.end(), op) != net.operands.end()) return true;
-  return false;
-}
+bool network_has_rdma(const LockNetwork& net) { return !rdma_resource(net.operands).empty(); }
 
 bool gpu_operator_runs_nfd(const Lock& lock) {
   for (const auto& img : lock.images)

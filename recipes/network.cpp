@@ -13,13 +13,6 @@ namespace gb {
 
 bool is_network_component(std::string_view component) { return starts_with(component, k_network_component_prefix); }
 
-std::string rdma_resource(const std::vector<std::string>& operands) {
-  auto has = [&](const char* name) { return std::find(operands.begin(), operands.end(), name) != operands.end(); };
-  if (has(k_rdma_shared_operand)) return std::string("rdma/") + k_rdma_shared_resource_name;
-  if (has(k_sriov_device_operand)) return std::string(k_sriov_resource_prefix) + "/" + k_sriov_resource_name;
-  return "";
-}
-
 namespace {
 
 bool is_text(const YAML::Node& n) { return n && n.IsScalar() && !n.Scalar().empty(); }

@@ -18,6 +18,7 @@
 // "network:node-feature-discovery.image"); the catalog's policy paths and
 // the chart's values paths do not overlap.
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <string_view>
@@ -44,8 +45,14 @@ inline constexpr const char* k_sriov_resource_prefix = "nvidia.com";
 inline constexpr const char* k_sriov_resource_name = "hostdev";
 // The resource an RDMA pod asks for, from a lock's operands: the shared
 // device plugin's when it is there (any pod may share it), else the SR-IOV
-// device plugin's; "" without either.
-std::string rdma_resource(const std::vector<std::string>& operands);
+// device plugin's; "" without either. Inline: the lock reader needs it, and
+// gpubundle-node, which links that, must not pull this file's chart code in.
+inline std::string rdma_resource(const std::vector<std::string>& operands) {
+  auto has = [&](const char* name) { return std::find(operands.begin(), operands.end(), name) != operands.end(); };
+  if (has(k_rdma_shared_operand)) return std::string("rdma/") + k_rdma_shared_resource_name;
+  if (has(k_sriov_device_operand)) return std::string(k_sriov_resource_prefix) + "/" + k_sriov_resource_name;
+  return "";
+}
 inline constexpr std::string_view k_network_component_prefix = "network:";
 bool is_network_component(std::string_view component);
 
