@@ -32,7 +32,12 @@ standin_start() {
   "$PY" - "$recipe" "$dir/recipe.yaml" "$HELM" <<'PYEOF'
 import re, sys
 text = open(sys.argv[1]).read()
-text = re.sub(r"(?m)^(\s*)chart:.*\n", "", text)
+# Only the GPU Operator's chart line goes (a network section keeps its own).
+lines, top = [], None
+for line in text.splitlines(keepends=True):
+    if re.match(r"[A-Za-z]", line): top = line.split(":")[0]
+    if not (top == "operator" and re.match(r"\s+chart:", line)): lines.append(line)
+text = "".join(lines)
 text = re.sub(r"(?m)^(operator:\n(\s+)version:.*\n)", lambda m: m.group(1) + m.group(2) + "chart: " + sys.argv[3] + "\n", text)
 open(sys.argv[2], "w").write(text)
 PYEOF

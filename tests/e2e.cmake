@@ -17,6 +17,11 @@ set_tests_properties(demo PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 ENVIRONMENT
 add_test(NAME package-repo COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/package_repo.sh $<TARGET_FILE:gpubundle>)
 set_tests_properties(package-repo PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS "integration"
   ENVIRONMENT "GB_CACHE_DIR=${CMAKE_BINARY_DIR}/cache")
+# The DOCA driver's build on the node from the same repository (issue 29.2),
+# read by real apt with the kit's network-repo/ files.
+add_test(NAME package-repo-doca COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/package_repo_doca.sh $<TARGET_FILE:gpubundle>)
+set_tests_properties(package-repo-doca PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS "integration"
+  ENVIRONMENT "GB_CACHE_DIR=${CMAKE_BINARY_DIR}/cache;GB_SHARED_DIR=${GB_SHARED_DIR}")
 # The same for the RHEL family: rpm-md site repository read by real dnf.
 add_test(NAME package-repo-rpm COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/package_repo_rpm.sh $<TARGET_FILE:gpubundle>)
 set_tests_properties(package-repo-rpm PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS "integration")
