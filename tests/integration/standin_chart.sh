@@ -28,10 +28,12 @@ readers=$(cd "$src" && grep -rlE 'shared/upstream|/work/shared|GB_SHARED_DIR' --
 # kit_cluster.sh and nccl_cluster.sh run the kit's scripts with real helm and kubectl on the real chart and
 # the real MPI Operator manifest as well, when they are there; helm_matrix.sh renders every real chart;
 # network_cluster.sh runs network.sh on the real network-operator chart (no stand-in either);
-# kit_schemas.sh validates the kit's manifests against the upstream CRDs kept there.
-allowed="scripts/gen-mig-configs.py tests/CMakeLists.txt tests/cli.cmake tests/integration/cli_diff.sh \
+# kit_schemas.sh validates the kit's manifests against the upstream CRDs kept there;
+# package_repo_doca.sh (and e2e.cmake, which hands it GB_SHARED_DIR) builds with the real network-operator chart.
+allowed="scripts/gen-mig-configs.py tests/CMakeLists.txt tests/cli.cmake tests/e2e.cmake tests/integration/cli_diff.sh \
 tests/integration/cli_resolve.sh tests/integration/helm_matrix.sh tests/integration/kit_cluster.sh tests/integration/kit_schemas.sh \
-tests/integration/nccl_cluster.sh tests/integration/network.sh tests/integration/network_cluster.sh tests/integration/standin_chart.sh \
+tests/integration/nccl_cluster.sh tests/integration/network.sh tests/integration/network_cluster.sh tests/integration/package_repo_doca.sh \
+tests/integration/standin_chart.sh \
 tests/kit.cmake \
 tests/tools.cmake tests/unit/fixtures.cpp tests/unit/fixtures.hpp tests/unit/test_kit_values.cpp tests/unit/test_network.cpp"
 [[ $readers == "$allowed" ]] || fail "files reading ../shared: '$readers'; allowed: '$allowed'"
