@@ -129,7 +129,6 @@ std::vector<std::pair<std::string, std::string>> package_repo_config(const Lock&
 
 std::string package_repo_yaml(const Lock& lock, const std::vector<Placement>& placements, const KitRecipe& recipe,
                               const KitOptions& options) {
-  const bool apt = lock.package_repo->format != "rpm-md";
   std::string text = yaml_header(
       lock, options,
       "The site package repository for the driver containers (docs/package-repos.md): install.sh and upgrade.sh apply it, "
