@@ -21,21 +21,39 @@ clean_store() {  # STORE WHAT
   if find "$1" -name '*.tmp.*' | grep -q .; then find "$1" -name '*.tmp.*'; fail "$2: temp files left"; fi
 }
 
-# kill -9 matrix: mirrors killed at random moments (seeded, so a failure replays), then one run finishes.
+# killed PID: kill -9 and reap it; true only if the signal ended it (a process
+# that had exited already is a zombie, which kill -9 "succeeds" on).
+killed() {
+  local rc=0
+  kill -9 "$1" 2>/dev/null || true
+  wait "$1" 2>/dev/null || rc=$?
+  [ "$rc" = 137 ]
+}
+
+# kill -9 matrix: mirrors killed at random moments (seeded, so a failure
+# replays), then one run finishes. Blobs come through a proxy at 4 MiB/s, so
+# that the 24 MiB layer is still in flight at every kill (each run resumes
+# what the last one wrote and adds at most ~4 MiB before its kill).
 RANDOM=${GB_CRASH_SEED:-11}
 store=$W/s-kill
+url=$("$PY" "$TOOLS/faultproxy.py" start --dir "$W/reg" --name slow --upstream "http://$SRC" --fault trickle --times 999 \
+      --match blobs --trickle-bps 4194304 | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["url"])')
+registry_config "$W/slow.yaml" "$SRC" "$url"
 kills=0
 for i in 1 2 3 4 5 6; do
-  mirror "$store" "$W/k$i.lock.json" -q > /dev/null 2>&1 &
+  # gpubundle itself in the background, not the mirror function: $! would be
+  # a subshell, and killing that left gpubundle running (the kills hit nothing).
+  cp "$W/l.lock.json" "$W/k$i.lock.json"
+  "$GB" --store "$store" mirror "$W/k$i.lock.json" --registry-config "$W/slow.yaml" -j 4 -q > /dev/null 2>&1 &
   pid=$!
   sleep "0.$((RANDOM % 9 + 1))"
-  if kill -9 "$pid" 2>/dev/null; then kills=$((kills + 1)); fi
-  wait "$pid" 2>/dev/null || true
+  if killed "$pid"; then kills=$((kills + 1)); fi
 done
+[ "$kills" = 6 ] || fail "only $kills of 6 kills landed while the mirror ran"
 mirror "$store" "$W/kfinal.lock.json" > /dev/null 2> "$W/err-kill" || { cat "$W/err-kill"; fail "run after kill -9"; }
 [ "$(jget "$W/kfinal.lock.json" 'all(i["digest"] for i in d["images"])')" = True ] || fail "lock incomplete after kills"
 clean_store "$store" "kill -9"
-pass "$kills kills at random moments; the next run completes, fsck clean, no temp files"
+pass "$kills kills at random moments, each while the mirror ran; the next run completes, fsck clean, no temp files"
 
 # Killed while a blob is half there (a proxy stalls it mid-body): the next run resumes the partial.
 # Blobs reach the disk in 1 MiB pieces (BlobWriter::k_write_buffer), so wait for the big layer's
@@ -53,8 +71,7 @@ for i in 1 2; do
     sleep 0.1
   done
   sleep "0.$((RANDOM % 5 + 1))"
-  kill -9 "$pid" 2>/dev/null && kills=$((kills + 1))
-  wait "$pid" 2>/dev/null || true
+  killed "$pid" || fail "the stalled mirror $i had ended before its kill"
 done
 partials=$(find "$store" -name '*.partial' | wc -l)
 [ "$partials" -ge 1 ] || fail "no partial blob after the stalled kills"
