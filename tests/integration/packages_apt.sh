@@ -1,6 +1,6 @@
 #!/bin/bash
 # The apt repository client (mirror/apt_repo.cpp through fetch_packages) against
-# a stand-in repository of real Debian packages (tests/tools/apt_standin.py:
+# dpkg's version order on random pairs, and a stand-in repository of real Debian packages (tests/tools/apt_standin.py:
 # apt-ftparchive, gpg, served on 127.0.0.1): the full closure is what apt
 # itself lists, the kernel's own packages alone, and every tampering refused
 # with one line naming the URL or package and nothing unverified left behind.
@@ -16,6 +16,43 @@ W=$(mktemp -d /tmp/gb-packages-apt.XXXXXX)
 trap '"$PY" "$TOOLS/apt_standin.py" stop --dir "$W/apt" >/dev/null 2>&1 || true; rm -rf "$W"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 pass() { echo "ok: $*"; }
+
+# --- Debian's version order, against dpkg's own -------------------------------
+# Random [epoch:]upstream[-revision] pairs from the characters that matter
+# (digits, letters, '.', '+', '~', '-' in the upstream part when a revision
+# follows), each compared by `dpkg --compare-versions` and by ours.
+"$PY" - "$W/vercmp" <<'EOF'
+import random, subprocess, sys
+rng = random.Random(23)
+def part(first_digit, extra):
+    chars = ["0", "1", "2", "9", "10", "007", "a", "b", "rc", "Z", ".", "+", "~", "~"] + extra
+    s = "".join(rng.choice(chars) for _ in range(rng.randint(1, 5)))
+    return (rng.choice("0123456789") + s) if first_digit else s
+def version():
+    epoch = rng.choice(["", "", "0:", "1:", "2:", "10:"])
+    revision = rng.choice(["", "-" + part(False, []), "-1", "-0ubuntu1~22.04"])
+    upstream = part(True, ["-"] if revision else [])
+    return epoch + upstream + revision
+with open(sys.argv[1] + ".in", "w") as pairs, open(sys.argv[1] + ".want", "w") as want:
+    for _ in range(1200):
+        a = version()
+        b = a if rng.random() < 0.1 else version()
+        if rng.random() < 0.3:  # near misses: the same but one character
+            i = rng.randrange(len(b)); b = b[:i] + rng.choice("0~a.+") + b[i + 1:]
+            if b[b.find(":") + 1 if ":" in b else 0:][:1] not in "0123456789" or b.endswith("-") or b.startswith(":"): b = a
+        run = lambda op: subprocess.run(["dpkg", "--compare-versions", a, op, b], stderr=subprocess.DEVNULL).returncode == 0
+        if subprocess.run(["dpkg", "--validate-version", a], stderr=subprocess.DEVNULL).returncode or \
+           subprocess.run(["dpkg", "--validate-version", b], stderr=subprocess.DEVNULL).returncode:
+            continue
+        pairs.write(f"{a} {b}\n")
+        want.write(f"{-1 if run('lt') else 0 if run('eq') else 1}\n")
+EOF
+"$FETCH" --vercmp <"$W/vercmp.in" >"$W/vercmp.got"
+if ! cmp -s "$W/vercmp.want" "$W/vercmp.got"; then
+  paste -d' ' "$W/vercmp.in" "$W/vercmp.want" "$W/vercmp.got" | awk '$3 != $4' | head -5 >&2
+  fail "compare_versions differs from dpkg --compare-versions (A B dpkg ours above)"
+fi
+pass "Debian version order: $(wc -l <"$W/vercmp.in") random pairs ordered as dpkg --compare-versions orders them"
 
 rc=0
 "$PY" "$TOOLS/apt_standin.py" start --dir "$W/apt" > "$W/standin.env" || rc=$?

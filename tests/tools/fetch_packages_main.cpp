@@ -10,10 +10,13 @@
 //       "# NAME" line, then "name=version" lines, to set beside what apt
 //       itself would install.
 //   OPTIONS: --closure full|same-source, --arch ARCH (amd64), --why TEXT
+//   fetch_packages_main --vercmp < PAIRS
+//       for each "A B" line, -1, 0 or 1 as apt::compare_versions orders them
 //
 // An error is one line on stderr and the exit code of its kind (1 failed, 2 input).
 #include <cstdio>
 #include <exception>
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -92,6 +95,14 @@ int resolve(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 2 && std::string(argv[1]) == "--vercmp") {
+    std::string a, b;
+    while (std::cin >> a >> b) {
+      int c = packages::apt::compare_versions(a, b);
+      std::cout << (c < 0 ? -1 : c > 0 ? 1 : 0) << "\n";
+    }
+    return 0;
+  }
   if (argc < 3) {
     std::fprintf(stderr,
                  "usage: %s RECIPE DEST [--closure full|same-source] [--arch ARCH] [--why TEXT] NAME...\n"
