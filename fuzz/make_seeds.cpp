@@ -119,7 +119,7 @@ int main(int argc, char** argv) try {
 
   save(corpus / "bundle_manifest" / "one-volume", entries.at(0).data + std::string(gbfuzz::k_volume_marker) + entries.at(1).data);
   save(corpus / "lock" / "bundle-lock.json", lock_to_json(lock));
-  // oci_manifest inputs: the first byte picks the served content type (fuzz/oci_manifest.cpp).
+  // oci_manifest inputs: the first byte picks the served content type (fuzz/fuzz_oci_manifest.cpp).
   save(corpus / "oci_manifest" / "oci-manifest", std::string(1, '\0') + seed.man_a);
   save(corpus / "oci_manifest" / "oci-index", std::string(1, '\1') + seed.index_a);
   save(corpus / "oci_manifest" / "docker-manifest", std::string(1, '\2') + seed.man_b);
