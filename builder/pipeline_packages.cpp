@@ -170,8 +170,6 @@ PackageRepoBuilt build_package_repo(const Recipe& recipe, Lock& lock, Store& sto
   // One repository image per lock: a rebuild with other packages replaces it.
   std::erase_if(lock.images, [&](const LockImage& i) { return i.built == BuiltKind::PackageRepo && i.source != image.ref; });
   record_built(lock, image.built());
-  if (auto* li = lock.find(image.ref); li && !lock.destination_registry.empty())
-    li->destination = Reference::parse(image.ref).value_or_throw().rehomed(lock.destination_registry, lock.destination_prefix).str();
   lock.package_repo = LockPackageRepo{io.format, key.fingerprint(), key.public_armored()};
   return {image.ref, repo.bytes, repo.packages, key.fingerprint()};
 }

@@ -55,6 +55,10 @@ void record_built(Lock& lock, const BuiltImage& image) {
     n.components = {built_component(image.kind)};
     n.source = image.ref;
     n.platforms = {image.platform};
+    // Where the site gets it, by the lock's destination rule like every other image.
+    if (!lock.destination_registry.empty())
+      if (auto ref = Reference::parse(image.ref))
+        n.destination = ref->rehomed(lock.destination_registry, lock.destination_prefix).str();
     lock.images.push_back(std::move(n));
     li = &lock.images.back();
   }

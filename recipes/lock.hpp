@@ -203,8 +203,9 @@ struct Lock {
 };
 
 // The one way a built image enters a lock: replaces the entry of the same
-// reference (keeping its components, platforms and destination) or adds one,
-// then marks it built with its digest. Images stay sorted by source.
+// reference (keeping its components, platforms and destination) or adds one
+// (its destination by the lock's rule), then marks it built with its digest.
+// Images stay sorted by source.
 void record_built(Lock& lock, const BuiltImage& image);
 // "upstream" or "built", as the lock and the kit manifest write it.
 const char* origin_word(const LockImage& image);

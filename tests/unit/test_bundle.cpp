@@ -369,7 +369,7 @@ TEST_CASE("a blob in parts is hashed on request as one stream over its volumes",
 TEST_CASE("a lock with a network section carries the network-operator chart too, or is refused without it", "[bundle][network]") {
   Fixture f;
   f.lock.network = LockNetwork{"v26.4.1", {"network-operator", "26.4.1", "v26.4.1", "https://helm.ngc.nvidia.com/nvidia", ""},
-                               "https://example/release.yaml", std::string(64, 'b'), {"nfd"}, "", false};
+                               "https://example/release.yaml", std::string(64, 'b'), {"nfd"}, "", false, "", "", ""};
   Store store = Store::open(f.store_dir, StoreAccess::Exclusive).value_or_throw();
   CreateOptions o;
   o.output = f.dir / "n.bundle";

@@ -488,6 +488,13 @@ TEST_CASE("a lock written before built images were typed reads the same and writ
     CHECK(l.images[2].platforms == std::vector<std::string>{"linux/arm64"});
     auto back = parse_lock(lock_to_json(l), "x").value_or_throw();
     CHECK(back.images[2].built == BuiltKind::DriverImage);
+    // A new entry lands where the lock's destination rule puts every image.
+    l.destination_registry = "registry.site:5000";
+    l.destination_prefix = "gpu";
+    record_built(l, {BuiltKind::PackageRepo, "localhost/gpubundle/package-repo:ubuntu22.04-0123456789ab", d2, "linux/amd64"});
+    const LockImage* repo = l.find("localhost/gpubundle/package-repo:ubuntu22.04-0123456789ab");
+    REQUIRE(repo);
+    CHECK(repo->destination == "registry.site:5000/gpu/gpubundle/package-repo:ubuntu22.04-0123456789ab");
   }
   SECTION("built is only for a driver image or a node overlay") {
     auto odd = replaced(old, R"({"components": ["devicePlugin"], "destination": "", "digest": "", "origin": "upstream")",
