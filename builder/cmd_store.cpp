@@ -100,8 +100,8 @@ CommandSpec store_command() {
       "ls lists the stored images and charts (--json for a machine-readable list). fsck re-hashes every blob, checks "
       "that every index.json entry and every manifest reference resolves, prints each problem on its own line and "
       "exits 1 if there is any. fsck --repair also removes every blob whose bytes do not match its digest; the next "
-      "mirror of a lock that needs it fetches it again. gc removes blobs no index.json entry reaches, temp files and "
-      "partial downloads, and reports the bytes freed.",
+      "mirror of a lock that needs it fetches it again. gc removes blobs no index.json entry reaches, temp files, "
+      "partial downloads and what a killed build left in packages/, and reports the bytes freed.",
       "gpubundle --store /srv/gpubundle store fsck",
       [](CLI::App& app, Globals& g) -> std::function<int()> {
         app.require_subcommand(1);
@@ -109,7 +109,7 @@ CommandSpec store_command() {
         auto repair = std::make_shared<bool>(false);
         for (auto [name, help] : {std::pair{"ls", "List stored images and charts"},
                                   std::pair{"fsck", "Verify every blob and reference; exit 1 on any problem"},
-                                  std::pair{"gc", "Remove unreferenced blobs, temp files and partial downloads"}}) {
+                                  std::pair{"gc", "Remove unreferenced blobs, temp files, partial downloads and killed builds' scratch"}}) {
           auto* sub = app.add_subcommand(name, help);
           sub->footer("Example:\n  gpubundle --store /srv/gpubundle store " + std::string(name));
           sub->callback([which, n = std::string(name)] { *which = n; });

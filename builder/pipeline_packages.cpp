@@ -96,7 +96,7 @@ PackageRepoBuilt build_package_repo(const Recipe& recipe, Lock& lock, Store& sto
     if (std::find(archs.begin(), archs.end(), a) == archs.end()) archs.push_back(a);
   }
 
-  ScratchDir scratch(store.root() / "packages" / (".site-repo." + std::to_string(::getpid())));
+  ScratchDir scratch(store.packages_dir() / (".site-repo." + std::to_string(::getpid())));
   std::vector<packages::Fetched> all;
   const bool gpu_driver = recipe.driver_mode == DriverMode::Conventional;
   const bool doca = doca_builds_on_node(recipe);
@@ -112,7 +112,7 @@ PackageRepoBuilt build_package_repo(const Recipe& recipe, Lock& lock, Store& sto
       }
       req.arch = package_arch("linux/" + arch, format);
       req.closure = packages::Closure::Full;
-      req.dest = store.root() / "packages";
+      req.dest = store.packages_dir();
       req.why = "kernel " + kernel;
       req.jobs = jobs;
       packages::FetchOptions fo;

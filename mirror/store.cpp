@@ -627,6 +627,9 @@ Result<Store::FsckReport> Store::fsck(bool repair) {
   return rep;
 }
 
+fs::path Store::packages_dir() const { return m_impl->root / "packages"; }
+fs::path Store::keys_dir() const { return m_impl->root / "keys"; }
+
 Result<Store::GcReport> Store::gc() {
   GcReport rep;
   auto live = reachable();
@@ -663,6 +666,20 @@ Result<Store::GcReport> Store::gc() {
   for (auto dir : {m_impl->root, m_impl->root / "charts"}) {
     for (const auto& e : fs::directory_iterator(dir, ec))
       if (is_stale_temp(e)) remove(e, rep.temps_removed);
+  }
+  // A killed build's scratch: a hidden folder in packages/ (".site-repo.<pid>").
+  for (const auto& e : fs::directory_iterator(packages_dir(), ec)) {
+    std::error_code dec;
+    if (e.path().filename().string().front() != '.' || !e.is_directory(dec) || e.is_symlink(dec)) continue;
+    auto t = e.last_write_time(dec);
+    if (!own_lock && (dec || now - t < std::chrono::hours(1))) continue;
+    std::uint64_t bytes = 0;
+    for (const auto& f : fs::recursive_directory_iterator(e.path(), dec))
+      if (f.is_regular_file(dec) && !f.is_symlink(dec)) bytes += f.file_size(dec);
+    if (fs::remove_all(e.path(), dec) > 0) {
+      ++rep.temps_removed;
+      rep.bytes_freed += bytes;
+    }
   }
   auto cat = catalog();
   if (!cat) return cat.error();

@@ -152,6 +152,10 @@ public:
   ~Store();
 
   const std::filesystem::path& root() const;
+  // STORE/packages and STORE/keys (see the layout above). A build's scratch
+  // lives in packages/ as ".<name>.<pid>"; gc removes what a killed one left.
+  std::filesystem::path packages_dir() const;
+  std::filesystem::path keys_dir() const;
   std::filesystem::path blob_path(std::string_view digest) const;
   // Present with the expected size (size 0: any size).
   bool has_blob(std::string_view digest, std::uint64_t size = 0) const;
@@ -208,12 +212,13 @@ public:
 
   struct GcReport {
     std::size_t blobs_removed = 0;
-    std::size_t temps_removed = 0;  // temp files and partial downloads
+    std::size_t temps_removed = 0;  // temp files, partial downloads and killed builds' scratch folders
     std::uint64_t bytes_freed = 0;
   };
-  // Removes blobs no index.json entry reaches, temp files and partial downloads:
-  // all of them when this process holds the exclusive lock (no writer can own
-  // them), else those older than an hour.
+  // Removes blobs no index.json entry reaches, temp files, partial downloads
+  // and the scratch folders of builds that were killed: all of them when this
+  // process holds the exclusive lock (no writer can own them), else those
+  // older than an hour.
   Result<GcReport> gc();
   // What the exclusive open swept: temp files of killed runs, partials of
   // blobs already complete.
