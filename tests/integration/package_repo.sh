@@ -16,6 +16,8 @@ GB=$(realpath "$1")
 HERE=$(cd "$(dirname "$0")" && pwd)
 TOOLS=$HERE/../tools
 source "$HERE/../../scripts/standin.sh"
+# shellcheck source=tests/integration/package_repo_lib.sh
+source "$HERE/package_repo_lib.sh"
 for tool in docker-registry skopeo apt-ftparchive apt-get gpg gpgv xz busybox; do
   command -v "$tool" >/dev/null || { echo "SKIP: $tool not installed (scripts/install-deps.sh)"; exit 77; }
 done
@@ -35,12 +37,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 pass() { echo "ok: $*"; }
 jget() { "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2], {"d": d}))' "$@"; }
 
-rc=0
-"$PY" "$TOOLS/apt_standin.py" start --dir "$W/apt" > "$W/standin.env" || rc=$?
-[ "$rc" = 77 ] && exit 77
-[ "$rc" = 0 ] || fail "the stand-in apt repository did not start"
-source "$W/standin.env"
-K=$APT_KERNEL
+apt_standin_up
 
 # Only the headers' closure travels (kernelPackages); the server image is a
 # stand-in in the nvcr.io stand-in, seeded like every other image of the lock.
@@ -200,13 +197,6 @@ line=${kit_line//\/etc\/apt\/sources.list.d\//$A\/sources.list.d\/}
 line=$(sed -E "s#http://[^ ]+/ #$URL #" <<< "$line")
 [ "$line" != "$kit_line" ] || fail "could not point the kit's sources line at the served copy"
 echo "$line" > "$A/sources.list.d/gpubundle.list"
-apt_private() {
-  apt-get -q -o Dir::Etc::sourcelist="$A/sources.list" -o Dir::Etc::sourceparts="$A/sources.list.d" \
-    -o Dir::State="$A/state" -o Dir::State::status="$A/status" -o Dir::Cache="$A/cache" \
-    -o Dir::Etc::trusted=/dev/null -o Dir::Etc::trustedparts=/dev/null \
-    -o Dir::Etc::preferences=/dev/null -o Dir::Etc::preferencesparts=/dev/null \
-    -o APT::Architecture=amd64 -o APT::Architectures::=amd64 -o Debug::NoLocking=1 -o APT::Sandbox::User=root "$@"
-}
 apt_private update > "$W/apt-update.log" 2>&1 || { cat "$W/apt-update.log"; fail "apt-get update against the kit's sources"; }
 grep -qE '^(W|E):' "$W/apt-update.log" && { cat "$W/apt-update.log"; fail "apt-get update warned"; }
 apt_private install -y --download-only "linux-headers-$K" > "$W/apt-install.log" 2>&1 \

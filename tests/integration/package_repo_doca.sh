@@ -23,6 +23,8 @@ GB=$(realpath "$1")
 HERE=$(cd "$(dirname "$0")" && pwd)
 TOOLS=$HERE/../tools
 source "$HERE/../../scripts/standin.sh"
+# shellcheck source=tests/integration/package_repo_lib.sh
+source "$HERE/package_repo_lib.sh"
 for tool in docker-registry skopeo apt-ftparchive apt-get gpg gpgv xz; do
   command -v "$tool" >/dev/null || { echo "SKIP: $tool not installed (scripts/install-deps.sh)"; exit 77; }
 done
@@ -40,12 +42,7 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 pass() { echo "ok: $*"; }
 
-rc=0
-"$PY" "$TOOLS/apt_standin.py" start --dir "$W/apt" --with pkg-config > "$W/standin.env" || rc=$?
-[ "$rc" = 77 ] && exit 77
-[ "$rc" = 0 ] || fail "the stand-in apt repository did not start"
-source "$W/standin.env"
-K=$APT_KERNEL
+apt_standin_up --with pkg-config
 
 # The DOCA driver only (all its images are nvcr.io's, which the stand-in
 # serves); NFD is the GPU Operator's. The GPU driver's packages: the headers.
@@ -103,15 +100,7 @@ source "$W/kit.env"
 pass "kit: network-repo/ and ofedDriver.repoConfig"
 
 # The repository as the site has it: the image's last layer, served on loopback.
-skopeo copy -q --src-tls-verify=false "docker://$IMAGE_BY_DIGEST" "oci:$W/pulled:repo" || fail "skopeo copy $IMAGE_BY_DIGEST"
-layer=$("$PY" - "$W/pulled" <<'PYEOF'
-import json, sys
-d = sys.argv[1]
-idx = json.load(open(d + "/index.json"))
-m = json.load(open(d + "/blobs/sha256/" + idx["manifests"][0]["digest"].split(":")[1]))
-print(d + "/blobs/sha256/" + m["layers"][-1]["digest"].split(":")[1])
-PYEOF
-)
+layer=$(repo_image_layer "$IMAGE_BY_DIGEST" "$W/pulled")
 mkdir -p "$W/served"
 tar -xzf "$layer" -C "$W/served"
 ROOT=$W/served/srv/gpubundle-repo
@@ -130,13 +119,6 @@ cp "$KIT/network-repo/gpubundle-repo.asc" "$A/sources.list.d/"
 sed -E -e "s#/etc/apt/sources.list.d/#$A/sources.list.d/#" -e "s#http://[^ ]+/ #$URL/ #" "$KIT/network-repo/gpubundle.list" \
   > "$A/sources.list.d/gpubundle.list"
 grep -q "$URL/ gpubundle main" "$A/sources.list.d/gpubundle.list" || fail "could not point the sources at the served copy"
-apt_private() {
-  apt-get -q -o Dir::Etc::sourcelist="$A/sources.list" -o Dir::Etc::sourceparts="$A/sources.list.d" \
-    -o Dir::State="$A/state" -o Dir::State::status="$A/status" -o Dir::Cache="$A/cache" \
-    -o Dir::Etc::trusted=/dev/null -o Dir::Etc::trustedparts=/dev/null \
-    -o Dir::Etc::preferences=/dev/null -o Dir::Etc::preferencesparts=/dev/null \
-    -o APT::Architecture=amd64 -o APT::Architectures::=amd64 -o Debug::NoLocking=1 -o APT::Sandbox::User=root "$@"
-}
 apt_private update > "$W/apt-update.log" 2>&1 || { cat "$W/apt-update.log"; fail "apt-get update against the kit's network-repo/"; }
 apt_private install -y --download-only pkg-config "linux-headers-$K" gcc-12 > "$W/apt-install.log" 2>&1 \
   || { cat "$W/apt-install.log"; fail "apt-get install --download-only pkg-config linux-headers-$K gcc-12"; }

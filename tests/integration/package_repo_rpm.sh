@@ -17,6 +17,8 @@ GB=$(realpath "$1")
 HERE=$(cd "$(dirname "$0")" && pwd)
 TOOLS=$HERE/../tools
 source "$HERE/../../scripts/standin.sh"
+# shellcheck source=tests/integration/package_repo_lib.sh
+source "$HERE/package_repo_lib.sh"
 for tool in docker-registry skopeo rpmbuild createrepo_c dnf gpg; do
   command -v "$tool" >/dev/null || { echo "SKIP: $tool not installed (scripts/install-deps.sh)"; exit 77; }
 done
@@ -84,15 +86,7 @@ source "$W/kit.env"
 echo "ok: kit: repoConfig ConfigMap with a .repo file (repo_gpgcheck=1) and the key, values driver.repoConfig"
 
 # The repository as the site has it: the image from the site registry, its last layer.
-skopeo copy -q --src-tls-verify=false "docker://$IMAGE_BY_DIGEST" "oci:$W/pulled:repo" || fail "skopeo copy $IMAGE_BY_DIGEST"
-layer=$("$PY" - "$W/pulled" <<'PYEOF'
-import json, sys
-d = sys.argv[1]
-idx = json.load(open(d + "/index.json"))
-m = json.load(open(d + "/blobs/sha256/" + idx["manifests"][0]["digest"].split(":")[1]))
-print(d + "/blobs/sha256/" + m["layers"][-1]["digest"].split(":")[1])
-PYEOF
-)
+layer=$(repo_image_layer "$IMAGE_BY_DIGEST" "$W/pulled")
 mkdir -p "$W/served"
 tar -xzf "$layer" -C "$W/served"
 [ -f "$W/served/srv/gpubundle-repo/repodata/repomd.xml.asc" ] || fail "no signed repomd.xml in the image's last layer"
