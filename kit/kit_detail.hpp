@@ -62,6 +62,12 @@ std::string label_list(const std::map<std::string, std::string>& labels);
 inline constexpr std::string_view k_network_release = "network-operator";
 inline constexpr std::string_view k_network_namespace = "nvidia-network-operator";
 inline constexpr std::string_view k_nic_cluster_policy_name = "nic-cluster-policy";
+// Path under the site host where a source registry's repositories land (kit.cpp).
+std::string site_path_prefix(const std::string& source_host, const SiteRegistry& site, Layout layout);
+// The nodes' runtime config (kit/kit_runtime.cpp): containerd hosts.toml and
+// the CRI-O drop-in pointing every source registry the nodes pull from at the
+// site registry, and its CA where the kit has one.
+std::vector<KitFile> runtime_files(const std::vector<Placement>& placements, const KitOptions& options);
 // True when the DOCA driver builds on the nodes from the site package repository.
 bool doca_uses_site_packages(const Lock& lock);
 // Its repoConfig (and certConfig) files, which network.sh makes ConfigMaps of
