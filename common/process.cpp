@@ -57,13 +57,18 @@ Result<ProcessResult> run_process(const std::vector<std::string>& argv, const Pr
   int exec_err[2];
   if (::pipe2(exec_err, O_CLOEXEC) != 0) return op_error(std::string("pipe: ") + std::strerror(errno));
   Fd exec_r{exec_err[0]}, exec_w{exec_err[1]};
+  Fd log;
+  if (!options.log.empty()) {
+    log.fd = ::open(options.log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (log.fd < 0) return op_error(options.log.string() + ": " + std::strerror(errno));
+  }
 
   pid_t pid = ::fork();
   if (pid < 0) return op_error(std::string("fork: ") + std::strerror(errno));
   if (pid == 0) {
     ::dup2(in_r.fd, 0);
-    ::dup2(out_w.fd, 1);
-    ::dup2(err_w.fd, 2);
+    ::dup2(log.fd >= 0 ? log.fd : out_w.fd, 1);
+    ::dup2(log.fd >= 0 ? log.fd : err_w.fd, 2);
     if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) _exit(126);
     ::execvpe(args[0], args.data(), envp.data());
     int e = errno;
@@ -107,7 +112,8 @@ Result<ProcessResult> run_process(const std::vector<std::string>& argv, const Pr
     if (errno != EINTR) return op_error(std::string("waitpid: ") + std::strerror(errno));
   int e = 0;
   if (::read(exec_r.fd, &e, sizeof e) == sizeof e)
-    return op_error(argv[0] + ": cannot run it: " + std::strerror(e) + (e == ENOENT ? " (is it installed?)" : ""));
+    return op_error(argv[0] + ": cannot run it: " + std::strerror(e) +
+                    (e != ENOENT ? "" : options.not_found_hint.empty() ? " (is it installed?)" : " (" + options.not_found_hint + ")"));
   r.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return r;
 }

@@ -22,10 +22,16 @@ struct ProcessResult {
 struct ProcessOptions {
   std::map<std::string, std::string> env;      // added to (or replacing in) the environment
   std::filesystem::path cwd;                   // empty: the current folder
+  // Non-empty: stdout and stderr are appended to this file (a build's log)
+  // instead of captured; out and err stay empty.
+  std::filesystem::path log;
+  std::string not_found_hint;                  // said when the program is not on PATH
 };
 
-// A program that cannot be started is an op_error naming it; a non-zero exit
-// is not an error here: the caller reads status and err.
+// The one way gpubundle runs a helper program (gpg, gpgv, createrepo_c,
+// make, strip, objcopy, depmod ...). A program that cannot be started is an
+// op_error naming it; a non-zero exit is not an error here: the caller reads
+// status and err.
 Result<ProcessResult> run_process(const std::vector<std::string>& argv, const ProcessOptions& options = {});
 
 }  // namespace gb

@@ -852,7 +852,8 @@ Result<void> verify_package_signature(const std::filesystem::path& keyring, cons
   fs::create_directories(db, ec);
   if (ec) return op_error(scratch.path().string() + ": " + ec.message());
   fs::permissions(home, fs::perms::owner_all, ec);
-  ProcessOptions c_locale{{{"LC_ALL", "C"}}, {}};
+  ProcessOptions c_locale;
+  c_locale.env = {{"LC_ALL", "C"}};
   auto run = [&](std::vector<std::string> argv) -> Result<ProcessResult> {
     auto r = run_process(argv, c_locale);
     if (r && r->status != 0)

@@ -2,7 +2,6 @@
 
 #include <elf.h>
 #include <fcntl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +10,7 @@
 #include <fstream>
 
 #include "common/files.hpp"
+#include "common/process.hpp"
 #include "common/log.hpp"
 #include "common/strings.hpp"
 #include "node-images/unpack.hpp"
@@ -43,35 +43,17 @@ Result<KernelTree> open_kernel_tree(const fs::path& dir) {
 }
 
 Result<int> run_logged(const std::vector<std::string>& argv, const fs::path& cwd, const fs::path& log) {
-  int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) return op_error(log.string() + ": " + std::strerror(errno));
   {
-    std::string line = "$ " + join(argv, " ") + "\n";
-    if (::write(fd, line.data(), line.size()) < 0) {}
+    std::ofstream head(log, std::ios::app);
+    head << "$ " << join(argv, " ") << "\n";
+    if (!head) return op_error(log.string() + ": cannot write");
   }
-  pid_t pid = ::fork();
-  if (pid < 0) {
-    ::close(fd);
-    return op_error(std::string("fork: ") + std::strerror(errno));
-  }
-  if (pid == 0) {
-    ::dup2(fd, 1);
-    ::dup2(fd, 2);
-    int nul = ::open("/dev/null", O_RDONLY);
-    if (nul >= 0) ::dup2(nul, 0);
-    if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) _exit(126);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    ::execvp(args[0], args.data());
-    _exit(127);
-  }
-  ::close(fd);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) return op_error(std::string("waitpid: ") + std::strerror(errno));
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  return 128 + WTERMSIG(status);
+  ProcessOptions po;
+  po.cwd = cwd;
+  po.log = log;
+  auto r = run_process(argv, po);
+  if (!r) return r.error();
+  return r->status;
 }
 
 std::string tail_lines(const fs::path& file, int n) {

@@ -9,16 +9,14 @@
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
 
 #include "common/files.hpp"
+#include "common/process.hpp"
 #include "signing/digest.hpp"
 #include "signing/openssl_detail.hpp"
 
-extern char** environ;
 
 namespace gb {
 
@@ -113,38 +111,14 @@ const EVP_MD* module_digest(const std::string& hash) {
   return nullptr;
 }
 
-// Runs argv[0] from PATH with stdout discarded; returns its stderr on failure.
+// Runs args[0] from PATH; its stderr's first line on failure.
 Result<void> run_tool(const std::vector<std::string>& args, const std::string& what) {
-  int pipefd[2];
-  if (::pipe2(pipefd, O_CLOEXEC) != 0) return op_error(what + ": pipe: " + std::strerror(errno));
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_adddup2(&fa, pipefd[1], 2);
-  std::vector<char*> argv;
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  int rc = posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  ::close(pipefd[1]);
-  if (rc != 0) {
-    ::close(pipefd[0]);
-    if (rc == ENOENT)
-      return op_error(what + ": " + args[0] + " not found (install binutils, or sign without stripping)");
-    return op_error(what + ": cannot run " + args[0] + ": " + std::strerror(rc));
-  }
-  std::string err;
-  char buf[4096];
-  ssize_t n;
-  while ((n = ::read(pipefd[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
-    if (n > 0 && err.size() < 64 * 1024) err.append(buf, static_cast<size_t>(n));
-  ::close(pipefd[0]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return {};
-  std::string first = err.substr(0, err.find('\n'));
+  ProcessOptions po;
+  po.not_found_hint = "install binutils, or sign without stripping";
+  auto r = run_process(args, po);
+  if (!r) return op_error(what + ": " + r.error().message);
+  if (r->status == 0) return {};
+  std::string first = r->err.substr(0, r->err.find('\n'));
   return op_error(what + ": " + args[0] + " failed" + (first.empty() ? "" : ": " + first));
 }
 

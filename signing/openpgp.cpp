@@ -39,7 +39,9 @@ public:
     // gpgv takes neither --batch nor --no-tty: it never asks.
     if (tool == "gpgv") args.insert(args.begin(), {tool, "--homedir", m_dir.string()});
     else args.insert(args.begin(), {tool, "--homedir", m_dir.string(), "--batch", "--no-tty"});
-    return run_process(args, {{{"LC_ALL", "C"}}, {}});
+    ProcessOptions c_locale;
+    c_locale.env = {{"LC_ALL", "C"}};
+    return run_process(args, c_locale);
   }
 
 private:

@@ -177,7 +177,7 @@ expect_error 2 "an Ed25519 key cannot sign kernel modules" -- \
 xz -k -c plain.ko > plain.ko.xz 2>/dev/null || printf '\xfd7zXZ\0junk' > plain.ko.xz
 expect_error 2 "not an ELF kernel module (it is xz-compressed: sign before compressing)" -- \
   "$gpubundle" keys sign-module plain.ko.xz --sign-key rsa.key --sign-cert rsa.crt -o bad.ko
-expect_error 1 "nonexistent-strip not found" -- \
+expect_error 1 "nonexistent-strip: cannot run it: No such file or directory (install binutils, or sign without stripping)" -- \
   "$gpubundle" keys sign-module "$built" --sign-key rsa.key --sign-cert rsa.crt --strip-program nonexistent-strip -o bad.ko
 [[ ! -e bad.ko ]] || fail "a failed signing left bad.ko behind"
 ls ./*.tmp.* 2>/dev/null && fail "temp files left behind"
