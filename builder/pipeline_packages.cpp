@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <set>
 
 #include "common/files.hpp"
 #include "common/log.hpp"
@@ -98,6 +99,7 @@ PackageRepoBuilt build_package_repo(const Recipe& recipe, Lock& lock, Store& sto
 
   ScratchDir scratch(store.packages_dir() / (".site-repo." + std::to_string(::getpid())));
   std::vector<packages::Fetched> all;
+  std::set<std::string> seen;  // file name and sha256 of what `all` holds
   const bool gpu_driver = recipe.driver_mode == DriverMode::Conventional;
   const bool doca = doca_builds_on_node(recipe);
   for (const auto& arch : archs)
@@ -133,10 +135,7 @@ PackageRepoBuilt build_package_repo(const Recipe& recipe, Lock& lock, Store& sto
       }
       // Kernels and requests share packages (glibc): each file once.
       for (auto& f : got)
-        if (std::none_of(all.begin(), all.end(), [&](const packages::Fetched& a) {
-              return a.package.file_name() == f.package.file_name() && a.package.sha256 == f.package.sha256;
-            }))
-          all.push_back(std::move(f));
+        if (seen.insert(f.package.file_name() + " " + f.package.sha256).second) all.push_back(std::move(f));
     }
 
   package_repo::WrittenRepo repo;
@@ -147,13 +146,8 @@ PackageRepoBuilt build_package_repo(const Recipe& recipe, Lock& lock, Store& sto
     repo.root = scratch.path() / "repo";
     packages::rpm_md::write_site_repo(all, key, repo.root).value_or_throw();
     repo.release_sha256 = sha256_file_hex(repo.root / "repodata" / "repomd.xml").value_or_throw();
-    std::vector<std::string> seen;
-    for (const auto& f : all)
-      if (std::find(seen.begin(), seen.end(), f.package.file_name()) == seen.end()) {
-        seen.push_back(f.package.file_name());
-        repo.bytes += f.package.size;
-        ++repo.packages;
-      }
+    for (const auto& f : all) repo.bytes += f.package.size;  // each file once (above)
+    repo.packages = all.size();
   }
 
   RepoImageOptions io;

@@ -75,8 +75,6 @@ bool doca_uses_site_packages(const Lock& lock);
 inline constexpr std::string_view k_network_repo_dir = "network-repo";
 inline constexpr std::string_view k_network_repo_ca_dir = "network-repo-ca";
 std::vector<KitFile> network_repo_files(const Lock& lock, const KitOptions& options);
-// True when the network section runs an RDMA device plugin (the fabric is RDMA).
-bool network_has_rdma(const LockNetwork& net);
 // True when the lock carries the GPU Operator's NFD: the Network Operator's stays off.
 bool gpu_operator_runs_nfd(const Lock& lock);
 // The network-operator chart's file name in the kit ("network-operator-26.4.1.tgz").

@@ -314,8 +314,6 @@ std::vector<KitFile> network_repo_files(const Lock& lock, const KitOptions& opti
   return out;
 }
 
-bool network_has_rdma(const LockNetwork& net) { return !rdma_resource(net.operands).empty(); }
-
 bool gpu_operator_runs_nfd(const Lock& lock) {
   for (const auto& img : lock.images)
     for (const auto& c : img.components)

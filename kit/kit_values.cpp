@@ -362,7 +362,7 @@ Result<std::string> make_values_yaml(const Lock& lock, const Chart& chart, const
     // needs no switch but needs the open modules. With the proprietary ones only
     // the legacy nvidia-peermem works: driver.rdma starts it, against the host's
     // DOCA driver when the Network Operator does not run one.
-    if (lock.network && detail::network_has_rdma(*lock.network) && kmt != "open" && kmt != "auto") {
+    if (lock.network && !rdma_resource(lock.network->operands).empty() && kmt != "open" && kmt != "auto") {
       v.set_if_present("driver.rdma.enabled", true);
       const auto& ops = lock.network->operands;
       v.set_if_present("driver.rdma.useHostMofed", std::find(ops.begin(), ops.end(), "ofedDriver") == ops.end());
