@@ -8,9 +8,9 @@
 #include "common/files.hpp"
 #include "common/log.hpp"
 #include "common/strings.hpp"
-#include "mirror/package_repo.hpp"
-#include "mirror/packages.hpp"
-#include "mirror/rpm_repo.hpp"
+#include "packages/site_repo.hpp"
+#include "packages/packages.hpp"
+
 #include "mirror/store.hpp"
 #include "node-images/repo_image.hpp"
 #include "node-images/unpack.hpp"
@@ -19,6 +19,7 @@
 #include "recipes/recipe.hpp"
 #include "signing/digest.hpp"
 #include "signing/openpgp.hpp"
+#include "packages/names.hpp"
 
 namespace gb::cli {
 
@@ -46,7 +47,7 @@ std::string arch_of(const std::string& platform) {
   return arch.substr(0, arch.find('/'));  // linux/arm64/v8 -> arm64
 }
 
-// The compiler package for `kernel` (kernel_compiler_package()), from the
+// The compiler package for `kernel` (packages::kernel_compiler_package()), from the
 // CONFIG_CC_VERSION_TEXT of the .config its headers package carries; "" with a
 // warning in the lock when that package or line is not there.
 std::string kernel_compiler(const std::vector<packages::Fetched>& got, const std::string& kernel, PackageFormat format,
@@ -72,7 +73,7 @@ std::string kernel_compiler(const std::vector<packages::Fetched>& got, const std
   }
   std::string compiler;
   for (const auto& line : split(*text, '\n'))
-    if (starts_with(line, "CONFIG_CC_VERSION_TEXT=")) compiler = kernel_compiler_package(format, line.substr(23));
+    if (starts_with(line, "CONFIG_CC_VERSION_TEXT=")) compiler = packages::kernel_compiler_package(format, line.substr(23));
   fs::remove_all(work, ec);
   if (compiler.empty()) return missing(headers->package.file_name() + "'s .config names no gcc (CONFIG_CC_VERSION_TEXT)");
   return compiler;
@@ -105,14 +106,14 @@ PackageRepoBuilt build_package_repo(const Recipe& recipe, Lock& lock, Store& sto
   for (const auto& arch : archs)
     for (const auto& kernel : recipe.kernels) {
       packages::FetchRequest req;
-      if (gpu_driver) req.names = kernel_package_names(recipe.packages, recipe.os, kernel);
+      if (gpu_driver) req.names = packages::kernel_package_names(recipe.packages, recipe.os, kernel);
       if (doca) {
-        auto d = doca_build_package_names(recipe.os, kernel);
+        auto d = packages::doca_build_package_names(recipe.os, kernel);
         for (auto& n : d.required)
           if (std::find(req.names.begin(), req.names.end(), n) == req.names.end()) req.names.push_back(std::move(n));
         req.optional_names = std::move(d.optional);
       }
-      req.arch = package_arch("linux/" + arch, format);
+      req.arch = packages::package_arch("linux/" + arch, format);
       req.closure = packages::Closure::Full;
       req.dest = store.packages_dir();
       req.why = "kernel " + kernel;
@@ -138,17 +139,7 @@ PackageRepoBuilt build_package_repo(const Recipe& recipe, Lock& lock, Store& sto
         if (seen.insert(f.package.file_name() + " " + f.package.sha256).second) all.push_back(std::move(f));
     }
 
-  package_repo::WrittenRepo repo;
-  if (format == PackageFormat::Apt) {
-    repo = package_repo::write_apt_repo(all, archs, key, scratch.path() / "repo").value_or_throw();
-  } else {
-    // dnf's layout, metadata by createrepo_c (mirror/rpm_repo.hpp); its signed repomd.xml names the content.
-    repo.root = scratch.path() / "repo";
-    packages::rpm_md::write_site_repo(all, key, repo.root).value_or_throw();
-    repo.release_sha256 = sha256_file_hex(repo.root / "repodata" / "repomd.xml").value_or_throw();
-    for (const auto& f : all) repo.bytes += f.package.size;  // each file once (above)
-    repo.packages = all.size();
-  }
+  auto repo = packages::write_site_repo(format, all, archs, key, scratch.path() / "repo").value_or_throw();
 
   RepoImageOptions io;
   io.base = recipe.packages.server_image.empty() ? k_default_package_server_image : recipe.packages.server_image;

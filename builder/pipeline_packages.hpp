@@ -1,8 +1,8 @@
 #pragma once
 // The package step of `gpubundle build` (driver.mode conventional with
 // packages.sources): the kernel packages of every target kernel, fetched and
-// verified (mirror/packages.hpp), written as a signed site repository
-// (mirror/package_repo.hpp), stored as an image (node-images/repo_image.hpp)
+// verified (packages/packages.hpp), written as a signed site repository
+// (packages/site_repo.hpp), stored as an image (node-images/repo_image.hpp)
 // and recorded in the lock with its key (recipes/lock.hpp packageRepo).
 //
 // The signing key is stable across builds, so that a site trusts it once:

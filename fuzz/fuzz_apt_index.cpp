@@ -1,9 +1,9 @@
-// apt repository indexes (mirror/apt_repo.hpp) as a signed repository serves
+// apt repository indexes (packages/apt.hpp) as a signed repository serves
 // them: the first byte picks the reader. 0: a Packages list, then the closure
 // of its first package; 1: a Release and its Packages entries; 2: a relation
 // field; 3: two versions (split at the first newline) compared both ways.
 #include "fuzz/fuzz_input.hpp"
-#include "mirror/apt_repo.hpp"
+#include "packages/apt.hpp"
 
 #include <cstdlib>
 

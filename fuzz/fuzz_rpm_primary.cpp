@@ -1,4 +1,4 @@
-// rpm-md primary.xml (mirror/rpm_repo.hpp): read from a package mirror, after
+// rpm-md primary.xml (packages/rpm_md.hpp): read from a package mirror, after
 // its checksum matched the signed repomd.xml, or on the sender's word with
 // `signatures: packages`; libsolv reads it, and what we take from it must
 // still be checked. Every package that is read must have the fields a
@@ -7,7 +7,7 @@
 #include <cstdlib>
 
 #include "fuzz/fuzz_input.hpp"
-#include "mirror/rpm_repo.hpp"
+#include "packages/rpm_md.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace gb::packages;

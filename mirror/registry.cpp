@@ -9,7 +9,9 @@
 #include "common/log.hpp"
 #include "common/parallel.hpp"
 #include "common/strings.hpp"
-#include "mirror/http_util.hpp"
+#include "mirror/registry_text.hpp"
+#include "net/retry.hpp"
+#include "net/url.hpp"
 #include "mirror/registry_session.hpp"
 #include "signing/digest.hpp"
 
@@ -20,9 +22,9 @@ using registry::check_digest;
 using registry::pull_scope;
 
 RegistryClient::RegistryClient(RegistryConfig config, ClientOptions options)
-    : RegistryClient(std::move(config), std::move(options), nullptr, http::Clock{}) {}
-RegistryClient::RegistryClient(RegistryConfig config, ClientOptions options, std::shared_ptr<http::Transport> transport,
-                               http::Clock clock)
+    : RegistryClient(std::move(config), std::move(options), nullptr, net::Clock{}) {}
+RegistryClient::RegistryClient(RegistryConfig config, ClientOptions options, std::shared_ptr<net::Transport> transport,
+                               net::Clock clock)
     : m_impl(std::make_unique<Impl>(std::move(config), std::move(options), std::move(transport), std::move(clock))) {}
 RegistryClient::~RegistryClient() = default;
 
@@ -65,8 +67,8 @@ Result<std::string> manifest_target(const Reference& ref) {
   return target;
 }
 
-http::Request manifest_request(const char* method, std::string url) {
-  http::Request req;
+net::Request manifest_request(const char* method, std::string url) {
+  net::Request req;
   req.method = method;
   req.url = std::move(url);
   req.headers.push_back("Accept: " + oci::accept_header());
@@ -82,11 +84,11 @@ Result<oci::Manifest> RegistryClient::get_manifest(const Reference& ref) {
   if (!target) return target.error();
   const std::string what = ref.str();
   auto one = [&](const Endpoint& ep) -> Answer<oci::Manifest> {
-    http::Request req = manifest_request("GET", im.api(ep, ref, "/manifests/" + *target));
+    net::Request req = manifest_request("GET", im.api(ep, ref, "/manifests/" + *target));
     auto sent = im.send(ep, {pull_scope(ref)}, req);
     if (!sent) return Answer<oci::Manifest>::sent(registry::about(what, sent.error()));
-    http::Response& r = sent.value();
-    if (r.error == http::NetError::TooLarge) return Answer<oci::Manifest>::stop(op_error(what + ": manifest larger than 16 MiB"));
+    net::Response& r = sent.value();
+    if (r.error == net::NetError::TooLarge) return Answer<oci::Manifest>::stop(op_error(what + ": manifest larger than 16 MiB"));
     if (!r.ok()) return Answer<oci::Manifest>::refused(what, r, req.url, r.status == 404 ? "manifest unknown" : "");
     std::string got = sha256_digest(r.body);
     std::string served = r.header("docker-content-digest");
@@ -107,10 +109,10 @@ Result<std::optional<std::string>> RegistryClient::head_manifest(const Reference
   if (!target) return target.error();
   const std::string what = ref.str();
   auto one = [&](const Endpoint& ep) -> Answer<std::string> {
-    http::Request req = manifest_request("HEAD", im.api(ep, ref, "/manifests/" + *target));
+    net::Request req = manifest_request("HEAD", im.api(ep, ref, "/manifests/" + *target));
     auto sent = im.send(ep, {pull_scope(ref)}, req);
     if (!sent) return Answer<std::string>::sent(registry::about(what, sent.error()));
-    http::Response& r = sent.value();
+    net::Response& r = sent.value();
     if (!r.ok()) return Answer<std::string>::refused(what, r, req.url);
     return Answer<std::string>::of(r.header("docker-content-digest"));
   };
@@ -138,20 +140,20 @@ Result<std::vector<std::string>> RegistryClient::list_tags(const Reference& repo
     Tags tags;
     std::string url = im.api(ep, repo, "/tags/list") + (page_size > 0 ? "?n=" + std::to_string(page_size) : "");
     for (int page = 0; page < 100000 && !url.empty(); ++page) {
-      http::Request req;
+      net::Request req;
       req.url = url;
       req.body_cap = registry::k_small_cap;
       auto sent = im.send(ep, {pull_scope(repo)}, req);
       if (!sent) return Answer<Tags>::sent(registry::about(what, sent.error()));
-      http::Response& r = sent.value();
+      net::Response& r = sent.value();
       if (!r.ok()) return Answer<Tags>::refused(what + ": listing tags", r, url, r.status == 404 ? "repository unknown" : "");
       auto j = nlohmann::json::parse(r.body, nullptr, false);
       if (j.is_discarded() || !j.is_object()) return Answer<Tags>::stop(op_error(what + ": tag list is not JSON"));
       if (j.contains("tags") && j["tags"].is_array())
         for (const auto& t : j["tags"])
           if (t.is_string()) tags.push_back(t.get<std::string>());
-      auto next = http::next_link(r.header("link"));
-      url = next ? http::resolve_url(url, *next) : std::string();
+      auto next = registry::next_link(r.header("link"));
+      url = next ? net::resolve_url(url, *next) : std::string();
     }
     return Answer<Tags>::of(std::move(tags));
   };
@@ -205,7 +207,7 @@ struct RegistryClient::Impl::BlobFetch {
     int failures = 0;
     std::chrono::milliseconds waited{0};
     while (true) {
-      http::Request req;
+      net::Request req;
       req.url = im.api(ep, repo, "/blobs/" + digest);
       req.body_cap = registry::k_small_cap;
       std::uint64_t start = got;
@@ -237,7 +239,7 @@ struct RegistryClient::Impl::BlobFetch {
       };
       auto sent = im.send(ep, {pull_scope(repo)}, req, {.follow = true, .retry = false});
       if (!sent) return Done::sent(registry::about(what, sent.error()));
-      http::Response& r = sent.value();
+      net::Response& r = sent.value();
       if (!sink_error.empty()) return local();
       if (r.answered() && r.status == 416 && got == size && size > 0) {
         // Everything arrived before the connection broke; nothing left to send.
@@ -245,14 +247,14 @@ struct RegistryClient::Impl::BlobFetch {
         if (got != size) return Done::stop(op_error(what + ": size " + std::to_string(got) + " instead of " + std::to_string(size)));
       } else if (too_big) {
         // More bytes than the descriptor says: the content is wrong, not the connection.
-        if (failures >= im.options.retries)
+        if (failures >= im.options.retry.retries)
           return Done::stop(op_error(what + ": the registry sent more than the expected " + std::to_string(size) + " bytes"));
         ++failures;
         ++im.n_retries;
         if (!restart()) return local();
         continue;
       } else {
-        if (!registry::retryable(r) || failures >= im.options.retries || !im.backoff(failures, r, waited))
+        if (!net::retryable(r) || failures >= im.options.retry.retries || !im.backoff(failures, r, waited))
           return Done::refused(what, r, req.url, r.status == 404 ? "blob unknown" : "");
         ++failures;
         ++im.n_retries;
@@ -263,7 +265,7 @@ struct RegistryClient::Impl::BlobFetch {
       if ("sha256:" + hex == digest) return Done::of(true);
       // Corrupt bytes (a bad proxy, a bad disk on the server): start over,
       // within the same retry budget as broken transfers.
-      if (failures >= im.options.retries)
+      if (failures >= im.options.retry.retries)
         return Done::stop(op_error(what + ": the bytes served hash to sha256:" + hex + " (corrupt download)"));
       ++failures;
       ++im.n_retries;
@@ -309,18 +311,18 @@ Result<std::string> RegistryClient::get_url(const std::string& url) {
   std::string shown = log::redact_url(url);
   if (!starts_with(url, "https://") && !starts_with(url, "http://"))
     return input_error(shown + ": only http:// and https:// URLs can be fetched");
-  if (!http::url_origin(url)) return input_error(shown + ": not a valid URL");
+  if (!net::url_origin(url)) return input_error(shown + ": not a valid URL");
   Endpoint ep;
-  ep.host = http::url_host(url);
+  ep.host = net::url_host(url);
   ep.base_url = url;  // same origin as the URL: credentials for its host go along
   ep.tls = im.config.host(ep.host);
-  http::Request req;
+  net::Request req;
   req.url = url;
   req.body_cap = k_url_max_bytes;
   auto sent = im.send(ep, {}, req, {.follow = true});
   if (!sent) return registry::about(shown, sent.error());
-  http::Response& r = sent.value();
-  if (r.error == http::NetError::TooLarge)
+  net::Response& r = sent.value();
+  if (r.error == net::NetError::TooLarge)
     return op_error(shown + ": larger than " + std::to_string(k_url_max_bytes >> 20) + " MiB (refused)");
   if (!r.ok()) return registry::failure(shown, r, url);
   return std::move(r.body);

@@ -1,15 +1,16 @@
 #pragma once
 // A client for the OCI distribution API. One RegistryClient serves many hosts
-// and threads. It speaks HTTP through an http::Transport (mirror/
-// http_transport.hpp: libcurl by default, a scripted fake in unit tests); the
-// rules live above that seam: auth, retries, resume, redirects, the endpoint
-// fall-through rule and the error kinds (mirror/registry_session.hpp).
+// and threads. It speaks HTTP through a net::Transport (net/transport.hpp:
+// libcurl by default, a scripted fake in unit tests); the rules live above
+// that seam: auth, resume, the endpoint fall-through rule and the error kinds
+// (mirror/registry_session.hpp), with net/retry.hpp's one retry and redirect
+// policy.
 //
 // Credentials go only to the origin (scheme, host, port) of the endpoint they
 // belong to: a Location (uploads, redirects) or Link page on another origin is
 // reached without Authorization and without the client certificate. Redirects
 // are followed here, not by libcurl, so that one place decides it.
-// Digests are checked (http_util.hpp is_valid_digest) before they reach a URL.
+// Digests are checked (registry_text.hpp is_valid_digest) before they reach a URL.
 //
 // Auth: anonymous, basic, or bearer tokens from the WWW-Authenticate
 // challenge, cached per (host, scope) until they expire. Credentials come from
@@ -29,29 +30,22 @@
 #include "common/error.hpp"
 #include "mirror/oci.hpp"
 #include "mirror/registry_config.hpp"
+#include "net/retry.hpp"
 #include "recipes/reference.hpp"
 #include "signing/digest.hpp"
 
 namespace gb {
 
-namespace http {
-class Transport;
-struct Clock;
-}  // namespace http
-
 struct ClientOptions {
   int max_parallel = 8;                 // blob transfers at once, all hosts
   int max_per_host = 6;                 // blob transfers at once, one host
-  int retries = 4;                      // per request, on connection errors, 5xx and 429
+  net::RetryPolicy retry;               // per request (net/retry.hpp: which failures, how long)
   int stall_timeout_s = 30;             // abort a transfer that moves no byte this long
   int connect_timeout_s = 15;
-  int backoff_ms = 250;                 // first retry delay; doubles per retry (with jitter), capped at 10 s
   // A hostile or broken server must not hold a run for long:
   int request_timeout_s = 60;   // whole exchange of a request with a small body (manifest, tag list, token,
                                 // index.yaml, chart); $GPUBUNDLE_HTTP_TIMEOUT_S overrides it. Blobs have
                                 // only the stall limit: a multi-GB layer must never hit a wall clock.
-  int retry_after_max_s = 60;   // a 429/503 asking to come back later than this fails at once
-  int retry_total_s = 120;      // at most this long spent waiting between retries of one request
   std::uint64_t monolithic_max = 32ull << 20;  // larger blobs are pushed in chunks
   std::uint64_t chunk_size = 16ull << 20;      // PATCH size of a chunked upload
   std::string user_agent = "gpubundle";
@@ -127,7 +121,7 @@ class RegistryClient {
 public:
   RegistryClient(RegistryConfig config, ClientOptions options = {});
   // Tests: the exchanges go to `transport`, waits and the wall clock to `clock`.
-  RegistryClient(RegistryConfig config, ClientOptions options, std::shared_ptr<http::Transport> transport, http::Clock clock);
+  RegistryClient(RegistryConfig config, ClientOptions options, std::shared_ptr<net::Transport> transport, net::Clock clock);
   ~RegistryClient();
   RegistryClient(const RegistryClient&) = delete;
 

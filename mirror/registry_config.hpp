@@ -26,18 +26,17 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "net/transport.hpp"
 
 namespace gb {
 
 constexpr std::size_t k_registry_config_max_bytes = 1 << 20;
 
-struct HostConfig {
+// The TLS fields (caFile, clientCert, clientKey, insecureSkipVerify) are the
+// base: the transport reads them.
+struct HostConfig : net::TlsOptions {
   std::vector<std::string> mirrors;  // "http://127.0.0.1:5101", "https://mirror.local"
   bool fallback = true;
-  std::string ca_file;
-  std::string client_cert;
-  std::string client_key;
-  bool insecure_skip_verify = false;
   bool plain_http = false;  // https://HOST becomes http://HOST
   std::string username;
   std::string password_file;

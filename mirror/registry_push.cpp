@@ -5,7 +5,9 @@
 
 #include "common/log.hpp"
 #include "common/strings.hpp"
-#include "mirror/http_util.hpp"
+#include "mirror/registry_text.hpp"
+#include "net/retry.hpp"
+#include "net/url.hpp"
 #include "mirror/registry_session.hpp"
 #include "signing/digest.hpp"
 
@@ -22,7 +24,7 @@ std::string with_query(const std::string& url, const std::string& param) {
 }
 
 std::string mount_query(const std::string& digest, const Reference& from) {
-  return "?mount=" + http::url_encode(digest) + "&from=" + http::url_encode(from.repository);
+  return "?mount=" + net::url_encode(digest) + "&from=" + net::url_encode(from.repository);
 }
 
 }  // namespace
@@ -32,12 +34,12 @@ Result<bool> RegistryClient::blob_exists(const Reference& repo, const std::strin
   if (auto c = check_digest(repo.name(), digest); !c) return c.error();
   std::string what = repo.name() + "@" + digest;
   Endpoint ep = im.config.push_endpoint(repo.registry);
-  http::Request req;
+  net::Request req;
   req.method = "HEAD";
   req.url = im.api(ep, repo, "/blobs/" + digest);
   auto sent = im.send(ep, {push_scope(repo)}, req);
   if (!sent) return registry::about(what, sent.error());
-  http::Response& r = sent.value();
+  net::Response& r = sent.value();
   if (r.answered() && r.status == 404) return false;
   if (!r.ok()) return registry::failure(what, r, req.url);
   return true;
@@ -49,12 +51,12 @@ Result<bool> RegistryClient::mount_blob(const Reference& repo, const std::string
   if (auto c = check_digest(repo.name(), digest); !c) return c.error();
   if (from.registry != repo.registry || from.repository == repo.repository) return false;
   Endpoint ep = im.config.push_endpoint(repo.registry);
-  http::Request req;
+  net::Request req;
   req.method = "POST";
   req.url = im.api(ep, repo, "/blobs/uploads/") + mount_query(digest, from);
   auto sent = im.send(ep, {push_scope(repo), pull_scope(from)}, req);
   if (!sent) return registry::about(what, sent.error());
-  http::Response& r = sent.value();
+  net::Response& r = sent.value();
   if (r.answered() && r.status == 201) {
     ++im.n_mounted;
     return true;
@@ -62,9 +64,9 @@ Result<bool> RegistryClient::mount_blob(const Reference& repo, const std::string
   if (!r.answered() || r.status != 202) return registry::failure(what + ": mounting from " + from.repository, r, req.url);
   // Refused: the registry opened an upload session instead. Close it; registries expire it anyway.
   if (std::string loc = r.header("location"); !loc.empty()) {
-    http::Request cancel;
+    net::Request cancel;
     cancel.method = "DELETE";
-    cancel.url = http::resolve_url(req.url, loc);
+    cancel.url = net::resolve_url(req.url, loc);
     (void)im.send(ep, {push_scope(repo)}, cancel, {.retry = false});
   }
   return false;
@@ -78,13 +80,13 @@ Result<void> RegistryClient::push_blob(const Reference& repo, const std::string&
   Endpoint ep = im.config.push_endpoint(repo.registry);
   std::vector<std::string> scopes = {push_scope(repo)};
   const std::uint64_t size = source.size();
-  auto fail = [&](const std::string& step, const http::Response& r, const std::string& url) {
+  auto fail = [&](const std::string& step, const net::Response& r, const std::string& url) {
     return registry::failure(what + ": " + step, r, url);
   };
 
   // Opens an upload session; with a mount source, may finish at once (201).
   auto start = [&](bool try_mount, bool& mounted) -> Result<std::string> {
-    http::Request req;
+    net::Request req;
     req.method = "POST";
     req.url = im.api(ep, repo, "/blobs/uploads/");
     std::vector<std::string> sc = scopes;
@@ -94,7 +96,7 @@ Result<void> RegistryClient::push_blob(const Reference& repo, const std::string&
     }
     auto sent = im.send(ep, sc, req);
     if (!sent) return registry::about(what, sent.error());
-    http::Response& r = sent.value();
+    net::Response& r = sent.value();
     if (try_mount && r.answered() && r.status == 201) {
       mounted = true;
       return std::string();
@@ -102,18 +104,18 @@ Result<void> RegistryClient::push_blob(const Reference& repo, const std::string&
     if (!r.answered() || r.status != 202) return fail("starting the upload", r, req.url);
     std::string loc = r.header("location");
     if (loc.empty()) return op_error(what + ": the registry started an upload without a Location");
-    return http::resolve_url(req.url, loc);
+    return net::resolve_url(req.url, loc);
   };
 
   // The registry's view of how far an upload got (GET on the session).
   auto upload_offset = [&](std::string& location) -> Result<std::uint64_t> {
-    http::Request req;
+    net::Request req;
     req.url = location;
     auto sent = im.send(ep, scopes, req);
     if (!sent) return sent.error();
-    http::Response& r = sent.value();
+    net::Response& r = sent.value();
     if (!r.answered() || r.status != 204) return fail("querying the upload", r, location);
-    if (auto loc = r.header("location"); !loc.empty()) location = http::resolve_url(location, loc);
+    if (auto loc = r.header("location"); !loc.empty()) location = net::resolve_url(location, loc);
     std::string range = r.header("range");  // "0-1234" (inclusive)
     auto dash = range.find('-');
     if (dash == std::string::npos) return std::uint64_t{0};
@@ -121,14 +123,14 @@ Result<void> RegistryClient::push_blob(const Reference& repo, const std::string&
   };
 
   auto finish = [&](const std::string& location, std::uint64_t offset) -> Result<void> {
-    http::Request req;
+    net::Request req;
     req.method = "PUT";
-    req.url = with_query(location, "digest=" + http::url_encode(digest));
+    req.url = with_query(location, "digest=" + net::url_encode(digest));
     registry::body_from(req, source, offset, size - offset);
     req.headers.push_back("Content-Type: application/octet-stream");
     auto sent = im.send(ep, scopes, req, {.retry = false});
     if (!sent) return registry::about(what, sent.error());
-    http::Response& r = sent.value();
+    net::Response& r = sent.value();
     if (!r.answered() || r.status != 201) return fail("completing the upload", r, req.url);
     return {};
   };
@@ -136,9 +138,9 @@ Result<void> RegistryClient::push_blob(const Reference& repo, const std::string&
   bool try_mount = mount_from && mount_from->registry == repo.registry && mount_from->repository != repo.repository;
   Failure last;
   std::chrono::milliseconds waited{0};
-  for (int attempt = 0; attempt <= im.options.retries; ++attempt) {
+  for (int attempt = 0; attempt <= im.options.retry.retries; ++attempt) {
     if (attempt > 0) {
-      if (!im.backoff(attempt - 1, http::Response{}, waited)) break;
+      if (!im.backoff(attempt - 1, net::Response{}, waited)) break;
       ++im.n_retries;
       log::verbose(last.message + "; starting the upload again");
     }
@@ -168,7 +170,7 @@ Result<void> RegistryClient::push_blob(const Reference& repo, const std::string&
     bool restart = false;
     while (offset < size) {
       std::uint64_t len = std::min<std::uint64_t>(im.options.chunk_size, size - offset);
-      http::Request req;
+      net::Request req;
       req.method = "PATCH";
       req.url = location;
       registry::body_from(req, source, offset, len);
@@ -176,14 +178,14 @@ Result<void> RegistryClient::push_blob(const Reference& repo, const std::string&
       req.headers.push_back("Content-Range: " + std::to_string(offset) + "-" + std::to_string(offset + len - 1));
       auto sent = im.send(ep, scopes, req, {.retry = false});
       if (!sent) return registry::about(what, sent.error());
-      http::Response& r = sent.value();
+      net::Response& r = sent.value();
       if (r.answered() && r.status == 202) {
-        if (auto l = r.header("location"); !l.empty()) location = http::resolve_url(location, l);
+        if (auto l = r.header("location"); !l.empty()) location = net::resolve_url(location, l);
         offset += len;
         continue;
       }
       last = fail("uploading bytes " + std::to_string(offset) + "+", r, location);
-      if (++chunk_failures > im.options.retries || !(registry::retryable(r) || r.status == 416) ||
+      if (++chunk_failures > im.options.retry.retries || !(net::retryable(r) || r.status == 416) ||
           !im.backoff(chunk_failures - 1, r, waited)) {
         restart = true;
         break;
@@ -218,14 +220,14 @@ Result<void> RegistryClient::put_manifest(const Reference& ref, std::string_view
   if (!ref.digest.empty() && ref.digest != digest)
     return input_error(what + ": the manifest bytes hash to " + digest + ", not the reference's digest");
   Endpoint ep = im.config.push_endpoint(ref.registry);
-  http::Request req;
+  net::Request req;
   req.method = "PUT";
   req.url = im.api(ep, ref, "/manifests/" + target);
   registry::body_from(req, bytes);
   req.headers.push_back("Content-Type: " + std::string(media_type));
   auto sent = im.send(ep, {push_scope(ref)}, req);
   if (!sent) return registry::about(what, sent.error());
-  http::Response& r = sent.value();
+  net::Response& r = sent.value();
   if (!r.answered()) return registry::failure(what, r, req.url);
   if (r.status != 201 && r.status != 200) return registry::failure(what + ": pushing the manifest", r, req.url);
   std::string served = r.header("docker-content-digest");

@@ -7,7 +7,9 @@
 #include <thread>
 
 #include "common/strings.hpp"
-#include "mirror/http_util.hpp"
+#include "mirror/registry_text.hpp"
+#include "net/retry.hpp"
+#include "net/url.hpp"
 
 namespace gb {
 
@@ -34,15 +36,15 @@ std::string status_text(long status) {
 }
 
 // "manifest unknown (404 MANIFEST_UNKNOWN)"
-std::string http_problem(const http::Response& r, const std::string& fallback) {
-  auto e = http::parse_registry_error(r.body);
+std::string http_problem(const net::Response& r, const std::string& fallback) {
+  auto e = registry::parse_registry_error(r.body);
   std::string what = e && !e->message.empty() ? e->message : (fallback.empty() ? status_text(r.status) : fallback);
   std::string detail = std::to_string(r.status);
   if (e && !e->code.empty()) detail += " " + e->code;
   std::string out = what + " (" + detail + ")";
-  const int max_s = ClientOptions{}.retry_after_max_s;
+  const int max_s = net::RetryPolicy{}.retry_after_max_s;
   if (r.status == 429 || r.status == 503)
-    if (auto s = http::retry_after_seconds(r.header("retry-after")); s && *s > max_s)
+    if (auto s = net::retry_after_seconds(r.header("retry-after")); s && *s > max_s)
       out += "; it asks to retry after " + std::to_string(*s) + " s, longer than gpubundle waits (" + std::to_string(max_s) + " s)";
   return out;
 }
@@ -52,55 +54,39 @@ std::string http_problem(const http::Response& r, const std::string& fallback) {
 // A transport failure, one line with the fix: never the URL's query (tokens)
 // or userinfo. The same words for every request to the host, so that the
 // lines of many requests fold into one per host (host_problems()).
-std::string transport_problem(const http::Response& r, const std::string& url) {
-  std::string host = http::url_host(url);
+std::string transport_problem(const net::Response& r, const std::string& url) {
+  std::string host = net::url_host(url);
   const std::string& err = r.error_text;
   switch (r.error) {
-    case http::NetError::Resolve: return "unknown host " + host + " (it does not resolve): check the name, or this machine's DNS";
-    case http::NetError::Proxy: return "could not resolve the proxy for " + host + ": " + err;
-    case http::NetError::ConnRefused:
+    case net::NetError::Resolve: return "unknown host " + host + " (it does not resolve): check the name, or this machine's DNS";
+    case net::NetError::Proxy: return "could not resolve the proxy for " + host + ": " + err;
+    case net::NetError::ConnRefused:
       return host + " refused the connection (nothing listens on that port): is the registry running, and is the port right?";
-    case http::NetError::ConnectTimeout:
+    case net::NetError::ConnectTimeout:
       return host + " did not answer before the connect timeout: check the address, and any firewall on the way";
-    case http::NetError::PlainHttp:
+    case net::NetError::PlainHttp:
       return host + " answered plain HTTP to a TLS hello: use http://" + host +
              " (in --registry, or as the mirror's URL), or plainHttp: true for " + host + " in --registry-config";
-    case http::NetError::TlsHandshake: return "TLS handshake with " + host + " failed: " + err;
-    case http::NetError::TlsVerify:
+    case net::NetError::TlsHandshake: return "TLS handshake with " + host + " failed: " + err;
+    case net::NetError::TlsVerify:
       return "TLS verification of " + host + " failed: " + err + ": trust its CA with caFile for " + host +
              " in --registry-config (or add it to this machine's CAs)";
-    case http::NetError::TlsCaFile: return "cannot read the CA file for " + host + ": " + err + ": check caFile in --registry-config";
-    case http::NetError::TlsClientCert:
+    case net::NetError::TlsCaFile: return "cannot read the CA file for " + host + ": " + err + ": check caFile in --registry-config";
+    case net::NetError::TlsClientCert:
       return "cannot use the client certificate for " + host + ": " + err + ": check clientCert and clientKey in --registry-config";
-    case http::NetError::Timeout: return "transfer from " + host + " stalled or timed out: " + err;
-    case http::NetError::Connect: return "cannot connect to " + host + ": " + err + ": check the address and the network path";
+    case net::NetError::Timeout: return "transfer from " + host + " stalled or timed out: " + err;
+    case net::NetError::Connect: return "cannot connect to " + host + ": " + err + ": check the address and the network path";
     default: return host + ": " + err;
   }
 }
 
-bool retryable(const http::Response& r) {
-  if (r.remembered) return false;
-  switch (r.error) {
-    case http::NetError::None:
-      return r.status == 429 || r.status == 408 || (r.status >= 500 && r.status != 501 && r.status != 505);
-    case http::NetError::Connect:
-    case http::NetError::ConnRefused:
-    case http::NetError::ConnectTimeout:
-    case http::NetError::Broken:
-    case http::NetError::Timeout:
-      return true;
-    default:
-      return false;
-  }
-}
-
-Failure failure(const std::string& what, const http::Response& r, const std::string& url, const std::string& fallback) {
-  if (r.error == http::NetError::None) return op_error(what + ": " + http_problem(r, fallback));
+Failure failure(const std::string& what, const net::Response& r, const std::string& url, const std::string& fallback) {
+  if (r.error == net::NetError::None) return op_error(what + ": " + http_problem(r, fallback));
   return op_error(what + ": " + transport_problem(r, url));
 }
 
 Result<void> check_digest(const std::string& what, std::string_view digest) {
-  if (http::is_valid_digest(digest)) return {};
+  if (registry::is_valid_digest(digest)) return {};
   std::string shown(digest.substr(0, 80));
   if (digest.size() > 80) shown += "...";
   return input_error(what + ": invalid digest '" + shown + "' (expected sha256:<64 hex digits>)");
@@ -109,7 +95,7 @@ Result<void> check_digest(const std::string& what, std::string_view digest) {
 std::string pull_scope(const Reference& r) { return "repository:" + r.repository + ":pull"; }
 std::string push_scope(const Reference& r) { return "repository:" + r.repository + ":pull,push"; }
 
-void body_from(http::Request& req, std::string_view bytes) {
+void body_from(net::Request& req, std::string_view bytes) {
   req.body_size = bytes.size();
   req.read_body = [bytes](std::uint64_t offset, char* buf, std::size_t len) -> Result<std::size_t> {
     std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(len, bytes.size() - std::min<std::uint64_t>(offset, bytes.size())));
@@ -118,7 +104,7 @@ void body_from(http::Request& req, std::string_view bytes) {
   };
 }
 
-void body_from(http::Request& req, BlobSource& source, std::uint64_t offset, std::uint64_t len) {
+void body_from(net::Request& req, BlobSource& source, std::uint64_t offset, std::uint64_t len) {
   req.body_size = len;
   req.read_body = [&source, offset](std::uint64_t at, char* buf, std::size_t n) { return source.read(offset + at, buf, n); };
 }
@@ -127,63 +113,56 @@ void body_from(http::Request& req, BlobSource& source, std::uint64_t offset, std
 
 using registry::SendMode;
 
-RegistryClient::Impl::Impl(RegistryConfig c, ClientOptions o, std::shared_ptr<http::Transport> t, http::Clock k)
+RegistryClient::Impl::Impl(RegistryConfig c, ClientOptions o, std::shared_ptr<net::Transport> t, net::Clock k)
     : config(std::move(c)), options(std::move(o)), transport(std::move(t)), clock(std::move(k)) {
   if (options.max_parallel < 1) options.max_parallel = 1;
   if (options.max_per_host < 1) options.max_per_host = 1;
   if (options.chunk_size < 1) options.chunk_size = 1;
   if (const char* s = std::getenv("GPUBUNDLE_HTTP_TIMEOUT_S"); s && std::atoi(s) > 0) options.request_timeout_s = std::atoi(s);
   if (!transport) {
-    http::TransportOptions to;
+    net::TransportOptions to;
     to.connect_timeout_s = options.connect_timeout_s;
     to.stall_timeout_s = options.stall_timeout_s;
     to.request_timeout_s = options.request_timeout_s;
     to.user_agent = options.user_agent;
-    transport = http::curl_transport(to);
+    transport = net::curl_transport(to);
   }
 }
 
 std::time_t RegistryClient::Impl::now() const { return clock.now ? clock.now() : std::time(nullptr); }
 
-bool RegistryClient::Impl::backoff(int attempt, const http::Response& r, std::chrono::milliseconds& waited) {
-  std::optional<int> asked;
-  if (r.status == 429 || r.status == 503) asked = http::retry_after_seconds(r.header("retry-after"), now());  // both may say when
-  thread_local std::mt19937 rng{std::random_device{}()};
-  std::uniform_real_distribution<double> jitter(0.5, 1.0);
-  auto ms = http::retry_delay_ms(attempt, options.backoff_ms, asked, options.retry_after_max_s, jitter(rng));
-  if (!ms) return false;
-  auto wait = std::chrono::milliseconds(*ms);
-  if (waited + wait > std::chrono::seconds(options.retry_total_s)) return false;
-  waited += wait;
-  if (clock.sleep) clock.sleep(wait);
-  else std::this_thread::sleep_for(wait);
+bool RegistryClient::Impl::backoff(int attempt, const net::Response& r, std::chrono::milliseconds& waited) {
+  auto wait = net::retry_wait(options.retry, attempt, r, waited, net::now(clock), net::jitter());
+  if (!wait) return false;
+  waited += *wait;
+  net::sleep_for(clock, *wait);
   return true;
 }
 
 namespace {
 // "https://host:443": the key of a host's state (the same host over http and https differs).
 std::string origin_key(const std::string& url) {
-  auto o = http::url_origin(url);
+  auto o = net::url_origin(url);
   return o ? o->scheme + "://" + o->host + ":" + std::to_string(o->port) : url;
 }
 }  // namespace
 
-std::optional<http::Response> RegistryClient::Impl::known_down(const std::string& url) {
+std::optional<net::Response> RegistryClient::Impl::known_down(const std::string& url) {
   std::lock_guard lock(m_down_mutex);
   auto it = m_down.find(origin_key(url));
   if (it == m_down.end()) return std::nullopt;
-  http::Response r = it->second.response;
+  net::Response r = it->second.response;
   r.remembered = true;
   return r;
 }
 
-void RegistryClient::Impl::note_down(const std::string& url, const http::Response& r) {
-  if (!http::host_level(r.error)) return;
+void RegistryClient::Impl::note_down(const std::string& url, const net::Response& r) {
+  if (!net::host_level(r.error)) return;
   HostDown d{r, registry::transport_problem(r, url), {}};
   d.line = d.summary;
-  if (r.error == http::NetError::PlainHttp) {
+  if (r.error == net::NetError::PlainHttp) {
     // The fix depends on what the URL was: a configured mirror, or the host itself.
-    std::string host = http::url_host(url);
+    std::string host = net::url_host(url);
     bool mirror = false;
     for (const auto& [name, h] : config.hosts)
       for (const auto& m : h.mirrors) mirror = mirror || origin_key(m) == origin_key(url);
@@ -204,25 +183,25 @@ std::vector<RegistryClient::Impl::HostDown> RegistryClient::Impl::hosts_down() c
   return out;
 }
 
-http::Response RegistryClient::Impl::perform(const http::Request& req) {
+net::Response RegistryClient::Impl::perform(const net::Request& req) {
   // A host that could not be talked to at all is not asked again in this run:
   // every request would meet the same, each after its own retries.
   if (auto down = known_down(req.url)) return *down;
   ++n_requests;
-  http::Response r = transport->perform(req);
+  net::Response r = transport->perform(req);
   if (log::level() >= log::Level::Verbose)
     log::verbose(req.method + " " + log::redact_url(req.url) + " -> " + (r.answered() ? std::to_string(r.status) : r.error_text));
-  if (!registry::retryable(r)) note_down(req.url, r);
+  if (!net::retryable(r)) note_down(req.url, r);
   return r;
 }
 
-http::Response RegistryClient::Impl::with_retries(const http::Request& req) {
-  http::Response r;
+net::Response RegistryClient::Impl::with_retries(const net::Request& req) {
+  net::Response r;
   std::chrono::milliseconds waited{0};
   for (int attempt = 0;; ++attempt) {
     r = perform(req);
-    if (!registry::retryable(r)) return r;
-    if (attempt >= options.retries || !backoff(attempt, r, waited)) {
+    if (!net::retryable(r)) return r;
+    if (!backoff(attempt, r, waited)) {
       note_down(req.url, r);  // retries spent: refused, or no answer
       return r;
     }
@@ -256,27 +235,27 @@ std::string token_key(const std::string& host, const std::vector<std::string>& s
 Result<std::string> RegistryClient::Impl::fetch_token(const Endpoint& ep, const HostAuth& ha, const std::vector<std::string>& scopes) {
   auto cred = credential(ep.host);
   if (!cred) return cred.error();
-  http::Request req;
-  req.tls = config.host(http::url_host(ha.realm));
+  net::Request req;
+  req.tls = config.host(net::url_host(ha.realm));
   if (!req.tls) req.tls = ep.tls;
   req.body_cap = registry::k_small_cap;
   std::string query;
-  if (!ha.service.empty()) query += "service=" + http::url_encode(ha.service);
-  for (const auto& s : scopes) query += std::string(query.empty() ? "" : "&") + "scope=" + http::url_encode(s);
+  if (!ha.service.empty()) query += "service=" + net::url_encode(ha.service);
+  for (const auto& s : scopes) query += std::string(query.empty() ? "" : "&") + "scope=" + net::url_encode(s);
   std::string form;
   if (cred.value() && !cred.value()->identity_token.empty()) {
     req.method = "POST";
     req.url = ha.realm;
-    form = "grant_type=refresh_token&client_id=gpubundle&refresh_token=" + http::url_encode(cred.value()->identity_token) +
+    form = "grant_type=refresh_token&client_id=gpubundle&refresh_token=" + net::url_encode(cred.value()->identity_token) +
            (query.empty() ? "" : "&" + query);
     registry::body_from(req, form);
     req.headers.push_back("Content-Type: application/x-www-form-urlencoded");
   } else {
     req.url = ha.realm + (query.empty() ? "" : std::string(ha.realm.find('?') == std::string::npos ? "?" : "&") + query);
     if (cred.value())
-      req.headers.push_back("Authorization: Basic " + http::base64_encode(cred.value()->username + ":" + cred.value()->password));
+      req.headers.push_back("Authorization: Basic " + net::base64_encode(cred.value()->username + ":" + cred.value()->password));
   }
-  http::Response r = with_retries(req);
+  net::Response r = with_retries(req);
   std::string who = cred.value() ? " for user " + cred.value()->username : std::string();
   if (r.answered() && (r.status == 401 || r.status == 403))
     return op_error(ep.host + ": authentication failed" + who + " (" + std::to_string(r.status) + ")");
@@ -313,7 +292,7 @@ Result<std::string> RegistryClient::Impl::auth_header(const Endpoint& ep, const 
     auto cred = credential(ep.host);
     if (!cred) return cred.error();
     if (!cred.value()) return std::string();
-    return "Authorization: Basic " + http::base64_encode(cred.value()->username + ":" + cred.value()->password);
+    return "Authorization: Basic " + net::base64_encode(cred.value()->username + ":" + cred.value()->password);
   }
   if (ha.kind == HostAuth::Kind::Bearer) {
     auto tok = fetch_token(ep, ha, scopes);
@@ -324,8 +303,8 @@ Result<std::string> RegistryClient::Impl::auth_header(const Endpoint& ep, const 
 }
 
 // Learns the host's scheme from a 401. False when nothing new can be tried.
-Result<bool> RegistryClient::Impl::learn_challenge(const Endpoint& ep, const http::Response& r, std::vector<std::string>& scopes) {
-  auto challenges = http::parse_www_authenticate(r.header("www-authenticate"));
+Result<bool> RegistryClient::Impl::learn_challenge(const Endpoint& ep, const net::Response& r, std::vector<std::string>& scopes) {
+  auto challenges = registry::parse_www_authenticate(r.header("www-authenticate"));
   HostAuth ha;
   for (const auto& c : challenges) {
     if (c.scheme == "bearer" && !c.param("realm").empty()) {
@@ -350,56 +329,44 @@ Result<bool> RegistryClient::Impl::learn_challenge(const Endpoint& ep, const htt
 // the endpoint's Authorization header and TLS client settings go only to the
 // endpoint's own origin; any other origin (an upload Location, a redirect to
 // storage, a Link page) gets neither.
-void RegistryClient::Impl::address(http::Request& req, const Endpoint& ep, const std::vector<std::string>& base_headers,
+void RegistryClient::Impl::address(net::Request& req, const Endpoint& ep, const std::vector<std::string>& base_headers,
                                    const std::string& auth) const {
   req.headers = base_headers;
-  if (http::same_origin(req.url, ep.base_url)) {
+  if (net::same_origin(req.url, ep.base_url)) {
     req.tls = ep.tls;
     if (!auth.empty()) req.headers.push_back(auth);
   } else {
-    req.tls = config.host(http::url_host(req.url));  // its own entry, if the config has one
+    req.tls = config.host(net::url_host(req.url));  // its own entry, if the config has one
   }
 }
 
 // One exchange plus the redirects of a `follow` request (at most 10), each
 // hop addressed afresh. A 303 turns the request into a GET without a body.
-http::Response RegistryClient::Impl::exchange(http::Request& req, const Endpoint& ep, const std::vector<std::string>& base_headers,
+net::Response RegistryClient::Impl::exchange(net::Request& req, const Endpoint& ep, const std::vector<std::string>& base_headers,
                                               const std::string& auth, SendMode mode) {
   address(req, ep, base_headers, auth);
-  http::Response r = mode.retry ? with_retries(req) : perform(req);
-  for (int hop = 0; mode.follow && r.redirect() && hop < 10; ++hop) {
-    std::string loc = r.header("location");
-    if (loc.empty()) break;
-    std::string next = http::resolve_url(req.url, loc);
-    if (!starts_with(next, "https://") && !starts_with(next, "http://")) break;
-    if (starts_with(req.url, "https://") && starts_with(next, "http://")) {
-      r.error = http::NetError::Refused;
-      r.error_text = "refused a redirect from https to plain http";
-      break;
-    }
-    log::verbose(req.method + " " + log::redact_url(req.url) + " -> " + std::to_string(r.status) + " " + log::redact_url(next));
-    if (r.status == 303) {
-      req.method = "GET";
-      req.body_size = 0;
-      req.read_body = nullptr;
-    }
-    req.url = next;
+  net::Response r = mode.retry ? with_retries(req) : perform(req);
+  for (int hop = 0; mode.follow && hop < net::k_max_redirects; ++hop) {
+    auto next = net::redirect_target(req.url, r);
+    if (!next) break;
+    log::verbose(req.method + " " + log::redact_url(req.url) + " -> " + std::to_string(r.status) + " " + log::redact_url(*next));
+    net::follow(req, r, std::move(*next));
     address(req, ep, base_headers, auth);
     r = mode.retry ? with_retries(req) : perform(req);
   }
   return r;
 }
 
-Result<http::Response> RegistryClient::Impl::send(const Endpoint& ep, std::vector<std::string> scopes, http::Request req, SendMode mode) {
+Result<net::Response> RegistryClient::Impl::send(const Endpoint& ep, std::vector<std::string> scopes, net::Request req, SendMode mode) {
   const std::vector<std::string> base_headers = req.headers;
   for (int round = 0; round < 2; ++round) {
     auto auth = auth_header(ep, scopes);
     if (!auth) return auth.error();
-    http::Request hop = req;  // redirects rewrite it; each round starts from the request as given
-    http::Response r = exchange(hop, ep, base_headers, auth.value(), mode);
+    net::Request hop = req;  // redirects rewrite it; each round starts from the request as given
+    net::Response r = exchange(hop, ep, base_headers, auth.value(), mode);
     if (!r.answered() || r.status != 401) return r;
     // Another origin's challenge is not the endpoint's: report it as is.
-    if (!http::same_origin(hop.url, ep.base_url)) return r;
+    if (!net::same_origin(hop.url, ep.base_url)) return r;
     if (round == 0) {
       auto learned = learn_challenge(ep, r, scopes);
       if (!learned) return learned.error();

@@ -2,7 +2,7 @@
 // Private to mirror/: what registry.cpp (pull) and registry_push.cpp (push)
 // share. One request goes through send(): auth (challenge, token cache),
 // retries with backoff, redirects followed here, and the rule of which
-// origin gets the credentials. Below it is an http::Transport.
+// origin gets the credentials. Below it is an net::Transport.
 //
 // Error kinds, decided here and nowhere else (exit codes: builder/cli.cpp):
 //   - An HTTP status or a transport failure is ErrorKind::Failed (exit 1),
@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "common/log.hpp"
-#include "mirror/http_transport.hpp"
+#include "net/transport.hpp"
 #include "mirror/registry.hpp"
 
 namespace gb {
@@ -42,14 +42,12 @@ namespace registry {
 inline constexpr std::uint64_t k_manifest_cap = 16ull << 20;  // larger "manifests" are refused
 inline constexpr std::uint64_t k_small_cap = 8ull << 20;      // error bodies, tag lists, tokens
 
-// A transport failure or 429/408/5xx (but 501/505) that a retry may cure.
-bool retryable(const http::Response& r);
 // A transport failure as one line naming the URL's host and the fix, e.g.
 // "127.0.0.1:5000 answered plain HTTP to a TLS hello: use http://...".
-std::string transport_problem(const http::Response& r, const std::string& url);
+std::string transport_problem(const net::Response& r, const std::string& url);
 // The one mapping from an unsuccessful response to a Failure (see above).
 // `fallback` replaces the status's generic words ("manifest unknown").
-Failure failure(const std::string& what, const http::Response& r, const std::string& url, const std::string& fallback = {});
+Failure failure(const std::string& what, const net::Response& r, const std::string& url, const std::string& fallback = {});
 // A Failure about `what`: the kind kept, the message prefixed.
 inline Failure about(const std::string& what, const Failure& f) { return {f.kind, what + ": " + f.message}; }
 
@@ -61,8 +59,8 @@ std::string pull_scope(const Reference& r);
 std::string push_scope(const Reference& r);
 
 // Request bodies: bytes in memory (kept alive by the caller) or a BlobSource range.
-void body_from(http::Request& req, std::string_view bytes);
-void body_from(http::Request& req, BlobSource& source, std::uint64_t offset, std::uint64_t len);
+void body_from(net::Request& req, std::string_view bytes);
+void body_from(net::Request& req, BlobSource& source, std::uint64_t offset, std::uint64_t len);
 
 // One endpoint's answer: a value, or a failure and whether the next endpoint
 // may still be tried (the rule above).
@@ -92,10 +90,10 @@ struct Answer {
   }
   // An unsuccessful response: the endpoint's, except a body over its cap
   // (content) or a sink that stopped (local).
-  static Answer refused(const std::string& what, const http::Response& r, const std::string& url, const std::string& fallback = {}) {
+  static Answer refused(const std::string& what, const net::Response& r, const std::string& url, const std::string& fallback = {}) {
     Answer a;
     a.failure = registry::failure(what, r, url, fallback);
-    a.next = r.error != http::NetError::TooLarge && r.error != http::NetError::Aborted;
+    a.next = r.error != net::NetError::TooLarge && r.error != net::NetError::Aborted;
     a.not_found = r.answered() && r.status == 404;
     return a;
   }
@@ -126,25 +124,25 @@ struct SendMode {
 }  // namespace registry
 
 struct RegistryClient::Impl {
-  Impl(RegistryConfig c, ClientOptions o, std::shared_ptr<http::Transport> t, http::Clock k);
+  Impl(RegistryConfig c, ClientOptions o, std::shared_ptr<net::Transport> t, net::Clock k);
 
   RegistryConfig config;
   ClientOptions options;
-  std::shared_ptr<http::Transport> transport;
-  http::Clock clock;
+  std::shared_ptr<net::Transport> transport;
+  net::Clock clock;
 
   std::atomic<std::uint64_t> n_requests{0}, n_bytes{0}, n_pushed{0}, n_mounted{0}, n_retries{0};
 
   // One request with auth: sends, answers a 401 challenge once (a fresh
   // token), follows redirects when asked, and turns a final 401 into a clear
   // failure. The response may still be any status or a transport failure.
-  Result<http::Response> send(const Endpoint& ep, std::vector<std::string> scopes, http::Request req, registry::SendMode mode = {});
+  Result<net::Response> send(const Endpoint& ep, std::vector<std::string> scopes, net::Request req, registry::SendMode mode = {});
 
   // Sleeps before retry number `attempt`; `waited` sums the sleeps of one
   // request. False (no sleep) when the server asks for longer than
   // retry_after_max_s or the sum would pass retry_total_s: the caller gives
   // up and reports the last answer.
-  bool backoff(int attempt, const http::Response& r, std::chrono::milliseconds& waited);
+  bool backoff(int attempt, const net::Response& r, std::chrono::milliseconds& waited);
 
   std::string api(const Endpoint& ep, const Reference& r, const std::string& rest) const {
     return ep.base_url + "/v2/" + r.repository + rest;
@@ -152,10 +150,10 @@ struct RegistryClient::Impl {
 
   struct BlobFetch;
 
-  // A host that could not be talked to at all (http::host_level): later
+  // A host that could not be talked to at all (net::host_level): later
   // requests to it get its failure without a request.
   struct HostDown {
-    http::Response response;
+    net::Response response;
     std::string summary;  // what each request's failure ends with (registry::transport_problem)
     std::string line;     // the host's one line, with the fix for what it was (a mirror, the host itself)
   };
@@ -174,18 +172,18 @@ private:
     std::string service;
   };
 
-  std::optional<http::Response> known_down(const std::string& url);
-  void note_down(const std::string& url, const http::Response& r);
+  std::optional<net::Response> known_down(const std::string& url);
+  void note_down(const std::string& url, const net::Response& r);
 
-  http::Response perform(const http::Request& req);
-  http::Response with_retries(const http::Request& req);
-  http::Response exchange(http::Request& req, const Endpoint& ep, const std::vector<std::string>& base_headers,
+  net::Response perform(const net::Request& req);
+  net::Response with_retries(const net::Request& req);
+  net::Response exchange(net::Request& req, const Endpoint& ep, const std::vector<std::string>& base_headers,
                           const std::string& auth, registry::SendMode mode);
-  void address(http::Request& req, const Endpoint& ep, const std::vector<std::string>& base_headers, const std::string& auth) const;
+  void address(net::Request& req, const Endpoint& ep, const std::vector<std::string>& base_headers, const std::string& auth) const;
   Result<std::optional<Credential>> credential(const std::string& host);
   Result<std::string> fetch_token(const Endpoint& ep, const HostAuth& ha, const std::vector<std::string>& scopes);
   Result<std::string> auth_header(const Endpoint& ep, const std::vector<std::string>& scopes);
-  Result<bool> learn_challenge(const Endpoint& ep, const http::Response& r, std::vector<std::string>& scopes);
+  Result<bool> learn_challenge(const Endpoint& ep, const net::Response& r, std::vector<std::string>& scopes);
   std::time_t now() const;
 
   std::mutex m_auth_mutex;

@@ -24,7 +24,7 @@
 //   STORE/keys/package-repo.asc the site package repository's OpenPGP signing key (armoured
 //                               secret key, 0600), made by the first `build` that needs it
 //                               (builder/pipeline_packages.hpp); it never leaves the machine
-//   STORE/packages/<file>       verified kernel package files (mirror/packages.hpp), kept for
+//   STORE/packages/<file>       verified kernel package files (packages/packages.hpp), kept for
 //                               the next build, which checks them again before using them
 //   STORE/.lock                 flock(2): exclusive for writers (mirror, gc), shared for fsck
 //

@@ -10,9 +10,10 @@
 #include "common/time.hpp"
 #include "mirror/catalog_db.hpp"
 #include "mirror/oci.hpp"
-#include "mirror/packages.hpp"
+#include "packages/packages.hpp"
 #include "mirror/store.hpp"
 #include "signing/digest.hpp"
+#include "packages/names.hpp"
 
 namespace gb {
 
@@ -115,7 +116,7 @@ Result<std::vector<fs::path>> kernel_header_packages(const Recipe& recipe, const
                        "); add one under packages.sources, or pass --kernel-build/--kernel-headers");
   packages::FetchRequest req;
   req.names = {format == PackageFormat::Apt ? "linux-headers-" + kernel : "kernel-devel-" + kernel};
-  req.arch = package_arch(recipe.platforms.empty() ? "linux/amd64" : recipe.platforms.front(), format);
+  req.arch = packages::package_arch(recipe.platforms.empty() ? "linux/amd64" : recipe.platforms.front(), format);
   req.closure = packages::Closure::SameSource;
   req.dest = dir;
   req.why = "kernel " + kernel;

@@ -1,6 +1,6 @@
 #pragma once
 // A kernel's header packages for building driver modules, fetched from the
-// recipe's `packages.sources` (mirror/packages.hpp: signed indexes, hashes)
+// recipe's `packages.sources` (packages/packages.hpp: signed indexes, hashes)
 // and kept in the store as an OCI artifact, so a second build of the same
 // kernel needs no network and the bytes stay checked:
 //

@@ -2,7 +2,7 @@
 // The site package repository as an image (recipe driver.mode conventional
 // with packages.sources): the server image (packages.server.image, by default
 // busybox) plus one deterministic layer holding the repository folder that
-// mirror/package_repo.hpp wrote, so that the repository travels in bundles,
+// packages/site_repo.hpp wrote, so that the repository travels in bundles,
 // deltas and split volumes and lands in the site registry like any image.
 //
 //   layer   srv/gpubundle-repo/...   the repository tree, files 0644, folders 0755
@@ -39,7 +39,7 @@ struct RepoImageOptions {
   std::string os_tag;
   std::string format = "apt";
   std::string fingerprint;     // of the repository's signing key
-  std::string release_sha256;  // hex, names the content (mirror/package_repo.hpp WrittenRepo)
+  std::string release_sha256;  // hex, names the content (packages/site_repo.hpp WrittenRepo)
   std::filesystem::path work;  // scratch folder for the layer files
 };
 

@@ -33,7 +33,7 @@
 // says which, so locks written before the kind was typed read the same. In
 // memory that is LockImage::built.
 //
-// packageRepo describes that repository (mirror/package_repo.hpp): its format
+// packageRepo describes that repository (packages/site_repo.hpp): its format
 // ("apt"; "rpm-md" for the RHEL family), the OpenPGP fingerprint of the key
 // that signs it (40 upper-case hex) and that public key, ASCII-armoured, which
 // the kit gives the nodes. Its server image (packages.server.image) is an
@@ -98,7 +98,7 @@ inline constexpr const char* k_default_mpi_operator_image = "docker.io/mpioperat
 // The default packages.server.image: busybox's httpd serves static files.
 inline constexpr const char* k_default_package_server_image = "docker.io/library/busybox:1.36.1";
 // How the repository image serves: the folder in the image, the port, and
-// the apt suite and component (mirror/package_repo.hpp, kit/).
+// the apt suite and component (packages/site_repo.hpp, kit/).
 inline constexpr const char* k_package_repo_root = "srv/gpubundle-repo";
 inline constexpr int k_package_repo_port = 8080;
 inline constexpr const char* k_package_repo_suite = "gpubundle";

@@ -97,33 +97,10 @@ struct PackageSource {
 struct PackageSettings {
   std::vector<PackageSource> sources;
   // Package names with "{kernel}" for the kernel release; empty: the OS
-  // family's default (kernel_package_names()).
+  // family's default (packages/names.hpp kernel_package_names()).
   std::vector<std::string> kernel_packages;
   std::string server_image;  // the HTTP server image the site repository is served from
 };
-
-// The packages a node's GPU driver container installs for `kernel` on `os`:
-// templates filled, or what the driver image's own script installs
-// (gpu-driver-container rhelN/ubuntuNN nvidia-driver). The compiler, which the
-// RHEL scripts install at the kernel's own gcc version, comes on top
-// (kernel_compiler_package(), from the kernel headers' .config).
-std::vector<std::string> kernel_package_names(const PackageSettings& p, const std::string& os, const std::string& kernel);
-
-// What the DOCA driver's build on the node installs (doca-driver-build
-// entrypoint.sh: the kernel's packages and build tools; `optional` ones it
-// installs only where the repositories have them). The compiler comes on top.
-struct PackageNames {
-  std::vector<std::string> required;
-  std::vector<std::string> optional;
-};
-PackageNames doca_build_package_names(const std::string& os, const std::string& kernel);
-
-// The compiler package a node installs for a kernel built by `cc_version_text`
-// (the headers' CONFIG_CC_VERSION_TEXT, "gcc (GCC) 11.5.0 20240719 (Red Hat
-// 11.5.0-5)" or "x86_64-linux-gnu-gcc-12 (Ubuntu 12.3.0-1ubuntu1~22.04) 12.3.0"):
-// rpm-md "gcc-11.5.0" (the RHEL driver script's dnf install gcc-<x.y.z>), apt
-// "gcc-12" (the DOCA build's apt-get install gcc-<major>); "" when the text names no gcc.
-std::string kernel_compiler_package(PackageFormat format, std::string_view cc_version_text);
 
 struct Recipe;
 // True when the recipe's DOCA driver builds on each node (network.operands has
@@ -134,8 +111,6 @@ bool doca_builds_on_node(const Recipe& r);
 bool wants_site_packages(const Recipe& r);
 // Debian/Ubuntu (apt) or RHEL family (rpm-md), from the OS name.
 PackageFormat os_package_format(const std::string& os);
-// A platform's architecture as `format` spells it: linux/amd64 -> amd64 (apt), x86_64 (rpm-md).
-std::string package_arch(const std::string& platform, PackageFormat format);
 
 // The NVIDIA Network Operator next to the GPU Operator (recipes/network.hpp).
 struct NetworkSettings {

@@ -4,7 +4,7 @@
 # build/cache/apt-debs; exit 77 = skipped (a tool missing, or offline with
 # nothing cached). Labelled hostile: tampered indexes, signatures and packages.
 add_executable(fetch_packages_main ${CMAKE_CURRENT_SOURCE_DIR}/tools/fetch_packages_main.cpp)
-target_link_libraries(fetch_packages_main PRIVATE gb_settings gb_mirror gb_recipes gb_signing gb_common)
+target_link_libraries(fetch_packages_main PRIVATE gb_settings gb_packages gb_recipes gb_signing gb_common)
 set_target_properties(fetch_packages_main PROPERTIES GB_TEST_CODE ON)
 add_test(NAME packages-apt COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/packages_apt.sh
                                    $<TARGET_FILE:fetch_packages_main>)

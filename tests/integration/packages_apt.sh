@@ -1,5 +1,5 @@
 #!/bin/bash
-# The apt repository client (mirror/apt_repo.cpp through fetch_packages) against
+# The apt repository client (packages/apt.cpp through fetch_packages) against
 # dpkg's version order on random pairs, and a stand-in repository of real Debian packages (tests/tools/apt_standin.py:
 # apt-ftparchive, gpg, served on 127.0.0.1): the full closure is what apt
 # itself lists, the kernel's own packages alone, and every tampering refused

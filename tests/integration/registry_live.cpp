@@ -118,7 +118,7 @@ RegistryConfig config_for(const json& reg, const TempDir& dir, const std::string
 
 ClientOptions fast_options() {
   ClientOptions o;
-  o.backoff_ms = 20;
+  o.retry.backoff_ms = 20;
   o.stall_timeout_s = 5;
   return o;
 }

@@ -22,8 +22,8 @@
 
 #include "common/error.hpp"
 #include "common/files.hpp"
-#include "mirror/apt_repo.hpp"
-#include "mirror/packages.hpp"
+#include "packages/apt.hpp"
+#include "packages/packages.hpp"
 #include "recipes/recipe.hpp"
 
 namespace {

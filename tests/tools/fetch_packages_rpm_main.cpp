@@ -22,11 +22,12 @@
 
 #include "common/error.hpp"
 #include "common/files.hpp"
-#include "mirror/http_transport.hpp"
-#include "mirror/packages.hpp"
-#include "mirror/rpm_repo.hpp"
+#include "net/transport.hpp"
+#include "packages/packages.hpp"
+#include "packages/rpm_md.hpp"
 #include "recipes/recipe.hpp"
 #include "signing/openpgp.hpp"
+#include "packages/names.hpp"
 
 using namespace gb;
 
@@ -64,7 +65,7 @@ void run(int argc, char** argv) {
   packages::FetchRequest req;
   req.names = names;
   if (!kernel.empty()) {
-    auto more = kernel_package_names(recipe.packages, recipe.os, kernel);
+    auto more = packages::kernel_package_names(recipe.packages, recipe.os, kernel);
     req.names.insert(req.names.end(), more.begin(), more.end());
     req.why = "kernel " + kernel;
   } else {
@@ -75,7 +76,7 @@ void run(int argc, char** argv) {
   req.dest = dest;
 
   if (resolve_only == "yes") {
-    auto transport = http::curl_transport({});
+    auto transport = net::curl_transport({});
     packages::rpm_md::Index index(arch);
     for (const auto& s : sources) packages::rpm_md::load_index(*transport, s, index).value_or_throw();
     for (const auto& p : index.resolve(req, sources).value_or_throw())
@@ -94,7 +95,8 @@ void run(int argc, char** argv) {
   if (!site_repo.empty()) {
     auto key = std::filesystem::exists(site_key) ? openpgp::SigningKey::load(site_key).value_or_throw()
                                                  : openpgp::SigningKey::generate(site_key, "gpubundle test site <site@example.invalid>").value_or_throw();
-    packages::rpm_md::write_site_repo(files, key, site_repo).value_or_throw();
+    std::filesystem::remove_all(site_repo);  // each run writes it afresh
+    packages::write_site_repo(PackageFormat::RpmMd, files, {req.arch}, key, site_repo).value_or_throw();
     if (!repo_file.empty()) {
       auto dir = std::filesystem::absolute(site_repo).string();
       write_atomic(repo_file, packages::rpm_md::repo_file("gpubundle", "file://" + dir, "file://" + dir + "/RPM-GPG-KEY-gpubundle"))

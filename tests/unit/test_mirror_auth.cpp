@@ -5,7 +5,9 @@
 
 #include "common/log.hpp"
 #include "fixtures.hpp"
-#include "mirror/http_util.hpp"
+#include "mirror/registry_text.hpp"
+#include "net/retry.hpp"
+#include "net/url.hpp"
 #include "mirror/registry_config.hpp"
 
 using namespace gb;
@@ -39,7 +41,7 @@ private:
 }  // namespace
 
 TEST_CASE("WWW-Authenticate: bearer with quoted parameters", "[auth]") {
-  auto cs = http::parse_www_authenticate(
+  auto cs = registry::parse_www_authenticate(
       R"(Bearer realm="https://auth.docker.io/token",service="registry.docker.io",scope="repository:library/ubuntu:pull,push")");
   REQUIRE(cs.size() == 1);
   CHECK(cs[0].scheme == "bearer");
@@ -49,45 +51,45 @@ TEST_CASE("WWW-Authenticate: bearer with quoted parameters", "[auth]") {
 }
 
 TEST_CASE("WWW-Authenticate: basic, several challenges, odd spacing", "[auth]") {
-  auto b = http::parse_www_authenticate(R"(Basic realm="Registry Realm")");
+  auto b = registry::parse_www_authenticate(R"(Basic realm="Registry Realm")");
   REQUIRE(b.size() == 1);
   CHECK(b[0].scheme == "basic");
   CHECK(b[0].param("realm") == "Registry Realm");
-  auto two = http::parse_www_authenticate(R"(BEARER Realm="http://t/token" , Service=reg, Basic realm="x\"y")");
+  auto two = registry::parse_www_authenticate(R"(BEARER Realm="http://t/token" , Service=reg, Basic realm="x\"y")");
   REQUIRE(two.size() == 2);
   CHECK(two[0].scheme == "bearer");
   CHECK(two[0].param("realm") == "http://t/token");
   CHECK(two[0].param("service") == "reg");
   CHECK(two[1].scheme == "basic");
   CHECK(two[1].param("realm") == "x\"y");
-  CHECK(http::parse_www_authenticate("").empty());
+  CHECK(registry::parse_www_authenticate("").empty());
 }
 
 TEST_CASE("registry error bodies, Link pagination, Location resolution", "[auth]") {
-  auto e = http::parse_registry_error(
+  auto e = registry::parse_registry_error(
       R"({"errors":[{"code":"MANIFEST_UNKNOWN","message":"manifest unknown","detail":{"Tag":"x"}}]})");
   REQUIRE(e);
   CHECK(e->code == "MANIFEST_UNKNOWN");
   CHECK(e->message == "manifest unknown");
-  CHECK_FALSE(http::parse_registry_error("<html>bad gateway</html>"));
-  CHECK_FALSE(http::parse_registry_error(R"({"errors":[]})"));
+  CHECK_FALSE(registry::parse_registry_error("<html>bad gateway</html>"));
+  CHECK_FALSE(registry::parse_registry_error(R"({"errors":[]})"));
 
-  CHECK(http::next_link(R"(</v2/a/tags/list?last=b&n=2>; rel="next")").value() == "/v2/a/tags/list?last=b&n=2");
-  CHECK_FALSE(http::next_link(R"(</v2/a/tags/list?last=b>; rel="prev")"));
-  CHECK(http::resolve_url("http://h:5/v2/a/tags/list?n=2", "/v2/a/tags/list?last=b") == "http://h:5/v2/a/tags/list?last=b");
-  CHECK(http::resolve_url("http://h:5/v2/a/blobs/uploads/", "https://s3/x?sig=1") == "https://s3/x?sig=1");
-  CHECK(http::resolve_url("http://h:5/v2/a/blobs/uploads/", "abc") == "http://h:5/v2/a/blobs/uploads/abc");
-  CHECK(http::url_host("https://user:pw@Reg.Example:5000/v2/") == "reg.example:5000");
-  CHECK(http::base64_encode("robot:s3cret") == "cm9ib3Q6czNjcmV0");
-  CHECK(http::base64_encode("a") == "YQ==");
-  CHECK(http::retry_after_seconds(" 3 ").value() == 3);
+  CHECK(registry::next_link(R"(</v2/a/tags/list?last=b&n=2>; rel="next")").value() == "/v2/a/tags/list?last=b&n=2");
+  CHECK_FALSE(registry::next_link(R"(</v2/a/tags/list?last=b>; rel="prev")"));
+  CHECK(net::resolve_url("http://h:5/v2/a/tags/list?n=2", "/v2/a/tags/list?last=b") == "http://h:5/v2/a/tags/list?last=b");
+  CHECK(net::resolve_url("http://h:5/v2/a/blobs/uploads/", "https://s3/x?sig=1") == "https://s3/x?sig=1");
+  CHECK(net::resolve_url("http://h:5/v2/a/blobs/uploads/", "abc") == "http://h:5/v2/a/blobs/uploads/abc");
+  CHECK(net::url_host("https://user:pw@Reg.Example:5000/v2/") == "reg.example:5000");
+  CHECK(net::base64_encode("robot:s3cret") == "cm9ib3Q6czNjcmV0");
+  CHECK(net::base64_encode("a") == "YQ==");
+  CHECK(net::retry_after_seconds(" 3 ").value() == 3);
   // HTTP dates: the wait until then, measured from `now`; a past date means no wait.
   const std::time_t t0 = 1445412480;  // Wed, 21 Oct 2015 07:28:00 GMT
-  CHECK(http::retry_after_seconds("Wed, 21 Oct 2015 07:28:00 GMT", t0 - 30).value() == 30);
-  CHECK(http::retry_after_seconds("Wed, 21 Oct 2015 07:28:00 GMT", t0 + 5).value() == 0);
-  CHECK_FALSE(http::retry_after_seconds("Wed, 21 Oct 2015 07:28:00", t0));
-  CHECK_FALSE(http::retry_after_seconds("soon"));
-  CHECK(http::retry_after_seconds("99999999").value() == 86400);
+  CHECK(net::retry_after_seconds("Wed, 21 Oct 2015 07:28:00 GMT", t0 - 30).value() == 30);
+  CHECK(net::retry_after_seconds("Wed, 21 Oct 2015 07:28:00 GMT", t0 + 5).value() == 0);
+  CHECK_FALSE(net::retry_after_seconds("Wed, 21 Oct 2015 07:28:00", t0));
+  CHECK_FALSE(net::retry_after_seconds("soon"));
+  CHECK(net::retry_after_seconds("99999999").value() == 86400);
 }
 
 TEST_CASE("docker auth files: auth, username/password, identitytoken", "[auth]") {
@@ -161,37 +163,37 @@ TEST_CASE("secrets never survive redaction", "[auth]") {
 }
 
 TEST_CASE("credentials stay on their origin: scheme, host and port", "[auth][hostile]") {
-  CHECK(http::same_origin("https://reg.example/v2/a/blobs/uploads/x", "https://Reg.Example:443"));
-  CHECK(http::same_origin("http://127.0.0.1:5000/v2/", "http://user:pw@127.0.0.1:5000"));
-  CHECK_FALSE(http::same_origin("http://127.0.0.1:5001/v2/", "http://127.0.0.1:5000"));  // another port
-  CHECK_FALSE(http::same_origin("http://reg.example/v2/", "https://reg.example"));        // another scheme
-  CHECK_FALSE(http::same_origin("https://cdn.example/blob", "https://reg.example"));      // another host
-  CHECK_FALSE(http::same_origin("https://reg.example.evil/x", "https://reg.example"));
-  CHECK_FALSE(http::same_origin("/v2/relative", "https://reg.example"));
-  CHECK_FALSE(http::same_origin("https://reg.example:99999/x", "https://reg.example:99999"));
-  CHECK(http::url_origin("https://[::1]:5000/v2/")->port == 5000);
-  CHECK(http::url_origin("https://[::1]:5000/v2/")->host == "[::1]");
-  CHECK_FALSE(http::url_origin("ftp://reg.example/x"));
+  CHECK(net::same_origin("https://reg.example/v2/a/blobs/uploads/x", "https://Reg.Example:443"));
+  CHECK(net::same_origin("http://127.0.0.1:5000/v2/", "http://user:pw@127.0.0.1:5000"));
+  CHECK_FALSE(net::same_origin("http://127.0.0.1:5001/v2/", "http://127.0.0.1:5000"));  // another port
+  CHECK_FALSE(net::same_origin("http://reg.example/v2/", "https://reg.example"));        // another scheme
+  CHECK_FALSE(net::same_origin("https://cdn.example/blob", "https://reg.example"));      // another host
+  CHECK_FALSE(net::same_origin("https://reg.example.evil/x", "https://reg.example"));
+  CHECK_FALSE(net::same_origin("/v2/relative", "https://reg.example"));
+  CHECK_FALSE(net::same_origin("https://reg.example:99999/x", "https://reg.example:99999"));
+  CHECK(net::url_origin("https://[::1]:5000/v2/")->port == 5000);
+  CHECK(net::url_origin("https://[::1]:5000/v2/")->host == "[::1]");
+  CHECK_FALSE(net::url_origin("ftp://reg.example/x"));
 }
 
 TEST_CASE("digests are checked before they reach a URL or a path", "[auth][hostile]") {
-  CHECK(http::is_valid_digest("sha256:" + std::string(64, 'a')));
-  CHECK(http::is_valid_digest("sha512:" + std::string(128, '0')));
-  CHECK_FALSE(http::is_valid_digest("sha512:../../../etc/hostname"));
-  CHECK_FALSE(http::is_valid_digest("sha256:" + std::string(64, 'A')));  // upper case
-  CHECK_FALSE(http::is_valid_digest("sha256:" + std::string(63, 'a')));
-  CHECK_FALSE(http::is_valid_digest("sha256:" + std::string(62, 'a') + "/."));
-  CHECK_FALSE(http::is_valid_digest("md5:" + std::string(32, 'a')));
-  CHECK_FALSE(http::is_valid_digest(""));
+  CHECK(registry::is_valid_digest("sha256:" + std::string(64, 'a')));
+  CHECK(registry::is_valid_digest("sha512:" + std::string(128, '0')));
+  CHECK_FALSE(registry::is_valid_digest("sha512:../../../etc/hostname"));
+  CHECK_FALSE(registry::is_valid_digest("sha256:" + std::string(64, 'A')));  // upper case
+  CHECK_FALSE(registry::is_valid_digest("sha256:" + std::string(63, 'a')));
+  CHECK_FALSE(registry::is_valid_digest("sha256:" + std::string(62, 'a') + "/."));
+  CHECK_FALSE(registry::is_valid_digest("md5:" + std::string(32, 'a')));
+  CHECK_FALSE(registry::is_valid_digest(""));
 }
 
 TEST_CASE("Retry-After is honoured up to a limit, then the request gives up", "[auth][hostile]") {
-  CHECK(http::retry_delay_ms(0, 250, 3, 60, 1.0).value() == 3000);
-  CHECK(http::retry_delay_ms(0, 250, 60, 60, 1.0).value() == 60000);
-  CHECK_FALSE(http::retry_delay_ms(0, 250, 61, 60, 1.0));
-  CHECK_FALSE(http::retry_delay_ms(0, 250, http::retry_after_seconds("100000"), 60, 1.0));
+  CHECK(net::retry_delay_ms(0, 250, 3, 60, 1.0).value() == 3000);
+  CHECK(net::retry_delay_ms(0, 250, 60, 60, 1.0).value() == 60000);
+  CHECK_FALSE(net::retry_delay_ms(0, 250, 61, 60, 1.0));
+  CHECK_FALSE(net::retry_delay_ms(0, 250, net::retry_after_seconds("100000"), 60, 1.0));
   // Without Retry-After: doubling backoff, jittered, capped at 10 s.
-  CHECK(http::retry_delay_ms(0, 250, std::nullopt, 60, 1.0).value() == 250);
-  CHECK(http::retry_delay_ms(2, 250, std::nullopt, 60, 0.5).value() == 500);
-  CHECK(http::retry_delay_ms(30, 250, std::nullopt, 60, 1.0).value() == 10000);
+  CHECK(net::retry_delay_ms(0, 250, std::nullopt, 60, 1.0).value() == 250);
+  CHECK(net::retry_delay_ms(2, 250, std::nullopt, 60, 0.5).value() == 500);
+  CHECK(net::retry_delay_ms(30, 250, std::nullopt, 60, 1.0).value() == 10000);
 }

@@ -8,7 +8,7 @@
 #include <functional>
 #include <mutex>
 
-#include "mirror/http_transport.hpp"
+#include "net/transport.hpp"
 #include "mirror/registry.hpp"
 #include "signing/digest.hpp"
 
@@ -23,7 +23,7 @@ struct Reply {
   std::map<std::string, std::string> headers;  // lower-case names
   std::string body;
   std::size_t cut_at = std::string::npos;
-  http::NetError error = http::NetError::None;
+  net::NetError error = net::NetError::None;
 };
 
 struct Seen {
@@ -37,12 +37,12 @@ struct Seen {
   }
 };
 
-class FakeTransport final : public http::Transport {
+class FakeTransport final : public net::Transport {
 public:
   using Script = std::function<Reply(const Seen&)>;
   explicit FakeTransport(Script s) : m_script(std::move(s)) {}
 
-  http::Response perform(const http::Request& req) override {
+  net::Response perform(const net::Request& req) override {
     Seen s{req.method, req.url, req.headers};
     Reply rep;
     {
@@ -50,8 +50,8 @@ public:
       seen.push_back(s);
       rep = m_script(s);
     }
-    http::Response r;
-    if (rep.error != http::NetError::None) {
+    net::Response r;
+    if (rep.error != net::NetError::None) {
       r.error = rep.error;
       r.error_text = "scripted failure";
       return r;
@@ -61,9 +61,9 @@ public:
     if (req.method == "HEAD") return r;
     std::string_view body = std::string_view(rep.body).substr(0, rep.cut_at);
     for (std::size_t at = 0; at < body.size(); at += 7)  // small chunks, as a network delivers them
-      if (!http::deliver_body(req, r, body.substr(at, 7))) return r;
+      if (!net::deliver_body(req, r, body.substr(at, 7))) return r;
     if (rep.cut_at != std::string::npos) {
-      r.error = http::NetError::Broken;
+      r.error = net::NetError::Broken;
       r.error_text = "connection cut";
     }
     return r;
@@ -120,7 +120,7 @@ struct Rig {
   Rig(FakeTransport::Script script, RegistryConfig config = {}, ClientOptions options = {})
       : fake(std::make_shared<FakeTransport>(std::move(script))),
         client(std::move(config), options, fake,
-               http::Clock{[this] { return now; }, [this](std::chrono::milliseconds d) { waits_ms.push_back(static_cast<long>(d.count())); }}) {}
+               net::Clock{[this] { return now; }, [this](std::chrono::milliseconds d) { waits_ms.push_back(static_cast<long>(d.count())); }}) {}
 };
 
 Reference image(const std::string& s) { return Reference::parse(s).value_or_throw(); }
@@ -301,7 +301,7 @@ TEST_CASE("transport: bytes that fail verification on a mirror stop the walk", "
     return has(s.url, "/manifests/") ? manifest_reply() : blob_from(0);
   };
   ClientOptions o;
-  o.retries = 1;
+  o.retry.retries = 1;
   SECTION("a manifest by digest") {
     Rig rig(script, with_mirror(), o);
     auto m = rig.client.get_manifest(image("reg.test/lib/app@" + sha256_digest(k_manifest)));
@@ -368,56 +368,56 @@ TEST_CASE("transport: redirects carry Authorization to the same origin only", "[
 
 TEST_CASE("transport: a TLS handshake refused by a plain HTTP server is told apart by asking it in plain HTTP", "[transport]") {
   auto handshake_failed = [] {
-    http::Response r;
-    r.error = http::NetError::TlsHandshake;
+    net::Response r;
+    r.error = net::NetError::TlsHandshake;
     r.error_text = "OpenSSL: wrong version number";
     return r;
   };
-  http::Request req;
+  net::Request req;
   req.url = "https://user:pw@reg.test:5000/v2/lib/app/manifests/v1?x=1";
 
   SECTION("an HTTP answer on the same port: PlainHttp, and the probe carries no path, query or userinfo") {
     FakeTransport plain([](const Seen&) { return status(200); });
-    http::Response r = handshake_failed();
-    http::classify_tls_failure(plain, req, r);
-    CHECK(r.error == http::NetError::PlainHttp);
+    net::Response r = handshake_failed();
+    net::classify_tls_failure(plain, req, r);
+    CHECK(r.error == net::NetError::PlainHttp);
     REQUIRE(plain.seen.size() == 1);
     CHECK(plain.seen[0].method == "GET");
     CHECK(plain.seen[0].url == "http://reg.test:5000/v2/");
   }
   SECTION("a 401 or 404 is an HTTP answer too") {
     FakeTransport plain([](const Seen&) { return status(404); });
-    http::Response r = handshake_failed();
-    http::classify_tls_failure(plain, req, r);
-    CHECK(r.error == http::NetError::PlainHttp);
+    net::Response r = handshake_failed();
+    net::classify_tls_failure(plain, req, r);
+    CHECK(r.error == net::NetError::PlainHttp);
   }
   SECTION("no HTTP answer either: the handshake failure stays") {
     FakeTransport silent([](const Seen&) {
       Reply rep;
-      rep.error = http::NetError::Broken;
+      rep.error = net::NetError::Broken;
       return rep;
     });
-    http::Response r = handshake_failed();
-    http::classify_tls_failure(silent, req, r);
-    CHECK(r.error == http::NetError::TlsHandshake);
+    net::Response r = handshake_failed();
+    net::classify_tls_failure(silent, req, r);
+    CHECK(r.error == net::NetError::TlsHandshake);
   }
   SECTION("only a TLS handshake failure of an https URL is probed") {
     FakeTransport plain([](const Seen&) { return status(200); });
-    http::Response refused;
-    refused.error = http::NetError::ConnRefused;
-    http::classify_tls_failure(plain, req, refused);
-    http::Request over_http;
+    net::Response refused;
+    refused.error = net::NetError::ConnRefused;
+    net::classify_tls_failure(plain, req, refused);
+    net::Request over_http;
     over_http.url = "http://reg.test:5000/v2/";
-    http::Response r = handshake_failed();
-    http::classify_tls_failure(plain, over_http, r);
+    net::Response r = handshake_failed();
+    net::classify_tls_failure(plain, over_http, r);
     CHECK(plain.seen.empty());
-    CHECK(refused.error == http::NetError::ConnRefused);
-    CHECK(r.error == http::NetError::TlsHandshake);
+    CHECK(refused.error == net::NetError::ConnRefused);
+    CHECK(r.error == net::NetError::TlsHandshake);
   }
 }
 
 TEST_CASE("transport: a host that cannot be talked to is one line with the fix, asked once", "[transport]") {
-  auto failing = [](http::NetError e) {
+  auto failing = [](net::NetError e) {
     return [e](const Seen& s) {
       if (s.url.rfind("https://site.test", 0) != 0) return status(404);
       Reply rep;
@@ -426,17 +426,17 @@ TEST_CASE("transport: a host that cannot be talked to is one line with the fix, 
     };
   };
   struct Case {
-    http::NetError error;
+    net::NetError error;
     const char* words;
     std::size_t first_call_requests;  // retried or not
   };
   ClientOptions options;
-  options.retries = 2;
-  for (const Case& c : {Case{http::NetError::PlainHttp, "site.test answered plain HTTP to a TLS hello: use http://site.test", 1},
-                        Case{http::NetError::ConnRefused, "site.test refused the connection (nothing listens on that port)", 3},
-                        Case{http::NetError::ConnectTimeout, "site.test did not answer before the connect timeout", 3},
-                        Case{http::NetError::Resolve, "unknown host site.test (it does not resolve)", 1},
-                        Case{http::NetError::TlsVerify, "caFile for site.test in --registry-config", 1}}) {
+  options.retry.retries = 2;
+  for (const Case& c : {Case{net::NetError::PlainHttp, "site.test answered plain HTTP to a TLS hello: use http://site.test", 1},
+                        Case{net::NetError::ConnRefused, "site.test refused the connection (nothing listens on that port)", 3},
+                        Case{net::NetError::ConnectTimeout, "site.test did not answer before the connect timeout", 3},
+                        Case{net::NetError::Resolve, "unknown host site.test (it does not resolve)", 1},
+                        Case{net::NetError::TlsVerify, "caFile for site.test in --registry-config", 1}}) {
     CAPTURE(c.words);
     Rig rig(failing(c.error), {}, options);
     std::vector<std::string> lines;
@@ -466,7 +466,7 @@ TEST_CASE("transport: a dead mirror is asked once, and only its own line when th
       [](const Seen& s) {
         if (s.url.rfind("https://mirror.test", 0) == 0) {
           Reply rep;
-          rep.error = http::NetError::PlainHttp;
+          rep.error = net::NetError::PlainHttp;
           return rep;
         }
         return manifest_reply();

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "mirror/rpm_repo.hpp"
+#include "packages/rpm_md.hpp"
 
 using namespace gb;
 using namespace gb::packages;

@@ -25,7 +25,7 @@
 // /etc lists fails, saying so) and modules.yaml (RHEL 8 modularity: the Full
 // closure picks from every stream, where dnf would keep to the enabled ones).
 //
-// The site repository (write_site_repo) is dnf's layout:
+// The site repository (write_repo) is dnf's layout:
 //   DIR/Packages/<file>.rpm
 //   DIR/repodata/repomd.xml, repomd.xml.asc (armoured detached signature),
 //                <type>.xml.gz            (createrepo_c --simple-md-filenames)
@@ -38,7 +38,8 @@
 #include <string_view>
 #include <vector>
 
-#include "mirror/packages.hpp"
+#include "packages/packages.hpp"
+#include "packages/site_repo.hpp"
 
 namespace gb::openpgp {
 class SigningKey;
@@ -80,12 +81,12 @@ public:
 
 private:
   std::unique_ptr<Impl> m_impl;
-  friend Result<void> load_index(http::Transport& t, const PackageSource& source, Index& index);
+  friend Result<void> load_index(net::Transport& t, const PackageSource& source, Index& index);
 };
 
 // Adds the verified primary.xml of each repo of `source` (source.suites below
 // source.url, or url itself) to `index`.
-Result<void> load_index(http::Transport& t, const PackageSource& source, Index& index);
+Result<void> load_index(net::Transport& t, const PackageSource& source, Index& index);
 
 // rpm's version order (libsolv's, as rpmvercmp): epoch (absent = 0), then
 // version, then release (~ sorts before anything, ^ after the end but before
@@ -93,11 +94,11 @@ Result<void> load_index(http::Transport& t, const PackageSource& source, Index& 
 // both have one, as in a Requires without a release. -1, 0, 1.
 int compare_versions(std::string_view a, std::string_view b);
 
-// The site's repository from verified package files: the layout above,
-// metadata by Debian's createrepo_c, repomd.xml signed with `key`. `dir` is
-// made or emptied of an earlier repository first.
-Result<void> write_site_repo(const std::vector<Fetched>& files, const openpgp::SigningKey& key,
-                             const std::filesystem::path& dir);
+// The site's repository from verified package files, each once: the layout
+// above, metadata by Debian's createrepo_c, repomd.xml signed with `key`.
+// Called by packages::write_site_repo (site_repo.hpp), which checks `dir`.
+Result<WrittenRepo> write_repo(const std::vector<Fetched>& files, const openpgp::SigningKey& key,
+                               const std::filesystem::path& dir);
 
 // For repositories that sign their rpms but not repomd.xml (Red Hat's CDN,
 // Fedora, EPEL publish no repomd.xml.asc): the rpm's own OpenPGP signature,

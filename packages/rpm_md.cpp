@@ -1,4 +1,4 @@
-#include "mirror/rpm_repo.hpp"
+#include "packages/rpm_md.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -18,7 +18,7 @@
 #include "common/time.hpp"
 #include "signing/digest.hpp"
 #include "signing/openpgp.hpp"
-#include "mirror/solv_raii.hpp"
+#include "packages/solv_raii.hpp"
 
 namespace gb::packages::rpm_md {
 
@@ -734,7 +734,7 @@ int compare_versions(std::string_view a, std::string_view b) {
   return c < 0 ? -1 : c > 0 ? 1 : 0;
 }
 
-Result<void> load_index(http::Transport& t, const PackageSource& source, Index& index) {
+Result<void> load_index(net::Transport& t, const PackageSource& source, Index& index) {
   std::vector<std::string> repos;
   for (const auto& suite : source.suites) repos.push_back(source.url + "/" + suite);
   if (repos.empty()) repos.push_back(source.url);
@@ -802,13 +802,11 @@ Result<void> load_index(http::Transport& t, const PackageSource& source, Index& 
 }
 
 
-Result<void> write_site_repo(const std::vector<Fetched>& files, const openpgp::SigningKey& key, const std::filesystem::path& dir) {
+Result<WrittenRepo> write_repo(const std::vector<Fetched>& files, const openpgp::SigningKey& key, const std::filesystem::path& dir) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  for (const char* old : {"Packages", "repodata"}) {
-    fs::remove_all(dir / old, ec);
-    if (ec) return op_error((dir / old).string() + ": cannot remove the earlier repository: " + ec.message());
-  }
+  WrittenRepo out;
+  out.root = dir;
   fs::create_directories(dir / "Packages", ec);
   if (ec) return op_error((dir / "Packages").string() + ": " + ec.message());
   std::set<std::string> names;
@@ -817,6 +815,8 @@ Result<void> write_site_repo(const std::vector<Fetched>& files, const openpgp::S
     if (!names.insert(name).second) return op_error(name + ": two packages with one file name for " + dir.string());
     fs::copy_file(f.file, dir / "Packages" / name, ec);
     if (ec) return op_error(f.file.string() + ": cannot copy into " + (dir / "Packages").string() + ": " + ec.message());
+    ++out.packages;
+    out.bytes += f.package.size;
   }
   // gz metadata, which every dnf and yum reads; no sqlite (dnf never reads
   // it); fixed names, so the layout is the one above.
@@ -836,8 +836,10 @@ Result<void> write_site_repo(const std::vector<Fetched>& files, const openpgp::S
   if (!text) return text.error();
   auto sig = key.detach_sign(*text, true);
   if (!sig) return sig.error();
-  if (auto w = write_atomic(repomd.string() + ".asc", *sig); !w) return w;
-  return write_atomic(dir / "RPM-GPG-KEY-gpubundle", key.public_armored());
+  if (auto w = write_atomic(repomd.string() + ".asc", *sig); !w) return w.error();
+  if (auto w = write_atomic(dir / "RPM-GPG-KEY-gpubundle", key.public_armored()); !w) return w.error();
+  out.release_sha256 = sha256_hex(*text);
+  return out;
 }
 
 Result<void> verify_package_signature(const std::filesystem::path& keyring, const Fetched& file) {

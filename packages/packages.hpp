@@ -24,7 +24,7 @@ namespace gb {
 class Progress;
 }
 
-namespace gb::http {
+namespace gb::net {
 class Transport;
 }
 
@@ -68,7 +68,7 @@ struct FetchRequest {
 };
 
 struct FetchOptions {
-  std::shared_ptr<http::Transport> transport;  // curl_transport() when empty
+  std::shared_ptr<net::Transport> transport;  // curl_transport() when empty
   Progress* progress = nullptr;
 };
 
@@ -85,16 +85,16 @@ Result<std::vector<Fetched>> fetch_packages(const std::vector<PackageSource>& so
 // GET a small document (an index) into memory, following redirects (http ->
 // https allowed, https -> http refused) and retrying transient failures. An
 // error names the URL and the source; 404 or 410 is one too ("not found").
-Result<std::string> get_document(http::Transport& t, const PackageSource& source, const std::string& url,
+Result<std::string> get_document(net::Transport& t, const PackageSource& source, const std::string& url,
                                  std::uint64_t max_bytes);
 // The same, but 404 and 410 give an empty optional (InRelease -> Release fallback).
-Result<std::optional<std::string>> get_optional_document(http::Transport& t, const PackageSource& source,
+Result<std::optional<std::string>> get_optional_document(net::Transport& t, const PackageSource& source,
                                                          const std::string& url, std::uint64_t max_bytes);
 // Decompresses by magic (gzip, xz, zstd, bzip2; plain text passes through).
 Result<std::string> decompress(std::string_view data, const std::string& what, std::uint64_t max_bytes);
 // Downloads every package into `dest`, checking sha256 and size, atomically;
 // a file already there with the right hash is not fetched again.
-Result<std::vector<Fetched>> download(http::Transport& t, const std::vector<PackageSource>& sources,
+Result<std::vector<Fetched>> download(net::Transport& t, const std::vector<PackageSource>& sources,
                                       const std::vector<Package>& packages, const std::filesystem::path& dest, int jobs,
                                       Progress* progress);
 

@@ -1,10 +1,11 @@
 #pragma once
-// Private to mirror/: the seam between the registry client and the network.
-// A Transport performs ONE HTTP exchange: one request in, one response out.
-// It never follows redirects, retries or authenticates; the registry client
-// does all of that above it, so those rules are plain logic that unit tests
-// drive with a scripted fake (tests/unit/test_mirror_transport.cpp). The
-// libcurl transport (http_curl.cpp) is the only code that sees libcurl.
+// The seam between every HTTP client here (the registry client, the package
+// fetcher) and the network. A Transport performs ONE HTTP exchange: one
+// request in, one response out. It never follows redirects, retries or
+// authenticates; the clients do that above it (net/retry.hpp holds the one
+// policy), so those rules are plain logic that unit tests drive with a
+// scripted fake. The libcurl transport (curl_transport.cpp) is the only code
+// that sees libcurl.
 
 #include <chrono>
 #include <cstdint>
@@ -18,11 +19,16 @@
 
 #include "common/error.hpp"
 
-namespace gb {
-struct HostConfig;
-}
+namespace gb::net {
 
-namespace gb::http {
+// TLS settings of one host: a CA to trust besides the system's, a client
+// certificate, and (only where a site asks for it) no verification at all.
+struct TlsOptions {
+  std::string ca_file;
+  std::string client_cert;
+  std::string client_key;
+  bool insecure_skip_verify = false;
+};
 
 // Why an exchange got no complete HTTP answer. None: it did (any status).
 enum class NetError {
@@ -54,7 +60,7 @@ struct Request {
   std::string method = "GET";
   std::string url;
   std::vector<std::string> headers;  // "Name: value"
-  const HostConfig* tls = nullptr;   // CA, client certificate, insecureSkipVerify of the URL's host
+  const TlsOptions* tls = nullptr;   // the URL's host's; none: system CAs, verification on
   // PUT, PATCH and POST send body_size bytes from read_body.
   std::uint64_t body_size = 0;
   BodyReader read_body;
@@ -72,7 +78,7 @@ struct Response {
   std::map<std::string, std::string> headers;  // names lower-cased; repeats joined by ", "
   std::string body;
   // Not sent: the host failed this way earlier in the run (a host_level
-  // error, registry_session.cpp); never retried.
+  // error, mirror/registry_session.cpp); never retried.
   bool remembered = false;
 
   std::string header(const std::string& name) const {
@@ -100,7 +106,7 @@ public:
 
 // Failures about a host as a whole, not one exchange: no connection, no TLS
 // session, a plain HTTP server at an https:// URL. Every request to that
-// host would meet the same (registry_session.cpp reports it once per host).
+// host would meet the same (the registry client reports it once per host).
 bool host_level(NetError e);
 
 // A TLS handshake with an https:// URL failed (NetError::TlsHandshake): is
@@ -125,4 +131,4 @@ struct Clock {
   std::function<void(std::chrono::milliseconds)> sleep;
 };
 
-}  // namespace gb::http
+}  // namespace gb::net

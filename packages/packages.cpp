@@ -1,7 +1,5 @@
-#include "mirror/packages.hpp"
+#include "packages/packages.hpp"
 
-#include <chrono>
-#include <thread>
 #include <unistd.h>
 
 #include "common/archive_raii.hpp"
@@ -10,8 +8,8 @@
 #include "common/parallel.hpp"
 #include "common/progress.hpp"
 #include "common/strings.hpp"
-#include "mirror/http_transport.hpp"
-#include "mirror/registry_config.hpp"
+#include "net/transport.hpp"
+#include "net/retry.hpp"
 #include "signing/digest.hpp"
 
 namespace gb::packages {
@@ -25,76 +23,41 @@ std::string Package::file_name() const {
 
 namespace {
 
-constexpr int k_max_redirects = 10;
-constexpr int k_attempts = 3;
-
 std::string label(const PackageSource& s) { return "package source '" + s.name + "' (" + s.url + ")"; }
 
-std::string origin_of(const std::string& url) {
-  auto scheme = url.find("://");
-  if (scheme == std::string::npos) return url;
-  auto path = url.find('/', scheme + 3);
-  return path == std::string::npos ? url : url.substr(0, path);
-}
 
-std::string resolve_location(const std::string& base, const std::string& location) {
-  if (location.find("://") != std::string::npos) return location;
-  if (!location.empty() && location[0] == '/') return origin_of(base) + location;
-  auto slash = base.rfind('/');
-  return base.substr(0, slash + 1) + location;
-}
 
-bool transient(const http::Response& r) {
-  if (!r.answered())
-    return r.error == http::NetError::Connect || r.error == http::NetError::Timeout || r.error == http::NetError::Broken;
-  return r.status == 429 || r.status >= 500;
-}
-
-std::string failure_text(const http::Response& r) {
+std::string failure_text(const net::Response& r) {
   if (!r.answered()) return r.error_text.empty() ? "no answer" : r.error_text;
   return "HTTP " + std::to_string(r.status);
 }
 
-// One GET, redirects followed and transient failures retried. `fresh` is
-// called before each attempt, so a streamed body can start over.
-http::Response get(http::Transport& t, const PackageSource& source, const HostConfig& tls, std::string url,
-                   http::Request req, const std::function<void()>& fresh) {
-  http::Response r;
-  for (int attempt = 1; attempt <= k_attempts; ++attempt) {
-    std::string at = url;
-    for (int hop = 0; hop <= k_max_redirects; ++hop) {
-      if (fresh) fresh();
-      req.url = at;
-      req.tls = &tls;
-      r = t.perform(req);
-      if (!r.redirect()) break;
-      std::string next = resolve_location(at, r.header("location"));
-      if (starts_with(at, "https://") && !starts_with(next, "https://")) {
-        r.error = http::NetError::Refused;
-        r.error_text = "redirect from https to " + next + " refused";
-        return r;
-      }
-      at = next;
-    }
-    if (!transient(r) || attempt == k_attempts) return r;
+// One GET under net/retry.hpp's policy. `fresh` runs before each exchange,
+// so a streamed body can start over.
+net::Response get(net::Transport& t, const PackageSource& source, const net::TlsOptions& tls, const std::string& url,
+                  net::Request req, const std::function<void()>& fresh) {
+  req.url = url;
+  req.tls = &tls;
+  net::SendHooks hooks;
+  hooks.before = fresh;
+  hooks.on_retry = [&](const net::Response& r) {
     log::verbose(label(source) + ": " + url + ": " + failure_text(r) + "; trying again");
-    std::this_thread::sleep_for(std::chrono::seconds(attempt));
-  }
-  return r;
+  };
+  return net::send(t, std::move(req), net::RetryPolicy{}, {}, hooks);
 }
 
-HostConfig tls_for(const PackageSource& s) {
-  HostConfig h;
-  if (!s.ca_file.empty()) h.ca_file = s.ca_file.string();
-  return h;
+net::TlsOptions tls_for(const PackageSource& s) {
+  net::TlsOptions tls;
+  if (!s.ca_file.empty()) tls.ca_file = s.ca_file.string();
+  return tls;
 }
 
 }  // namespace
 
-Result<std::optional<std::string>> get_optional_document(http::Transport& t, const PackageSource& source,
+Result<std::optional<std::string>> get_optional_document(net::Transport& t, const PackageSource& source,
                                                          const std::string& url, std::uint64_t max_bytes) {
-  HostConfig tls = tls_for(source);
-  http::Request req;
+  net::TlsOptions tls = tls_for(source);
+  net::Request req;
   std::string body;
   bool too_large = false;
   req.on_body = [&](long, std::string_view chunk) {
@@ -109,7 +72,7 @@ Result<std::optional<std::string>> get_optional_document(http::Transport& t, con
   return std::optional<std::string>(std::move(body));
 }
 
-Result<std::string> get_document(http::Transport& t, const PackageSource& source, const std::string& url,
+Result<std::string> get_document(net::Transport& t, const PackageSource& source, const std::string& url,
                                  std::uint64_t max_bytes) {
   auto d = get_optional_document(t, source, url, max_bytes);
   if (!d) return d.error();
@@ -145,7 +108,7 @@ Result<std::string> decompress(std::string_view data, const std::string& what, s
   return out;
 }
 
-Result<std::vector<Fetched>> download(http::Transport& t, const std::vector<PackageSource>& sources,
+Result<std::vector<Fetched>> download(net::Transport& t, const std::vector<PackageSource>& sources,
                                       const std::vector<Package>& packages, const fs::path& dest, int jobs,
                                       Progress* progress) {
   std::error_code ec;
@@ -186,7 +149,7 @@ Result<std::vector<Fetched>> download(http::Transport& t, const std::vector<Pack
     std::uint64_t got = 0;
     Result<void> written;
     bool too_large = false;
-    http::Request req;
+    net::Request req;
     req.on_body = [&](long, std::string_view chunk) {
       got += chunk.size();
       if (got > p.size) return !(too_large = true);
@@ -195,7 +158,7 @@ Result<std::vector<Fetched>> download(http::Transport& t, const std::vector<Pack
       if (progress) progress->advance(chunk.size());
       return static_cast<bool>(written);
     };
-    HostConfig tls = tls_for(src);
+    net::TlsOptions tls = tls_for(src);
     auto resp = get(t, src, tls, url, req, [&] {
       if (got > 0) {
         // A retry starts the file over.

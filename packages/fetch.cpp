@@ -2,10 +2,10 @@
 #include <algorithm>
 
 #include "common/strings.hpp"
-#include "mirror/apt_repo.hpp"
-#include "mirror/http_transport.hpp"
-#include "mirror/packages.hpp"
-#include "mirror/rpm_repo.hpp"
+#include "packages/apt.hpp"
+#include "net/transport.hpp"
+#include "packages/packages.hpp"
+#include "packages/rpm_md.hpp"
 
 namespace gb::packages {
 
@@ -17,7 +17,7 @@ Result<std::vector<Fetched>> fetch_packages(const std::vector<PackageSource>& so
     if (s.format != format)
       return input_error("package sources '" + sources.front().name + "' and '" + s.name + "' are of different types (" +
                          to_string(format) + ", " + to_string(s.format) + "); one request reads one type");
-  auto transport = options.transport ? options.transport : http::curl_transport({});
+  auto transport = options.transport ? options.transport : net::curl_transport({});
   Result<std::vector<Package>> wanted = std::vector<Package>();
   if (format == PackageFormat::Apt) {
     std::vector<Package> index;

@@ -1,4 +1,4 @@
-// The libcurl transport: the only file that includes http_curl.hpp.
+// The libcurl transport: the only file that includes curl_raii.hpp.
 #include <cerrno>
 #include <cstring>
 #include <mutex>
@@ -6,11 +6,10 @@
 
 #include "common/log.hpp"
 #include "common/strings.hpp"
-#include "mirror/http_curl.hpp"
-#include "mirror/http_transport.hpp"
-#include "mirror/registry_config.hpp"
+#include "net/curl_raii.hpp"
+#include "net/transport.hpp"
 
-namespace gb::http {
+namespace gb::net {
 
 namespace {
 
@@ -170,9 +169,9 @@ Response CurlTransport::perform(const Request& req) {
   // Small bodies (everything but streams) have a deadline too, so a server
   // trickling a manifest cannot hold a run.
   if (!req.on_body && !req.read_body) curl_easy_setopt(c, CURLOPT_TIMEOUT, static_cast<long>(m_options.request_timeout_s));
-  // No CURLOPT_FOLLOWLOCATION: the registry client follows redirects and
+  // No CURLOPT_FOLLOWLOCATION: the clients follow redirects (net/retry.hpp) and
   // decides per hop which headers go along.
-  if (const HostConfig* tls = req.tls) {
+  if (const TlsOptions* tls = req.tls) {
     // CAINFO adds the host's CA; the system CA path stays in effect.
     if (!tls->ca_file.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, tls->ca_file.c_str());
     if (!tls->client_cert.empty()) curl_easy_setopt(c, CURLOPT_SSLCERT, tls->client_cert.c_str());
@@ -233,4 +232,4 @@ std::shared_ptr<Transport> curl_transport(const TransportOptions& options) {
   return std::make_shared<CurlTransport>(options);
 }
 
-}  // namespace gb::http
+}  // namespace gb::net

@@ -1,6 +1,6 @@
 #pragma once
 // The site package repository: the kernel packages a conventional driver
-// container installs (recipe packages.sources, mirror/packages.hpp), as a
+// container installs (recipe packages.sources, packages/packages.hpp), as a
 // signed repository that the nodes' own package manager reads. Written into a
 // folder; node-images/repo_image.hpp puts that folder into an image.
 //
@@ -29,13 +29,13 @@
 #include <vector>
 
 #include "common/error.hpp"
-#include "mirror/packages.hpp"
+#include "packages/packages.hpp"
 
 namespace gb::openpgp {
 class SigningKey;
 }
 
-namespace gb::package_repo {
+namespace gb::packages {
 
 // One index file of a repository and its bytes, path relative to dists/<suite>/.
 struct IndexFile {
@@ -46,7 +46,7 @@ struct IndexFile {
 // Packages for `arch`: the stanzas of the packages built for it or for all,
 // sorted by name, version and architecture, Filename rewritten to pool/.
 // Input errors: a stanza without Filename, two files of one name that differ.
-Result<std::string> apt_packages(const std::vector<packages::Package>& packages, const std::string& arch);
+Result<std::string> apt_packages(const std::vector<Package>& packages, const std::string& arch);
 
 // The Release text over `indexes` for `archs`, dated `date` (seconds).
 std::string apt_release(const std::vector<IndexFile>& indexes, const std::vector<std::string>& archs, std::int64_t date);
@@ -56,16 +56,19 @@ std::string rfc2822_utc(std::int64_t seconds);
 
 struct WrittenRepo {
   std::filesystem::path root;
-  std::size_t packages = 0;      // distinct package files in pool/
+  std::size_t packages = 0;      // distinct package files
   std::uint64_t bytes = 0;       // of the package files
-  std::string release_sha256;    // hex, of dists/gpubundle/Release: names the repository's content
+  std::string release_sha256;    // hex, of the signed index (apt dists/gpubundle/Release, rpm-md
+                                 // repodata/repomd.xml): names the repository's content
 };
 
-// Writes the apt repository for `fetched` (deduplicated by file name) and
-// `archs` (amd64, arm64) into `root`, which must not exist yet, signed with
-// `key`. Package files are hard-linked from where they were fetched when the
-// file system allows, copied otherwise.
-Result<WrittenRepo> write_apt_repo(const std::vector<packages::Fetched>& fetched, const std::vector<std::string>& archs,
-                                   const openpgp::SigningKey& key, const std::filesystem::path& root);
+// Writes the site repository of `format` for `fetched` and `archs` (amd64,
+// arm64; apt only, rpm-md keeps each rpm's own) into `root`, which must not
+// exist yet, signed with `key`. apt: the layout above, files deduplicated by
+// name and hard-linked from where they were fetched when the file system
+// allows; rpm-md: packages/rpm_md.hpp's layout, through createrepo_c.
+Result<WrittenRepo> write_site_repo(PackageFormat format, const std::vector<Fetched>& fetched,
+                                    const std::vector<std::string>& archs, const openpgp::SigningKey& key,
+                                    const std::filesystem::path& root);
 
-}  // namespace gb::package_repo
+}  // namespace gb::packages

@@ -1,5 +1,5 @@
 #pragma once
-// Private to mirror/: move-only owners for libcurl handles. Only .cpp files
+// Private to net/: move-only owners for libcurl handles. Only .cpp files
 // include this header, so CURL types never reach a public one.
 
 #include <curl/curl.h>
@@ -7,7 +7,7 @@
 #include <string>
 #include <utility>
 
-namespace gb::http {
+namespace gb::net {
 
 template <typename T, void (*Free)(T*)>
 class Owned {
@@ -62,4 +62,4 @@ private:
   List m_list;
 };
 
-}  // namespace gb::http
+}  // namespace gb::net

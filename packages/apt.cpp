@@ -1,4 +1,4 @@
-#include "mirror/apt_repo.hpp"
+#include "packages/apt.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -11,7 +11,7 @@
 
 #include "common/strings.hpp"
 #include "common/time.hpp"
-#include "mirror/http_transport.hpp"
+#include "net/transport.hpp"
 #include "signing/digest.hpp"
 #include "signing/openpgp.hpp"
 
@@ -448,7 +448,7 @@ Result<std::vector<Package>> parse_packages(std::string_view text, const Package
 
 // --- the index of a source ---
 
-Result<std::vector<Package>> load_index(http::Transport& t, const PackageSource& source, const std::string& arch) {
+Result<std::vector<Package>> load_index(net::Transport& t, const PackageSource& source, const std::string& arch) {
   std::vector<Package> out;
   for (const auto& suite : source.suites) {
     std::string base = source.url + "/dists/" + suite + "/";

@@ -27,13 +27,13 @@
 #include <vector>
 
 #include "common/error.hpp"
-#include "mirror/packages.hpp"
+#include "packages/packages.hpp"
 
 namespace gb::packages::apt {
 
 // The verified index of one apt source: every Packages list of its suites and
 // components for `arch` (and arch all entries in them).
-Result<std::vector<Package>> load_index(http::Transport& t, const PackageSource& source, const std::string& arch);
+Result<std::vector<Package>> load_index(net::Transport& t, const PackageSource& source, const std::string& arch);
 
 // Debian version order (deb-version(7), dpkg's verrevcmp): <0, 0, >0.
 int compare_versions(std::string_view a, std::string_view b);

@@ -1,4 +1,4 @@
-#include "mirror/package_repo.hpp"
+#include "packages/site_repo.hpp"
 
 #include <archive.h>
 
@@ -11,20 +11,21 @@
 #include "common/files.hpp"
 #include "common/strings.hpp"
 #include "common/time.hpp"
+#include "packages/rpm_md.hpp"
 #include "recipes/lock.hpp"
 #include "signing/digest.hpp"
 #include "signing/openpgp.hpp"
 
-namespace gb::package_repo {
+namespace gb::packages {
 
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string pool_path(const packages::Package& p) { return "pool/" + p.file_name(); }
+std::string pool_path(const Package& p) { return "pool/" + p.file_name(); }
 
 // The stanza with its Filename field replaced.
-Result<std::string> rewrite_filename(const packages::Package& p) {
+Result<std::string> rewrite_filename(const Package& p) {
   std::string entry = p.entry;
   while (!entry.empty() && entry.back() == '\n') entry.pop_back();
   std::string out;
@@ -42,8 +43,8 @@ Result<std::string> rewrite_filename(const packages::Package& p) {
 }
 
 // The packages once each, by file name; the same name with other bytes is refused.
-Result<std::vector<const packages::Package*>> distinct(const std::vector<const packages::Package*>& all) {
-  std::map<std::string, const packages::Package*> by_file;
+Result<std::vector<const Package*>> distinct(const std::vector<const Package*>& all) {
+  std::map<std::string, const Package*> by_file;
   for (const auto* p : all) {
     // It becomes a path in pool/ and in the index.
     const std::string name = p->file_name();
@@ -53,7 +54,7 @@ Result<std::vector<const packages::Package*>> distinct(const std::vector<const p
     if (!added && it->second->sha256 != p->sha256)
       return input_error("two packages named " + p->file_name() + " differ: " + it->second->repo_url + " and " + p->repo_url);
   }
-  std::vector<const packages::Package*> out;
+  std::vector<const Package*> out;
   for (const auto& [_, p] : by_file) out.push_back(p);
   std::sort(out.begin(), out.end(), [](const auto* a, const auto* b) {
     return std::tie(a->name, a->version, a->arch) < std::tie(b->name, b->version, b->arch);
@@ -98,8 +99,8 @@ std::string rfc2822_utc(std::int64_t seconds) {
   return buf;
 }
 
-Result<std::string> apt_packages(const std::vector<packages::Package>& packages, const std::string& arch) {
-  std::vector<const packages::Package*> mine;
+Result<std::string> apt_packages(const std::vector<Package>& packages, const std::string& arch) {
+  std::vector<const Package*> mine;
   for (const auto& p : packages)
     if (p.arch == arch || p.arch == "all") mine.push_back(&p);
   auto list = distinct(mine);
@@ -133,16 +134,16 @@ std::string apt_release(const std::vector<IndexFile>& indexes, const std::vector
   return out;
 }
 
-Result<WrittenRepo> write_apt_repo(const std::vector<packages::Fetched>& fetched, const std::vector<std::string>& archs,
+namespace {
+
+Result<WrittenRepo> write_apt_repo(const std::vector<Fetched>& fetched, const std::vector<std::string>& archs,
                                    const openpgp::SigningKey& key, const fs::path& root) {
   std::error_code ec;
-  if (fs::exists(fs::symlink_status(root, ec))) return op_error(root.string() + ": already exists; the repository is written afresh");
-  if (archs.empty()) return input_error("the package repository needs at least one architecture");
   auto epoch = source_date_epoch();
   if (!epoch) return epoch.error();
 
-  std::vector<packages::Package> pkgs;
-  std::vector<const packages::Package*> all;
+  std::vector<Package> pkgs;
+  std::vector<const Package*> all;
   for (const auto& f : fetched) pkgs.push_back(f.package);
   for (const auto& p : pkgs) all.push_back(&p);
   auto files = distinct(all);
@@ -196,4 +197,16 @@ Result<WrittenRepo> write_apt_repo(const std::vector<packages::Fetched>& fetched
   return out;
 }
 
-}  // namespace gb::package_repo
+}  // namespace
+
+Result<WrittenRepo> write_site_repo(PackageFormat format, const std::vector<Fetched>& fetched,
+                                    const std::vector<std::string>& archs, const openpgp::SigningKey& key,
+                                    const fs::path& root) {
+  std::error_code ec;
+  if (fs::exists(fs::symlink_status(root, ec))) return op_error(root.string() + ": already exists; the repository is written afresh");
+  if (archs.empty()) return input_error("the package repository needs at least one architecture");
+  if (format == PackageFormat::RpmMd) return rpm_md::write_repo(fetched, key, root);
+  return write_apt_repo(fetched, archs, key, root);
+}
+
+}  // namespace gb::packages

@@ -1,5 +1,5 @@
 // The site package repository: the apt index and Release the writer makes
-// (mirror/package_repo.hpp) and the lock's packageRepo. In memory; the signed
+// (packages/site_repo.hpp) and the lock's packageRepo. In memory; the signed
 // repository read by real apt is tests/integration/package_repo.sh. The
 // repository image is built into a temporary store.
 
@@ -12,7 +12,7 @@
 #include "bundle_fixture.hpp"
 #include "common/archive_raii.hpp"
 #include "fixtures.hpp"
-#include "mirror/package_repo.hpp"
+#include "packages/site_repo.hpp"
 #include "mirror/store.hpp"
 #include "node-images/repo_image.hpp"
 #include "recipes/lock.hpp"
@@ -47,7 +47,7 @@ TEST_CASE("Packages: verbatim stanzas, Filename into pool/, arch all under every
       pkg("linux-headers-6.1.0-41-arm64", "6.1.158-1", "arm64", "linux-headers-6.1.0-41-arm64_6.1.158-1_arm64.deb"),
   };
   in.push_back(in[0]);  // fetched again for a second kernel: once in the index
-  auto amd64 = package_repo::apt_packages(in, "amd64");
+  auto amd64 = packages::apt_packages(in, "amd64");
   REQUIRE(amd64.ok());
   std::string expected;
   for (int i : {2, 1, 0}) {  // sorted by name
@@ -59,7 +59,7 @@ TEST_CASE("Packages: verbatim stanzas, Filename into pool/, arch all under every
   CHECK(*amd64 == expected);
   CHECK(amd64->find("SHA256: " + in[2].sha256 + "\n") != std::string::npos);  // the upstream signed hash stays
 
-  auto arm64 = package_repo::apt_packages(in, "arm64");
+  auto arm64 = packages::apt_packages(in, "arm64");
   REQUIRE(arm64.ok());
   CHECK(arm64->find("Package: linux-headers-6.1.0-41-common\n") != std::string::npos);
   CHECK(arm64->find("Package: linux-headers-6.1.0-41-arm64\n") != std::string::npos);
@@ -71,34 +71,34 @@ TEST_CASE("Packages: refused when a file name is reused for other bytes, missing
   auto b = a;
   b.repo_url = "http://other.example/debian";
   b.sha256 = std::string(64, 'f');
-  auto r = package_repo::apt_packages({a, b}, "amd64");
+  auto r = packages::apt_packages({a, b}, "amd64");
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().kind == ErrorKind::Input);
   CHECK_THAT(r.error().message, Catch::Contains("linux-kbuild-6.1_6.1.158-1_amd64.deb") && Catch::Contains("other.example"));
 
   auto no_file = a;
   no_file.entry = "Package: x\nVersion: 1";
-  CHECK_FALSE(package_repo::apt_packages({no_file}, "amd64").ok());
+  CHECK_FALSE(packages::apt_packages({no_file}, "amd64").ok());
 
   auto dotted = a;
   dotted.location = "pool/..";
-  auto d = package_repo::apt_packages({dotted}, "amd64");
+  auto d = packages::apt_packages({dotted}, "amd64");
   REQUIRE_FALSE(d.ok());
   CHECK_THAT(d.error().message, Catch::Contains("not a plain file name"));
 }
 
 TEST_CASE("Release: suite gpubundle, each index's sha256 and size, never expires", "[package-repo]") {
-  std::vector<package_repo::IndexFile> idx = {{"main/binary-amd64/Packages", "Package: a\n"},
+  std::vector<packages::IndexFile> idx = {{"main/binary-amd64/Packages", "Package: a\n"},
                                               {"main/binary-amd64/Packages.gz", std::string("\x1f\x8b gz", 5)}};
-  std::string rel = package_repo::apt_release(idx, {"amd64"}, 1796151600);
+  std::string rel = packages::apt_release(idx, {"amd64"}, 1796151600);
   CHECK(rel.find("Suite: gpubundle\nCodename: gpubundle\n") != std::string::npos);
   CHECK(rel.find("Date: Tue, 01 Dec 2026 19:00:00 UTC\n") != std::string::npos);
   CHECK(rel.find("Architectures: amd64\nComponents: main\n") != std::string::npos);
   CHECK(rel.find(" " + sha256_hex("Package: a\n") + "               11 main/binary-amd64/Packages\n") != std::string::npos);
   CHECK(rel.find(" " + sha256_hex(idx[1].bytes) + "                5 main/binary-amd64/Packages.gz\n") != std::string::npos);
   CHECK(rel.find("Valid-Until") == std::string::npos);
-  CHECK(package_repo::apt_release(idx, {"amd64"}, 1796151600) == rel);  // deterministic
-  CHECK(package_repo::rfc2822_utc(0) == "Thu, 01 Jan 1970 00:00:00 UTC");
+  CHECK(packages::apt_release(idx, {"amd64"}, 1796151600) == rel);  // deterministic
+  CHECK(packages::rfc2822_utc(0) == "Thu, 01 Jan 1970 00:00:00 UTC");
 }
 
 TEST_CASE("lock: packageRepo round trip, the repository image typed by its component", "[package-repo][lock]") {

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "mirror/apt_repo.hpp"
+#include "packages/apt.hpp"
 
 using namespace gb;
 using namespace gb::packages;

@@ -1,6 +1,6 @@
-#include "mirror/http_transport.hpp"
+#include "net/transport.hpp"
 
-namespace gb::http {
+namespace gb::net {
 
 bool deliver_body(const Request& req, Response& resp, std::string_view chunk) {
   if (resp.status >= 200 && resp.status < 300 && req.on_body) {
@@ -51,4 +51,4 @@ void classify_tls_failure(Transport& t, const Request& req, Response& resp) {
   }
 }
 
-}  // namespace gb::http
+}  // namespace gb::net
