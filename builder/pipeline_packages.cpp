@@ -12,6 +12,7 @@
 #include "packages/packages.hpp"
 
 #include "mirror/store.hpp"
+#include "node-images/kernel_packages.hpp"
 #include "node-images/repo_image.hpp"
 #include "node-images/unpack.hpp"
 #include "recipes/lock.hpp"
@@ -28,8 +29,8 @@ namespace fs = std::filesystem;
 namespace {
 
 // Loads the repository key, making the store's default one on first use.
-openpgp::SigningKey repo_signing_key(const fs::path& store_root, const fs::path& given) {
-  fs::path file = package_repo_key_path(store_root, given);
+openpgp::SigningKey repo_signing_key(const Store& store, const fs::path& given) {
+  fs::path file = package_repo_key_path(store, given);
   std::error_code ec;
   if (!given.empty() || fs::exists(file, ec)) return openpgp::SigningKey::load(file).value_or_throw();
   fs::create_directories(file.parent_path(), ec);
@@ -83,14 +84,14 @@ std::string kernel_compiler(const std::vector<packages::Fetched>& got, const std
 
 bool wants_package_repo(const Recipe& r) { return wants_site_packages(r); }
 
-fs::path package_repo_key_path(const fs::path& store_root, const fs::path& repo_key) {
-  return repo_key.empty() ? store_root / "keys" / "package-repo.asc" : repo_key;
+fs::path package_repo_key_path(const Store& store, const fs::path& repo_key) {
+  return repo_key.empty() ? store.keys_dir() / "package-repo.asc" : repo_key;
 }
 
 PackageRepoBuilt build_package_repo(const Recipe& recipe, Lock& lock, Store& store, const fs::path& repo_key, int jobs,
                                     Progress& progress) {
   const PackageFormat format = os_package_format(recipe.os);
-  auto key = repo_signing_key(store.root(), repo_key);
+  auto key = repo_signing_key(store, repo_key);
 
   std::vector<std::string> archs;
   for (const auto& p : lock.platforms.empty() ? std::vector<std::string>{"linux/amd64"} : lock.platforms) {
@@ -99,6 +100,7 @@ PackageRepoBuilt build_package_repo(const Recipe& recipe, Lock& lock, Store& sto
   }
 
   ScratchDir scratch(store.packages_dir() / (".site-repo." + std::to_string(::getpid())));
+  StorePackageCache cache(store);
   std::vector<packages::Fetched> all;
   std::set<std::string> seen;  // file name and sha256 of what `all` holds
   const bool gpu_driver = recipe.driver_mode == DriverMode::Conventional;
@@ -115,11 +117,12 @@ PackageRepoBuilt build_package_repo(const Recipe& recipe, Lock& lock, Store& sto
       }
       req.arch = packages::package_arch("linux/" + arch, format);
       req.closure = packages::Closure::Full;
-      req.dest = store.packages_dir();
+      req.dest = scratch.path() / "downloads";  // on their way into the cache
       req.why = "kernel " + kernel;
       req.jobs = jobs;
       packages::FetchOptions fo;
       fo.progress = &progress;
+      fo.cache = &cache;
       auto got = packages::fetch_packages(recipe.packages.sources, req, fo).value_or_throw();
       // The RHEL driver script installs gcc at the kernel's own version, the
       // DOCA build gcc-<major> on Ubuntu: read off the kernel's headers.

@@ -37,6 +37,6 @@ PackageRepoBuilt build_package_repo(const Recipe& recipe, Lock& lock, Store& sto
                                     int jobs, Progress& progress);
 
 // The repository signing key's file: `repo_key` when given, else the store's.
-std::filesystem::path package_repo_key_path(const std::filesystem::path& store_root, const std::filesystem::path& repo_key);
+std::filesystem::path package_repo_key_path(const Store& store, const std::filesystem::path& repo_key);
 
 }  // namespace gb::cli

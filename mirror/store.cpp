@@ -668,8 +668,13 @@ Result<Store::GcReport> Store::gc() {
       if (is_stale_temp(e)) remove(e, rep.temps_removed);
   }
   // A killed build's scratch: a hidden folder in packages/ (".site-repo.<pid>").
+  // A plain file there is an earlier version's package cache (now the blobs).
   for (const auto& e : fs::directory_iterator(packages_dir(), ec)) {
     std::error_code dec;
+    if (e.path().filename().string().front() != '.' && e.is_regular_file(dec) && !e.is_symlink(dec)) {
+      remove(e, rep.temps_removed);
+      continue;
+    }
     if (e.path().filename().string().front() != '.' || !e.is_directory(dec) || e.is_symlink(dec)) continue;
     auto t = e.last_write_time(dec);
     if (!own_lock && (dec || now - t < std::chrono::hours(1))) continue;

@@ -24,8 +24,10 @@
 //   STORE/keys/package-repo.asc the site package repository's OpenPGP signing key (armoured
 //                               secret key, 0600), made by the first `build` that needs it
 //                               (builder/pipeline_packages.hpp); it never leaves the machine
-//   STORE/packages/<file>       verified kernel package files (packages/packages.hpp), kept for
-//                               the next build, which checks them again before using them
+//   STORE/packages/.<name>.<pid>  a build's scratch (the site repository on its way into an
+//                               image). Fetched package files are blobs like any other
+//                               (node-images/kernel_packages.hpp StorePackageCache): a kernel's
+//                               header artifact reaches its own; gc frees the rest
 //   STORE/.lock                 flock(2): exclusive for writers (mirror, gc), shared for fsck
 //
 //   STORE/blobs/sha256/<hex>.partial   a download in progress, or cut short (kill, full disk,

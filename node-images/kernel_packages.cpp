@@ -98,6 +98,23 @@ Result<std::vector<fs::path>> export_artifact(const Store& store, const StoredIm
 
 }  // namespace
 
+std::optional<fs::path> StorePackageCache::find(const std::string& sha256, std::uint64_t size) {
+  const std::string digest = "sha256:" + sha256;
+  if (!m_store.has_blob(digest, size)) return std::nullopt;
+  fs::path file = m_store.blob_path(digest);
+  if (auto have = sha256_file_hex(file); have && *have == sha256) return file;
+  log::warn(file.string() + ": stored bytes do not match " + digest + "; fetching the package again");
+  std::error_code ec;
+  fs::remove(file, ec);
+  return std::nullopt;
+}
+
+Result<fs::path> StorePackageCache::keep(const fs::path& file, const std::string& sha256, std::uint64_t size) {
+  const std::string digest = "sha256:" + sha256;
+  if (auto r = m_store.put_blob_file(digest, size, file); !r) return r.error();
+  return m_store.blob_path(digest);
+}
+
 Result<std::vector<fs::path>> kernel_header_packages(const Recipe& recipe, const std::string& kernel, Store& store,
                                                      const fs::path& work, Progress* progress) {
   const std::string ref = std::string(k_kernel_packages_repository) + ":" + kernel;
@@ -120,15 +137,19 @@ Result<std::vector<fs::path>> kernel_header_packages(const Recipe& recipe, const
   req.closure = packages::Closure::SameSource;
   req.dest = dir;
   req.why = "kernel " + kernel;
+  StorePackageCache cache(store);
   packages::FetchOptions fo;
   fo.progress = progress;
+  fo.cache = &cache;
   auto fetched = packages::fetch_packages(sources, req, fo);
   if (!fetched) return fetched.error();
   if (auto r = store_artifact(store, ref, kernel, format, *fetched); !r) return r.error();
-  std::vector<fs::path> files;
-  for (const auto& f : *fetched) files.push_back(f.file);
-  log::info("kernel " + kernel + ": " + std::to_string(files.size()) + " header packages fetched and stored as " + ref);
-  return files;
+  log::info("kernel " + kernel + ": " + std::to_string(fetched->size()) + " header packages fetched and stored as " + ref);
+  // Out of the artifact, as a later build gets them: named files (kbuild
+  // tells .deb from .rpm by name), each checked.
+  auto stored = store.find_image(ref);
+  if (!stored) return op_error(ref + ": not in the store after it was stored");
+  return export_artifact(store, *stored, dir);
 }
 
 Result<void> add_fetched_headers(const Recipe& recipe, const std::vector<std::string>& kernels, Store& store,

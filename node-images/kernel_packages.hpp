@@ -1,8 +1,8 @@
 #pragma once
 // A kernel's header packages for building driver modules, fetched from the
 // recipe's `packages.sources` (packages/packages.hpp: signed indexes, hashes)
-// and kept in the store as an OCI artifact, so a second build of the same
-// kernel needs no network and the bytes stay checked:
+// and named in the store by an OCI artifact over their blobs, so a second
+// build of the same kernel needs no network and the bytes stay checked:
 //
 //   manifest  application/vnd.oci.image.manifest.v1+json
 //     artifactType  application/vnd.gpubundle.kernel-packages.v1
@@ -30,12 +30,28 @@
 
 #include "common/error.hpp"
 #include "node-images/driver_files.hpp"
+#include "packages/packages.hpp"
 #include "recipes/recipe.hpp"
 
 namespace gb {
 
 class Progress;
 class Store;
+
+// The build's one cache of fetched package files: the store's blobs, by
+// sha256. The kernel header artifacts reach theirs; the site repository's
+// are reached by no image, so `store gc` frees them. A kept file is hashed
+// again before it is used; one whose bytes went bad is dropped and fetched again.
+class StorePackageCache final : public packages::PackageCache {
+public:
+  explicit StorePackageCache(Store& store) : m_store(store) {}
+  std::optional<std::filesystem::path> find(const std::string& sha256, std::uint64_t size) override;
+  Result<std::filesystem::path> keep(const std::filesystem::path& file, const std::string& sha256,
+                                     std::uint64_t size) override;
+
+private:
+  Store& m_store;
+};
 
 inline constexpr const char* k_kernel_packages_artifact_type = "application/vnd.gpubundle.kernel-packages.v1";
 inline constexpr const char* k_kernel_packages_repository = "localhost/gpubundle/kernel-packages";

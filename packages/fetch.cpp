@@ -34,17 +34,40 @@ Result<std::vector<Fetched>> fetch_packages(const std::vector<PackageSource>& so
     wanted = index.resolve(request, sources);
   }
   if (!wanted) return wanted.error();
-  auto files = download(*transport, sources, *wanted, request.dest, request.jobs, options.progress);
+  // From the cache what it has; the rest fetched into request.dest.
+  std::vector<Fetched> cached;
+  std::vector<Package> missing;
+  for (auto& p : *wanted) {
+    auto kept = options.cache ? options.cache->find(p.sha256, p.size) : std::nullopt;
+    if (kept) cached.push_back({std::move(p), std::move(*kept)});
+    else missing.push_back(std::move(p));
+  }
+  auto files = download(*transport, sources, missing, request.dest, request.jobs, options.progress);
   if (!files) return files.error();
-  // Sources trusted per package: a file whose own signature fails is removed, not kept.
-  for (const auto& f : *files)
+  const std::size_t fetched = files->size();
+  files->insert(files->end(), std::make_move_iterator(cached.begin()), std::make_move_iterator(cached.end()));
+  // Sources trusted per package: every file's own signature, cached ones too
+  // (another source may have brought those bytes). A fetched file that fails
+  // is removed, not kept.
+  for (std::size_t i = 0; i < files->size(); ++i) {
+    const Fetched& f = (*files)[i];
     for (const auto& s : sources)
       if (s.name == f.package.origin && s.package_signatures)
         if (auto ok = rpm_md::verify_package_signature(s.keyring, f); !ok) {
           std::error_code ec;
-          std::filesystem::remove(f.file, ec);
+          if (i < fetched) std::filesystem::remove(f.file, ec);
           return ok.error();
         }
+  }
+  if (options.cache)
+    for (std::size_t i = 0; i < fetched; ++i) {
+      Fetched& f = (*files)[i];
+      auto kept = options.cache->keep(f.file, f.package.sha256, f.package.size);
+      if (!kept) return kept.error();
+      std::error_code ec;
+      if (*kept != f.file) std::filesystem::remove(f.file, ec);
+      f.file = std::move(*kept);
+    }
   std::sort(files->begin(), files->end(), [](const Fetched& a, const Fetched& b) {
     return std::tie(a.package.name, a.package.arch) < std::tie(b.package.name, b.package.arch);
   });

@@ -7,7 +7,7 @@
 // checked against its hashes, and every package file against the list's
 // sha256 and size. Nothing unverified is returned or kept.
 //
-// apt_repo.hpp and rpm_repo.hpp hold the two formats; this header holds what
+// apt.hpp and rpm_md.hpp hold the two formats; this header holds what
 // they share and the one entry point, fetch_packages().
 
 #include <cstdint>
@@ -67,20 +67,36 @@ struct FetchRequest {
   int jobs = 4;
 };
 
+// Where verified package files are kept between builds, by sha256: the
+// build's one package cache (node-images/kernel_packages.hpp puts it in the
+// store's blobs, so a kernel's header artifact and the site repository share
+// the bytes).
+class PackageCache {
+public:
+  virtual ~PackageCache() = default;
+  // The kept file with this sha256 (hex) and size, if any.
+  virtual std::optional<std::filesystem::path> find(const std::string& sha256, std::uint64_t size) = 0;
+  // Keeps a verified file; returns where it is kept. The caller may remove `file` after.
+  virtual Result<std::filesystem::path> keep(const std::filesystem::path& file, const std::string& sha256,
+                                             std::uint64_t size) = 0;
+};
+
 struct FetchOptions {
   std::shared_ptr<net::Transport> transport;  // curl_transport() when empty
   Progress* progress = nullptr;
+  // Set: files come from the cache when it has them; fetched ones are kept
+  // there once verified and returned at their cached path (request.dest is
+  // then only where downloads land on the way in).
+  PackageCache* cache = nullptr;
 };
 
 // Resolves `request.names` and their closure across `sources` (all of one
 // format), downloads and verifies every file. A name no source has is an
 // input error naming it, `request.why` and the sources. Sorted by name.
-// Defined in package_fetch.cpp, which lands with both formats' clients; until
-// then call <format>::load_index, <format>::resolve and download() directly.
 Result<std::vector<Fetched>> fetch_packages(const std::vector<PackageSource>& sources, const FetchRequest& request,
                                             const FetchOptions& options = {});
 
-// --- shared by apt_repo.cpp and rpm_repo.cpp ---
+// --- shared by apt.cpp and rpm_md.cpp ---
 
 // GET a small document (an index) into memory, following redirects (http ->
 // https allowed, https -> http refused) and retrying transient failures. An

@@ -75,6 +75,13 @@ REPO_DIGEST=$(jget "$lock" '[i["digest"] for i in d["images"] if i["components"]
 [[ $(jget "$lock" '[i["source"] for i in d["images"] if i["components"] == ["packageServer"]]') == "['nvcr.io/gpubundle-test/httpd:1.36.1']" ]] \
   || fail "the server image is not in the lock's closure"
 pass "build: $REPO_SRC ($REPO_DIGEST), key $FPR; packages step $(jget "$W/build1.json" '"%.1f s" % d["phases"]["packages"]')"
+# The one package cache is the store's blobs: the headers .deb is one, and
+# nothing is kept beside them in packages/.
+headers_deb=$(find "$W" -path "$W/store" -prune -o -name "linux-headers-${K}_*.deb" -print | head -n1)
+[[ -n $headers_deb ]] || fail "no linux-headers-$K .deb in the stand-in"
+[ -f "$W/store/blobs/sha256/$(sha256sum < "$headers_deb" | cut -d' ' -f1)" ] || fail "the headers package is not a blob of the store"
+[[ -z $(find "$W/store/packages" -maxdepth 1 -type f) ]] || fail "package files beside the blobs: $(ls "$W/store/packages")"
+pass "the fetched packages are blobs of the store (one cache)"
 
 # The same packages and key make the same image; the key stays.
 "$GB" --store "$W/store" --json build "$W/recipe.yaml" -o "$W/again.bundle" --key "$W/release.key" \
@@ -83,6 +90,10 @@ pass "build: $REPO_SRC ($REPO_DIGEST), key $FPR; packages step $(jget "$W/build1
   || fail "the second build made another repository image"
 cmp -s "$W/site.bundle" "$W/again.bundle" || fail "the second bundle is not byte-identical"
 pass "re-build: same key, same repository image, byte-identical bundle; packages step $(jget "$W/build2.json" '"%.1f s" % d["phases"]["packages"]')"
+# No image reaches the site repository's package blobs: gc frees them.
+"$GB" --store "$W/store" store gc > "$W/gc.out" || fail "store gc"
+[ ! -f "$W/store/blobs/sha256/$(sha256sum < "$headers_deb" | cut -d' ' -f1)" ] || fail "gc kept the headers package blob: $(cat "$W/gc.out")"
+pass "store gc frees the cached packages: $(cat "$W/gc.out")"
 
 # --repo-key: the site's own key signs instead; a missing one is one line naming it.
 export GNUPGHOME=$W/gnupg-own
