@@ -172,14 +172,15 @@ TEST_CASE("gc drops unreferenced blobs and temp files, keeps the rest", "[store]
   CHECK(s.gc().value_or_throw().blobs_removed == 0);
 }
 
-TEST_CASE("gc removes a killed build's scratch in packages/, keeps the packages and the key", "[store]") {
+TEST_CASE("gc removes a killed build's scratch and an earlier package cache in packages/, keeps the key", "[store]") {
   Scratch t;
   auto s = Store::open(t / "store", StoreAccess::Exclusive).value_or_throw();
   CHECK(s.packages_dir() == t / "store" / "packages");
   CHECK(s.keys_dir() == t / "store" / "keys");
   fs::create_directories(s.packages_dir() / ".site-repo.4242" / "repo" / "pool");
   { std::ofstream(s.packages_dir() / ".site-repo.4242" / "repo" / "pool" / "a.deb") << "0123456789"; }
-  { std::ofstream(s.packages_dir() / "linux-headers_1_amd64.deb") << "kept"; }
+  // An earlier version kept package files here; the cache is the blobs now.
+  { std::ofstream(s.packages_dir() / "linux-headers_1_amd64.deb") << "old"; }
   fs::create_directories(s.keys_dir());
   { std::ofstream(s.keys_dir() / "package-repo.asc") << "key"; }
   // A link named like scratch is not followed, and not removed as one.
@@ -187,10 +188,11 @@ TEST_CASE("gc removes a killed build's scratch in packages/, keeps the packages 
   { std::ofstream(t / "elsewhere" / "x") << "x"; }
   fs::create_directory_symlink(t / "elsewhere", s.packages_dir() / ".link");
   auto rep = s.gc().value_or_throw();
-  CHECK(rep.temps_removed == 1);
-  CHECK(rep.bytes_freed == 10);
+  CHECK(rep.temps_removed == 2);
+  CHECK(rep.bytes_freed == 13);
   CHECK_FALSE(fs::exists(s.packages_dir() / ".site-repo.4242"));
-  CHECK(fs::exists(s.packages_dir() / "linux-headers_1_amd64.deb"));
+  CHECK_FALSE(fs::exists(s.packages_dir() / "linux-headers_1_amd64.deb"));
+  CHECK(fs::exists(s.packages_dir() / ".link"));
   CHECK(fs::exists(s.keys_dir() / "package-repo.asc"));
   CHECK(fs::exists(t / "elsewhere" / "x"));
 }
