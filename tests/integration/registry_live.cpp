@@ -3,7 +3,7 @@
 // token) and seeded by tests/tools/seed.py. Skipped when docker-registry is
 // not installed. Its own binary (registry_live_tests, CTest registry-live):
 // unit_tests stays in memory; the same rules against a scripted fake are in
-// tests/unit/test_mirror_transport.cpp.
+// tests/unit/test_registry_client.cpp.
 
 #include <catch2/catch.hpp>
 

@@ -1,5 +1,5 @@
 // The install kit's naming rules and files: registry parsing, strip/keep host
-// layouts, collisions, every YAML file parses, runtime config, manifest,
+// layouts, collisions, every YAML file parses, manifest,
 // determinism. Lock fixtures are built by hand so these run without shared/.
 
 #include <algorithm>
@@ -12,6 +12,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "kit/kit.hpp"
+#include "tests/unit/kit_fixture.hpp"
 #include "report/results.hpp"
 #include "signing/digest.hpp"
 
@@ -19,105 +20,7 @@ namespace fs = std::filesystem;
 using namespace gb;
 using nlohmann::json;
 
-namespace {
-
-// A tiny chart: just the values keys the fixture lock needs.
-Chart fixture_chart() {
-  Chart c;
-  c.name = "gpu-operator";
-  c.version = "v25.10.1";
-  c.values_text = R"(
-operator: {repository: nvcr.io/nvidia, image: gpu-operator, imagePullSecrets: []}
-validator: {repository: nvcr.io/nvidia, image: gpu-operator, imagePullSecrets: []}
-nodeStatusExporter: {enabled: false, repository: nvcr.io/nvidia, image: gpu-operator, imagePullSecrets: []}
-mig: {strategy: single}
-nfd: {enabled: true}
-driver:
-  enabled: true
-  kernelModuleType: auto
-  usePrecompiled: false
-  repository: nvcr.io/nvidia
-  image: driver
-  version: "580.105.08"
-  imagePullSecrets: []
-  manager: {repository: nvcr.io/nvidia/cloud-native, image: k8s-driver-manager, version: v0.9.1}
-  repoConfig: {configMapName: ""}
-  certConfig: {name: ""}
-toolkit: {enabled: true, repository: nvcr.io/nvidia/k8s, image: container-toolkit, version: v1.18.1, imagePullSecrets: []}
-devicePlugin:
-  enabled: true
-  repository: nvcr.io/nvidia
-  image: k8s-device-plugin
-  version: v0.18.1
-  imagePullSecrets: []
-  config: {create: false, name: "", default: "", data: {}}
-dcgmExporter: {enabled: true, repository: nvcr.io/nvidia/k8s, image: dcgm-exporter, version: x, serviceMonitor: {enabled: false}}
-node-feature-discovery: {enableNodeFeatureApi: true}
-)";
-  c.values = YAML::Load(c.values_text);
-  Chart nfd;
-  nfd.name = "node-feature-discovery";
-  nfd.values = YAML::Load("image: {repository: registry.k8s.io/nfd/node-feature-discovery, pullPolicy: IfNotPresent}\nimagePullSecrets: []\n");
-  c.subcharts.push_back(nfd);
-  return c;
-}
-
-LockImage image(std::vector<std::string> components, std::string source, bool digest = true) {
-  LockImage i;
-  i.components = std::move(components);
-  i.source = std::move(source);
-  i.platforms = {"linux/amd64"};
-  if (digest) i.digest = sha256_digest(i.source);
-  return i;
-}
-
-Lock fixture_lock() {
-  Lock l;
-  l.generator = "gpubundle test";
-  l.recipe_name = "site-a";
-  l.recipe_sha256 = std::string(64, 'a');
-  l.operator_version = "v25.10.1";
-  l.chart = {"gpu-operator", "v25.10.1", "main-latest", "https://helm.ngc.nvidia.com/nvidia", ""};
-  l.gpus = {"H100-SXM5-80GB"};
-  l.os = "ubuntu22.04";
-  l.os_tag = "ubuntu22.04";
-  l.platforms = {"linux/amd64"};
-  l.workloads = {"container"};
-  l.driver = {"conventional", "580.105.08", "580", "open", false};
-  l.recipe_spec = R"({"components":{"dcgmExporter":{"enabled":true,"serviceMonitor":true}},
-    "extraImages":["nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04"],
-    "mig":{"config":"all-1g.10gb","strategy":"mixed"},"pullSecret":"site-pull",
-    "sharing":{"timeSlicing":{"renameByDefault":true,"replicas":4}},"toolkit":{"mode":"container"}})";
-  l.images = {
-      image({"driver.manager"}, "nvcr.io/nvidia/cloud-native/k8s-driver-manager:v0.9.1"),
-      image({"extraImages"}, "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04"),
-      image({"driver"}, "nvcr.io/nvidia/driver:580.105.08-ubuntu22.04"),
-      image({"validator", "operator"}, "nvcr.io/nvidia/gpu-operator:v25.10.1"),
-      image({"devicePlugin"}, "nvcr.io/nvidia/k8s-device-plugin:v0.18.1"),
-      image({"toolkit"}, "nvcr.io/nvidia/k8s/container-toolkit:v1.18.1"),
-      image({"dcgmExporter"}, "nvcr.io/nvidia/k8s/dcgm-exporter:4.4.2-4.7.0-distroless"),
-      image({"node-feature-discovery"}, "registry.k8s.io/nfd/node-feature-discovery:v0.18.2"),
-  };
-  return l;
-}
-
-kit::KitOptions options(const std::string& registry = "registry.site:5000/gpu", kit::Layout layout = kit::Layout::StripHost) {
-  kit::KitOptions o;
-  o.registry = kit::SiteRegistry::parse(registry).value_or_throw();
-  o.layout = layout;
-  return o;
-}
-
-const std::string& file(const kit::Kit& k, const std::string& path) {
-  const kit::KitFile* f = k.find(path);
-  INFO(path);
-  REQUIRE(f != nullptr);
-  return f->content;
-}
-
-bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
-
-}  // namespace
+using namespace gb::kit_test;
 
 TEST_CASE("site registry argument", "[kit][naming]") {
   auto r = kit::SiteRegistry::parse("registry.site:5000/gpu").value();
@@ -168,7 +71,7 @@ TEST_CASE("two sources landing on one name are an error naming both", "[kit][nam
   CHECK(kit::place_images(tags, options().registry, kit::Layout::StripHost).ok());
 }
 
-TEST_CASE("the kit's files: YAML parses, scripts carry site values, runtime config maps every source host", "[kit][files]") {
+TEST_CASE("the kit's files: YAML parses, scripts carry site values", "[kit][files]") {
   Lock l = fixture_lock();
   auto made = kit::make_kit(l, fixture_chart(), options());
   INFO((made ? std::string() : made.error().message));
@@ -241,20 +144,6 @@ TEST_CASE("the kit's files: YAML parses, scripts carry site values, runtime conf
   CHECK(cm["metadata"]["labels"]["grafana_dashboard"].as<std::string>() == "1");
   CHECK(cm["data"]["gpubundle-gpus.json"].as<std::string>() == file(k, "monitoring/grafana-dashboard.json"));
 
-  // containerd: override_path with a prefix; the site registry gets its own file.
-  const std::string& nvcr = file(k, "containerd/certs.d/nvcr.io/hosts.toml");
-  CHECK(contains(nvcr, "server = \"https://nvcr.io\""));
-  CHECK(contains(nvcr, "[host.\"https://registry.site:5000/v2/gpu\"]"));
-  CHECK(contains(nvcr, "capabilities = [\"pull\", \"resolve\"]"));
-  CHECK(contains(nvcr, "override_path = true"));
-  CHECK(contains(nvcr, "/etc/containerd/certs.d/registry.site:5000/ca.crt"));
-  CHECK(contains(file(k, "containerd/certs.d/registry.k8s.io/hosts.toml"), "server = \"https://registry.k8s.io\""));
-  // CRI-O.
-  const std::string& crio = file(k, "crio/registries.conf.d/99-gpubundle.conf");
-  CHECK(contains(crio, "[[registry]]\nprefix = \"nvcr.io\"\nlocation = \"nvcr.io\"\n\n[[registry.mirror]]\nlocation = \"registry.site:5000/gpu\"\ninsecure = false"));
-  CHECK(contains(crio, "prefix = \"registry.k8s.io\""));
-  CHECK(contains(crio, "/etc/containers/certs.d/registry.site:5000/ca.crt"));
-
   // Scripts.
   CHECK(contains(file(k, "install.sh"), "chart=\"${GPUBUNDLE_CHART:-$here/gpu-operator-v25.10.1.tgz}\""));
   CHECK(contains(file(k, "install.sh"), "pull_secret='site-pull'"));
@@ -287,7 +176,7 @@ TEST_CASE("the kit's files: YAML parses, scripts carry site values, runtime conf
   CHECK(m["files"].size() == k.files.size());
 }
 
-TEST_CASE("keep-host, no prefix, plain HTTP, bundle id and sizes", "[kit][files]") {
+TEST_CASE("keep-host, plain HTTP, bundle id and sizes", "[kit][files]") {
   Lock l = fixture_lock();
   auto o = options("http://127.0.0.1:5000", kit::Layout::KeepHost);
   o.bundle_id = "b-123";
@@ -296,19 +185,11 @@ TEST_CASE("keep-host, no prefix, plain HTTP, bundle id and sizes", "[kit][files]
   YAML::Node v = YAML::Load(file(k, "values.yaml"));
   CHECK(v["driver"]["repository"].as<std::string>() == "127.0.0.1:5000/nvcr.io/nvidia");
   CHECK(v["node-feature-discovery"]["image"]["repository"].as<std::string>() == "127.0.0.1:5000/registry.k8s.io/nfd/node-feature-discovery");
-  const std::string& nvcr = file(k, "containerd/certs.d/nvcr.io/hosts.toml");
-  CHECK(contains(nvcr, "[host.\"http://127.0.0.1:5000/v2/nvcr.io\"]"));
-  CHECK(contains(nvcr, "override_path = true"));
-  CHECK(contains(file(k, "crio/registries.conf.d/99-gpubundle.conf"), "location = \"127.0.0.1:5000/nvcr.io\"\ninsecure = true"));
   json m = json::parse(file(k, "manifest.json"));
   CHECK(m["bundleId"] == "b-123");
   CHECK(m["images"][0]["size"] == 4242);
   CHECK(m["registry"]["plainHttp"] == true);
 
-  // Strip-host without a prefix needs no path override.
-  auto flat = kit::make_kit(l, fixture_chart(), options("reg.site")).value();
-  CHECK_FALSE(contains(file(flat, "containerd/certs.d/nvcr.io/hosts.toml"), "override_path"));
-  CHECK(contains(file(flat, "containerd/certs.d/nvcr.io/hosts.toml"), "[host.\"https://reg.site\"]"));
 }
 
 TEST_CASE("gpubundle report reads the kit's manifest.json as written", "[kit][files][report]") {
@@ -327,42 +208,6 @@ TEST_CASE("gpubundle report reads the kit's manifest.json as written", "[kit][fi
   CHECK(id->registry == "registry.site:5000/gpu");
   REQUIRE(id->images.size() == l.images.size());
   CHECK(id->images[2].destination == "registry.site:5000/gpu/nvidia/driver:580.105.08-ubuntu22.04");
-}
-
-TEST_CASE("the CRI-O drop-in names the site registry itself; a given CA rides along for both runtimes", "[kit][files]") {
-  Lock l = fixture_lock();
-  // Plain HTTP: values.yaml names 127.0.0.1:5000/... for every pod, so CRI-O must
-  // reach that host over HTTP too, not only the mirrors of the source hosts.
-  auto http = kit::make_kit(l, fixture_chart(), options("http://127.0.0.1:5000/gpu")).value();
-  const std::string& crio = file(http, "crio/registries.conf.d/99-gpubundle.conf");
-  CHECK(contains(crio, "[[registry]]\nprefix = \"127.0.0.1:5000\"\nlocation = \"127.0.0.1:5000\"\ninsecure = true\n"));
-  CHECK(contains(crio, "location = \"127.0.0.1:5000/gpu\"\ninsecure = true"));
-  CHECK_FALSE(contains(crio, "ca.crt"));
-  CHECK_FALSE(contains(file(http, "containerd/certs.d/127.0.0.1:5000/hosts.toml"), "ca.crt"));
-
-  // HTTPS without a CA: the entry is there, TLS verified; the ca lines stay commented.
-  auto https = kit::make_kit(l, fixture_chart(), options()).value();
-  CHECK(contains(file(https, "crio/registries.conf.d/99-gpubundle.conf"),
-                 "prefix = \"registry.site:5000\"\nlocation = \"registry.site:5000\"\ninsecure = false\n"));
-  CHECK(contains(file(https, "containerd/certs.d/nvcr.io/hosts.toml"), "  # ca = \"../registry.site:5000/ca.crt\"\n"));
-  CHECK(https.find("containerd/certs.d/registry.site:5000/ca.crt") == nullptr);
-
-  // HTTPS with the site's CA: carried for both runtimes, and containerd points
-  // at it relative to each hosts.toml, so the path holds in the kit and on a node.
-  auto o = options();
-  o.registry_ca = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
-  auto ca = kit::make_kit(l, fixture_chart(), o).value();
-  CHECK(file(ca, "containerd/certs.d/registry.site:5000/ca.crt") == o.registry_ca);
-  CHECK(file(ca, "crio/certs.d/registry.site:5000/ca.crt") == o.registry_ca);
-  CHECK(contains(file(ca, "containerd/certs.d/nvcr.io/hosts.toml"), "\n  ca = \"../registry.site:5000/ca.crt\"\n"));
-  CHECK(contains(file(ca, "containerd/certs.d/registry.k8s.io/hosts.toml"), "\n  ca = \"../registry.site:5000/ca.crt\"\n"));
-  CHECK(contains(file(ca, "containerd/certs.d/registry.site:5000/hosts.toml"), "\n  ca = \"ca.crt\"\n"));
-  json m = json::parse(file(ca, "manifest.json"));
-  CHECK(std::find(m["files"].begin(), m["files"].end(), "crio/certs.d/registry.site:5000/ca.crt") != m["files"].end());
-  // ...but never for plain HTTP.
-  auto o2 = options("http://127.0.0.1:5000");
-  o2.registry_ca = o.registry_ca;
-  CHECK(kit::make_kit(l, fixture_chart(), o2).value().find("crio/certs.d/127.0.0.1:5000/ca.crt") == nullptr);
 }
 
 TEST_CASE("optional files follow the recipe; output is deterministic", "[kit][files]") {
