@@ -32,6 +32,10 @@ Result<std::vector<Fetched>> fetch_packages(const std::vector<PackageSource>& so
     for (const auto& s : sources)
       if (auto r = rpm_md::load_index(*transport, s, index); !r) return r.error();
     wanted = index.resolve(request, sources);
+    if (!wanted && index.needs_filelists()) {
+      if (auto r = rpm_md::load_filelists(*transport, index); !r) return r.error();
+      wanted = index.resolve(request, sources);
+    }
   }
   if (!wanted) return wanted.error();
   // From the cache what it has; the rest fetched into request.dest.

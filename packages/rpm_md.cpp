@@ -30,6 +30,8 @@ constexpr std::uint64_t k_signature_max = 64ull << 10;
 constexpr std::uint64_t k_primary_max = 1ull << 30;       // packed
 constexpr std::uint64_t k_primary_open_max = 2ull << 30;  // decompressed
 constexpr std::uint64_t k_primary_max_ratio = 64;  // primary.xml packs 10-25x; more is a bomb
+// filelists.xml names every file of every package: several times primary's size.
+constexpr std::uint64_t k_filelists_open_max = 8ull << 30;
 constexpr size_t k_max_depth = 16;
 constexpr size_t k_max_attrs = 32;
 constexpr size_t k_max_name = 128;
@@ -408,17 +410,25 @@ struct FileClose {
 };
 using File = std::unique_ptr<std::FILE, FileClose>;
 
-struct RepomdPrimary {
+// One <data> of repomd.xml that we read.
+struct RepomdFile {
+  std::string type;  // primary | filelists
   std::string href, sha256, open_sha256;
   std::uint64_t size = 0, open_size = 0;
   bool has_size = false, has_open_size = false;
 };
 
-Result<RepomdPrimary> parse_repomd(std::string_view xml, const std::string& what) {
+struct Repomd {
+  RepomdFile primary;
+  std::optional<RepomdFile> filelists;
+};
+
+Result<Repomd> parse_repomd(std::string_view xml, const std::string& what) {
   XmlReader x(xml, what);
   XmlReader::Event ev;
-  RepomdPrimary p;
-  bool in_primary = false, found = false;
+  Repomd md;
+  RepomdFile* cur = nullptr;
+  bool found = false;
   std::string checksum_type;
   while (x.next(ev) && ev != XmlReader::Event::Eof) {
     if (x.depth() == 1 && ev == XmlReader::Event::Start && x.name() != "repomd")
@@ -426,35 +436,43 @@ Result<RepomdPrimary> parse_repomd(std::string_view xml, const std::string& what
     if (ev == XmlReader::Event::Start) {
       if (x.depth() == 2 && x.name() == "data") {
         const std::string* type = x.attr("type");
-        in_primary = type && *type == "primary";
-        if (in_primary && found) return op_error(what + ": two <data type=\"primary\">");
-        found = found || in_primary;
-      } else if (in_primary && x.depth() == 3) {
+        cur = nullptr;
+        if (type && *type == "primary") {
+          if (found) return op_error(what + ": two <data type=\"primary\">");
+          found = true;
+          cur = &md.primary;
+        } else if (type && *type == "filelists") {
+          if (md.filelists) return op_error(what + ": two <data type=\"filelists\">");
+          md.filelists.emplace();
+          cur = &*md.filelists;
+        }
+        if (cur) cur->type = *type;
+      } else if (cur && x.depth() == 3) {
         if (x.name() == "checksum" || x.name() == "open-checksum") {
           const std::string* type = x.attr("type");
           checksum_type = type ? *type : "";
           if (checksum_type != "sha256" && x.name() == "checksum")
-            return op_error(what + ": primary checksum type " + quote(checksum_type) + " is not supported (sha256 only)");
+            return op_error(what + ": " + cur->type + " checksum type " + quote(checksum_type) + " is not supported (sha256 only)");
         } else if (x.name() == "location") {
-          if (x.attr("xml:base")) return op_error(what + ": primary location xml:base (metadata elsewhere) is not supported");
+          if (x.attr("xml:base")) return op_error(what + ": " + cur->type + " location xml:base (metadata elsewhere) is not supported");
           const std::string* href = x.attr("href");
           if (!href || !safe_location(*href))
-            return op_error(what + ": primary location href " + quote(href ? *href : "") + " is not a path below the repository");
-          p.href = *href;
+            return op_error(what + ": " + cur->type + " location href " + quote(href ? *href : "") + " is not a path below the repository");
+          cur->href = *href;
         }
       }
       continue;
     }
-    if (!in_primary) continue;
+    if (!cur) continue;
     if (x.depth() == 1 && x.name() == "data") {
-      in_primary = false;
+      cur = nullptr;
       continue;
     }
     if (x.depth() != 2) continue;
     std::string text(trim(x.text()));
     auto number = [&](std::uint64_t& out, bool& has) -> Result<void> {
       if (!is_digits(text) || text.size() > 15)
-        return op_error(what + ": primary " + std::string(x.name()) + " " + quote(text) + " is not a number");
+        return op_error(what + ": " + cur->type + " " + std::string(x.name()) + " " + quote(text) + " is not a number");
       out = std::stoull(text);
       has = true;
       return {};
@@ -462,22 +480,25 @@ Result<RepomdPrimary> parse_repomd(std::string_view xml, const std::string& what
     auto hex = [&](std::string& out) -> Result<void> {
       std::string h = to_lower(text);
       if (h.size() != 64 || h.find_first_not_of("0123456789abcdef") != std::string::npos)
-        return op_error(what + ": primary " + std::string(x.name()) + " " + quote(text) + " is not a sha256");
+        return op_error(what + ": " + cur->type + " " + std::string(x.name()) + " " + quote(text) + " is not a sha256");
       out = std::move(h);
       return {};
     };
     Result<void> r;
-    if (x.name() == "checksum") r = hex(p.sha256);
-    else if (x.name() == "open-checksum" && checksum_type == "sha256") r = hex(p.open_sha256);
-    else if (x.name() == "size") r = number(p.size, p.has_size);
-    else if (x.name() == "open-size") r = number(p.open_size, p.has_open_size);
+    if (x.name() == "checksum") r = hex(cur->sha256);
+    else if (x.name() == "open-checksum" && checksum_type == "sha256") r = hex(cur->open_sha256);
+    else if (x.name() == "size") r = number(cur->size, cur->has_size);
+    else if (x.name() == "open-size") r = number(cur->open_size, cur->has_open_size);
     if (!r) return r.error();
   }
   if (!x.error().empty()) return op_error(x.error());
   if (!found) return op_error(what + ": no <data type=\"primary\">");
-  if (p.href.empty()) return op_error(what + ": the primary data has no location");
-  if (p.sha256.empty()) return op_error(what + ": the primary data has no sha256 checksum");
-  return p;
+  for (const RepomdFile* f : {&md.primary, md.filelists ? &*md.filelists : nullptr}) {
+    if (!f) continue;
+    if (f->href.empty()) return op_error(what + ": the " + f->type + " data has no location");
+    if (f->sha256.empty()) return op_error(what + ": the " + f->type + " data has no sha256 checksum");
+  }
+  return md;
 }
 
 }  // namespace
@@ -490,10 +511,18 @@ struct Index::Impl {
   std::string arch;
   struct RepoInfo {
     std::string origin, repo_url;
+    Repo* repo = nullptr;
+    // Where its filelists.xml is, as the verified repomd.xml says (load_index).
+    PackageSource source;
+    std::string repomd_url;
+    std::optional<RepomdFile> filelists;
+    bool signed_repomd = false;
+    bool files_read = false;
   };
   std::deque<RepoInfo> repos;  // Repo::appdata points here
   Repo* system = nullptr;
   bool prepared = false;
+  bool file_unmet = false;  // the last resolve failed on a file requirement
 
   Package package(Id id) const {
     Pool* p = solv.get();
@@ -532,7 +561,11 @@ struct Index::Impl {
     }
     if (auto r = after_read(); !r) return drop(r.error());
     repo_internalize(repo);
-    repos.push_back({source.name, repo_url});
+    RepoInfo info;
+    info.origin = source.name;
+    info.repo_url = repo_url;
+    info.repo = repo;
+    repos.push_back(std::move(info));
     repo->appdata = &repos.back();
     // Every package as the old reader demanded: the fields a download and
     // the site repository use, in rpm's own character sets.
@@ -560,6 +593,21 @@ struct Index::Impl {
         return drop(bad);
       }
     }
+    prepared = false;
+    return {};
+  }
+
+  // Adds a filelists.xml from `in` to the packages of `info`'s repo, matched by
+  // their checksum (libsolv's REPO_EXTEND_SOLVABLES, as dnf loads it).
+  Result<void> extend(RepoInfo& info, std::FILE* in, const std::function<Result<void>()>& after_read, const std::string& what) {
+    Pool* p = solv.get();
+    if (repo_add_rpmmd(info.repo, in, nullptr, REPO_EXTEND_SOLVABLES) != 0) {
+      if (auto r = after_read(); !r) return r.error();
+      return Failure{ErrorKind::Failed, what + ": " + printable(pool_errstr(p))};
+    }
+    if (auto r = after_read(); !r) return r.error();
+    repo_internalize(info.repo);
+    info.files_read = true;
     prepared = false;
     return {};
   }
@@ -634,6 +682,27 @@ Result<void> Index::add_primary(std::string_view xml, const PackageSource& sourc
   return m_impl->add(in.get(), [] { return Result<void>(); }, source, repo_url, what);
 }
 
+Result<void> Index::add_filelists(std::string_view xml, const std::string& repo_url, const std::string& what) {
+  Prolog prolog;
+  prolog.feed(xml.data(), xml.size());
+  if (!prolog.error.empty()) return op_error(what + ": " + prolog.error);
+  for (auto& info : m_impl->repos)
+    if (info.repo_url == repo_url) {
+      File in(fmemopen(const_cast<char*>(xml.data()), xml.size(), "r"));
+      if (xml.empty()) in.reset(std::fopen("/dev/null", "r"));
+      if (!in) return op_error(what + ": cannot read it: " + std::strerror(errno));
+      return m_impl->extend(info, in.get(), [] { return Result<void>(); }, what);
+    }
+  return op_error(what + ": no primary.xml read for " + repo_url);
+}
+
+bool Index::needs_filelists() const {
+  if (!m_impl->file_unmet) return false;
+  for (const auto& info : m_impl->repos)
+    if (info.filelists && !info.files_read) return true;
+  return false;
+}
+
 std::vector<Package> Index::packages() const {
   std::vector<Package> out;
   Pool* pool = m_impl->solv.get();  // the name FOR_POOL_SOLVABLES uses
@@ -670,10 +739,27 @@ Result<std::vector<Package>> Index::resolve(const FetchRequest& request, const s
   }
   detail::SolvSolver solver(solver_create(p));
   solver_set_flag(solver.get(), SOLVER_FLAG_IGNORE_RECOMMENDED, 1);  // dnf's install_weak_deps=0: Requires only
+  m.file_unmet = false;
   if (solver_solve(solver.get(), job.get()) != 0) {
+    // A file requirement nothing provides: primary.xml lists only the files
+    // in bin/ and /etc, filelists.xml the rest (load_filelists()).
+    for (Id problem = 1; problem <= static_cast<Id>(solver_problem_count(solver.get())); ++problem) {
+      detail::SolvQueue rules;
+      solver_findallproblemrules(solver.get(), problem, rules.get());
+      for (int i = 0; i < rules.size(); ++i) {
+        Id source = 0, target = 0, dep = 0;
+        SolverRuleinfo type = solver_ruleinfo(solver.get(), rules[i], &source, &target, &dep);
+        if (type == SOLVER_RULE_PKG_NOTHING_PROVIDES_DEP && dep && pool_dep2str(p, dep)[0] == '/') m.file_unmet = true;
+      }
+    }
     std::string problem = solver_problem2str(solver.get(), 1);
-    return input_error(request.why + ": " + printable(problem) + ", in " + describe_sources(sources) +
-                       (problem.find("provides /") != std::string::npos ? " (primary.xml lists only files in bin/ and /etc; filelists.xml is not read)" : ""));
+    bool read = false;
+    for (const auto& info : m.repos) read = read || info.files_read;
+    const char* hint = !m.file_unmet ? ""
+                       : needs_filelists() ? " (primary.xml lists only the files in bin/ and /etc; filelists.xml is not read yet)"
+                       : read ? " (filelists.xml read too)"
+                              : " (primary.xml lists only the files in bin/ and /etc, and the repository names no filelists.xml)";
+    return input_error(request.why + ": " + printable(problem) + ", in " + describe_sources(sources) + hint);
   }
   detail::SolvTransaction trans(solver_create_transaction(solver.get()));
   std::set<Id> chosen;
@@ -734,6 +820,65 @@ int compare_versions(std::string_view a, std::string_view b) {
   return c < 0 ? -1 : c > 0 ? 1 : 0;
 }
 
+namespace {
+
+// Fetches one metadata file that a verified repomd.xml names, checks its
+// packed size and sha256 against it, and hands `load` a stream of it as it
+// is decompressed (never whole in memory: peak memory is the packed bytes
+// and the pool), bounded; `after_read` checks its open size and
+// open-checksum once libsolv has read it.
+using MetadataLoader =
+    std::function<Result<void>(std::FILE* in, const std::function<Result<void>()>& after_read, const std::string& url)>;
+Result<void> stream_metadata(net::Transport& t, const PackageSource& source, const std::string& repo,
+                             const std::string& repomd_url, const RepomdFile& f, bool signed_repomd,
+                             std::uint64_t open_limit, const MetadataLoader& load) {
+  std::string url = repo + "/" + f.href;
+  if (f.size > k_primary_max || f.open_size > open_limit)
+    return op_error(url + ": larger than " + std::to_string(k_primary_max >> 20) + " MiB packed or " +
+                    std::to_string(open_limit >> 20) + " MiB open, by the signed " + repomd_url + "; refused");
+  auto packed = get_document(t, source, url, f.has_size ? f.size : k_primary_max);
+  if (!packed) return packed.error();
+  if (f.has_size && packed->size() != f.size)
+    return op_error(url + ": " + std::to_string(packed->size()) + " bytes, but the signed " + repomd_url + " says " +
+                    std::to_string(f.size));
+  if (auto got = sha256_hex(*packed); got != f.sha256)
+    return op_error(url + ": sha256 " + got + " differs from the signed " + repomd_url + "'s " + f.sha256);
+  std::uint64_t open_max = f.has_open_size ? f.open_size : open_limit;
+  if (!signed_repomd) {
+    // An unsigned repomd.xml (signatures: packages): its sizes are the
+    // sender's word, so the decompressed size is bounded by both what it
+    // declares and a plausible ratio to the bytes that came.
+    if (!f.has_open_size)
+      return op_error(url + ": the unsigned " + repomd_url + " declares no open-size for it; refused (createrepo_c always writes one)");
+    open_max = std::min<std::uint64_t>(open_max, std::max<std::uint64_t>(packed->size(), 1) * k_primary_max_ratio);
+  }
+  OpenStream stream;
+  stream.archive.reset(archive_read_new());
+  stream.max_bytes = open_max;
+  detail::support_builtin_filters(stream.archive.get());
+  archive_read_support_format_raw(stream.archive.get());
+  archive_entry* e = nullptr;
+  if (archive_read_open_memory(stream.archive.get(), packed->data(), packed->size()) != ARCHIVE_OK ||
+      archive_read_next_header(stream.archive.get(), &e) != ARCHIVE_OK)
+    return op_error(url + ": cannot decompress: " + detail::archive_error(stream.archive.get()));
+  cookie_io_functions_t io{};
+  io.read = &OpenStream::read;
+  File in(fopencookie(&stream, "r", io));
+  if (!in) return op_error(url + ": cannot read it: " + std::strerror(errno));
+  auto after_read = [&]() -> Result<void> {
+    if (!stream.error.empty()) return op_error(url + ": " + stream.error);
+    if (f.has_open_size && stream.total != f.open_size)
+      return op_error(url + ": " + std::to_string(stream.total) + " bytes decompressed, but the signed " + repomd_url +
+                      " says " + std::to_string(f.open_size));
+    if (!f.open_sha256.empty() && stream.sha.hex() != f.open_sha256)
+      return op_error(url + ": the decompressed sha256 differs from the signed " + repomd_url + "'s open-checksum");
+    return {};
+  };
+  return load(in.get(), after_read, url);
+}
+
+}  // namespace
+
 Result<void> load_index(net::Transport& t, const PackageSource& source, Index& index) {
   std::vector<std::string> repos;
   for (const auto& suite : source.suites) repos.push_back(source.url + "/" + suite);
@@ -749,54 +894,35 @@ Result<void> load_index(net::Transport& t, const PackageSource& source, Index& i
                       "' must be a signed repository, or say `signatures: packages` to check each rpm's signature instead");
     if (*sig)
       if (auto ok = openpgp::verify_detached(source.keyring, *repomd, **sig, repomd_url); !ok) return ok.error();
-    auto primary = parse_repomd(*repomd, repomd_url);
-    if (!primary) return primary.error();
-
-    std::string primary_url = repo + "/" + primary->href;
-    if (primary->size > k_primary_max || primary->open_size > k_primary_open_max)
-      return op_error(primary_url + ": larger than " + std::to_string(k_primary_max >> 20) + " MiB packed or " +
-                      std::to_string(k_primary_open_max >> 20) + " MiB open, by the signed " + repomd_url + "; refused");
-    auto packed = get_document(t, source, primary_url, primary->has_size ? primary->size : k_primary_max);
-    if (!packed) return packed.error();
-    if (primary->has_size && packed->size() != primary->size)
-      return op_error(primary_url + ": " + std::to_string(packed->size()) + " bytes, but the signed " + repomd_url + " says " +
-                      std::to_string(primary->size));
-    if (auto got = sha256_hex(*packed); got != primary->sha256)
-      return op_error(primary_url + ": sha256 " + got + " differs from the signed " + repomd_url + "'s " + primary->sha256);
-    std::uint64_t open_max = primary->has_open_size ? primary->open_size : k_primary_open_max;
-    if (!*sig) {
-      // An unsigned repomd.xml (signatures: packages): its sizes are the
-      // sender's word, so the decompressed size is bounded by both what it
-      // declares and a plausible ratio to the bytes that came.
-      if (!primary->has_open_size)
-        return op_error(primary_url + ": the unsigned " + repomd_url + " declares no open-size for it; refused (createrepo_c always writes one)");
-      open_max = std::min<std::uint64_t>(open_max, std::max<std::uint64_t>(packed->size(), 1) * k_primary_max_ratio);
-    }
-    // Decompressed as libsolv reads it, never whole in memory: peak memory
-    // is the packed bytes and the pool.
-    OpenStream stream;
-    stream.archive.reset(archive_read_new());
-    stream.max_bytes = open_max;
-    detail::support_builtin_filters(stream.archive.get());
-    archive_read_support_format_raw(stream.archive.get());
-    archive_entry* e = nullptr;
-    if (archive_read_open_memory(stream.archive.get(), packed->data(), packed->size()) != ARCHIVE_OK ||
-        archive_read_next_header(stream.archive.get(), &e) != ARCHIVE_OK)
-      return op_error(primary_url + ": cannot decompress: " + detail::archive_error(stream.archive.get()));
-    cookie_io_functions_t io{};
-    io.read = &OpenStream::read;
-    File in(fopencookie(&stream, "r", io));
-    if (!in) return op_error(primary_url + ": cannot read it: " + std::strerror(errno));
-    auto after_read = [&]() -> Result<void> {
-      if (!stream.error.empty()) return op_error(primary_url + ": " + stream.error);
-      if (primary->has_open_size && stream.total != primary->open_size)
-        return op_error(primary_url + ": " + std::to_string(stream.total) + " bytes decompressed, but the signed " + repomd_url +
-                        " says " + std::to_string(primary->open_size));
-      if (!primary->open_sha256.empty() && stream.sha.hex() != primary->open_sha256)
-        return op_error(primary_url + ": the decompressed sha256 differs from the signed " + repomd_url + "'s open-checksum");
-      return {};
+    auto md = parse_repomd(*repomd, repomd_url);
+    if (!md) return md.error();
+    auto& impl = *index.m_impl;
+    auto add = [&](std::FILE* in, const std::function<Result<void>()>& after_read, const std::string& url) {
+      return impl.add(in, after_read, source, repo, url);
     };
-    if (auto r = index.m_impl->add(in.get(), after_read, source, repo, primary_url); !r) return r.error();
+    if (auto r = stream_metadata(t, source, repo, repomd_url, md->primary, sig->has_value(), k_primary_open_max, add); !r)
+      return r.error();
+    // filelists.xml only when a resolve needs it (load_filelists()).
+    auto& info = impl.repos.back();
+    info.source = source;
+    info.repomd_url = repomd_url;
+    info.filelists = md->filelists;
+    info.signed_repomd = sig->has_value();
+  }
+  return {};
+}
+
+Result<void> load_filelists(net::Transport& t, Index& index) {
+  auto& impl = *index.m_impl;
+  for (auto& info : impl.repos) {
+    if (!info.filelists || info.files_read) continue;
+    auto extend = [&](std::FILE* in, const std::function<Result<void>()>& after_read, const std::string& url) {
+      return impl.extend(info, in, after_read, url);
+    };
+    if (auto r = stream_metadata(t, info.source, info.repo_url, info.repomd_url, *info.filelists, info.signed_repomd,
+                                 k_filelists_open_max, extend);
+        !r)
+      return r.error();
   }
   return {};
 }

@@ -21,9 +21,13 @@
 // repomd.xml is read by a small strict XML reader of our own: no DOCTYPE,
 // CDATA or processing instructions past the declaration; the predefined and
 // numeric entities only; bounded depth and attributes.
-// Not read: filelists.xml (a file requirement outside primary.xml's bin/ and
-// /etc lists fails, saying so) and modules.yaml (RHEL 8 modularity: the Full
-// closure picks from every stream, where dnf would keep to the enabled ones).
+//   <data type="filelists">          the same checks; filelists.xml is read
+//                                    (streamed, into the same packages) only
+//                                    when a closure needs a file that
+//                                    primary.xml's bin/ and /etc lists do
+//                                    not provide, as dnf5 does by default
+// Not read: modules.yaml (RHEL 8 modularity: the Full closure picks from
+// every stream, where dnf would keep to the enabled ones).
 //
 // The site repository (write_repo) is dnf's layout:
 //   DIR/Packages/<file>.rpm
@@ -74,6 +78,14 @@ public:
   // `why`, the packages and `sources`. Sorted by name, then version.
   Result<std::vector<Package>> resolve(const FetchRequest& request, const std::vector<PackageSource>& sources);
 
+  // One repo's filelists.xml text, added to the packages read from
+  // `repo_url`'s primary.xml (load_filelists streams it instead).
+  Result<void> add_filelists(std::string_view xml, const std::string& repo_url, const std::string& what);
+
+  // The last resolve() failed on a file requirement, and a repo has a
+  // filelists.xml not read yet: load_filelists(), then resolve() again.
+  bool needs_filelists() const;
+
   // Every package read, in the order read. For tests.
   std::vector<Package> packages() const;
 
@@ -82,11 +94,16 @@ public:
 private:
   std::unique_ptr<Impl> m_impl;
   friend Result<void> load_index(net::Transport& t, const PackageSource& source, Index& index);
+  friend Result<void> load_filelists(net::Transport& t, Index& index);
 };
 
 // Adds the verified primary.xml of each repo of `source` (source.suites below
 // source.url, or url itself) to `index`.
 Result<void> load_index(net::Transport& t, const PackageSource& source, Index& index);
+
+// Adds the verified filelists.xml of every repo read that has one and whose
+// list is not read yet.
+Result<void> load_filelists(net::Transport& t, Index& index);
 
 // rpm's version order (libsolv's, as rpmvercmp): epoch (absent = 0), then
 // version, then release (~ sorts before anything, ^ after the end but before

@@ -132,6 +132,18 @@ done | sort)
 [[ $(echo "$want" | wc -l) -eq 7 ]] || fail "SameSource: the stand-in's kernel has 5 packages and elfutils 2, not: $(echo $want)"
 diff <(echo "$want") <(ls "$work/same") || fail "SameSource differs from the Full closure's kernel-6.1.0-1.el9.src.rpm packages"
 
+# --- a file requirement that only filelists.xml answers ----------------------
+# helper-user (AppStream) requires /usr/libexec/gpubundle/helper, which
+# primary.xml does not list: filelists.xml is read, and helper-tools (BaseOS)
+# comes along, as dnf fetches it.
+"$tool" "$work/recipe.yaml" --name helper-user --dest "$work/files" >"$work/files.txt" 2>"$work/err" || fail "file requirement: $(cat "$work/err")"
+dnf_fetch fileref "$work/dnf-files" "${upstream[@]}" -- helper-user || fail "dnf could not fetch helper-user: $(tail -5 "$work/dnf-fileref/out.log")"
+diff <(ls "$work/dnf-files") <(ls "$work/files") || fail "the closure of a file requirement differs from dnf's (left: dnf)"
+grep -q "^helper-tools 1.0-1.el9 x86_64 " "$work/files.txt" || fail "helper-tools (the file's owner) is not in: $(cat "$work/files.txt")"
+# The stand-in is shaped as meant: the file is in filelists.xml only.
+zgrep -q /usr/libexec/gpubundle/helper "$WWW"/BaseOS/repodata/*filelists.xml* || fail "the stand-in's filelists.xml lacks the file"
+! zgrep -q /usr/libexec/gpubundle/helper "$WWW"/BaseOS/repodata/*primary.xml* || fail "the stand-in's primary.xml lists the file"
+
 # --- refusals ----------------------------------------------------------------
 refused() {  # WANT-EXIT WANT-SUBSTRING ARGS...: the tool fails with that one line
   local code=$1 text=$2

@@ -158,6 +158,10 @@ simple dracut 057 53.el9 x86_64 "Requires: /bin/sh" /usr/bin/dracut
 simple elfutils-libelf 0.190 2.el9 x86_64 "Requires: glibc" /usr/lib64/libelf.so.1
 simple elfutils-libelf-devel 0.190 2.el9 x86_64 "Requires: elfutils-libelf = 0.190-2.el9" /usr/include/libelf.h
 simple hostname 3.23 6.el9 x86_64 "" /usr/bin/hostname
+# A file requirement outside bin/ and /etc: only filelists.xml says who has
+# it (createrepo_c's primary.xml lists no other files), across repos.
+simple helper-tools 1.0 1.el9 x86_64 "" /usr/libexec/gpubundle/helper
+simple helper-user 1.0 1.el9 x86_64 "Requires: /usr/libexec/gpubundle/helper" /usr/share/helper-user/README
 
 cat >"$OUT/specs/gcc.spec" <<EOF
 Name: gcc
@@ -191,9 +195,10 @@ build() {  # SPEC REPO [--define ...]
 }
 build kernel.spec BaseOS --define "kver 6.1.0" --define "krel 1.el9" --define "gcc 11.3.1"
 build kernel.spec BaseOS --define "kver 6.2.0" --define "krel 1.el9" --define "gcc 11.4.1"
-for spec in bash-5.1.8 glibc-2.34 tzdata-2024a dracut-057 elfutils-libelf-0.190 elfutils-libelf-devel-0.190 hostname-3.23; do
+for spec in bash-5.1.8 glibc-2.34 tzdata-2024a dracut-057 elfutils-libelf-0.190 elfutils-libelf-devel-0.190 hostname-3.23 helper-tools-1.0; do
   build "$spec.spec" BaseOS
 done
+build helper-user-1.0.spec AppStream
 build gcc.spec AppStream --define "gver 11.3.1" --define "grel 1.el9"
 build gcc.spec AppStream --define "gver 11.4.1" --define "grel 3.el9"
 

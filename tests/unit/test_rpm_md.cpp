@@ -318,7 +318,7 @@ TEST_CASE("an unmet Requires is one line naming the package, the kernel and the 
              Catch::StartsWith("kernel 6.1.0-1.el9.x86_64: nothing provides (gcc with glibc) needed by needs-with-1-1.noarch"));
   // An unparsable rich dependency is dropped by libsolv's reader, as dnf reads it.
   CHECK(nevras(idx.resolve(request({"needs-bad"}), {source()})) == std::vector<std::string>{"needs-bad-1-1.noarch"});
-  CHECK_THAT(error_of(idx.resolve(request({"needs-file-elsewhere"}), {source()})), Catch::EndsWith("filelists.xml is not read)"));
+  CHECK_THAT(error_of(idx.resolve(request({"needs-file-elsewhere"}), {source()})), Catch::EndsWith("the repository names no filelists.xml)"));
   // SameSource is a filter over the Full closure: a gap elsewhere fails on the build machine, not at the site.
   CHECK_THAT(error_of(idx.resolve(request({"needs-gone"}, Closure::SameSource), {source()})), Catch::Contains("nothing provides"));
   // dracut needs /bin/sh, which is bash: "(dracut unless bash)" cannot hold, as dnf says too.
@@ -396,4 +396,37 @@ TEST_CASE("primary.xml text is decoded in time linear in the document", "[rpm][h
   CHECK(std::count(doc.begin(), doc.end(), '&') == 1);  // the one entity, at the end
   INFO(seconds << " s");
   CHECK(seconds < 30);  // generous for the sanitizer build; the quadratic reader needed minutes
+}
+
+TEST_CASE("rpm-md: a file requirement that only filelists.xml answers", "[rpm]") {
+  // createrepo_c's primary.xml lists only files in bin/ and /etc; the rest of
+  // a package's files are in filelists.xml, matched to it by pkgid.
+  Pkg user{"helper-user", "x86_64", "0", "1.0", "1.el9", "helper-user-1.0-1.el9.src.rpm", {}, {"/usr/libexec/gpubundle/helper"}, {}};
+  Pkg tools{"helper-tools", "x86_64", "0", "1.0", "1.el9", "helper-tools-1.0-1.el9.src.rpm", {}, {}, {"/usr/bin/helper-tools"}};
+  REQUIRE(user.name.size() % 2 != tools.name.size() % 2);  // distinct pkgids (element())
+  rpm_md::Index idx = index_of({user, tools});
+  auto before = idx.resolve(request({"helper-user"}), {source()});
+  REQUIRE_FALSE(before.ok());
+  CHECK_THAT(before.error().message, Catch::Contains("/usr/libexec/gpubundle/helper"));
+  CHECK_THAT(before.error().message, Catch::Contains("kernel 6.1.0-1.el9.x86_64"));
+  CHECK_THAT(before.error().message, Catch::Contains("filelists.xml"));
+  CHECK_FALSE(idx.needs_filelists());  // add_primary read no repomd.xml: no filelists.xml is known
+
+  const std::string filelists =
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<filelists xmlns=\"http://linux.duke.edu/metadata/filelists\" packages=\"2\">\n"
+      "<package pkgid=\"" + std::string(64, 'a') + "\" name=\"helper-user\" arch=\"x86_64\">\n"
+      "  <version epoch=\"0\" ver=\"1.0\" rel=\"1.el9\"/>\n  <file>/usr/share/helper-user/README</file>\n</package>\n"
+      "<package pkgid=\"" + std::string(64, 'b') + "\" name=\"helper-tools\" arch=\"x86_64\">\n"
+      "  <version epoch=\"0\" ver=\"1.0\" rel=\"1.el9\"/>\n  <file>/usr/bin/helper-tools</file>\n"
+      "  <file>/usr/libexec/gpubundle/helper</file>\n</package>\n</filelists>\n";
+  REQUIRE(idx.add_filelists(filelists, "http://mirror.example/el9/BaseOS", "filelists.xml").ok());
+  auto after = idx.resolve(request({"helper-user"}), {source()});
+  INFO((after ? std::string() : after.error().message));
+  REQUIRE(after.ok());
+  std::vector<std::string> names;
+  for (const auto& p : *after) names.push_back(p.name);
+  CHECK(names == std::vector<std::string>{"helper-tools", "helper-user"});
+
+  CHECK_FALSE(idx.add_filelists(filelists, "http://mirror.example/el9/Other", "filelists.xml").ok());  // no such repo read
+  CHECK_FALSE(idx.add_filelists("<!DOCTYPE x [<!ENTITY a \"b\">]><filelists/>", "http://mirror.example/el9/BaseOS", "f.xml").ok());
 }
