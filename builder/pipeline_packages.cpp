@@ -63,9 +63,13 @@ std::string kernel_compiler(const std::vector<packages::Fetched>& got, const std
     return std::string();
   };
   if (!headers) return missing(format == PackageFormat::Apt ? "no linux-headers-" + kernel + " package" : "no " + file);
-  auto unpacked = format == PackageFormat::Apt ? unpack_deb(headers->file, work) : unpack_rpm(headers->file, work);
+  const std::string member = (format == PackageFormat::Apt ? "usr/src/linux-headers-" + kernel : "usr/src/kernels/" + kernel) + "/.config";
+  UnpackLimits just_config;
+  just_config.only = {member};  // not the ~0.3 GiB of headers around it
+  auto unpacked = format == PackageFormat::Apt ? unpack_deb(headers->file, work, just_config)
+                                               : unpack_rpm(headers->file, work, just_config);
   if (!unpacked) throw Error(unpacked.error());
-  fs::path config = work / (format == PackageFormat::Apt ? "usr/src/linux-headers-" + kernel : "usr/src/kernels/" + kernel) / ".config";
+  fs::path config = work / member;
   auto text = read_file(config, 16 << 20);
   std::error_code ec;
   if (!text) {

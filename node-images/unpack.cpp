@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <map>
@@ -97,10 +98,11 @@ public:
     if (++m_entries > m_limits.max_entries)
       return input_error(m_source + ": more than " + std::to_string(m_limits.max_entries) + " entries; refused");
     if (parts->empty()) return {};  // the root itself
+    std::string key = join(*parts, "/");
+    if (!m_limits.only.empty() && std::find(m_limits.only.begin(), m_limits.only.end(), key) == m_limits.only.end()) return {};
     auto parent = open_parent(*parts, name, true);
     if (!parent) return parent.error();
     const std::string& last = parts->back();
-    std::string key = join(*parts, "/");
     mode_t perm = e.perm & 0777;
 
     switch (e.type) {

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "common/error.hpp"
 
@@ -31,6 +32,10 @@ namespace gb {
 struct UnpackLimits {
   std::uint64_t max_bytes = 16ULL << 30;  // kernel headers are ~0.3 GiB unpacked
   std::uint64_t max_entries = 1'000'000;
+  // Non-empty: only these entries are written ("usr/src/kernels/K/.config",
+  // as the entry path reads without "./"), with their folders; the rest is
+  // read past, so one file of a package costs no disk for the others.
+  std::vector<std::string> only;
 };
 
 // A Debian package's data (ar member data.tar[.gz|.xz|.zst|.bz2]).

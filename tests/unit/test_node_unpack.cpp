@@ -273,3 +273,33 @@ TEST_CASE("kernel headers: a tree behind an absolute link is never reached", "[n
   // The link now names the sandbox's own (absent) copy of that path.
   CHECK(fs::read_symlink(tmp / "sandbox/usr/src/linux-headers-6.1.0-evil").string().rfind("../../", 0) == 0);
 }
+
+TEST_CASE("unpack: only the entries asked for, from a .deb and an rpm", "[node-images][unpack]") {
+  gbtest::TempDir tmp;
+  UnpackLimits one;
+  one.only = {"usr/src/linux-headers-6.1/.config"};
+  REQUIRE(unpack(tmp, {{"usr/src/linux-headers-6.1/", 'd'},
+                       {"./usr/src/linux-headers-6.1/Makefile", 'f', "all:\n"},
+                       {"./usr/src/linux-headers-6.1/.config", 'f', "CONFIG_CC_VERSION_TEXT=\"gcc-12\"\n"},
+                       {"usr/src/linux-headers-6.1/include/x.h", 'f', "#define X\n"},
+                       {"lib/modules/6.1/build", 'l', "/usr/src/linux-headers-6.1"}},
+                 one) == "");
+  CHECK(read_file(tmp / "out/usr/src/linux-headers-6.1/.config").value() == "CONFIG_CC_VERSION_TEXT=\"gcc-12\"\n");
+  std::vector<std::string> written;
+  for (const auto& e : fs::recursive_directory_iterator(tmp / "out"))
+    if (!e.is_directory()) written.push_back(fs::relative(e.path(), tmp / "out").string());
+  CHECK(written == std::vector<std::string>{"usr/src/linux-headers-6.1/.config"});
+  // Entries still count against the bound, written or not; a refused path is still refused.
+  CHECK(unpack(tmp, {{"../etc/passwd", 'f', "x"}}, one).find("climbs out") != std::string::npos);
+
+  // rpm: the cpio data of the others is read past.
+  std::string payload = cpio_entry("./usr/src/kernels/6.1/Makefile", 0100644, std::string(70000, 'm')) +
+                        cpio_entry("./usr/src/kernels/6.1/.config", 0100644, "CONFIG_X=y\n", 1, 2) +
+                        cpio_entry("TRAILER!!!", 0, "");
+  write_atomic(tmp / "q.rpm", payload).value_or_throw();
+  UnpackLimits rpm_one;
+  rpm_one.only = {"usr/src/kernels/6.1/.config"};
+  REQUIRE(unpack_rpm(tmp / "q.rpm", tmp / "rpm-out", rpm_one).ok());
+  CHECK(read_file(tmp / "rpm-out/usr/src/kernels/6.1/.config").value() == "CONFIG_X=y\n");
+  CHECK_FALSE(fs::exists(tmp / "rpm-out/usr/src/kernels/6.1/Makefile"));
+}
