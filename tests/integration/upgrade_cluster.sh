@@ -18,8 +18,8 @@
 #     passes the canary, even after GPUBUNDLE_SETTLE; once the upgrade
 #     controller moves, the canary passes only after its pod restarted at the
 #     newest revision, and every driver pod ends there.
-# kit-upgrade keeps its stubs for the other failure paths (a failed node, no
-# progress).
+# The failure paths (a failed node, no progress, no driver pod, an unchanged
+# driver, missing prerequisites, bad usage) are upgrade_cluster_failures.sh's.
 # Usage: upgrade_cluster.sh GPUBUNDLE SOURCE_DIR    Skips (77) without the real clients.
 set -euo pipefail
 gpubundle=$1
