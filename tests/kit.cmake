@@ -38,11 +38,6 @@ add_test(NAME kit-nccl-acceptance
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/nccl_acceptance.sh $<TARGET_FILE:gpubundle> ${CMAKE_SOURCE_DIR})
 set_tests_properties(kit-nccl-acceptance PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 240
                      ENVIRONMENT "GB_CLIENTS_BIN=${CMAKE_SOURCE_DIR}/.cache/tools/bin")
-# upgrade.sh against stub helm/kubectl playing the operator's upgrade controller.
-# Skips (77) when shellcheck is absent.
-add_test(NAME kit-upgrade
-         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/kit_upgrade.sh $<TARGET_FILE:gpubundle> ${CMAKE_SOURCE_DIR})
-set_tests_properties(kit-upgrade PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180)
 # The kit's scripts with the real kubectl and helm (scripts/install-deps.sh puts
 # them into .cache/tools/bin) against the Kubernetes API stand-in
 # (tests/tools/kube_api.py), asserting what reaches the server: install.sh,
@@ -69,6 +64,14 @@ set_tests_properties(kit-cluster-nccl PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180
 add_test(NAME kit-cluster-upgrade
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/upgrade_cluster.sh $<TARGET_FILE:gpubundle> ${CMAKE_SOURCE_DIR})
 set_tests_properties(kit-cluster-upgrade PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180
+                     ENVIRONMENT "GB_CLIENTS_BIN=${CMAKE_SOURCE_DIR}/.cache/tools/bin")
+# upgrade.sh's failure paths (a failed canary or later node, no progress, no
+# driver pod, an unchanged driver, missing prerequisites, bad usage), the same
+# way: the real clients, the test playing the operator's driver upgrade
+# (tests/tools/upgrade_controller.py). Skips (77) without the real clients.
+add_test(NAME kit-cluster-upgrade-failures
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/upgrade_cluster_failures.sh $<TARGET_FILE:gpubundle> ${CMAKE_SOURCE_DIR})
+set_tests_properties(kit-cluster-upgrade-failures PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180
                      ENVIRONMENT "GB_CLIENTS_BIN=${CMAKE_SOURCE_DIR}/.cache/tools/bin")
 # The kit's values with the real charts: helm lint and helm template over every
 # GPU Operator release in ../shared x recipe shapes (conventional with every

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install kit end to end: resolve a recipe against the stand-in chart, fill fake
 # digests, run `gpubundle overrides`. Without a cluster:
-#   - shellcheck install.sh, mig.sh, verify.sh; every script's --help in one style; the kit's files;
+#   - shellcheck install.sh, mig.sh, verify.sh, upgrade.sh; every script's --help in one style;
+#     the kit's files; values.yaml's driver.upgradePolicy (one node at a time, drain on);
 #   - manifest.json matches the lock (YAML parsing is covered by the unit
 #     tests with yaml-cpp);
 #   - the DRA and precompiled (time-slicing, plain HTTP, keep-host) kits' contents;
@@ -62,7 +63,14 @@ done
 [ ! -e "$kit/time-slicing.yaml" ] || fail "time-slicing.yaml written although the recipe sets no sharing"
 cmp -s "$kit/gpu-operator-v26.7.0.tgz" "$work/gpu-operator-v26.7.0.tgz" || fail "chart copy differs"
 
-shellcheck -s bash "$kit/install.sh" "$kit/mig.sh" "$kit/verify.sh" || fail "shellcheck"
+shellcheck -s bash "$kit/install.sh" "$kit/mig.sh" "$kit/verify.sh" "$kit/upgrade.sh" || fail "shellcheck"
+# The operator's upgrade policy upgrade.sh relies on: one node at a time, drain on.
+"$PY" - "$kit/values.yaml" <<'PY' || fail "values.yaml: driver.upgradePolicy"
+import sys, yaml
+p = yaml.safe_load(open(sys.argv[1]))["driver"]["upgradePolicy"]
+assert p["autoUpgrade"] is True and p["maxParallelUpgrades"] == 1 and p["maxUnavailable"] == 1, p
+assert p["drain"] == {"enable": True, "force": False, "deleteEmptyDir": False, "timeoutSeconds": 300}, p
+PY
 # shellcheck source=tests/integration/kit_help.sh
 source "$src/tests/integration/kit_help.sh"
 for s in install mig verify upgrade; do check_kit_help "$kit/$s.sh"; done

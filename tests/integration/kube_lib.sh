@@ -22,6 +22,11 @@
 #                          play the controller or kubelet (in the background: &): once
 #                          that object is stored, give it this status (NAMESPACE
 #                          '' for a cluster-scoped kind); exit 1 when it never comes
+#   kube_play_upgrade_controller LOG [ARGS]
+#                          play the GPU Operator's driver upgrade (tests/tools/upgrade_controller.py,
+#                          ARGS its own, --url and --log given) in the background from now
+#                          until kube_stop_upgrade_controller or kube_stop_all; returns once
+#                          it has written its DaemonSets and pods (LOG says "ready")
 #   kube_kubeconfig_no_context FILE  the stand-in's kubeconfig without current-context
 #   kube_kubeconfig_dead FILE        the same context at a loopback port nothing listens on
 #                          (context kube-api-standin; sets DEAD_URL)
@@ -29,6 +34,7 @@
 PY=${PY:-/usr/bin/python3}
 KUBE_TOOLS=$(cd "$(dirname "${BASH_SOURCE[0]}")/../tools" && pwd)
 KUBE_DIRS=()
+KUBE_PLAYER=""
 
 kube_clients_present() {
   CLIENTS_BIN=${GB_CLIENTS_BIN:-$SRC/.cache/tools/bin}
@@ -66,6 +72,7 @@ kube_start() {
 
 kube_stop_all() {
   local d
+  kube_stop_upgrade_controller
   for d in "${KUBE_DIRS[@]}"; do "$PY" "$KUBE_TOOLS/kube_api.py" stop --dir "$d" >/dev/null 2>&1 || true; done
 }
 
@@ -99,6 +106,27 @@ while time.time() < deadline:
     time.sleep(0.1)
 sys.exit(f"kube_play_status: no {kind} {ns}/{name} appeared")
 PYEOF
+}
+
+kube_play_upgrade_controller() {
+  local log=$1
+  shift
+  kube_stop_upgrade_controller
+  : >"$log"
+  "$PY" "$KUBE_TOOLS/upgrade_controller.py" --url "$KUBE_URL" --log "$log" "$@" &
+  KUBE_PLAYER=$!
+  for _ in $(seq 100); do
+    ! grep -qx ready "$log" 2>/dev/null || return 0
+    kill -0 "$KUBE_PLAYER" 2>/dev/null || break
+    sleep 0.1
+  done
+  echo "FAIL: upgrade_controller.py did not start: $(cat "$log" 2>/dev/null)" >&2
+  exit 1
+}
+
+kube_stop_upgrade_controller() {
+  [ -z "$KUBE_PLAYER" ] || { kill "$KUBE_PLAYER" 2>/dev/null || true; wait "$KUBE_PLAYER" 2>/dev/null || true; }
+  KUBE_PLAYER=""
 }
 
 kube_kubeconfig_no_context() { sed '/"current-context"/d' "$KUBE_DIR/kubeconfig" >"$1"; }

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # upgrade.sh with the real kubectl and helm against the API stand-in
 # (tests/tools/kube_api.py). The test plays the operator's upgrade controller
-# through the same API (Python, told apart from kubectl and helm by its
-# User-Agent): once the new release is deployed it moves each GPU node not
-# labelled nvidia.com/gpu-driver-upgrade.skip=true through
-# upgrade-required -> pod-restart-required -> upgrade-done, one at a time,
-# and starts that node's validator pod.
-#   - --dry-run: no label and no object written, helm's own dry run;
+# through the same API (tests/tools/upgrade_controller.py, told apart from
+# kubectl and helm by its User-Agent): once the new release is deployed it
+# moves each GPU node not labelled nvidia.com/gpu-driver-upgrade.skip=true
+# through upgrade-required -> pod-restart-required -> upgrade-done, one at a
+# time, and starts that node's validator pod.
+#   - --dry-run: no label and no object written, helm's own dry run, the
+#     rollback to the installed revision (from the real helm history);
 #   - the real run: the other GPU node held before helm upgrades, the canary
 #     upgrade-done and validated before the other is released, the site's
 #     skipped node never touched, every hold released at the end;
@@ -17,8 +18,8 @@
 #     passes the canary, even after GPUBUNDLE_SETTLE; once the upgrade
 #     controller moves, the canary passes only after its pod restarted at the
 #     newest revision, and every driver pod ends there.
-# kit-upgrade keeps its stubs for the other failure paths (a failed node, no
-# progress).
+# The failure paths (a failed node, no progress, no driver pod, an unchanged
+# driver, missing prerequisites, bad usage) are upgrade_cluster_failures.sh's.
 # Usage: upgrade_cluster.sh GPUBUNDLE SOURCE_DIR    Skips (77) without the real clients.
 set -euo pipefail
 gpubundle=$1
@@ -26,8 +27,7 @@ SRC=$2
 work=$(mktemp -d)
 # shellcheck source=tests/integration/kube_lib.sh
 source "$SRC/tests/integration/kube_lib.sh"
-operator=""
-trap '[ -z "$operator" ] || kill "$operator" 2>/dev/null || true; kube_stop_all; rm -rf "$work"' EXIT
+trap 'kube_stop_all; rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 kube_clients_or_skip
 
@@ -57,116 +57,30 @@ kube_start api --seed "$work/cluster.yaml"
 clients='(r["userAgent"] or "").startswith(("kubectl/", "Helm/"))'
 writes="$clients and r['method'] in ('POST', 'PUT', 'PATCH', 'DELETE')"
 
-# --dry-run: helm's dry run, nothing written.
+# --dry-run: helm's dry run (the release it would make, pending), nothing
+# written; the rollback names the revision installed, from helm history.
 kube_reset_requests
 "$kit/upgrade.sh" --canary gpu-a --dry-run >"$work/dry.out" 2>&1 || fail "upgrade.sh --dry-run: $(cat "$work/dry.out")"
 grep -qx '+ kubectl label node gpu-b --overwrite nvidia.com/gpu-driver-upgrade.skip=true gpubundle.io/upgrade-held=true' "$work/dry.out" ||
   fail "--dry-run: $(cat "$work/dry.out")"
+grep -qx 'STATUS: pending-upgrade' "$work/dry.out" || fail "--dry-run: no helm dry run: $(cat "$work/dry.out")"
+grep -qxF 'upgrade.sh: rollback would be: helm rollback gpu-operator 1 --namespace gpu-operator --wait --timeout 15m' "$work/dry.out" ||
+  fail "--dry-run: no rollback line: $(cat "$work/dry.out")"
 [ -z "$(kube_requests "$writes")" ] || fail "--dry-run wrote: $(kube_requests "$writes" | cut -c1-400)"
 
-# The operator, played through the API: at start, two precompiled driver
-# DaemonSets (one per kernel, one selector, as the ClusterPolicy makes them)
-# with their first ControllerRevision and a driver pod on each GPU node. Each
-# release deployed from revision 2 on rolls both DaemonSets to a new
-# revision (a new ControllerRevision, as the DaemonSet controller writes it).
-# Unless $work/controller-paused exists, the upgrade controller then moves each
-# node not labelled skip whose state is not upgrade-done or whose driver pod is
-# not at its DaemonSet's newest revision, one at a time:
-# upgrade-required -> pod-restart-required (driver pod replaced at the new
-# revision, validator gone) -> upgrade-done (validator Running).
-"$PY" - "$KUBE_URL" "$work/operator.log" "$work/controller-paused" <<'PYEOF' &
-import hashlib, json, os, sys, time, urllib.request
-url, log, paused = sys.argv[1], open(sys.argv[2], "w", buffering=1), sys.argv[3]
-NS = "/api/v1/namespaces/gpu-operator"
-APPS = "/apis/apps/v1/namespaces/gpu-operator"
-STATES = ["upgrade-required", "pod-restart-required", "upgrade-done"]
-KERNELS = {"nvidia-driver-daemonset-6.8.0-1015-nvidia-ubuntu22.04": ["gpu-a", "gpu-site"],
-           "nvidia-driver-daemonset-6.8.0-1015-nvidia-64k-ubuntu22.04": ["gpu-b"]}
-def call(method, path, body=None, ctype="application/merge-patch+json"):
-    req = urllib.request.Request(url + path, method=method, data=json.dumps(body).encode() if body is not None else None,
-                                 headers={"Content-Type": ctype})
-    with urllib.request.urlopen(req, timeout=10) as r:
-        return json.load(r)
-def create(path, obj):
-    return call("POST", path, obj, "application/json")
-def release_deployed(rev):
-    items = call("GET", NS + "/secrets?labelSelector=owner%3Dhelm")["items"]
-    return any(s["metadata"]["labels"].get("version") == str(rev) and s["metadata"]["labels"].get("status") == "deployed" for s in items)
-def owner(ds):
-    return [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": ds["metadata"]["name"], "uid": ds["metadata"]["uid"],
-             "controller": True, "blockOwnerDeletion": True}]
-def new_revision(ds):
-    """The DaemonSet controller's ControllerRevision for the current template."""
-    template = ds["spec"]["template"]
-    digest = hashlib.sha256(json.dumps(template, sort_keys=True).encode()).digest()
-    h = "".join("bcdfghjklmnpqrstvwxz2456789"[b % 27] for b in digest[:10])
-    name = ds["metadata"]["name"]
-    revs = call("GET", APPS + "/controllerrevisions?labelSelector=app%3Dnvidia-driver-daemonset")["items"]
-    n = 1 + max([r["revision"] for r in revs if r["metadata"]["ownerReferences"][0]["uid"] == ds["metadata"]["uid"]], default=0)
-    create(APPS + "/controllerrevisions", {"apiVersion": "apps/v1", "kind": "ControllerRevision",
-           "metadata": {"name": f"{name}-{h}", "labels": dict(template["metadata"]["labels"], **{"controller-revision-hash": h}),
-                        "ownerReferences": owner(ds)},
-           "data": {"spec": {"template": dict(template, **{"$patch": "replace"})}}, "revision": n})
-    log.write(f"daemonset {name} revision {n} hash {h}\n")
-    hashes[ds["metadata"]["uid"]] = h
-def driver_pod(ds, node):
-    h = hashes[ds["metadata"]["uid"]]
-    create(NS + "/pods", {"apiVersion": "v1", "kind": "Pod",
-           "metadata": {"name": f"{ds['metadata']['name'][:40]}-{node}", "ownerReferences": owner(ds),
-                        "labels": dict(ds["spec"]["template"]["metadata"]["labels"], **{"controller-revision-hash": h})},
-           "spec": {"nodeName": node, "containers": ds["spec"]["template"]["spec"]["containers"]}, "status": {"phase": "Running"}})
-    log.write(f"pod {node} hash {h}\n")
-def in_sync(node):
-    pods = call("GET", NS + "/pods?labelSelector=app%3Dnvidia-driver-daemonset&fieldSelector=spec.nodeName%3D" + node)["items"]
-    return bool(pods) and all(p["metadata"]["labels"]["controller-revision-hash"] == hashes[p["metadata"]["ownerReferences"][0]["uid"]]
-                              for p in pods)
-hashes, daemonsets = {}, {}
-for name, nodes in KERNELS.items():
-    labels = {"app": "nvidia-driver-daemonset", "app.kubernetes.io/component": "nvidia-driver", "nvidia.com/precompiled": "true"}
-    ds = create(APPS + "/daemonsets", {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": name, "labels": labels},
-                "spec": {"selector": {"matchLabels": {"app": "nvidia-driver-daemonset"}}, "updateStrategy": {"type": "OnDelete"},
-                         "template": {"metadata": {"labels": labels}, "spec": {
-                             "nodeSelector": {"feature.node.kubernetes.io/kernel-version.full": name[24:-12]}, "containers": [
-                             {"name": "nvidia-driver-ctr", "image": "registry.site:5000/gpu/nvidia/driver:570-release1"}]}}}})
-    daemonsets[name] = ds
-    new_revision(ds)
-    for node in nodes:
-        driver_pod(ds, node)
-log.write("ready\n")
-release = 2
-while True:
-    if release_deployed(release):  # the operator applies the new ClusterPolicy
-        for name in KERNELS:
-            ds = call("PATCH", f"{APPS}/daemonsets/{name}", {"spec": {"template": {"spec": {"containers": [
-                {"name": "nvidia-driver-ctr", "image": f"registry.site:5000/gpu/nvidia/driver:570-release{release}"}]}}}})
-            daemonsets[name] = ds
-            new_revision(ds)
-        log.write(f"release {release} deployed\n")
-        release += 1
-    if release > 2 and not os.path.exists(paused):
-        nodes = call("GET", "/api/v1/nodes?labelSelector=nvidia.com%2Fgpu.present%3Dtrue")["items"]
-        moving = [n for n in nodes if n["metadata"]["labels"].get("nvidia.com/gpu-driver-upgrade.skip") != "true"
-                  and (n["metadata"]["labels"].get("nvidia.com/gpu-driver-upgrade-state") != "upgrade-done"
-                       or not in_sync(n["metadata"]["name"]))]
-        if moving:  # one node at a time (maxParallelUpgrades: 1), by name
-            n = sorted(moving, key=lambda n: n["metadata"]["name"])[0]
-            name, state = n["metadata"]["name"], n["metadata"]["labels"].get("nvidia.com/gpu-driver-upgrade-state")
-            nxt = STATES[0] if state not in STATES[:2] else STATES[STATES.index(state) + 1]
-            call("PATCH", f"/api/v1/nodes/{name}", {"metadata": {"labels": {"nvidia.com/gpu-driver-upgrade-state": nxt}}})
-            log.write(f"{name} {nxt}\n")
-            if nxt == "pod-restart-required":
-                for p in call("GET", NS + "/pods?fieldSelector=spec.nodeName%3D" + name)["items"]:
-                    call("DELETE", f"{NS}/pods/{p['metadata']['name']}")
-                driver_pod(next(daemonsets[d] for d, ns in KERNELS.items() if name in ns), name)
-            if nxt == "upgrade-done":
-                create(NS + "/pods", {"apiVersion": "v1", "kind": "Pod",
-                       "metadata": {"name": f"nvidia-operator-validator-{name}", "labels": {"app": "nvidia-operator-validator"}},
-                       "spec": {"nodeName": name, "containers": [{"name": "v", "image": "x"}]}, "status": {"phase": "Running"}})
-    time.sleep(1.5)
-PYEOF
-operator=$!
-for _ in $(seq 100); do grep -qx ready "$work/operator.log" 2>/dev/null && break; sleep 0.1; done
-grep -qx ready "$work/operator.log" || fail "the operator did not start: $(cat "$work/operator.log")"
+# The operator, played through the API (tests/tools/upgrade_controller.py): at
+# start, two precompiled driver DaemonSets (one per kernel, one selector, as the
+# ClusterPolicy makes them) with their first ControllerRevision and a driver pod
+# on each GPU node. Each release deployed from revision 2 on rolls both
+# DaemonSets to a new revision. Unless $work/controller-paused exists, the
+# upgrade controller then moves each node not labelled skip whose state is not
+# upgrade-done or whose driver pod is not at its DaemonSet's newest revision,
+# one at a time: upgrade-required -> pod-restart-required (driver pod replaced
+# at the new revision, validator gone) -> upgrade-done (validator Running).
+ds_a=nvidia-driver-daemonset-6.8.0-1015-nvidia-ubuntu22.04
+ds_b=nvidia-driver-daemonset-6.8.0-1015-nvidia-64k-ubuntu22.04
+kube_play_upgrade_controller "$work/operator.log" --daemonset "$ds_a=gpu-a,gpu-site" --daemonset "$ds_b=gpu-b" \
+  --paused "$work/controller-paused"
 
 kube_reset_requests
 GPUBUNDLE_POLL=1 GPUBUNDLE_SETTLE=30 "$kit/upgrade.sh" --canary gpu-a --timeout 60 >"$work/up.out" 2>&1 ||
@@ -207,7 +121,6 @@ PYEOF
   fail "the site's own skip label was removed"
 echo "ok: canary, then the other node"
 
-ds_a=nvidia-driver-daemonset-6.8.0-1015-nvidia-ubuntu22.04
 last_hash() {  # last_hash daemonset NAME | pod NODE: the newest hash the operator wrote for it
   awk -v kind="$1" -v name="$2" '$1 == kind && $2 == name {h = $NF} END {print h}' "$work/operator.log"
 }
@@ -241,7 +154,7 @@ if [ -z "$restart" ] || [ -z "$passed" ] || [ "$restart" -gt "$passed" ]; then
 fi
 for node in gpu-a gpu-b; do
   ds=$ds_a
-  [ "$node" = gpu-a ] || ds=nvidia-driver-daemonset-6.8.0-1015-nvidia-64k-ubuntu22.04
+  [ "$node" = gpu-a ] || ds=$ds_b
   got="$("$KUBECTL" -n gpu-operator get pods -l app=nvidia-driver-daemonset --field-selector "spec.nodeName=$node" \
     -o jsonpath='{.items[*].metadata.labels.controller-revision-hash}')"
   [ "$got" = "$(last_hash daemonset "$ds")" ] || fail "$node's driver pod at '$got', not $ds's newest: $(cat "$work/operator.log")"
