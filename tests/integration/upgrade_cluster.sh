@@ -79,8 +79,10 @@ grep -qxF 'upgrade.sh: rollback would be: helm rollback gpu-operator 1 --namespa
 # at the new revision, validator gone) -> upgrade-done (validator Running).
 ds_a=nvidia-driver-daemonset-6.8.0-1015-nvidia-ubuntu22.04
 ds_b=nvidia-driver-daemonset-6.8.0-1015-nvidia-64k-ubuntu22.04
+# A node stays pod-restart-required 4 s: upgrade.sh polls each second, and
+# the test checks that it saw the canary's pod restart before passing it.
 kube_play_upgrade_controller "$work/operator.log" --daemonset "$ds_a=gpu-a,gpu-site" --daemonset "$ds_b=gpu-b" \
-  --paused "$work/controller-paused"
+  --paused "$work/controller-paused" --hold pod-restart-required=4
 
 kube_reset_requests
 GPUBUNDLE_POLL=1 GPUBUNDLE_SETTLE=30 "$kit/upgrade.sh" --canary gpu-a --timeout 60 >"$work/up.out" 2>&1 ||

@@ -35,6 +35,8 @@ nvidia.com/gpu-driver-upgrade-state:
     it never leaves: a stuck drain);
   - pod-restart-required replaces the node's pods (driver pod at the newest
     revision, validator gone); upgrade-done starts the validator again.
+--hold STATE=SECONDS keeps a node in STATE at least that long, so that a
+poller on a loaded machine sees a state the test expects it to pass through.
 Every change is a line in the log: "daemonset NAME revision N hash H",
 "pod NODE hash H", "release N deployed", "NODE STATE".
 """
@@ -61,6 +63,10 @@ class Controller:
         self.apps = f"/apis/apps/v1/namespaces/{args.namespace}"
         self.paths = {n: p.split(",") for n, p in (x.split("=", 1) for x in args.path)}
         self.same_driver, self.paused, self.tick = args.same_driver, args.paused, args.tick
+        # STATE -> seconds a node stays in it at least, so that a poller on a
+        # loaded machine sees a passing state.
+        self.hold = {st: float(sec) for st, sec in (x.split("=", 1) for x in args.hold)}
+        self.entered = {}  # node -> when it took its current state
         self.daemonsets = {}  # name -> (object, nodes, first revision)
         self.hashes = {}  # DaemonSet uid -> newest hash
         for spec in args.daemonset:
@@ -154,6 +160,9 @@ class Controller:
         pods = self.driver_pods(node["metadata"]["name"])
         if not pods or (state == "upgrade-done" and self.in_sync(pods)):
             return None
+        held = self.hold.get(state, 0)
+        if held and time.monotonic() - self.entered.get(node["metadata"]["name"], 0) < held:
+            return None
         if state in path[:-1]:
             return path[path.index(state) + 1]
         if state == path[-1] and state != "upgrade-done":
@@ -163,6 +172,7 @@ class Controller:
     def move(self, node, state):
         name = node["metadata"]["name"]
         self.call("PATCH", f"/api/v1/nodes/{name}", {"metadata": {"labels": {STATE: state}}})
+        self.entered[name] = time.monotonic()
         self.say(f"{name} {state}")
         if state == "pod-restart-required":
             for p in self.items(self.ns + "/pods", fieldSelector="spec.nodeName=" + name):
@@ -216,6 +226,7 @@ def main():
     p.add_argument("--same-driver", action="store_true")
     p.add_argument("--paused")
     p.add_argument("--tick", type=float, default=1.5)
+    p.add_argument("--hold", action="append", default=[], help="STATE=SECONDS: a node stays in STATE at least that long")
     c = Controller(p.parse_args())
     c.start()
     c.run()
