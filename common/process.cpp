@@ -118,4 +118,14 @@ Result<ProcessResult> run_process(const std::vector<std::string>& argv, const Pr
   return r;
 }
 
+CommandRunner& system_runner() {
+  struct System final : CommandRunner {
+    Result<ProcessResult> run(const std::vector<std::string>& argv, const ProcessOptions& options) override {
+      return run_process(argv, options);
+    }
+  };
+  static System runner;
+  return runner;
+}
+
 }  // namespace gb

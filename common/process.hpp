@@ -28,10 +28,24 @@ struct ProcessOptions {
   std::string not_found_hint;                  // said when the program is not on PATH
 };
 
-// The one way gpubundle runs a helper program (gpg, gpgv, createrepo_c,
-// make, strip, objcopy, depmod ...). A program that cannot be started is an
-// op_error naming it; a non-zero exit is not an error here: the caller reads
-// status and err.
+// A program that cannot be started is an op_error naming it; a non-zero
+// exit is not an error here: the caller reads status and err.
+//
+// Code that runs a program takes a CommandRunner (through its options, null
+// meaning system_runner()), so unit tests can hand it a fake that records argv
+// and scripts the output: the logic around gpg, gpgv, createrepo_c, rpmkeys,
+// make and strip is then tested without them.
+class CommandRunner {
+public:
+  virtual ~CommandRunner() = default;
+  virtual Result<ProcessResult> run(const std::vector<std::string>& argv, const ProcessOptions& options) = 0;
+};
+
+// The real runner: run_process. Stateless, so one shared object is safe.
+CommandRunner& system_runner();
+
+// The one way gpubundle starts a program (gpg, gpgv, createrepo_c, rpmkeys,
+// make, strip, depmod ...): fork and execvp.
 Result<ProcessResult> run_process(const std::vector<std::string>& argv, const ProcessOptions& options = {});
 
 }  // namespace gb

@@ -42,7 +42,7 @@ Result<KernelTree> open_kernel_tree(const fs::path& dir) {
   return t;
 }
 
-Result<int> run_logged(const std::vector<std::string>& argv, const fs::path& cwd, const fs::path& log) {
+Result<int> run_logged(const std::vector<std::string>& argv, const fs::path& cwd, const fs::path& log, CommandRunner* runner) {
   {
     std::ofstream head(log, std::ios::app);
     head << "$ " << join(argv, " ") << "\n";
@@ -51,7 +51,7 @@ Result<int> run_logged(const std::vector<std::string>& argv, const fs::path& cwd
   ProcessOptions po;
   po.cwd = cwd;
   po.log = log;
-  auto r = run_process(argv, po);
+  auto r = (runner ? *runner : system_runner()).run(argv, po);
   if (!r) return r.error();
   return r->status;
 }
@@ -188,7 +188,7 @@ Result<std::vector<BuiltModule>> build_modules(const Installer& installer, const
                                   "KCFLAGS=-ffile-prefix-map=" + work.string() + "=/usr/src/nvidia-" + installer.manifest.version,
                                   "-j", std::to_string(std::max(1, options.jobs))};
   log::info("building " + dir + " modules for " + tree.release + " (log: " + log.string() + ")");
-  auto rc = run_logged(cmd, work / dir, log);
+  auto rc = run_logged(cmd, work / dir, log, options.runner);
   if (!rc) return rc.error();
   if (*rc != 0)
     return op_error("module build for kernel " + tree.release + " failed (exit " + std::to_string(*rc) + "): " + join(cmd, " ") +

@@ -19,6 +19,8 @@
 
 namespace gb {
 
+class CommandRunner;
+
 // A kernel build tree (what /lib/modules/<kver>/build points at).
 struct KernelTree {
   std::filesystem::path dir;
@@ -44,6 +46,7 @@ struct ModuleBuildOptions {
   std::string module_type = "open";  // open -> kernel-open/, proprietary -> kernel/
   int jobs = 2;
   std::string target_release;        // the recipe's kernel; vermagic must match it
+  CommandRunner* runner = nullptr;   // starts make; null: system_runner()
 };
 
 struct BuiltModule {
@@ -59,7 +62,7 @@ Result<std::vector<BuiltModule>> build_modules(const Installer& installer, const
 // Runs argv with stdout+stderr appended to `log`; returns the exit status.
 // Exposed for depmod/ldconfig callers that want the same capture.
 Result<int> run_logged(const std::vector<std::string>& argv, const std::filesystem::path& cwd,
-                       const std::filesystem::path& log);
+                       const std::filesystem::path& log, CommandRunner* runner = nullptr);
 std::string tail_lines(const std::filesystem::path& file, int n);
 
 }  // namespace gb

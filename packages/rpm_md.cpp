@@ -928,7 +928,8 @@ Result<void> load_filelists(net::Transport& t, Index& index) {
 }
 
 
-Result<WrittenRepo> write_repo(const std::vector<Fetched>& files, const openpgp::SigningKey& key, const std::filesystem::path& dir) {
+Result<WrittenRepo> write_repo(const std::vector<Fetched>& files, const openpgp::SigningKey& key, const std::filesystem::path& dir,
+                               CommandRunner* runner) {
   namespace fs = std::filesystem;
   std::error_code ec;
   WrittenRepo out;
@@ -952,7 +953,7 @@ Result<WrittenRepo> write_repo(const std::vector<Fetched>& files, const openpgp:
   if (!epoch) return epoch.error();
   if (*epoch) argv.insert(argv.end(), {"--revision=" + std::to_string(**epoch), "--set-timestamp-to-revision"});
   argv.push_back(dir.string());
-  auto run = run_process(argv);
+  auto run = (runner ? *runner : system_runner()).run(argv, {});
   if (!run) return run.error();
   if (run->status != 0)
     return op_error(dir.string() + ": createrepo_c failed (exit " + std::to_string(run->status) +
@@ -968,7 +969,7 @@ Result<WrittenRepo> write_repo(const std::vector<Fetched>& files, const openpgp:
   return out;
 }
 
-Result<void> verify_package_signature(const std::filesystem::path& keyring, const Fetched& file) {
+Result<void> verify_package_signature(const std::filesystem::path& keyring, const Fetched& file, CommandRunner* runner) {
   namespace fs = std::filesystem;
   const std::string what = file.file.string();
   std::string tmpl = (fs::temp_directory_path() / "gpubundle-rpmkeys-XXXXXX").string();
@@ -982,8 +983,9 @@ Result<void> verify_package_signature(const std::filesystem::path& keyring, cons
   fs::permissions(home, fs::perms::owner_all, ec);
   ProcessOptions c_locale;
   c_locale.env = {{"LC_ALL", "C"}};
+  CommandRunner& tools = runner ? *runner : system_runner();
   auto run = [&](std::vector<std::string> argv) -> Result<ProcessResult> {
-    auto r = run_process(argv, c_locale);
+    auto r = tools.run(argv, c_locale);
     if (r && r->status != 0)
       return op_error(what + ": " + argv[0] + " failed (exit " + std::to_string(r->status) + "): " + bounded_line(std::string(trim(r->err))));
     return r;
@@ -1010,7 +1012,7 @@ Result<void> verify_package_signature(const std::filesystem::path& keyring, cons
   if (keys == 0) return input_error(keyring.string() + ": no OpenPGP public key");
   // rpmkeys exits 0 for an unsigned rpm whose digests match: the signature
   // lines decide. Every one must be OK, and there must be one.
-  auto checked = run_process({"rpmkeys", "--dbpath", db.string(), "--checksig", "-v", what}, c_locale);
+  auto checked = tools.run({"rpmkeys", "--dbpath", db.string(), "--checksig", "-v", what}, c_locale);
   if (!checked) return checked.error();
   bool signed_ok = false;
   for (const auto& line : split(checked->out, '\n')) {

@@ -45,6 +45,9 @@
 #include "packages/packages.hpp"
 #include "packages/site_repo.hpp"
 
+namespace gb {
+class CommandRunner;
+}
 namespace gb::openpgp {
 class SigningKey;
 }
@@ -114,8 +117,9 @@ int compare_versions(std::string_view a, std::string_view b);
 // The site's repository from verified package files, each once: the layout
 // above, metadata by Debian's createrepo_c, repomd.xml signed with `key`.
 // Called by packages::write_site_repo (site_repo.hpp), which checks `dir`.
+// `runner` starts createrepo_c; null: system_runner() (common/process.hpp).
 Result<WrittenRepo> write_repo(const std::vector<Fetched>& files, const openpgp::SigningKey& key,
-                               const std::filesystem::path& dir);
+                               const std::filesystem::path& dir, CommandRunner* runner = nullptr);
 
 // For repositories that sign their rpms but not repomd.xml (Red Hat's CDN,
 // Fedora, EPEL publish no repomd.xml.asc): the rpm's own OpenPGP signature,
@@ -123,8 +127,10 @@ Result<WrittenRepo> write_repo(const std::vector<Fetched>& files, const openpgp:
 // header's name, [epoch:]version-release and arch against the index's.
 // Unsigned rpms and rpms signed by a key not in `keyring` are refused.
 // fetch_packages() calls it for every rpm of a source with `signatures:
-// packages`, whose repomd.xml need not be signed.
-Result<void> verify_package_signature(const std::filesystem::path& keyring, const Fetched& file);
+// packages`, whose repomd.xml need not be signed. `runner` starts gpg, rpmkeys
+// and rpm; null: system_runner().
+Result<void> verify_package_signature(const std::filesystem::path& keyring, const Fetched& file,
+                                      CommandRunner* runner = nullptr);
 
 // The dnf .repo file (/etc/yum.repos.d/<id>.repo) for the site repository at
 // `baseurl`: repo_gpgcheck=1 against the key at `key_url` (file:// or

@@ -112,10 +112,10 @@ const EVP_MD* module_digest(const std::string& hash) {
 }
 
 // Runs args[0] from PATH; its stderr's first line on failure.
-Result<void> run_tool(const std::vector<std::string>& args, const std::string& what) {
+Result<void> run_tool(CommandRunner& runner, const std::vector<std::string>& args, const std::string& what) {
   ProcessOptions po;
   po.not_found_hint = "install binutils, or sign without stripping";
-  auto r = run_process(args, po);
+  auto r = runner.run(args, po);
   if (!r) return op_error(what + ": " + r.error().message);
   if (r->status == 0) return {};
   std::string first = r->err.substr(0, r->err.find('\n'));
@@ -257,7 +257,7 @@ Result<void> verify_module_signature(std::string_view module, const std::string&
 }
 
 Result<std::string> strip_module_debug(std::string_view module, const std::string& source,
-                                       const std::string& strip_program) {
+                                       const std::string& strip_program, CommandRunner* runner) {
   std::error_code ec;
   std::string tmpl = (std::filesystem::temp_directory_path(ec) / "gpubundle-strip.XXXXXX").string();
   if (!::mkdtemp(tmpl.data())) return op_error("cannot create a temp folder for strip: " + std::string(std::strerror(errno)));
@@ -272,7 +272,7 @@ Result<std::string> strip_module_debug(std::string_view module, const std::strin
   std::filesystem::path copy = dir / "module.ko";
   auto w = write_atomic(copy, module, 0600);
   if (!w) return w.error();
-  auto run = run_tool({strip_program, "--strip-debug", copy.string()}, "stripping " + source);
+  auto run = run_tool(runner ? *runner : system_runner(), {strip_program, "--strip-debug", copy.string()}, "stripping " + source);
   if (!run) return run.error();
   return read_file(copy);
 }
@@ -290,7 +290,7 @@ Result<ModuleSignReport> sign_module_file(const ModuleSigner& signer, const std:
   std::string stripped;
   std::string_view to_sign = *base;
   if (options.strip_debug) {
-    auto s = strip_module_debug(*base, source, options.strip_program);
+    auto s = strip_module_debug(*base, source, options.strip_program, options.runner);
     if (!s) return s.error();
     stripped = std::move(s).value();
     to_sign = stripped;

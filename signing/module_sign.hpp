@@ -44,6 +44,8 @@
 
 namespace gb {
 
+class CommandRunner;
+
 inline constexpr std::string_view kModuleSignatureMagic = "~Module signature appended~\n";
 
 class ModuleSigner {
@@ -78,6 +80,7 @@ struct ModuleSignOptions {
   std::string hash = "sha256";  // sha256, sha384 or sha512
   bool strip_debug = true;
   std::string strip_program = "strip";  // found on PATH unless a path is given
+  CommandRunner* runner = nullptr;       // starts strip; null: system_runner()
 };
 
 struct AppendedSignature {
@@ -98,7 +101,7 @@ Result<std::string> sign_module(const ModuleSigner& signer, std::string_view mod
 
 // `strip --strip-debug` on a temporary copy of `module`; returns the result.
 Result<std::string> strip_module_debug(std::string_view module, const std::string& source,
-                                       const std::string& strip_program = "strip");
+                                       const std::string& strip_program = "strip", CommandRunner* runner = nullptr);
 
 // Checks the outermost appended signature of `module` against the certificate
 // `cert_path` (PEM or DER): the CMS must name that certificate (issuer and

@@ -19,17 +19,17 @@ namespace {
 // A private GNUPGHOME, removed (with its agent stopped) when the object dies.
 class GpgHome {
 public:
-  static Result<GpgHome> make() {
+  static Result<GpgHome> make(CommandRunner* runner) {
     std::string tmpl = (fs::temp_directory_path() / "gpubundle-gpg-XXXXXX").string();
     if (!::mkdtemp(tmpl.data())) return op_error("cannot make a temporary GnuPG home in " + fs::temp_directory_path().string());
-    return GpgHome(tmpl);
+    return GpgHome(tmpl, runner ? *runner : system_runner());
   }
-  GpgHome(GpgHome&& o) noexcept : m_dir(std::move(o.m_dir)) { o.m_dir.clear(); }
+  GpgHome(GpgHome&& o) noexcept : m_dir(std::move(o.m_dir)), m_runner(o.m_runner) { o.m_dir.clear(); }
   GpgHome& operator=(GpgHome&&) = delete;
   ~GpgHome() {
     if (m_dir.empty()) return;
     // gpg starts an agent for secret-key work; it would outlive the folder.
-    if (fs::exists(m_dir / "private-keys-v1.d")) (void)run_process({"gpgconf", "--homedir", m_dir.string(), "--kill", "gpg-agent"});
+    if (fs::exists(m_dir / "private-keys-v1.d")) (void)m_runner->run({"gpgconf", "--homedir", m_dir.string(), "--kill", "gpg-agent"}, {});
     std::error_code ec;
     fs::remove_all(m_dir, ec);
   }
@@ -41,12 +41,13 @@ public:
     else args.insert(args.begin(), {tool, "--homedir", m_dir.string(), "--batch", "--no-tty"});
     ProcessOptions c_locale;
     c_locale.env = {{"LC_ALL", "C"}};
-    return run_process(args, c_locale);
+    return m_runner->run(args, c_locale);
   }
 
 private:
-  explicit GpgHome(fs::path dir) : m_dir(std::move(dir)) {}
+  GpgHome(fs::path dir, CommandRunner& runner) : m_dir(std::move(dir)), m_runner(&runner) {}
   fs::path m_dir;
+  CommandRunner* m_runner;
 };
 
 std::string first_error_line(const std::string& err) {
@@ -100,7 +101,8 @@ Result<void> check_status(const ProcessResult& r, const fs::path& keyring, const
 
 }  // namespace
 
-Result<std::string> verify_clearsigned(const fs::path& keyring, std::string_view document, const std::string& what) {
+Result<std::string> verify_clearsigned(const fs::path& keyring, std::string_view document, const std::string& what,
+                                       CommandRunner* runner) {
   // apt refuses anything before the signed message; so do we (gpgv would skip it).
   size_t start = document.find_first_not_of(" \t\r\n");
   if (start == std::string_view::npos || document.substr(start).rfind("-----BEGIN PGP SIGNED MESSAGE-----", 0) != 0)
@@ -110,7 +112,7 @@ Result<std::string> verify_clearsigned(const fs::path& keyring, std::string_view
       document.find_first_not_of(" \t\r\n", end + 27) != std::string_view::npos ||
       document.find("-----BEGIN PGP SIGNED MESSAGE-----", start + 1) != std::string_view::npos)
     return op_error(what + ": text outside the one signed message; refused");
-  auto home = GpgHome::make();
+  auto home = GpgHome::make(runner);
   if (!home) return home.error();
   auto ring = usable_keyring(*home, keyring);
   if (!ring) return ring.error();
@@ -125,8 +127,8 @@ Result<std::string> verify_clearsigned(const fs::path& keyring, std::string_view
 }
 
 Result<void> verify_detached(const fs::path& keyring, std::string_view data, std::string_view signature,
-                             const std::string& what) {
-  auto home = GpgHome::make();
+                             const std::string& what, CommandRunner* runner) {
+  auto home = GpgHome::make(runner);
   if (!home) return home.error();
   auto ring = usable_keyring(*home, keyring);
   if (!ring) return ring.error();
@@ -168,9 +170,9 @@ SigningKey::~SigningKey() { delete m_impl; }
 const std::string& SigningKey::fingerprint() const { return m_impl->fingerprint; }
 const std::string& SigningKey::public_armored() const { return m_impl->public_armored; }
 
-Result<SigningKey> SigningKey::load(const fs::path& secret_key_file) {
+Result<SigningKey> SigningKey::load(const fs::path& secret_key_file, CommandRunner* runner) {
   if (!fs::is_regular_file(secret_key_file)) return input_error(secret_key_file.string() + ": no such key file");
-  auto made = GpgHome::make();
+  auto made = GpgHome::make(runner);
   if (!made) return made.error();
   GpgHome home = std::move(*made);
   auto r = home.run("gpg", {"--import", fs::absolute(secret_key_file).string()});
@@ -203,9 +205,9 @@ Result<SigningKey> SigningKey::load(const fs::path& secret_key_file) {
   return k;
 }
 
-Result<SigningKey> SigningKey::generate(const fs::path& secret_key_file, const std::string& user_id) {
+Result<SigningKey> SigningKey::generate(const fs::path& secret_key_file, const std::string& user_id, CommandRunner* runner) {
   if (fs::exists(secret_key_file)) return input_error(secret_key_file.string() + ": exists; refusing to replace a key");
-  auto home = GpgHome::make();
+  auto home = GpgHome::make(runner);
   if (!home) return home.error();
   auto made = home->run("gpg", {"--passphrase", "", "--quick-generate-key", user_id, "ed25519", "sign", "never"});
   if (!made) return made.error();
@@ -216,7 +218,7 @@ Result<SigningKey> SigningKey::generate(const fs::path& secret_key_file, const s
   std::error_code ec;
   fs::create_directories(secret_key_file.parent_path().empty() ? fs::path(".") : secret_key_file.parent_path(), ec);
   if (auto w = write_atomic(secret_key_file, secret->out, 0600); !w) return w.error();
-  return load(secret_key_file);
+  return load(secret_key_file, runner);
 }
 
 Result<std::string> SigningKey::clearsign(std::string_view text) const {

@@ -1,5 +1,7 @@
 #include "fixtures.hpp"
 
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <random>
 #include <regex>
@@ -90,6 +92,46 @@ fs::path pack_chart(const ChartFiles& files, const fs::path& out, const std::str
   for (const auto& [rel, content] : files) entries.emplace_back(name + "/" + rel, content);
   gb::write_atomic(out, tar_gz(entries)).value_or_throw();
   return out;
+}
+
+std::string tiny_module(const std::string& modinfo) {
+  using namespace std::string_literals;
+  std::string shstr = "\0.modinfo\0.shstrtab\0"s;
+  std::string elf(64, '\0');
+  std::memcpy(elf.data(), "\x7f" "ELF\x02\x01\x01", 7);
+  std::size_t info_off = elf.size();
+  elf += modinfo;
+  std::size_t str_off = elf.size();
+  elf += shstr;
+  std::size_t sh_off = elf.size();
+  auto sh = [&](std::uint32_t name, std::uint64_t off, std::uint64_t size) {
+    std::string h(64, '\0');
+    std::memcpy(h.data(), &name, 4);
+    std::memcpy(h.data() + 0x18, &off, 8);
+    std::memcpy(h.data() + 0x20, &size, 8);
+    elf += h;
+  };
+  sh(0, 0, 0);
+  sh(1, info_off, modinfo.size());
+  sh(10, str_off, shstr.size());
+  std::uint64_t shoff = sh_off;
+  std::uint16_t entsize = 64, num = 3, strndx = 2;
+  std::memcpy(elf.data() + 0x28, &shoff, 8);
+  std::memcpy(elf.data() + 0x3A, &entsize, 2);
+  std::memcpy(elf.data() + 0x3C, &num, 2);
+  std::memcpy(elf.data() + 0x3E, &strndx, 2);
+  return elf;
+}
+
+ScopedEnv::ScopedEnv(std::string name, const char* value) : m_name(std::move(name)) {
+  if (const char* v = std::getenv(m_name.c_str())) m_saved = v;
+  if (value) ::setenv(m_name.c_str(), value, 1);
+  else ::unsetenv(m_name.c_str());
+}
+
+ScopedEnv::~ScopedEnv() {
+  if (m_saved) ::setenv(m_name.c_str(), m_saved->c_str(), 1);
+  else ::unsetenv(m_name.c_str());
 }
 
 }  // namespace gbtest

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -48,5 +49,21 @@ fs::path pack_chart(const ChartFiles& files, const fs::path& out, const std::str
 
 std::string slurp(const fs::path& p);
 void spit(const fs::path& p, const std::string& text);
+
+// A minimal ELF64 with one .modinfo section (key=value\0...), as kbuild lays it out.
+std::string tiny_module(const std::string& modinfo);
+
+// Sets (or, for null, unsets) an environment variable for one scope and puts
+// back what was there.
+class ScopedEnv {
+public:
+  ScopedEnv(std::string name, const char* value);
+  ~ScopedEnv();
+  ScopedEnv(const ScopedEnv&) = delete;
+
+private:
+  std::string m_name;
+  std::optional<std::string> m_saved;
+};
 
 }  // namespace gbtest

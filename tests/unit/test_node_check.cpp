@@ -253,54 +253,23 @@ TEST_CASE("node detect writes the recipe's target from the node", "[node]") {
   CHECK(yaml.find("\"10de:9999\"  # 1 on this node; not in gpubundle's catalog") != std::string::npos);
 }
 
-namespace {
-// A minimal ELF64 with one .modinfo section, as kbuild lays it out.
-std::string tiny_module(const std::string& modinfo) {
-  std::string shstr = "\0.modinfo\0.shstrtab\0"s;
-  std::string elf(64, '\0');
-  std::memcpy(elf.data(), "\x7f" "ELF\x02\x01\x01", 7);
-  std::size_t info_off = elf.size();
-  elf += modinfo;
-  std::size_t str_off = elf.size();
-  elf += shstr;
-  std::size_t sh_off = elf.size();
-  auto sh = [&](std::uint32_t name, std::uint64_t off, std::uint64_t size) {
-    std::string h(64, '\0');
-    std::memcpy(h.data(), &name, 4);
-    std::memcpy(h.data() + 0x18, &off, 8);
-    std::memcpy(h.data() + 0x20, &size, 8);
-    elf += h;
-  };
-  sh(0, 0, 0);
-  sh(1, info_off, modinfo.size());
-  sh(10, str_off, shstr.size());
-  std::uint64_t shoff = sh_off;
-  std::uint16_t entsize = 64, num = 3, strndx = 2;
-  std::memcpy(elf.data() + 0x28, &shoff, 8);
-  std::memcpy(elf.data() + 0x3A, &entsize, 2);
-  std::memcpy(elf.data() + 0x3C, &num, 2);
-  std::memcpy(elf.data() + 0x3E, &strndx, 2);
-  return elf;
-}
-}  // namespace
-
 TEST_CASE("node check reads nvidia.ko's vermagic and version", "[node]") {
   FakeNode node;
   std::string info = "version=580.159.04\0license=Dual MIT/GPL\0vermagic=6.18.44-gpu SMP preempt mod_unload \0"s;
-  auto fields = gb::node::modinfo_fields(tiny_module(info));
+  auto fields = gb::node::modinfo_fields(gbtest::tiny_module(info));
   REQUIRE(fields.size() == 3);
   CHECK(fields[2].second == "6.18.44-gpu SMP preempt mod_unload ");
   CHECK(gb::node::modinfo_fields("not an elf").empty());
-  CHECK(gb::node::modinfo_fields(tiny_module(info).substr(0, 70)).empty());  // cut short: no crash, nothing
+  CHECK(gb::node::modinfo_fields(gbtest::tiny_module(info).substr(0, 70)).empty());  // cut short: no crash, nothing
 
-  put(node.root() / "lib/modules/6.18.44-gpu/kernel/drivers/video/nvidia.ko", tiny_module(info));
+  put(node.root() / "lib/modules/6.18.44-gpu/kernel/drivers/video/nvidia.ko", gbtest::tiny_module(info));
   auto r = gb::node::check_node(options(node));
   CHECK(find(r, "module").status == Status::Pass);
   CHECK(find(r, "module").detail.find("unsigned") != std::string::npos);
 
   SECTION("a module built for another kernel fails") {
     std::string other = "version=580.159.04\0vermagic=6.8.0-45-generic SMP mod_unload \0"s;
-    put(node.root() / "lib/modules/6.18.44-gpu/updates/dkms/nvidia.ko", tiny_module(other));  // updates/ wins, as with depmod
+    put(node.root() / "lib/modules/6.18.44-gpu/updates/dkms/nvidia.ko", gbtest::tiny_module(other));  // updates/ wins, as with depmod
     auto r2 = gb::node::check_node(options(node));
     CHECK(find(r2, "module").status == Status::Fail);
     CHECK(find(r2, "module").detail.find("6.8.0-45-generic") != std::string::npos);
@@ -345,7 +314,7 @@ TEST_CASE("node facts under a hostile --root: bounded, never blocking, never abo
   SECTION("a sparse 1 GiB nvidia.ko is read in bounded parts") {
     std::string info = "version=580.159.04\0vermagic=6.18.44-gpu SMP mod_unload \0"s;
     fs::path ko = r / "lib/modules/6.18.44-gpu/kernel/drivers/video/nvidia.ko";
-    put(ko, tiny_module(info));
+    put(ko, gbtest::tiny_module(info));
     fs::resize_file(ko, 1ULL << 30);  // a hole: no disk, and no memory unless read whole
     struct rusage before {}, after {};
     ::getrusage(RUSAGE_SELF, &before);

@@ -1,7 +1,11 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 
+#include "fake_runner.hpp"
+#include "fixtures.hpp"
 #include "signing/keys.hpp"
 #include "signing/module_sign.hpp"
 
@@ -23,6 +27,31 @@ std::string append_signature(std::string module, const std::string& cms, std::ui
 }
 
 const std::string kElf = std::string("\x7f" "ELF\x02\x01\x01", 7) + std::string(200, 'm');
+
+// An ECDSA P-256 key and its self-signed certificate, as PEM files.
+ModuleSigner module_signer(const fs::path& dir) {
+  EVP_PKEY* key = EVP_EC_gen("P-256");
+  X509* cert = X509_new();
+  X509_set_version(cert, 2);
+  ASN1_INTEGER_set(X509_get_serialNumber(cert), 7);
+  X509_gmtime_adj(X509_getm_notBefore(cert), 0);
+  X509_gmtime_adj(X509_getm_notAfter(cert), 3600);
+  X509_NAME* name = X509_get_subject_name(cert);
+  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, reinterpret_cast<const unsigned char*>("test module key"), -1, -1, 0);
+  X509_set_issuer_name(cert, name);
+  X509_set_pubkey(cert, key);
+  X509_sign(cert, key, EVP_sha256());
+  BIO* k = BIO_new_file((dir / "module.key").c_str(), "w");
+  PEM_write_bio_PrivateKey(k, key, nullptr, nullptr, 0, nullptr, nullptr);
+  BIO_free(k);
+  fs::permissions(dir / "module.key", fs::perms::owner_read | fs::perms::owner_write);
+  BIO* c = BIO_new_file((dir / "module.pem").c_str(), "w");
+  PEM_write_bio_X509(c, cert);
+  BIO_free(c);
+  X509_free(cert);
+  EVP_PKEY_free(key);
+  return ModuleSigner::load(dir / "module.key", dir / "module.pem").value_or_throw();
+}
 
 }  // namespace
 
@@ -72,4 +101,70 @@ TEST_CASE("module signing refuses bad keys and non-ELF input before signing", "[
   auto no_key = ModuleSigner::load("", dir / "cert.der");
   REQUIRE_FALSE(no_key.ok());
   fs::remove_all(dir);
+}
+
+TEST_CASE("strip --strip-debug runs on a private copy of the unsigned module; what it leaves is signed", "[signing][module][runner]") {
+  gbtest::TempDir t;
+  ModuleSigner signer = module_signer(t.path());
+  gbtest::spit(t / "in.ko", append_signature(kElf, std::string(100, 'c')));  // an old signature, removed first
+  const std::string stripped = kElf.substr(0, 120);
+  std::string given;
+  gbtest::FakeRunner strip([&](const gbtest::Call& c) -> Result<ProcessResult> {
+    given = gbtest::slurp(c.argv.back());
+    gbtest::spit(c.argv.back(), stripped);
+    return gbtest::exited(0);
+  });
+  ModuleSignOptions options;
+  options.strip_program = "/opt/binutils/strip";
+  options.runner = &strip;
+  auto report = sign_module_file(signer, t / "in.ko", t / "out.ko", options).value_or_throw();
+  REQUIRE(strip.calls.size() == 1);
+  const auto& c = strip.calls[0];
+  fs::path copy = c.argv.back();
+  CHECK(c.argv == std::vector<std::string>{"/opt/binutils/strip", "--strip-debug", copy.string()});
+  CHECK(copy.parent_path().filename().string().rfind("gpubundle-strip.", 0) == 0);
+  CHECK_FALSE(fs::exists(copy.parent_path()));  // the copy goes
+  CHECK(c.options.not_found_hint == "install binutils, or sign without stripping");
+  CHECK(given == kElf);
+  CHECK(gbtest::slurp(t / "in.ko") == append_signature(kElf, std::string(100, 'c')));  // the input is left alone
+  CHECK(report.had_signature);
+  CHECK(report.unsigned_size == stripped.size());
+  std::string out = gbtest::slurp(t / "out.ko");
+  CHECK(unsigned_module(out, "out.ko").value() == stripped);
+  CHECK(verify_module_signature(out, "out.ko", t / "module.pem"));
+
+  // Stripping off: strip never runs, the module is signed as it came.
+  options.strip_debug = false;
+  sign_module_file(signer, t / "in.ko", t / "plain.ko", options).value_or_throw();
+  CHECK(strip.calls.size() == 1);
+  CHECK(unsigned_module(gbtest::slurp(t / "plain.ko"), "plain.ko").value() == kElf);
+}
+
+TEST_CASE("strip's failure stops signing, said with the module and strip's first stderr line", "[signing][module][runner]") {
+  gbtest::TempDir t;
+  ModuleSigner signer = module_signer(t.path());
+  gbtest::spit(t / "in.ko", kElf);
+  const std::string in = (t / "in.ko").string();
+  auto sign_with = [&](gbtest::FakeRunner& strip) {
+    ModuleSignOptions options;
+    options.runner = &strip;
+    return sign_module_file(signer, t / "in.ko", t / "out.ko", options);
+  };
+  gbtest::FakeRunner failing([](const gbtest::Call&) -> Result<ProcessResult> {
+    return gbtest::exited(1, "", "strip: module.ko: file format not recognized\nstrip: second line\n");
+  });
+  auto r = sign_with(failing);
+  REQUIRE_FALSE(r);
+  CHECK(r.error().message == "stripping " + in + ": strip failed: strip: module.ko: file format not recognized");
+  CHECK_FALSE(fs::exists(t / "out.ko"));
+
+  gbtest::FakeRunner silent([](const gbtest::Call&) -> Result<ProcessResult> { return gbtest::exited(1); });
+  CHECK(sign_with(silent).error().message == "stripping " + in + ": strip failed");
+
+  gbtest::FakeRunner missing([](const gbtest::Call& c) -> Result<ProcessResult> {
+    return op_error(c.argv[0] + ": cannot run it: No such file or directory (" + c.options.not_found_hint + ")");
+  });
+  CHECK(sign_with(missing).error().message ==
+        "stripping " + in + ": strip: cannot run it: No such file or directory (install binutils, or sign without stripping)");
+  CHECK_FALSE(fs::exists(t / "out.ko"));
 }
