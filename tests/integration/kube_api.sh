@@ -6,12 +6,9 @@
 # Usage: kube_api.sh SOURCE_DIR    Skips (77) without the real clients.
 set -euo pipefail
 SRC=$1
-work=$(mktemp -d)
 # shellcheck source=tests/integration/kube_lib.sh
 source "$SRC/tests/integration/kube_lib.sh"
-trap 'kube_stop_all; rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-kube_clients_or_skip
+kube_suite
 
 cat >"$work/seed.yaml" <<'EOF'
 apiVersion: v1

@@ -1,6 +1,8 @@
 # Real helm and kubectl against the loopback API stand-in (tests/tools/kube_api.py),
-# for the kit suites. Sourced; needs $work (a scratch folder the caller removes)
-# and SRC (the source tree).
+# for the kit suites. Sourced; needs SRC (the source tree).
+#
+#   kube_suite             a suite's start: $work (a scratch folder, removed on exit
+#                          with every stand-in), fail MESSAGE, and the clients or exit 77
 #
 # The clients are the official builds scripts/install-deps.sh puts into
 # $GB_CLIENTS_BIN (CTest sets it; default SRC/.cache/tools/bin), never whatever
@@ -35,6 +37,13 @@ PY=${PY:-/usr/bin/python3}
 KUBE_TOOLS=$(cd "$(dirname "${BASH_SOURCE[0]}")/../tools" && pwd)
 KUBE_DIRS=()
 KUBE_PLAYER=""
+
+kube_suite() {
+  work=$(mktemp -d)
+  trap 'kube_stop_all; rm -rf "$work"' EXIT
+  kube_clients_or_skip
+}
+fail() { echo "FAIL: $*" >&2; exit 1; }
 
 kube_clients_present() {
   CLIENTS_BIN=${GB_CLIENTS_BIN:-$SRC/.cache/tools/bin}

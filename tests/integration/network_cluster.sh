@@ -23,12 +23,9 @@
 set -euo pipefail
 gpubundle=$1
 SRC=$2
-work=$(mktemp -d)
 # shellcheck source=tests/integration/kube_lib.sh
 source "$SRC/tests/integration/kube_lib.sh"
-trap 'kube_stop_all; rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-kube_clients_or_skip
+kube_suite
 up=${GB_SHARED_DIR:-$SRC/../shared}/upstream
 [[ -d $up/network-operator/v26.4.1/chart && -d $up/gpu-operator/v26.7.0 ]] ||
   { echo "SKIP: $up/{network-operator/v26.4.1/chart,gpu-operator/v26.7.0} is absent"; exit 77; }

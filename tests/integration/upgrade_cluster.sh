@@ -24,12 +24,9 @@
 set -euo pipefail
 gpubundle=$1
 SRC=$2
-work=$(mktemp -d)
 # shellcheck source=tests/integration/kube_lib.sh
 source "$SRC/tests/integration/kube_lib.sh"
-trap 'kube_stop_all; rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-kube_clients_or_skip
+kube_suite
 
 "$PY" "$SRC/tests/tools/helmrepo.py" pack --release v26.7.0 --out "$work" >/dev/null
 "$gpubundle" -q resolve "$SRC/examples/conventional.yaml" --chart "$work/gpu-operator-v26.7.0.tgz" -o "$work/lock.json"
