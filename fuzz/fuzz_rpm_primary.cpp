@@ -1,4 +1,4 @@
-// rpm-md primary.xml (packages/rpm_md.hpp): read from a package mirror, after
+// rpm-md primary.xml and repomd.xml (packages/rpm_md.hpp): read from a package mirror, after
 // its checksum matched the signed repomd.xml, or on the sender's word with
 // `signatures: packages`; libsolv reads it, and what we take from it must
 // still be checked. Every package that is read must have the fields a
@@ -15,6 +15,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   source.name = "fuzz";
   source.format = gb::PackageFormat::RpmMd;
   source.url = "http://fuzz.invalid";
+  // The same bytes as a repomd.xml: what it names must be a safe href with a sha256.
+  if (auto md = rpm_md::parse_repomd(gbfuzz::text(data, size), "fuzz/repomd.xml"))
+    for (const auto* f : {&md->primary, md->filelists ? &*md->filelists : nullptr})
+      if (f && (f->sha256.size() != 64 || f->href.empty() || f->href[0] == '/' || f->href.find("..") != std::string::npos))
+        std::abort();
   rpm_md::Index index("x86_64");
   if (!index.add_primary(gbfuzz::text(data, size), source, source.url, "fuzz/primary.xml")) return 0;
   auto pkgs = index.packages();

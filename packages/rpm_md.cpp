@@ -37,279 +37,6 @@ constexpr size_t k_max_attrs = 32;
 constexpr size_t k_max_name = 128;
 
 // ---------------------------------------------------------------------------
-// A strict pull reader for the XML that createrepo_c writes. It reports
-// element starts and ends; the character data directly inside the element
-// that just ended is text(). Namespaces are not resolved: "rpm:entry" is a
-// name like any other, as createrepo_c spells it.
-
-struct Attr {
-  std::string_view name;
-  std::string value;
-};
-
-class XmlReader {
-public:
-  enum class Event { Start, End, Eof };
-
-  XmlReader(std::string_view doc, const std::string& what) : m_doc(doc), m_what(what) {
-    if (starts_with(m_doc.substr(m_pos), "\xEF\xBB\xBF")) m_pos = 3;
-    if (starts_with(m_doc.substr(m_pos), "<?xml")) {
-      auto end = m_doc.find("?>", m_pos);
-      if (end == std::string_view::npos) fail("the XML declaration does not end");
-      else m_pos = end + 2;
-    }
-  }
-
-  // False at the end of the document or on an error (error() says which).
-  bool next(Event& ev) {
-    if (!m_error.empty()) return false;
-    if (m_pending_end) {
-      m_pending_end = false;
-      m_text.clear();
-      ev = Event::End;
-      m_name = m_stack.back();
-      m_stack.pop_back();
-      m_tag_end = m_pos;
-      return true;
-    }
-    while (m_pos < m_doc.size()) {
-      if (m_doc[m_pos] != '<') {
-        if (!character_data()) return false;
-        continue;
-      }
-      m_tag_begin = m_pos;
-      std::string_view rest = m_doc.substr(m_pos);
-      if (starts_with(rest, "<!--")) {
-        auto end = m_doc.find("-->", m_pos + 4);
-        if (end == std::string_view::npos) return fail("a comment does not end");
-        m_pos = end + 3;
-        continue;
-      }
-      if (starts_with(rest, "<!") || starts_with(rest, "<?"))
-        return fail("unexpected " + quote(rest.substr(0, std::min<size_t>(rest.size(), 9))) +
-                    " (no DOCTYPE, CDATA or processing instructions here)");
-      if (starts_with(rest, "</")) {
-        m_pos += 2;
-        std::string_view name = read_name();
-        if (name.empty()) return false;
-        skip_space();
-        if (m_pos >= m_doc.size() || m_doc[m_pos] != '>') return fail("a closing tag </" + std::string(name) + " does not end with '>'");
-        ++m_pos;
-        if (m_stack.empty() || m_stack.back() != name)
-          return fail("</" + std::string(name) + "> closes " + (m_stack.empty() ? "nothing" : "<" + std::string(m_stack.back()) + ">"));
-        m_stack.pop_back();
-        m_name = name;
-        m_tag_end = m_pos;
-        ev = Event::End;
-        return true;
-      }
-      return start_tag(ev);
-    }
-    if (!m_stack.empty()) return fail("the document ends inside <" + std::string(m_stack.back()) + ">");
-    if (!m_seen_root) return fail("no root element");
-    ev = Event::Eof;
-    return true;
-  }
-
-  std::string_view name() const { return m_name; }
-  const std::string& text() const { return m_text; }
-  const std::vector<Attr>& attrs() const { return m_attrs; }
-  const std::string* attr(std::string_view name) const {
-    for (const auto& a : m_attrs)
-      if (a.name == name) return &a.value;
-    return nullptr;
-  }
-  size_t depth() const { return m_stack.size(); }
-  size_t tag_begin() const { return m_tag_begin; }
-  size_t tag_end() const { return m_tag_end; }
-  const std::string& error() const { return m_error; }
-
-  bool fail(const std::string& message) {
-    if (m_error.empty()) {
-      size_t line = 1;
-      for (size_t i = 0; i < std::min(m_pos, m_doc.size()); ++i) line += m_doc[i] == '\n';
-      m_error = m_what + ": line " + std::to_string(line) + ": " + message;
-    }
-    return false;
-  }
-
-private:
-  static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-  static bool is_name_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':'; }
-  static bool is_name_char(char c) { return is_name_start(c) || (c >= '0' && c <= '9') || c == '-' || c == '.'; }
-
-  void skip_space() {
-    while (m_pos < m_doc.size() && is_space(m_doc[m_pos])) ++m_pos;
-  }
-
-  std::string_view read_name() {
-    size_t start = m_pos;
-    if (m_pos >= m_doc.size() || !is_name_start(m_doc[m_pos])) {
-      fail("expected a name");
-      return {};
-    }
-    while (m_pos < m_doc.size() && is_name_char(m_doc[m_pos]) && m_pos - start <= k_max_name) ++m_pos;
-    if (m_pos - start > k_max_name) {
-      fail("a name longer than " + std::to_string(k_max_name) + " characters");
-      return {};
-    }
-    return m_doc.substr(start, m_pos - start);
-  }
-
-  // Appends [from, to) to out with entities decoded; false on a bad one.
-  bool decode(size_t from, size_t to, std::string& out) {
-    // Every search stays inside [from, to): a search to the end of the
-    // document per text node made a large primary.xml quadratic.
-    const std::string_view span = m_doc.substr(0, to);
-    for (size_t i = from; i < to;) {
-      size_t amp = span.find('&', i);
-      if (amp == std::string_view::npos) amp = to;
-      for (size_t j = i; j < amp; ++j) {
-        auto c = static_cast<unsigned char>(m_doc[j]);
-        if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') {
-          m_pos = j;
-          return fail("a control character (" + std::to_string(c) + ") in the text");
-        }
-      }
-      out.append(m_doc.substr(i, amp - i));
-      if (amp == to) break;
-      size_t semi = span.substr(0, std::min(to, amp + 12)).find(';', amp);
-      if (semi == std::string_view::npos || semi - amp > 10) {
-        m_pos = amp;
-        return fail("an '&' that starts no entity");
-      }
-      std::string_view ent = m_doc.substr(amp + 1, semi - amp - 1);
-      if (ent == "amp") out += '&';
-      else if (ent == "lt") out += '<';
-      else if (ent == "gt") out += '>';
-      else if (ent == "quot") out += '"';
-      else if (ent == "apos") out += '\'';
-      else if (ent.size() >= 2 && ent[0] == '#') {
-        bool hex = ent[1] == 'x';
-        std::string_view digits = ent.substr(hex ? 2 : 1);
-        unsigned long cp = 0;
-        bool ok = !digits.empty() && digits.size() <= 8;
-        for (char c : digits) {
-          int d = (c >= '0' && c <= '9')          ? c - '0'
-                  : (hex && c >= 'a' && c <= 'f') ? c - 'a' + 10
-                  : (hex && c >= 'A' && c <= 'F') ? c - 'A' + 10
-                                                  : -1;
-          if (d < 0) ok = false;
-          else cp = cp * (hex ? 16 : 10) + static_cast<unsigned long>(d);
-        }
-        // XML's Char production: no NUL, no other C0 controls, no surrogates.
-        ok = ok && (cp == 0x9 || cp == 0xA || cp == 0xD || (cp >= 0x20 && cp <= 0xD7FF) || (cp >= 0xE000 && cp <= 0xFFFD) ||
-                    (cp >= 0x10000 && cp <= 0x10FFFF));
-        if (!ok) {
-          m_pos = amp;
-          return fail("a character reference " + quote(m_doc.substr(amp, semi - amp + 1)) + " that is not an XML character");
-        }
-        if (cp < 0x80) out += static_cast<char>(cp);
-        else if (cp < 0x800) {
-          out += static_cast<char>(0xC0 | (cp >> 6));
-          out += static_cast<char>(0x80 | (cp & 0x3F));
-        } else if (cp < 0x10000) {
-          out += static_cast<char>(0xE0 | (cp >> 12));
-          out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-          out += static_cast<char>(0x80 | (cp & 0x3F));
-        } else {
-          out += static_cast<char>(0xF0 | (cp >> 18));
-          out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-          out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-          out += static_cast<char>(0x80 | (cp & 0x3F));
-        }
-      } else {
-        m_pos = amp;
-        return fail("an unknown entity " + quote(m_doc.substr(amp, semi - amp + 1)));
-      }
-      i = semi + 1;
-    }
-    return true;
-  }
-
-  bool character_data() {
-    size_t end = m_doc.find('<', m_pos);
-    if (end == std::string_view::npos) end = m_doc.size();
-    if (m_stack.empty()) {
-      for (size_t i = m_pos; i < end; ++i)
-        if (!is_space(m_doc[i])) {
-          m_pos = i;
-          return fail("text outside the root element");
-        }
-    } else if (!decode(m_pos, end, m_text)) {
-      return false;
-    }
-    m_pos = end;
-    return true;
-  }
-
-  bool start_tag(Event& ev) {
-    ++m_pos;
-    std::string_view name = read_name();
-    if (name.empty()) return false;
-    if (m_stack.empty() && m_seen_root) return fail("a second root element <" + std::string(name) + ">");
-    m_attrs.clear();
-    for (;;) {
-      size_t before = m_pos;
-      skip_space();
-      if (m_pos >= m_doc.size()) return fail("<" + std::string(name) + " does not end");
-      char c = m_doc[m_pos];
-      if (c == '>' || c == '/') {
-        if (c == '/') {
-          if (m_pos + 1 >= m_doc.size() || m_doc[m_pos + 1] != '>') return fail("'/' inside <" + std::string(name) + ">");
-          ++m_pos;
-          m_pending_end = true;
-        }
-        ++m_pos;
-        break;
-      }
-      if (before == m_pos) return fail("no space before an attribute of <" + std::string(name) + ">");
-      if (m_attrs.size() == k_max_attrs)
-        return fail("<" + std::string(name) + "> has more than " + std::to_string(k_max_attrs) + " attributes");
-      Attr a;
-      a.name = read_name();
-      if (a.name.empty()) return false;
-      for (const auto& other : m_attrs)
-        if (other.name == a.name) return fail("<" + std::string(name) + "> has two " + std::string(a.name) + " attributes");
-      skip_space();
-      if (m_pos >= m_doc.size() || m_doc[m_pos] != '=') return fail("attribute " + std::string(a.name) + " has no '='");
-      ++m_pos;
-      skip_space();
-      if (m_pos >= m_doc.size() || (m_doc[m_pos] != '"' && m_doc[m_pos] != '\''))
-        return fail("attribute " + std::string(a.name) + " is not quoted");
-      char q = m_doc[m_pos++];
-      size_t end = m_doc.find(q, m_pos);
-      if (end == std::string_view::npos) return fail("attribute " + std::string(a.name) + " does not end");
-      if (m_doc.substr(m_pos, end - m_pos).find('<') != std::string_view::npos) return fail("'<' in attribute " + std::string(a.name));
-      if (!decode(m_pos, end, a.value)) return false;
-      m_pos = end + 1;
-      m_attrs.push_back(std::move(a));
-    }
-    if (m_stack.size() == k_max_depth) return fail("elements nested deeper than " + std::to_string(k_max_depth));
-    m_stack.push_back(name);
-    m_seen_root = true;
-    m_name = name;
-    m_text.clear();
-    m_tag_end = m_pos;
-    ev = Event::Start;
-    return true;
-  }
-
-  std::string_view m_doc;
-  const std::string& m_what;
-  size_t m_pos = 0;
-  std::vector<std::string_view> m_stack;
-  std::vector<Attr> m_attrs;
-  std::string_view m_name;
-  std::string m_text;
-  std::string m_error;
-  size_t m_tag_begin = 0;
-  size_t m_tag_end = 0;
-  bool m_pending_end = false;
-  bool m_seen_root = false;
-};
-
-// ---------------------------------------------------------------------------
 // Packages: primary.xml read by libsolv into a pool, each package checked.
 
 bool is_evr_part(std::string_view s) { return is_word(s, "._+~^"); }
@@ -351,7 +78,14 @@ bool is_evr(std::string_view evr) {
   return dash != std::string_view::npos && is_evr_part(vr.substr(0, dash)) && is_evr_part(vr.substr(dash + 1));
 }
 
-// primary.xml has no DTD (createrepo_c writes none): one is refused before
+// Where the root element starts: '<' then a letter (not <?xml, <!-- or <!DOCTYPE).
+std::size_t first_element(std::string_view text) {
+  for (auto at = text.find('<'); at != std::string_view::npos; at = text.find('<', at + 1))
+    if (at + 1 < text.size() && std::isalpha(static_cast<unsigned char>(text[at + 1]))) return at;
+  return std::string_view::npos;
+}
+
+// Repository metadata has no DTD (createrepo_c writes none): one is refused before
 // the parser sees it, so that no entity is ever declared, let alone expanded
 // (a billion laughs took expat's parser seconds to refuse, minutes under ASan).
 struct Prolog {
@@ -361,9 +95,9 @@ struct Prolog {
   void feed(const char* data, size_t n) {
     if (done || !error.empty()) return;
     std::string window = tail + std::string(data, n);
-    auto doctype = window.find("<!DOCTYPE"), root = window.find("<metadata");
+    auto doctype = window.find("<!DOCTYPE"), root = first_element(window);
     if (doctype != std::string::npos && (root == std::string::npos || doctype < root)) {
-      error = "a document type declaration (<!DOCTYPE), which primary.xml never has; refused";
+      error = "a document type declaration (<!DOCTYPE), which repository metadata never has; refused";
     } else if (root != std::string::npos) {
       done = true;
     } else {
@@ -410,98 +144,67 @@ struct FileClose {
 };
 using File = std::unique_ptr<std::FILE, FileClose>;
 
-// One <data> of repomd.xml that we read.
-struct RepomdFile {
-  std::string type;  // primary | filelists
-  std::string href, sha256, open_sha256;
-  std::uint64_t size = 0, open_size = 0;
-  bool has_size = false, has_open_size = false;
-};
-
-struct Repomd {
-  RepomdFile primary;
-  std::optional<RepomdFile> filelists;
-};
-
-Result<Repomd> parse_repomd(std::string_view xml, const std::string& what) {
-  XmlReader x(xml, what);
-  XmlReader::Event ev;
-  Repomd md;
-  RepomdFile* cur = nullptr;
-  bool found = false;
-  std::string checksum_type;
-  while (x.next(ev) && ev != XmlReader::Event::Eof) {
-    if (x.depth() == 1 && ev == XmlReader::Event::Start && x.name() != "repomd")
-      return op_error(what + ": the root element is <" + std::string(x.name()) + ">, not <repomd>");
-    if (ev == XmlReader::Event::Start) {
-      if (x.depth() == 2 && x.name() == "data") {
-        const std::string* type = x.attr("type");
-        cur = nullptr;
-        if (type && *type == "primary") {
-          if (found) return op_error(what + ": two <data type=\"primary\">");
-          found = true;
-          cur = &md.primary;
-        } else if (type && *type == "filelists") {
-          if (md.filelists) return op_error(what + ": two <data type=\"filelists\">");
-          md.filelists.emplace();
-          cur = &*md.filelists;
-        }
-        if (cur) cur->type = *type;
-      } else if (cur && x.depth() == 3) {
-        if (x.name() == "checksum" || x.name() == "open-checksum") {
-          const std::string* type = x.attr("type");
-          checksum_type = type ? *type : "";
-          if (checksum_type != "sha256" && x.name() == "checksum")
-            return op_error(what + ": " + cur->type + " checksum type " + quote(checksum_type) + " is not supported (sha256 only)");
-        } else if (x.name() == "location") {
-          if (x.attr("xml:base")) return op_error(what + ": " + cur->type + " location xml:base (metadata elsewhere) is not supported");
-          const std::string* href = x.attr("href");
-          if (!href || !safe_location(*href))
-            return op_error(what + ": " + cur->type + " location href " + quote(href ? *href : "") + " is not a path below the repository");
-          cur->href = *href;
-        }
-      }
-      continue;
-    }
-    if (!cur) continue;
-    if (x.depth() == 1 && x.name() == "data") {
-      cur = nullptr;
-      continue;
-    }
-    if (x.depth() != 2) continue;
-    std::string text(trim(x.text()));
-    auto number = [&](std::uint64_t& out, bool& has) -> Result<void> {
-      if (!is_digits(text) || text.size() > 15)
-        return op_error(what + ": " + cur->type + " " + std::string(x.name()) + " " + quote(text) + " is not a number");
-      out = std::stoull(text);
-      has = true;
-      return {};
-    };
-    auto hex = [&](std::string& out) -> Result<void> {
-      std::string h = to_lower(text);
-      if (h.size() != 64 || h.find_first_not_of("0123456789abcdef") != std::string::npos)
-        return op_error(what + ": " + cur->type + " " + std::string(x.name()) + " " + quote(text) + " is not a sha256");
-      out = std::move(h);
-      return {};
-    };
-    Result<void> r;
-    if (x.name() == "checksum") r = hex(cur->sha256);
-    else if (x.name() == "open-checksum" && checksum_type == "sha256") r = hex(cur->open_sha256);
-    else if (x.name() == "size") r = number(cur->size, cur->has_size);
-    else if (x.name() == "open-size") r = number(cur->open_size, cur->has_open_size);
-    if (!r) return r.error();
-  }
-  if (!x.error().empty()) return op_error(x.error());
-  if (!found) return op_error(what + ": no <data type=\"primary\">");
-  for (const RepomdFile* f : {&md.primary, md.filelists ? &*md.filelists : nullptr}) {
-    if (!f) continue;
-    if (f->href.empty()) return op_error(what + ": the " + f->type + " data has no location");
-    if (f->sha256.empty()) return op_error(what + ": the " + f->type + " data has no sha256 checksum");
-  }
-  return md;
-}
 
 }  // namespace
+
+// repomd.xml, verified by its signature first, read by libsolv's reader
+// (expat) after the same prolog check as the other metadata.
+Result<Repomd> parse_repomd(std::string_view xml, const std::string& what) {
+  Prolog prolog;
+  prolog.feed(xml.data(), xml.size());
+  if (!prolog.error.empty()) return op_error(what + ": " + prolog.error);
+  detail::SolvPool pool(pool_create());
+  Repo* repo = repo_create(pool.get(), what.c_str());
+  File in(fmemopen(const_cast<char*>(xml.data()), xml.size(), "r"));
+  if (xml.empty()) in.reset(std::fopen("/dev/null", "r"));
+  if (!in) return op_error(what + ": cannot read it: " + std::strerror(errno));
+  if (repo_add_repomdxml(repo, in.get(), 0) != 0) return op_error(what + ": " + printable(pool_errstr(pool.get())));
+  repo_internalize(repo);
+  Repomd md;
+  bool found = false;
+  Failure bad{ErrorKind::Failed, ""};
+  Dataiterator di;
+  dataiterator_init(&di, pool.get(), repo, SOLVID_META, REPOSITORY_REPOMD_TYPE, nullptr, 0);
+  dataiterator_prepend_keyname(&di, REPOSITORY_REPOMD);
+  while (bad.message.empty() && dataiterator_step(&di)) {
+    dataiterator_setpos_parent(&di);
+    Pool* p = pool.get();
+    const char* type_str = pool_lookup_str(p, SOLVID_POS, REPOSITORY_REPOMD_TYPE);
+    const std::string type = type_str ? type_str : "";
+    if (type != "primary" && type != "filelists") continue;
+    if ((type == "primary" && found) || (type == "filelists" && md.filelists)) {
+      bad.message = what + ": two <data type=\"" + type + "\">";
+      break;
+    }
+    RepomdFile f;
+    f.type = type;
+    const char* href = pool_lookup_str(p, SOLVID_POS, REPOSITORY_REPOMD_LOCATION);
+    Id sum_type = 0, open_type = 0;
+    const char* sum = pool_lookup_checksum(p, SOLVID_POS, REPOSITORY_REPOMD_CHECKSUM, &sum_type);
+    const char* open_sum = pool_lookup_checksum(p, SOLVID_POS, REPOSITORY_REPOMD_OPENCHECKSUM, &open_type);
+    f.size = pool_lookup_num(p, SOLVID_POS, REPOSITORY_REPOMD_SIZE, 0);
+    f.has_size = f.size > 0;
+    if (!href || !*href) bad.message = what + ": the " + type + " data has no location";
+    else if (!safe_location(href))
+      bad.message = what + ": " + type + " location href " + quote(printable(href)) + " is not a path below the repository";
+    else if (!sum) bad.message = what + ": the " + type + " data has no checksum";
+    else if (sum_type != REPOKEY_TYPE_SHA256) bad.message = what + ": " + type + " checksum type is not supported (sha256 only)";
+    if (!bad.message.empty()) break;
+    f.href = href;
+    f.sha256 = sum;
+    if (open_sum && open_type == REPOKEY_TYPE_SHA256) f.open_sha256 = open_sum;
+    if (type == "primary") {
+      md.primary = std::move(f);
+      found = true;
+    } else {
+      md.filelists = std::move(f);
+    }
+  }
+  dataiterator_free(&di);
+  if (!bad.message.empty()) return bad;
+  if (!found) return op_error(what + ": no <data type=\"primary\">");
+  return md;
+}
 
 // One pool per Index: the repos read, and a pseudo-installed repo that
 // provides the rpmlib() features rpm itself has (createrepo_c leaves them out
@@ -833,9 +536,9 @@ Result<void> stream_metadata(net::Transport& t, const PackageSource& source, con
                              const std::string& repomd_url, const RepomdFile& f, bool signed_repomd,
                              std::uint64_t open_limit, const MetadataLoader& load) {
   std::string url = repo + "/" + f.href;
-  if (f.size > k_primary_max || f.open_size > open_limit)
-    return op_error(url + ": larger than " + std::to_string(k_primary_max >> 20) + " MiB packed or " +
-                    std::to_string(open_limit >> 20) + " MiB open, by the signed " + repomd_url + "; refused");
+  if (f.size > k_primary_max)
+    return op_error(url + ": larger than " + std::to_string(k_primary_max >> 20) + " MiB packed, by the signed " + repomd_url +
+                    "; refused");
   auto packed = get_document(t, source, url, f.has_size ? f.size : k_primary_max);
   if (!packed) return packed.error();
   if (f.has_size && packed->size() != f.size)
@@ -843,15 +546,10 @@ Result<void> stream_metadata(net::Transport& t, const PackageSource& source, con
                     std::to_string(f.size));
   if (auto got = sha256_hex(*packed); got != f.sha256)
     return op_error(url + ": sha256 " + got + " differs from the signed " + repomd_url + "'s " + f.sha256);
-  std::uint64_t open_max = f.has_open_size ? f.open_size : open_limit;
-  if (!signed_repomd) {
-    // An unsigned repomd.xml (signatures: packages): its sizes are the
-    // sender's word, so the decompressed size is bounded by both what it
-    // declares and a plausible ratio to the bytes that came.
-    if (!f.has_open_size)
-      return op_error(url + ": the unsigned " + repomd_url + " declares no open-size for it; refused (createrepo_c always writes one)");
-    open_max = std::min<std::uint64_t>(open_max, std::max<std::uint64_t>(packed->size(), 1) * k_primary_max_ratio);
-  }
+  // An unsigned repomd.xml (signatures: packages) is the sender's word: the
+  // decompressed size is bounded by a plausible ratio to the bytes that came too.
+  std::uint64_t open_max = open_limit;
+  if (!signed_repomd) open_max = std::min<std::uint64_t>(open_max, std::max<std::uint64_t>(packed->size(), 1) * k_primary_max_ratio);
   OpenStream stream;
   stream.archive.reset(archive_read_new());
   stream.max_bytes = open_max;
@@ -867,9 +565,6 @@ Result<void> stream_metadata(net::Transport& t, const PackageSource& source, con
   if (!in) return op_error(url + ": cannot read it: " + std::strerror(errno));
   auto after_read = [&]() -> Result<void> {
     if (!stream.error.empty()) return op_error(url + ": " + stream.error);
-    if (f.has_open_size && stream.total != f.open_size)
-      return op_error(url + ": " + std::to_string(stream.total) + " bytes decompressed, but the signed " + repomd_url +
-                      " says " + std::to_string(f.open_size));
     if (!f.open_sha256.empty() && stream.sha.hex() != f.open_sha256)
       return op_error(url + ": the decompressed sha256 differs from the signed " + repomd_url + "'s open-checksum");
     return {};

@@ -5,27 +5,28 @@
 // A repo is read as dnf reads it, with the signature checked first:
 //   <repo>/repodata/repomd.xml       checked against repomd.xml.asc (gpgv,
 //                                    recipe keyring) before a byte is parsed
-//   <data type="primary">            location href, checksum type="sha256",
-//                                    size, open-size (and open-checksum):
-//                                    the fetched bytes are checked before
-//                                    they are decompressed
-//   primary.xml                      read by libsolv (Debian's libsolv
-//                                    0.7, the solver inside dnf) as it is
-//                                    decompressed: never whole in memory, its
-//                                    size and open-checksum checked at the end;
-//                                    every package must then have an rpm name,
-//                                    arch and [epoch:]version-release, a
-//                                    sha256, and a location href below the
-//                                    repository ending in .rpm (no xml:base,
-//                                    "..", or leading /)
-// repomd.xml is read by a small strict XML reader of our own: no DOCTYPE,
-// CDATA or processing instructions past the declaration; the predefined and
-// numeric entities only; bounded depth and attributes.
+//   <data type="primary">            location href (a path below the repo),
+//                                    checksum type="sha256", size and
+//                                    open-checksum: the fetched bytes are
+//                                    checked before they are decompressed
 //   <data type="filelists">          the same checks; filelists.xml is read
 //                                    (streamed, into the same packages) only
 //                                    when a closure needs a file that
 //                                    primary.xml's bin/ and /etc lists do
 //                                    not provide, as dnf5 does by default
+//   primary.xml                      read by libsolv (Debian's libsolv
+//                                    0.7, the solver inside dnf) as it is
+//                                    decompressed: never whole in memory, its
+//                                    open-checksum checked at the end; every
+//                                    package must then have an rpm name,
+//                                    arch and [epoch:]version-release, a
+//                                    sha256, and a location href below the
+//                                    repository ending in .rpm (no xml:base,
+//                                    "..", or leading /)
+// Every document is read by libsolv's readers (expat), once its bytes are
+// verified, and only after a check that it declares no DTD (no entity is
+// ever declared, let alone expanded). The decompressed size is bounded (an
+// unsigned repomd.xml's also by a ratio to the packed bytes).
 // Not read: modules.yaml (RHEL 8 modularity: the Full closure picks from
 // every stream, where dnf would keep to the enabled ones).
 //
@@ -37,7 +38,9 @@
 // for a .repo file with repo_gpgcheck=1 and gpgkey= that key.
 
 #include <filesystem>
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -99,6 +102,21 @@ private:
   friend Result<void> load_index(net::Transport& t, const PackageSource& source, Index& index);
   friend Result<void> load_filelists(net::Transport& t, Index& index);
 };
+
+// One <data> of repomd.xml that is read.
+struct RepomdFile {
+  std::string type;  // primary | filelists
+  std::string href, sha256, open_sha256;
+  std::uint64_t size = 0;
+  bool has_size = false;
+};
+struct Repomd {
+  RepomdFile primary;
+  std::optional<RepomdFile> filelists;
+};
+// repomd.xml's primary and filelists entries, as checked above (a sha256
+// checksum, a safe href, one of each). Exposed for unit tests.
+Result<Repomd> parse_repomd(std::string_view xml, const std::string& what);
 
 // Adds the verified primary.xml of each repo of `source` (source.suites below
 // source.url, or url itself) to `index`.

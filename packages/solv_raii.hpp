@@ -18,6 +18,7 @@ extern "C" {
 #include <solv/poolarch.h>
 #include <solv/queue.h>
 #include <solv/repo.h>
+#include <solv/repo_repomdxml.h>
 #include <solv/repo_rpmmd.h>
 #include <solv/selection.h>
 #include <solv/solvable.h>

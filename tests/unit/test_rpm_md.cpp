@@ -367,7 +367,7 @@ TEST_CASE("primary.xml outside its known shape is refused with the document", "[
   }
   laughs += "]>\n<metadata><package type=\"rpm\"><name>&j;</name></package></metadata>\n";
   auto start = std::chrono::steady_clock::now();
-  CHECK(parse_error(laughs) == at + "a document type declaration (<!DOCTYPE), which primary.xml never has; refused");
+  CHECK(parse_error(laughs) == at + "a document type declaration (<!DOCTYPE), which repository metadata never has; refused");
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(1));
   // However far in the prolog it comes.
   CHECK_THAT(parse_error(std::string(100000, ' ') + laughs), Catch::Contains("<!DOCTYPE"));
@@ -429,4 +429,44 @@ TEST_CASE("rpm-md: a file requirement that only filelists.xml answers", "[rpm]")
 
   CHECK_FALSE(idx.add_filelists(filelists, "http://mirror.example/el9/Other", "filelists.xml").ok());  // no such repo read
   CHECK_FALSE(idx.add_filelists("<!DOCTYPE x [<!ENTITY a \"b\">]><filelists/>", "http://mirror.example/el9/BaseOS", "f.xml").ok());
+}
+
+TEST_CASE("rpm-md: repomd.xml's primary and filelists entries, read by libsolv and checked", "[rpm]") {
+  auto data = [](const std::string& type, const std::string& href, const std::string& sum_type = "sha256") {
+    return "  <data type=\"" + type + "\">\n    <checksum type=\"" + sum_type + "\">" + std::string(sum_type == "sha512" ? 128 : 64, 'c') +
+           "</checksum>\n    <open-checksum type=\"sha256\">" + std::string(64, 'd') + "</open-checksum>\n    <location href=\"" +
+           href + "\"/>\n    <timestamp>1796306430</timestamp>\n    <size>134</size>\n    <open-size>167</open-size>\n  </data>\n";
+  };
+  auto doc = [](const std::string& body) {
+    return "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<repomd xmlns=\"http://linux.duke.edu/metadata/repo\" "
+           "xmlns:rpm=\"http://linux.duke.edu/metadata/rpm\">\n  <revision>1796306430</revision>\n" + body + "</repomd>\n";
+  };
+  auto md = rpm_md::parse_repomd(doc(data("primary", "repodata/p.xml.gz") + data("filelists", "repodata/f.xml.gz") +
+                                     data("other", "repodata/o.xml.gz") + data("primary_db", "repodata/p.sqlite.bz2")),
+                                 "repomd.xml");
+  INFO((md ? std::string() : md.error().message));
+  REQUIRE(md.ok());
+  CHECK(md->primary.href == "repodata/p.xml.gz");
+  CHECK(md->primary.sha256 == std::string(64, 'c'));
+  CHECK(md->primary.open_sha256 == std::string(64, 'd'));
+  CHECK(md->primary.size == 134);
+  REQUIRE(md->filelists);
+  CHECK(md->filelists->href == "repodata/f.xml.gz");
+  CHECK_FALSE(rpm_md::parse_repomd(doc(data("primary", "repodata/p.xml.gz")), "r").value().filelists);
+
+  auto error = [&](const std::string& xml) {
+    auto r = rpm_md::parse_repomd(xml, "repomd.xml");
+    return r ? std::string("(read)") : r.error().message;
+  };
+  CHECK(error(doc(data("filelists", "repodata/f.xml.gz"))) == "repomd.xml: no <data type=\"primary\">");
+  CHECK(error(doc(data("primary", "a") + data("primary", "b"))) == "repomd.xml: two <data type=\"primary\">");
+  CHECK(error(doc(data("primary", "../../etc/passwd"))) ==
+        "repomd.xml: primary location href '../../etc/passwd' is not a path below the repository");
+  CHECK(error(doc(data("primary", "/abs/p.xml.gz"))).find("is not a path below the repository") != std::string::npos);
+  CHECK(error(doc(data("primary", "https://elsewhere/p.xml.gz"))).find("is not a path below the repository") != std::string::npos);
+  CHECK(error(doc(data("filelists", "repodata/f.xml.gz", "sha512") + data("primary", "p"))) ==
+        "repomd.xml: filelists checksum type is not supported (sha256 only)");
+  CHECK(error("<?xml version=\"1.0\"?>\n<!DOCTYPE r [<!ENTITY a \"aaaa\">]>\n" + doc(data("primary", "p")).substr(39)) ==
+        "repomd.xml: a document type declaration (<!DOCTYPE), which repository metadata never has; refused");
+  CHECK(error("not xml at all") != "(read)");
 }
