@@ -1,7 +1,8 @@
 // apt repository indexes (packages/apt.hpp) as a signed repository serves
-// them: the first byte picks the reader. 0: a Packages list, then the closure
-// of its first package; 1: a Release and its Packages entries; 2: a relation
-// field; 3: two versions (split at the first newline) compared both ways.
+// them: the first byte picks the reader. 0: a Packages list read into an
+// index (libsolv's pool), then the closure of its first package; 1: a
+// Release and its Packages entries; 2: a relation field; 3: two versions
+// (split at the first newline) compared both ways.
 #include "fuzz/fuzz_input.hpp"
 #include "packages/apt.hpp"
 
@@ -16,13 +17,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       gb::PackageSource src;
       src.name = "fuzz";
       src.url = "http://127.0.0.1/debian";
-      auto pkgs = apt::parse_packages(body, src, "Packages");
-      if (!pkgs || pkgs->empty()) return 0;
+      apt::Index index("amd64");
+      if (!index.add_packages(body, src, "Packages") || index.packages().empty()) return 0;
       gb::packages::FetchRequest req;
-      req.names = {pkgs->front().name};
+      req.names = {index.packages().front().name};
       req.arch = "amd64";
       req.closure = data[0] & 4 ? gb::packages::Closure::SameSource : gb::packages::Closure::Full;
-      (void)apt::resolve(*pkgs, req, {src});
+      (void)index.resolve(req, {src});
       break;
     }
     case 1: {

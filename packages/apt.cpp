@@ -2,18 +2,21 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <ctime>
-#include <deque>
-#include <map>
+#include <iterator>
 #include <set>
 #include <tuple>
+#include <unordered_map>
 
 #include "common/strings.hpp"
 #include "common/time.hpp"
 #include "net/transport.hpp"
 #include "signing/digest.hpp"
 #include "signing/openpgp.hpp"
+#include "packages/solv_raii.hpp"
 
 namespace gb::packages::apt {
 
@@ -33,68 +36,6 @@ bool iequals(std::string_view a, std::string_view b) {
     if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
   return true;
 }
-
-// dpkg's order of one character of a non-digit run: '~' before the end,
-// the end before letters, letters before everything else.
-int order(std::string_view s, size_t i) {
-  if (i >= s.size()) return 0;
-  char c = s[i];
-  if (is_digit(c)) return 0;
-  if (is_alpha(c)) return c;
-  if (c == '~') return -1;
-  return static_cast<unsigned char>(c) + 256;
-}
-
-// dpkg's verrevcmp.
-int verrevcmp(std::string_view a, std::string_view b) {
-  size_t i = 0, j = 0;
-  auto digit_at = [](std::string_view s, size_t k) { return k < s.size() && is_digit(s[k]); };
-  while (i < a.size() || j < b.size()) {
-    while ((i < a.size() && !is_digit(a[i])) || (j < b.size() && !is_digit(b[j]))) {
-      int ac = order(a, i), bc = order(b, j);
-      if (ac != bc) return ac - bc;
-      ++i, ++j;
-    }
-    while (i < a.size() && a[i] == '0') ++i;
-    while (j < b.size() && b[j] == '0') ++j;
-    int first_diff = 0;
-    while (digit_at(a, i) && digit_at(b, j)) {
-      if (!first_diff) first_diff = a[i] - b[j];
-      ++i, ++j;
-    }
-    if (digit_at(a, i)) return 1;
-    if (digit_at(b, j)) return -1;
-    if (first_diff) return first_diff;
-  }
-  return 0;
-}
-
-// Epochs compare as numbers of any length: leading zeros off, then length, then digits.
-int compare_epochs(std::string_view a, std::string_view b) {
-  while (!a.empty() && a.front() == '0') a.remove_prefix(1);
-  while (!b.empty() && b.front() == '0') b.remove_prefix(1);
-  if (a.size() != b.size()) return a.size() < b.size() ? -1 : 1;
-  return a.compare(b);
-}
-
-struct VersionParts {
-  std::string_view epoch, upstream, revision;
-};
-VersionParts split_version(std::string_view v) {
-  VersionParts p;
-  if (auto colon = v.find(':'); colon != std::string_view::npos) {
-    p.epoch = v.substr(0, colon);
-    v.remove_prefix(colon + 1);
-  }
-  if (auto dash = v.rfind('-'); dash != std::string_view::npos) {
-    p.revision = v.substr(dash + 1);
-    v = v.substr(0, dash);
-  }
-  p.upstream = v;
-  return p;
-}
-
-int sign(int v) { return (v > 0) - (v < 0); }
 
 bool is_package_name(std::string_view s) {
   if (s.empty() || !(is_digit(s[0]) || (s[0] >= 'a' && s[0] <= 'z'))) return false;
@@ -156,54 +97,43 @@ std::vector<std::string_view> words(std::string_view s) {
   return out;
 }
 
-std::string op_text(Op op) {
-  switch (op) {
-    case Op::Less: return "<<";
-    case Op::LessEq: return "<=";
-    case Op::Eq: return "=";
-    case Op::GreaterEq: return ">=";
-    case Op::Greater: return ">>";
-    case Op::Any: break;
-  }
-  return "";
-}
-
-std::string relation_text(const Relation& r) {
-  std::string s = r.name;
-  if (!r.arch.empty()) s += ":" + r.arch;
-  if (r.op != Op::Any) s += " (" + op_text(r.op) + " " + r.version + ")";
-  return s;
-}
-
-std::string group_text(const std::vector<Relation>& g) {
-  std::string s;
-  for (const auto& r : g) s += (s.empty() ? "" : " | ") + relation_text(r);
-  return s;
-}
-
 }  // namespace
 
 // --- versions ---
 
-int compare_versions(std::string_view a, std::string_view b) {
-  VersionParts x = split_version(a), y = split_version(b);
-  if (int c = compare_epochs(x.epoch, y.epoch)) return sign(c);
-  if (int c = verrevcmp(x.upstream, y.upstream)) return sign(c);
-  return sign(verrevcmp(x.revision, y.revision));
+namespace {
+
+// A Debian version spelled so that libsolv's Debian order is dpkg's:
+// libsolv weighs a digit against the end of a string where dpkg reads a
+// missing number as 0, and puts "1.0" before "1.0-0", which dpkg holds
+// equal. With each part ending in digits (no revision is "0") they agree.
+std::string solv_version(std::string_view v) {
+  std::string out;
+  if (auto colon = v.find(':'); colon != std::string_view::npos) {
+    out = std::string(v.substr(0, colon + 1));
+    v.remove_prefix(colon + 1);
+  }
+  auto closed = [&](std::string_view part) {
+    out += part;
+    if (part.empty() || !is_digit(part.back())) out += '0';
+  };
+  auto dash = v.rfind('-');
+  closed(v.substr(0, dash));
+  out += '-';
+  closed(dash == std::string_view::npos ? std::string_view() : v.substr(dash + 1));
+  return out;
 }
 
-bool version_satisfies(std::string_view version, Op op, std::string_view wanted) {
-  if (op == Op::Any) return true;
-  int c = compare_versions(version, wanted);
-  switch (op) {
-    case Op::Less: return c < 0;
-    case Op::LessEq: return c <= 0;
-    case Op::Eq: return c == 0;
-    case Op::GreaterEq: return c >= 0;
-    case Op::Greater: return c > 0;
-    case Op::Any: break;
-  }
-  return true;
+}  // namespace
+
+int compare_versions(std::string_view a, std::string_view b) {
+  static Pool* const pool = [] {
+    Pool* p = pool_create();  // lives as long as the process
+    pool_setdisttype(p, DISTTYPE_DEB);
+    return p;
+  }();
+  int c = pool_evrcmp_str(pool, solv_version(a).c_str(), solv_version(b).c_str(), EVRCMP_COMPARE);
+  return (c > 0) - (c < 0);
 }
 
 // --- deb822 ---
@@ -446,10 +376,534 @@ Result<std::vector<Package>> parse_packages(std::string_view text, const Package
   return out;
 }
 
-// --- the index of a source ---
+// --- the index: one libsolv pool ---
 
-Result<std::vector<Package>> load_index(net::Transport& t, const PackageSource& source, const std::string& arch) {
+namespace {
+
+const char* str(Pool* pool, Id id) { return id ? pool_id2str(pool, id) : ""; }
+
+// An entry as libsolv's reader is to see it: dpkg reads the obsolete
+// "(< v)" and "(> v)" as <= and >=, libsolv as << and >>.
+std::string solv_entry(std::string_view entry) {
+  std::string out;
+  out.reserve(entry.size() + 1);
+  for (size_t i = 0; i < entry.size(); ++i) {
+    out += entry[i];
+    if (entry[i] != '(') continue;
+    size_t j = i + 1;
+    while (j < entry.size() && is_blank(entry[j])) ++j;
+    if (j + 1 < entry.size() && (entry[j] == '<' || entry[j] == '>') && entry[j + 1] != '<' && entry[j + 1] != '=' &&
+        entry[j + 1] != '>') {
+      out.append(entry.substr(i + 1, j - i));
+      out += '=';
+      i = j;
+    }
+  }
+  return out;
+}
+
+// The kept entries, one after the other with a blank line between, as
+// libsolv reads them (through solv_entry): no second copy of a whole list.
+struct EntryStream {
+  const std::vector<Package>& packages;
+  size_t next = 0;
+  std::string entry;
+  size_t at = 0;
+
+  static ssize_t read(void* cookie, char* out, size_t size) {
+    auto* self = static_cast<EntryStream*>(cookie);
+    size_t done = 0;
+    while (done < size) {
+      if (self->at == self->entry.size()) {
+        if (self->next == self->packages.size()) break;
+        self->entry = solv_entry(self->packages[self->next++].entry) + "\n";  // each entry ends in '\n'
+        self->at = 0;
+      }
+      size_t n = std::min(size - done, self->entry.size() - self->at);
+      std::memcpy(out + done, self->entry.data() + self->at, n);
+      self->at += n;
+      done += n;
+    }
+    return static_cast<ssize_t>(done);
+  }
+};
+
+int priority_rank(std::string_view priority) {
+  static const char* const ranks[] = {"required", "important", "standard", "optional", "extra"};
+  if (priority.empty()) return 0;  // as apt: no Priority ranks first
+  for (int i = 0; i < 5; ++i)
+    if (priority == ranks[i]) return i + 1;
+  return 5;
+}
+
+}  // namespace
+
+struct Index::Impl {
+  detail::SolvPool solv{pool_create()};
+  std::string arch;
+  std::vector<Package> packages;   // in the order read
+  std::vector<int> package_of;     // solvable id -> packages index, -1 for none
+  std::set<std::tuple<std::string, std::string, std::string>> seen;  // name, version, arch
+  std::unordered_map<Id, Id> fixed;           // dependency as read -> as solved
+  std::unordered_map<Id, std::string> shown;  // version as solved -> as written
+  bool prepared = false;
+  // apt's view of the prepared pool.
+  std::unordered_map<Id, Id> candidate;  // name -> its highest version
+  std::unordered_map<Id, bool> installable;
+  std::unordered_map<Id, std::tuple<bool, bool, int>> rank;  // not Essential, not Important, Priority
+
+  const Package* package(Id id) const {
+    return id > 0 && static_cast<size_t>(id) < package_of.size() && package_of[id] >= 0 ? &packages[package_of[id]] : nullptr;
+  }
+
+  Id version(Id evr) {
+    Pool* p = solv.get();
+    std::string written = pool_id2str(p, evr);
+    Id solved = pool_str2id(p, solv_version(written).c_str(), 1);
+    if (solved != evr) shown.emplace(solved, written);
+    return solved;
+  }
+
+  // A dependency as the solver is to read it: versions in dpkg's order,
+  // "name:native" and "name:<arch>" the name itself (only `arch` and all are
+  // in the pool), and "name:any" a name that only Multi-Arch: allowed
+  // packages provide (libsolv would take any package of that name).
+  Id fix(Id dep) {
+    if (auto it = fixed.find(dep); it != fixed.end()) return it->second;
+    Pool* p = solv.get();
+    Id out = dep;
+    if (!ISRELDEP(dep)) {
+      std::string_view name = pool_id2str(p, dep);
+      for (std::string suffix : {std::string(":native"), ":" + arch})
+        if (ends_with(name, suffix)) out = pool_strn2id(p, name.data(), static_cast<unsigned>(name.size() - suffix.size()), 1);
+    } else {
+      const Reldep* rd = GETRELDEP(p, dep);
+      const Id name = rd->name, evr = rd->evr;
+      const int flags = rd->flags;
+      if (flags == REL_MULTIARCH && evr == ARCH_ANY) out = pool_str2id(p, (std::string(pool_id2str(p, name)) + ":any").c_str(), 1);
+      else if (flags == REL_OR) out = pool_rel2id(p, fix(name), fix(evr), flags, 1);
+      else if (flags > 0 && flags < 8) out = pool_rel2id(p, fix(name), version(evr), flags, 1);
+    }
+    return fixed[dep] = out;
+  }
+
+  void fix_deps(Repo* repo, Offset deps) {
+    if (!deps) return;
+    for (Id* dp = repo->idarraydata + deps; *dp; ++dp)
+      if (*dp != SOLVABLE_PREREQMARKER) *dp = fix(*dp);
+  }
+
+  // The package and each of its Provides as name:any (= version).
+  void provide_any(Repo* repo, Solvable* s) {
+    Pool* p = solv.get();
+    std::vector<Id> any;
+    for (Id* dp = repo->idarraydata + s->provides; s->provides && *dp; ++dp) {
+      Id name = *dp, evr = 0;
+      int flags = 0;
+      if (ISRELDEP(name)) {
+        const Reldep* rd = GETRELDEP(p, name);
+        name = rd->name, evr = rd->evr, flags = rd->flags;
+      }
+      if (ISRELDEP(name)) continue;
+      Id a = pool_str2id(p, (std::string(pool_id2str(p, name)) + ":any").c_str(), 1);
+      any.push_back(flags ? pool_rel2id(p, a, evr, flags, 1) : a);
+    }
+    for (Id a : any) s->provides = repo_addid_dep(repo, s->provides, a, 0);
+  }
+
+  Result<void> add(std::string_view text, const PackageSource& source, const std::string& what) {
+    auto parsed = parse_packages(text, source, what);
+    if (!parsed) return parsed.error();
+    std::vector<Package> kept;
+    std::set<std::tuple<std::string, std::string, std::string>> here;
+    for (auto& pkg : *parsed) {
+      // Another arch's package is not installable; one read already (a
+      // suite and its -updates) is taken from where it was read first.
+      if (pkg.arch != arch && pkg.arch != "all") continue;
+      std::tuple<std::string, std::string, std::string> key{pkg.name, pkg.version, pkg.arch};
+      if (seen.count(key) || !here.insert(key).second) continue;
+      if (pkg.entry.find('\0') != std::string::npos) return op_error(what + ": package " + pkg.name + ": a NUL byte in its entry");
+      kept.push_back(std::move(pkg));
+    }
+    if (kept.empty()) return {};
+    Pool* p = solv.get();
+    EntryStream stream{kept, 0, "", 0};
+    cookie_io_functions_t io{};
+    io.read = &EntryStream::read;
+    detail::File in(fopencookie(&stream, "r", io));
+    if (!in) return op_error(what + ": cannot read it: " + std::strerror(errno));
+    Repo* repo = repo_create(p, what.c_str());
+    repo_add_debpackages(repo, in.get(), 0);
+    // libsolv read the entries we checked, one solvable each, in order.
+    size_t n = 0;
+    Id id;
+    Solvable* s;
+    std::string differs;
+    FOR_REPO_SOLVABLES(repo, id, s) {
+      const Package* want = n < kept.size() ? &kept[n] : nullptr;
+      if (!want || want->name != str(p, s->name) || want->version != str(p, s->evr) || want->arch != str(p, s->arch))
+        differs = (want ? "package " + want->name + ": " : "") + "libsolv reads '" + str(p, s->name) + " " + str(p, s->evr) +
+                  " " + str(p, s->arch) + "'";
+      if (!differs.empty()) break;
+      ++n;
+    }
+    if (differs.empty() && n != kept.size())
+      differs = "libsolv reads " + std::to_string(n) + " of its " + std::to_string(kept.size()) + " packages";
+    if (!differs.empty()) {
+      repo_free(repo, 1);
+      return op_error(bounded_line(what + ": " + differs));
+    }
+    package_of.resize(static_cast<size_t>(p->nsolvables), -1);
+    n = 0;
+    FOR_REPO_SOLVABLES(repo, id, s) {
+      s->evr = version(s->evr);
+      fix_deps(repo, s->provides);
+      fix_deps(repo, s->requires_);
+      fix_deps(repo, s->conflicts);
+      fix_deps(repo, s->obsoletes);
+      const char* multi_arch = solvable_lookup_str(s, SOLVABLE_MULTIARCH);
+      if (multi_arch && std::strcmp(multi_arch, "allowed") == 0) provide_any(repo, s);
+      package_of[id] = static_cast<int>(packages.size() + n++);
+    }
+    for (auto& k : here) seen.insert(k);
+    std::move(kept.begin(), kept.end(), std::back_inserter(packages));
+    prepared = false;
+    return {};
+  }
+
+  void prepare() {
+    if (prepared) return;
+    Pool* p = solv.get();
+    pool_createwhatprovides(p);
+    candidate.clear();
+    installable.clear();
+    Id id;
+    Pool* pool = p;  // the name FOR_POOL_SOLVABLES uses
+    FOR_POOL_SOLVABLES(id) {
+      const Solvable* s = p->solvables + id;
+      Id& best = candidate[s->name];
+      if (!best || pool_evrcmp(p, s->evr, p->solvables[best].evr, EVRCMP_COMPARE) > 0) best = id;
+    }
+    prepared = true;
+  }
+
+  // Essential, Important and Priority, for apt's choice among providers.
+  const std::tuple<bool, bool, int>& rank_of(Id id) {
+    auto it = rank.find(id);
+    if (it != rank.end()) return it->second;
+    std::tuple<bool, bool, int> r{true, true, 0};
+    if (const Package* pkg = package(id))
+      if (auto para = parse_deb822(pkg->entry, pkg->name); para && para->size() == 1) {
+        const Paragraph& f = para->front();
+        r = {f.field("Essential") != "yes", f.field("Important") != "yes", priority_rank(f.field("Priority").value_or(""))};
+      }
+    return rank[id] = r;
+  }
+
+  std::string version_text(Id evr) const {
+    auto it = shown.find(evr);
+    return it != shown.end() ? it->second : str(solv.get(), evr);
+  }
+
+  // A dependency as a Packages file spells it.
+  std::string dep_text(Id dep) const {
+    Pool* p = solv.get();
+    if (!ISRELDEP(dep)) return str(p, dep);
+    const Reldep* rd = GETRELDEP(p, dep);
+    if (rd->flags == REL_OR) return dep_text(rd->name) + " | " + dep_text(rd->evr);
+    static const char* const ops[] = {"", ">>", "=", ">=", "<<", "", "<=", ""};
+    if (rd->flags > 0 && rd->flags < 8 && *ops[rd->flags])
+      return dep_text(rd->name) + " (" + ops[rd->flags] + " " + version_text(rd->evr) + ")";
+    return pool_dep2str(p, dep);
+  }
+
+  std::string who(Id id) const {
+    const Package* pkg = package(id);
+    return pkg ? pkg->name + " " + pkg->version : str(solv.get(), pool_id2solvable(solv.get(), id)->name);
+  }
+
+  // "breaks" when `dep` is in the package's Breaks, else "conflicts with".
+  std::string negative(Id id, Id dep) const {
+    Pool* p = solv.get();
+    while (ISRELDEP(dep)) dep = GETRELDEP(p, dep)->name;
+    std::string_view name = str(p, dep);
+    if (ends_with(name, ":any")) name.remove_suffix(4);
+    const Package* pkg = package(id);
+    auto para = pkg ? parse_deb822(pkg->entry, pkg->name) : Result<std::vector<Paragraph>>(std::vector<Paragraph>());
+    if (para && para->size() == 1)
+      if (auto breaks = para->front().field("Breaks"))
+        if (auto groups = parse_relations(*breaks))
+          for (const auto& g : *groups)
+            for (const auto& r : g)
+              if (r.name == name) return "breaks";
+    return "conflicts with";
+  }
+
+  // The solver's first problem, in the terms of the Packages files: of the
+  // rules behind it, the one that says most (nothing provides, a conflict,
+  // two versions, a requirement), else libsolv's own words.
+  std::string problem(Solver* solver, const std::string& sources) const {
+    struct Rule {
+      SolverRuleinfo type;
+      Id source = 0, target = 0, dep = 0;
+    };
+    std::vector<Rule> rules;
+    detail::SolvQueue ids;
+    solver_findallproblemrules(solver, 1, ids.get());
+    for (int i = 0; i < ids.size(); ++i) {
+      Rule r{};
+      r.type = solver_ruleinfo(solver, ids[i], &r.source, &r.target, &r.dep);
+      rules.push_back(r);
+    }
+    auto first = [&](SolverRuleinfo type) -> const Rule* {
+      for (const auto& r : rules)
+        if (r.type == type) return &r;
+      return nullptr;
+    };
+    // The requirement in this problem that only `id` meets.
+    auto need_of = [&](Id id) -> const Rule* {
+      Pool* pool = solv.get();  // the name FOR_PROVIDES uses
+      for (const auto& r : rules) {
+        if (r.type != SOLVER_RULE_PKG_REQUIRES) continue;
+        Id q, qq;
+        FOR_PROVIDES(q, qq, r.dep)
+          if (q == id) return &r;
+      }
+      return nullptr;
+    };
+    if (const Rule* r = first(SOLVER_RULE_PKG_NOTHING_PROVIDES_DEP))
+      return who(r->source) + " needs " + dep_text(r->dep) + ", which none of the sources has: " + sources;
+    if (const Rule* r = first(SOLVER_RULE_PKG_CONFLICTS))
+      return who(r->source) + " " + negative(r->source, r->dep) + " " + dep_text(r->dep) + ", but " + who(r->target) +
+             " is needed too, in " + sources;
+    if (const Rule* r = first(SOLVER_RULE_PKG_SAME_NAME)) {
+      const Rule *a = need_of(r->source), *b = need_of(r->target);
+      if (a && b)
+        return who(a->source) + " needs " + dep_text(a->dep) + ", but " + who(b->source) + " needs " + dep_text(b->dep) + ", in " +
+               sources;
+      return who(r->source) + " and " + who(r->target) + " are both needed, in " + sources;
+    }
+    if (const Rule* r = first(SOLVER_RULE_PKG_REQUIRES))
+      return who(r->source) + " needs " + dep_text(r->dep) + ", but nothing that meets it can be installed with the rest, in " +
+             sources;
+    return bounded_line(solver_problem2str(solver, 1)) + ", in " + sources;
+  }
+};
+
+namespace {
+
+// What `apt-get install` would mark, walked as apt's MarkInstall walks
+// (apt-pkg/depcache.cc), for libsolv to prefer: the names asked for first,
+// then depth first through each one's Pre-Depends and Depends in order. A
+// group a marked package meets is passed; else the first alternative with a
+// provider that can be marked. Only a package's candidate (its highest
+// version) counts; providers rank as apt ranks them (the package of that
+// name, Essential, Important, Priority; then by name). A provider that
+// conflicts with a marked package, or has a group no candidate meets, is
+// passed over, and what was marked for it is dropped.
+class AptChoices {
+public:
+  explicit AptChoices(Index::Impl& index) : m_index(index), p(index.solv.get()) {}
+
+  void ask(Id id) {
+    if (m_marked.insert(id).second) m_order.push_back(id);
+  }
+  void follow_asked() {
+    for (size_t i = 0, n = m_order.size(); i < n; ++i) follow(m_order[i]);
+  }
+  const std::vector<Id>& marks() const { return m_order; }
+
+private:
+  std::vector<Id> groups(Id id) const {  // Pre-Depends (after the marker), then Depends
+    std::vector<Id> depends, pre;
+    const Solvable* s = p->solvables + id;
+    bool after = false;
+    for (const Id* dp = s->repo->idarraydata + s->requires_; s->requires_ && *dp; ++dp)
+      if (*dp == SOLVABLE_PREREQMARKER) after = true;
+      else (after ? pre : depends).push_back(*dp);
+    pre.insert(pre.end(), depends.begin(), depends.end());
+    return pre;
+  }
+  void alternatives(Id dep, std::vector<Id>& out) const {
+    if (ISRELDEP(dep) && GETRELDEP(p, dep)->flags == REL_OR) {
+      const Reldep* rd = GETRELDEP(p, dep);
+      alternatives(rd->name, out);
+      alternatives(rd->evr, out);
+    } else {
+      out.push_back(dep);
+    }
+  }
+  bool is_candidate(Id id) const {
+    auto it = m_index.candidate.find(p->solvables[id].name);
+    return it != m_index.candidate.end() && it->second == id;
+  }
+  std::vector<Id> providers(Id alt) {
+    Pool* pool = p;  // the name FOR_PROVIDES uses
+    std::vector<Id> out;
+    Id q, qq;
+    FOR_PROVIDES(q, qq, alt)
+      if (is_candidate(q)) out.push_back(q);
+    Id target = alt;
+    while (ISRELDEP(target)) target = GETRELDEP(p, target)->name;
+    std::string_view wanted = pool_id2str(p, target);
+    if (ends_with(wanted, ":any")) wanted.remove_suffix(4);
+    auto key = [&](Id id) {
+      return std::tuple_cat(std::make_tuple(wanted != pool_id2str(p, p->solvables[id].name)), m_index.rank_of(id),
+                            std::make_tuple(std::string_view(pool_id2str(p, p->solvables[id].name)), id));
+    };
+    std::sort(out.begin(), out.end(), [&](Id a, Id b) { return key(a) < key(b); });
+    return out;
+  }
+  bool met(Id dep) const {
+    Pool* pool = p;
+    Id q, qq;
+    FOR_PROVIDES(q, qq, dep)
+      if (m_marked.count(q)) return true;
+    return false;
+  }
+  // Every group has an alternative some candidate meets (apt's "DepCVer").
+  bool installable(Id id) {
+    auto it = m_index.installable.find(id);
+    if (it != m_index.installable.end()) return it->second;
+    bool ok = true;
+    for (Id g : groups(id)) {
+      std::vector<Id> alts;
+      alternatives(g, alts);
+      Pool* pool = p;  // the name FOR_PROVIDES uses
+      ok = std::any_of(alts.begin(), alts.end(), [&](Id a) {
+        Id q, qq;
+        FOR_PROVIDES(q, qq, a)
+          if (is_candidate(q)) return true;
+        return false;
+      });
+      if (!ok) break;
+    }
+    return m_index.installable[id] = ok;
+  }
+  bool conflicts(Id id) const {
+    Pool* pool = p;
+    auto hits = [&](Id from, Id to) {
+      const Solvable* s = p->solvables + from;
+      Id q, qq;
+      for (const Id* dp = s->repo->idarraydata + s->conflicts; s->conflicts && *dp; ++dp)
+        FOR_PROVIDES(q, qq, *dp)
+          if (q != from && (to ? q == to : m_marked.count(q) > 0)) return true;
+      return false;
+    };
+    if (hits(id, 0)) return true;
+    return std::any_of(m_marked.begin(), m_marked.end(), [&](Id other) { return hits(other, id); });
+  }
+  bool mark(Id id) {
+    if (m_marked.count(id)) return true;
+    if (!installable(id) || conflicts(id)) return false;
+    size_t at = m_order.size();
+    ask(id);
+    if (follow(id)) return true;
+    while (m_order.size() > at) {
+      m_marked.erase(m_order.back());
+      m_order.pop_back();
+    }
+    return false;
+  }
+  bool follow(Id id) {
+    for (Id g : groups(id)) {
+      if (met(g)) continue;
+      std::vector<Id> alts;
+      alternatives(g, alts);
+      bool found = false;
+      for (size_t i = 0; i < alts.size() && !found; ++i)
+        for (Id q : providers(alts[i]))
+          if ((found = mark(q))) break;
+      if (!found) return false;
+    }
+    return true;
+  }
+
+  Index::Impl& m_index;
+  Pool* const p;  // m_index's pool
+  std::set<Id> m_marked;
+  std::vector<Id> m_order;
+};
+
+std::string describe_sources(const std::vector<PackageSource>& sources) {
+  std::string s;
+  for (const auto& src : sources) s += (s.empty() ? "" : ", ") + src.name + " (" + src.url + ")";
+  return s.empty() ? "no package source" : s;
+}
+
+}  // namespace
+
+Index::Index(const std::string& arch) : m_impl(std::make_unique<Impl>()) {
+  m_impl->arch = arch;
+  pool_setdisttype(m_impl->solv.get(), DISTTYPE_DEB);
+  // That arch and all only (libsolv's table would add i386 to amd64).
+  pool_setarchpolicy(m_impl->solv.get(), arch.c_str());
+}
+Index::~Index() = default;
+Index::Index(Index&&) noexcept = default;
+Index& Index::operator=(Index&&) noexcept = default;
+
+const std::string& Index::arch() const { return m_impl->arch; }
+
+Result<void> Index::add_packages(std::string_view text, const PackageSource& source, const std::string& what) {
+  return m_impl->add(text, source, what);
+}
+
+std::vector<Package> Index::packages() const { return m_impl->packages; }
+
+Result<std::vector<Package>> Index::resolve(const FetchRequest& request, const std::vector<PackageSource>& sources) {
+  Impl& m = *m_impl;
+  Pool* p = m.solv.get();
+  Pool* pool = p;  // the name FOR_PROVIDES uses
+  m.prepare();
+  const std::string prefix = request.why.empty() ? "" : request.why + ": ";
+  detail::SolvQueue job;
+  AptChoices apt(m);
+  std::vector<std::set<Id>> asked;  // each name's candidates, where SameSource starts
+  std::vector<std::pair<std::string, bool>> names;  // name, optional
+  for (const auto& n : request.names) names.emplace_back(n, false);
+  for (const auto& n : request.optional_names) names.emplace_back(n, true);
+  for (const auto& [name, optional] : names) {
+    // NAME or NAME:ARCH, as apt-get takes them; the pool holds one arch (and all).
+    std::string plain = ends_with(name, ":" + m.arch) ? name.substr(0, name.size() - m.arch.size() - 1) : name;
+    Id id = pool_str2id(p, plain.c_str(), 0);
+    std::set<Id> candidates;
+    Id q, qq;
+    if (id)
+      FOR_PROVIDES(q, qq, id)
+        if (p->solvables[q].name == id) candidates.insert(q);
+    if (candidates.empty() && optional) continue;
+    if (candidates.empty())
+      return input_error(prefix + "no package " + quote(name) + " for " + m.arch + " in " + describe_sources(sources));
+    queue_push2(job.get(), SOLVER_INSTALL | SOLVER_SOLVABLE_NAME, id);
+    apt.ask(m.candidate[id]);
+    asked.push_back(std::move(candidates));
+  }
+  // apt's picks as weak jobs (dropped where they clash) and favoured where
+  // libsolv itself chooses.
+  apt.follow_asked();
+  for (Id id : apt.marks()) queue_push2(job.get(), SOLVER_INSTALL | SOLVER_SOLVABLE | SOLVER_WEAK, id);
+  for (Id id : apt.marks()) queue_push2(job.get(), SOLVER_FAVOR | SOLVER_SOLVABLE, id);
+  detail::SolvSolver solver(solver_create(p));
+  solver_set_flag(solver.get(), SOLVER_FLAG_IGNORE_RECOMMENDED, 1);  // --no-install-recommends
+  if (solver_solve(solver.get(), job.get()) != 0)
+    return input_error(prefix + m.problem(solver.get(), describe_sources(sources)));
+  detail::SolvTransaction trans(solver_create_transaction(solver.get()));
+  std::set<Id> chosen;
+  for (int i = 0; i < trans->steps.count; ++i) chosen.insert(trans->steps.elements[i]);
+  if (request.closure == Closure::SameSource)  // what each package needs from its own source package
+    chosen = detail::same_source_closure(p, chosen, asked, [&](Id id) { return m.package(id) ? m.package(id)->source : ""; });
   std::vector<Package> out;
+  for (Id id : chosen) out.push_back(*m.package(id));
+  std::sort(out.begin(), out.end(), [](const Package& a, const Package& b) {
+    if (a.name != b.name) return a.name < b.name;
+    if (int c = compare_versions(a.version, b.version); c != 0) return c < 0;
+    return a.arch < b.arch;
+  });
+  return out;
+}
+
+Result<void> load_index(net::Transport& t, const PackageSource& source, Index& index) {
   for (const auto& suite : source.suites) {
     std::string base = source.url + "/dists/" + suite + "/";
     std::string release_text;
@@ -474,7 +928,7 @@ Result<std::vector<Package>> load_index(net::Transport& t, const PackageSource& 
     if (auto c = check_release(*release, suite, std::time(nullptr), shown); !c) return c.error();
 
     for (const auto& component : source.components) {
-      auto file = packages_file(*release, component, arch, source.name + " (" + base + ")");
+      auto file = packages_file(*release, component, index.arch(), source.name + " (" + base + ")");
       if (!file) return file.error();
       std::string url = base + file->path;
       auto data = get_document(t, source, url, file->size);
@@ -486,205 +940,10 @@ Result<std::vector<Package>> load_index(net::Transport& t, const PackageSource& 
         return op_error(url + ": sha256 " + got + " does not match the signed Release (" + file->sha256 + ")");
       auto text = decompress(*data, url, k_packages_max_bytes);
       if (!text) return text.error();
-      auto pkgs = parse_packages(*text, source, url);
-      if (!pkgs) return pkgs.error();
-      for (auto& p : *pkgs)
-        if (p.arch == arch || p.arch == "all") out.push_back(std::move(p));
+      if (auto r = index.add_packages(*text, source, url); !r) return r.error();
     }
   }
-  return out;
-}
-
-// --- the closure ---
-
-namespace {
-
-enum class MultiArch { No, Same, Foreign, Allowed };
-
-struct Candidate {
-  const Package* pkg;
-  MultiArch multi_arch = MultiArch::No;
-  std::vector<std::pair<std::string, std::string>> provides;  // name, version ("" unversioned)
-};
-
-class Resolver {
-public:
-  Resolver(const std::vector<Package>& index, const FetchRequest& request, const std::vector<PackageSource>& sources)
-      : m_request(request), m_sources(sources) {
-    std::set<std::tuple<std::string, std::string, std::string>> seen;
-    for (const auto& p : index) {
-      if (p.arch != request.arch && p.arch != "all") continue;
-      if (!seen.insert({p.name, p.version, p.arch}).second) continue;  // the same package in two suites: the first
-      m_all.push_back(Candidate{&p, MultiArch::No, {}});
-    }
-  }
-
-  Result<std::vector<Package>> run() {
-    for (size_t i = 0; i < m_all.size(); ++i) {
-      Candidate& c = m_all[i];
-      auto para = parse_deb822(c.pkg->entry, c.pkg->origin + " " + c.pkg->name);
-      if (!para) return para.error();
-      if (para->size() != 1) return op_error(c.pkg->name + ": its index entry is not one paragraph");
-      m_paragraphs.push_back(std::move(para->front()));
-      const Paragraph& p = m_paragraphs.back();
-      if (auto ma = p.field("Multi-Arch")) {
-        if (*ma == "same") c.multi_arch = MultiArch::Same;
-        else if (*ma == "foreign") c.multi_arch = MultiArch::Foreign;
-        else if (*ma == "allowed") c.multi_arch = MultiArch::Allowed;
-      }
-      m_by_name[c.pkg->name].push_back(i);
-      if (auto prov = p.field("Provides")) {
-        auto rel = parse_relations(*prov);
-        if (!rel) return op_error(where(c) + ": Provides: " + rel.error().message);
-        for (const auto& g : *rel) {
-          if (g.size() != 1 || (g[0].op != Op::Any && g[0].op != Op::Eq))
-            return op_error(where(c) + ": Provides " + quote(group_text(g)) + " is not 'name [(= version)]'");
-          c.provides.emplace_back(g[0].name, g[0].version);
-          m_providers[g[0].name].push_back(i);
-        }
-      }
-    }
-    // Highest version first; among equals, the order of the sources.
-    for (auto& [name, list] : m_by_name)
-      std::stable_sort(list.begin(), list.end(), [&](size_t a, size_t b) {
-        return compare_versions(m_all[a].pkg->version, m_all[b].pkg->version) > 0;
-      });
-    for (auto& [name, list] : m_providers)
-      std::stable_sort(list.begin(), list.end(), [&](size_t a, size_t b) {
-        if (m_all[a].pkg->name != m_all[b].pkg->name) return m_all[a].pkg->name < m_all[b].pkg->name;
-        return compare_versions(m_all[a].pkg->version, m_all[b].pkg->version) > 0;
-      });
-
-    for (const auto& name : m_request.names) {
-      auto pick = best({Relation{name, "", Op::Any, ""}}, nullptr);
-      if (!pick)
-        return input_error(prefix() + "no package " + quote(name) + " in " + sources_text());
-      add(*pick);
-    }
-    for (const auto& name : m_request.optional_names)
-      if (auto pick = best({Relation{name, "", Op::Any, ""}}, nullptr)) add(*pick);
-    while (!m_queue.empty()) {
-      size_t i = m_queue.front();
-      m_queue.pop_front();
-      if (auto r = follow(i); !r) return r.error();
-    }
-    std::vector<Package> out;
-    for (const auto& [name, i] : m_selected) out.push_back(*m_all[i].pkg);
-    return out;  // m_selected is a map by name: sorted by name
-  }
-
-private:
-  std::string where(const Candidate& c) const { return c.pkg->origin + ": package " + c.pkg->name + " " + c.pkg->version; }
-  std::string prefix() const { return m_request.why.empty() ? std::string() : m_request.why + ": "; }
-  std::string sources_text() const {
-    std::string s;
-    for (const auto& src : m_sources) s += (s.empty() ? "" : ", ") + src.name + " (" + src.url + ")";
-    return s.empty() ? "no package source" : s;
-  }
-
-  // dpkg's deparchsatisfied: may candidate c satisfy a relation qualified by `arch`?
-  bool arch_ok(const Candidate& c, const std::string& arch) const {
-    if (c.multi_arch == MultiArch::Foreign) return true;
-    if (arch == "any") return c.multi_arch == MultiArch::Allowed;
-    const std::string& native = m_request.arch;
-    std::string want = arch.empty() || arch == "native" || arch == "all" ? native : arch;
-    std::string have = c.pkg->arch == "all" ? native : c.pkg->arch;
-    return want == have;
-  }
-
-  bool same_source(size_t c, const Candidate* from) const {
-    return !from || m_request.closure != Closure::SameSource || m_all[c].pkg->source == from->pkg->source;
-  }
-
-  // The candidates that satisfy r: real packages (highest version first), then providers.
-  std::vector<size_t> satisfying(const Relation& r, const Candidate* from) const {
-    std::vector<size_t> out;
-    if (auto it = m_by_name.find(r.name); it != m_by_name.end())
-      for (size_t i : it->second)
-        if (same_source(i, from) && arch_ok(m_all[i], r.arch) && version_satisfies(m_all[i].pkg->version, r.op, r.version))
-          out.push_back(i);
-    if (auto it = m_providers.find(r.name); it != m_providers.end())
-      for (size_t i : it->second) {
-        if (!same_source(i, from) || !arch_ok(m_all[i], r.arch)) continue;
-        for (const auto& [name, version] : m_all[i].provides)
-          if (name == r.name && (r.op == Op::Any || (!version.empty() && version_satisfies(version, r.op, r.version)))) {
-            out.push_back(i);
-            break;
-          }
-      }
-    return out;
-  }
-
-  // Does the relation's name lead anywhere from `from` under the closure rule?
-  bool reachable(const Relation& r, const Candidate* from) const {
-    if (auto it = m_by_name.find(r.name); it != m_by_name.end())
-      for (size_t i : it->second)
-        if (same_source(i, from)) return true;
-    if (auto it = m_providers.find(r.name); it != m_providers.end())
-      for (size_t i : it->second)
-        if (same_source(i, from)) return true;
-    return false;
-  }
-
-  // The package that satisfies a group: one already chosen if any does, else
-  // the best candidate of the first alternative that has one.
-  std::optional<size_t> best(const std::vector<Relation>& group, const Candidate* from) const {
-    for (const auto& r : group)
-      for (size_t i : satisfying(r, from))
-        if (auto s = m_selected.find(m_all[i].pkg->name); s != m_selected.end() && s->second == i) return i;
-    for (const auto& r : group)
-      for (size_t i : satisfying(r, from))
-        if (!m_selected.count(m_all[i].pkg->name)) return i;
-    return std::nullopt;
-  }
-
-  void add(size_t i) {
-    if (m_selected.emplace(m_all[i].pkg->name, i).second) m_queue.push_back(i);
-  }
-
-  Result<void> follow(size_t i) {
-    const Candidate& c = m_all[i];
-    const Paragraph& p = m_paragraphs[i];
-    for (const char* field : {"Pre-Depends", "Depends"}) {
-      auto v = p.field(field);
-      if (!v) continue;
-      auto groups = parse_relations(*v);
-      if (!groups) return op_error(where(c) + ": " + field + ": " + groups.error().message);
-      for (const auto& g : *groups) {
-        if (m_request.closure == Closure::SameSource &&
-            std::none_of(g.begin(), g.end(), [&](const Relation& r) { return reachable(r, &c); }))
-          continue;  // built from another source: not followed
-        auto pick = best(g, &c);
-        if (!pick) {
-          // A version of a name that is chosen already but does not fit, or nothing at all.
-          for (const auto& r : g)
-            if (auto s = m_selected.find(r.name); s != m_selected.end())
-              return input_error(prefix() + c.pkg->name + " " + c.pkg->version + " needs " + group_text(g) + ", but " +
-                                 r.name + " " + m_all[s->second].pkg->version + " is needed too");
-          return input_error(prefix() + c.pkg->name + " " + c.pkg->version + " needs " + group_text(g) +
-                             ", which none of the sources has: " + sources_text());
-        }
-        add(*pick);
-      }
-    }
-    return {};
-  }
-
-  const FetchRequest& m_request;
-  const std::vector<PackageSource>& m_sources;
-  std::vector<Candidate> m_all;
-  std::vector<Paragraph> m_paragraphs;  // m_all[i]'s entry, parsed
-  std::map<std::string, std::vector<size_t>> m_by_name;
-  std::map<std::string, std::vector<size_t>> m_providers;
-  std::map<std::string, size_t> m_selected;  // name -> m_all index
-  std::deque<size_t> m_queue;
-};
-
-}  // namespace
-
-Result<std::vector<Package>> resolve(const std::vector<Package>& index, const FetchRequest& request,
-                                     const std::vector<PackageSource>& sources) {
-  return Resolver(index, request, sources).run();
+  return {};
 }
 
 }  // namespace gb::packages::apt

@@ -15,11 +15,20 @@
 // Packages: one paragraph per package. Package, Version, Architecture,
 // Filename, Size and SHA256 are required; Filename is a relative path with
 // no ".." part. Source ("src" or "src (version)") defaults to Package.
-// Depends and Pre-Depends are followed (Recommends and Suggests are not);
-// Provides (optionally "= version") makes virtual packages; Multi-Arch and
-// arch qualifiers (:any, :native, :amd64) are matched as dpkg does.
+//
+// The closure is solved by libsolv (Debian's libsolv 0.7, repo_deb) over the
+// verified entries, on an empty root, as `apt-get install
+// --no-install-recommends` would: Depends and Pre-Depends are followed,
+// Conflicts and Breaks honoured (a clash is an error on the build machine),
+// Provides (optionally "= version") makes virtual packages; Recommends,
+// Suggests and Enhances are not followed. Where there is a choice (an
+// alternative "a | b", a virtual package's providers) apt's own pick, walked
+// as apt's MarkInstall walks, is libsolv's preference. Versions compare as
+// dpkg compares them; "name:any" is met only by Multi-Arch: allowed
+// packages, ":native" and ":<arch>" by any of the one arch read.
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -31,17 +40,47 @@
 
 namespace gb::packages::apt {
 
-// The verified index of one apt source: every Packages list of its suites and
-// components for `arch` (and arch all entries in them).
-Result<std::vector<Package>> load_index(net::Transport& t, const PackageSource& source, const std::string& arch);
+// The verified Packages lists of a request's apt sources for one arch, in one
+// libsolv pool. Move-only.
+class Index {
+public:
+  explicit Index(const std::string& arch);
+  ~Index();
+  Index(Index&&) noexcept;
+  Index& operator=(Index&&) noexcept;
 
-// Debian version order (deb-version(7), dpkg's verrevcmp): <0, 0, >0.
+  const std::string& arch() const;
+
+  // One Packages file's text (`what` names it in errors), checked by
+  // parse_packages and read into the pool. Entries of another arch than
+  // arch() and all are left out, as is a package (name, version, arch) read
+  // before: the first source and suite to list it wins. On an error nothing
+  // of the text stays.
+  Result<void> add_packages(std::string_view text, const PackageSource& source, const std::string& what);
+
+  // request.names (NAME or NAME:ARCH) and their closure, as above;
+  // request.optional_names only where a source has them. Closure::SameSource
+  // keeps, of the Full closure, what the names need from their own source
+  // package. A name no source has, or a problem the solver finds, is one
+  // input error naming request.why, the packages and `sources` (name and
+  // URL). Sorted by name, then version.
+  Result<std::vector<Package>> resolve(const FetchRequest& request, const std::vector<PackageSource>& sources);
+
+  // Every package read, in the order read. For tests.
+  std::vector<Package> packages() const;
+
+  struct Impl;
+
+private:
+  std::unique_ptr<Impl> m_impl;
+};
+
+// Adds the verified Packages lists of every suite and component of `source`
+// for index.arch() to `index`.
+Result<void> load_index(net::Transport& t, const PackageSource& source, Index& index);
+
+// Debian version order (deb-version(7), as dpkg --compare-versions): <0, 0, >0.
 int compare_versions(std::string_view a, std::string_view b);
-
-// `request.names` and their dependency closure in `index` (all sources' packages together).
-// Missing names or unsatisfiable dependencies: an input error naming the package, request.why and the sources (name and URL).
-Result<std::vector<Package>> resolve(const std::vector<Package>& index, const FetchRequest& request,
-                                     const std::vector<PackageSource>& sources);
 
 // Parses one Packages file's text (deb822 stanzas) into packages (repo_url/origin filled from source).
 // `what` names the file in errors. Exposed for unit tests and fuzzing.
@@ -98,7 +137,7 @@ struct Relation {
 };
 // Depends / Pre-Depends / Provides: groups separated by ',', alternatives by
 // '|'. The error's message says what is wrong, without naming the field.
+// parse_packages checks those fields with it; libsolv reads them for solving.
 Result<std::vector<std::vector<Relation>>> parse_relations(std::string_view field);
-bool version_satisfies(std::string_view version, Op op, std::string_view wanted);
 
 }  // namespace gb::packages::apt

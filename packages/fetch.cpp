@@ -20,13 +20,10 @@ Result<std::vector<Fetched>> fetch_packages(const std::vector<PackageSource>& so
   auto transport = options.transport ? options.transport : net::curl_transport({});
   Result<std::vector<Package>> wanted = std::vector<Package>();
   if (format == PackageFormat::Apt) {
-    std::vector<Package> index;
-    for (const auto& s : sources) {
-      auto one = apt::load_index(*transport, s, request.arch);
-      if (!one) return one.error();
-      index.insert(index.end(), std::make_move_iterator(one->begin()), std::make_move_iterator(one->end()));
-    }
-    wanted = apt::resolve(index, request, sources);
+    apt::Index index(request.arch);
+    for (const auto& s : sources)
+      if (auto r = apt::load_index(*transport, s, index); !r) return r.error();
+    wanted = index.resolve(request, sources);
   } else {
     rpm_md::Index index(request.arch);
     for (const auto& s : sources)

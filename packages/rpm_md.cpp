@@ -139,11 +139,6 @@ struct OpenStream {
   }
 };
 
-struct FileClose {
-  void operator()(std::FILE* f) const { std::fclose(f); }
-};
-using File = std::unique_ptr<std::FILE, FileClose>;
-
 
 }  // namespace
 
@@ -155,7 +150,7 @@ Result<Repomd> parse_repomd(std::string_view xml, const std::string& what) {
   if (!prolog.error.empty()) return op_error(what + ": " + prolog.error);
   detail::SolvPool pool(pool_create());
   Repo* repo = repo_create(pool.get(), what.c_str());
-  File in(fmemopen(const_cast<char*>(xml.data()), xml.size(), "r"));
+  detail::File in(fmemopen(const_cast<char*>(xml.data()), xml.size(), "r"));
   if (xml.empty()) in.reset(std::fopen("/dev/null", "r"));
   if (!in) return op_error(what + ": cannot read it: " + std::strerror(errno));
   if (repo_add_repomdxml(repo, in.get(), 0) != 0) return op_error(what + ": " + printable(pool_errstr(pool.get())));
@@ -345,23 +340,6 @@ struct Index::Impl {
     pool_createwhatprovides(p);
     prepared = true;
   }
-
-  // The providers of `dep`, through rich dependencies to their leaves.
-  void providers(Id dep, std::set<Id>& out) const {
-    Pool* p = solv.get();
-    if (ISRELDEP(dep)) {
-      Reldep* rd = GETRELDEP(p, dep);
-      if (rd->flags == REL_AND || rd->flags == REL_OR || rd->flags == REL_WITH || rd->flags == REL_WITHOUT ||
-          rd->flags == REL_COND || rd->flags == REL_UNLESS || rd->flags == REL_ELSE) {
-        providers(rd->name, out);
-        providers(rd->evr, out);
-        return;
-      }
-    }
-    Pool* pool = p;  // the name FOR_PROVIDES uses
-    Id pid, pp;
-    FOR_PROVIDES(pid, pp, dep) out.insert(pid);
-  }
 };
 
 Index::Index(const std::string& arch) : m_impl(std::make_unique<Impl>()) {
@@ -379,7 +357,7 @@ Result<void> Index::add_primary(std::string_view xml, const PackageSource& sourc
   Prolog prolog;
   prolog.feed(xml.data(), xml.size());
   if (!prolog.error.empty()) return op_error(what + ": " + prolog.error);
-  File in(fmemopen(const_cast<char*>(xml.data()), xml.size(), "r"));
+  detail::File in(fmemopen(const_cast<char*>(xml.data()), xml.size(), "r"));
   if (xml.empty()) in.reset(std::fopen("/dev/null", "r"));
   if (!in) return op_error(what + ": cannot read it: " + std::strerror(errno));
   return m_impl->add(in.get(), [] { return Result<void>(); }, source, repo_url, what);
@@ -391,7 +369,7 @@ Result<void> Index::add_filelists(std::string_view xml, const std::string& repo_
   if (!prolog.error.empty()) return op_error(what + ": " + prolog.error);
   for (auto& info : m_impl->repos)
     if (info.repo_url == repo_url) {
-      File in(fmemopen(const_cast<char*>(xml.data()), xml.size(), "r"));
+      detail::File in(fmemopen(const_cast<char*>(xml.data()), xml.size(), "r"));
       if (xml.empty()) in.reset(std::fopen("/dev/null", "r"));
       if (!in) return op_error(what + ": cannot read it: " + std::strerror(errno));
       return m_impl->extend(info, in.get(), [] { return Result<void>(); }, what);
@@ -468,31 +446,11 @@ Result<std::vector<Package>> Index::resolve(const FetchRequest& request, const s
   std::set<Id> chosen;
   for (int i = 0; i < trans->steps.count; ++i) chosen.insert(trans->steps.elements[i]);
 
-  if (request.closure == Closure::SameSource) {
-    // The Full closure, kept to what each package needs from its own source rpm.
-    std::set<Id> kept;
-    std::vector<Id> todo;
-    for (const auto& candidates : asked)
-      for (Id id : candidates)
-        if (chosen.count(id) && kept.insert(id).second) todo.push_back(id);
-    while (!todo.empty()) {
-      Id id = todo.back();
-      todo.pop_back();
-      Solvable* s = p->solvables + id;
-      const char* own = solvable_lookup_sourcepkg(s);
-      if (!s->requires_) continue;
-      for (Id* dp = s->repo->idarraydata + s->requires_; *dp; ++dp) {
-        if (*dp == SOLVABLE_PREREQMARKER) continue;
-        std::set<Id> provided;
-        m.providers(*dp, provided);
-        for (Id q : provided) {
-          const char* theirs = chosen.count(q) ? solvable_lookup_sourcepkg(p->solvables + q) : nullptr;
-          if (own && theirs && std::strcmp(own, theirs) == 0 && kept.insert(q).second) todo.push_back(q);
-        }
-      }
-    }
-    chosen = std::move(kept);
-  }
+  if (request.closure == Closure::SameSource)  // what each package needs from its own source rpm
+    chosen = detail::same_source_closure(p, chosen, asked, [&](Id id) {
+      const char* src = solvable_lookup_sourcepkg(p->solvables + id);
+      return std::string(src ? src : "");
+    });
   std::vector<Package> out;
   for (Id id : chosen) out.push_back(m.package(id));
   std::sort(out.begin(), out.end(), [](const Package& a, const Package& b) {
@@ -561,7 +519,7 @@ Result<void> stream_metadata(net::Transport& t, const PackageSource& source, con
     return op_error(url + ": cannot decompress: " + detail::archive_error(stream.archive.get()));
   cookie_io_functions_t io{};
   io.read = &OpenStream::read;
-  File in(fopencookie(&stream, "r", io));
+  detail::File in(fopencookie(&stream, "r", io));
   if (!in) return op_error(url + ": cannot read it: " + std::strerror(errno));
   auto after_read = [&]() -> Result<void> {
     if (!stream.error.empty()) return op_error(url + ": " + stream.error);

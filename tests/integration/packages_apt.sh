@@ -40,6 +40,8 @@ with open(sys.argv[1] + ".in", "w") as pairs, open(sys.argv[1] + ".want", "w") a
         if rng.random() < 0.3:  # near misses: the same but one character
             i = rng.randrange(len(b)); b = b[:i] + rng.choice("0~a.+") + b[i + 1:]
             if b[b.find(":") + 1 if ":" in b else 0:][:1] not in "0123456789" or b.endswith("-") or b.startswith(":"): b = a
+        elif rng.random() < 0.2:  # or a little longer: to dpkg a missing number or revision is 0
+            b = a + rng.choice(["0", "00", "~", "0~", "a", ".0", "-0", "-~"])
         run = lambda op: subprocess.run(["dpkg", "--compare-versions", a, op, b], stderr=subprocess.DEVNULL).returncode == 0
         if subprocess.run(["dpkg", "--validate-version", a], stderr=subprocess.DEVNULL).returncode or \
            subprocess.run(["dpkg", "--validate-version", b], stderr=subprocess.DEVNULL).returncode:

@@ -2,7 +2,7 @@
 //
 //   fetch_packages_main RECIPE DEST [OPTIONS] NAME...
 //       the recipe's apt sources read (apt::load_index), the closure resolved
-//       (apt::resolve) and every file downloaded and checked
+//       (apt::Index::resolve) and every file downloaded and checked
 //       (packages::download): the steps fetch_packages() takes for apt.
 //       Prints "name version file" for each package, sorted by name.
 //   fetch_packages_main resolve [OPTIONS] PACKAGES_FILE... -- NAME...
@@ -75,18 +75,13 @@ int resolve(int argc, char** argv) {
   PackageSource local;
   local.name = "local";
   local.url = "file://";
-  std::vector<packages::Package> index;
-  for (const auto& f : a.files) {
-    auto text = read_file(f).value_or_throw();
-    auto one = packages::apt::parse_packages(text, local, f).value_or_throw();
-    for (auto& p : one)
-      if (p.arch == a.request.arch || p.arch == "all") index.push_back(std::move(p));
-  }
+  packages::apt::Index index(a.request.arch);
+  for (const auto& f : a.files) index.add_packages(read_file(f).value_or_throw(), local, f).value_or_throw();
   // One closure per name, each under a "# NAME" line: the index is read once.
   for (const auto& name : std::vector<std::string>(a.request.names)) {
     a.request.names = {name};
     std::printf("# %s\n", name.c_str());
-    for (const auto& p : packages::apt::resolve(index, a.request, {local}).value_or_throw())
+    for (const auto& p : index.resolve(a.request, {local}).value_or_throw())
       std::printf("%s=%s\n", p.name.c_str(), p.version.c_str());
   }
   return 0;
