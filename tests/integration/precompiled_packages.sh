@@ -25,7 +25,7 @@ kver=$(apt-cache depends linux-headers-amd64 | sed -n 's/.*Depends: linux-header
 [[ -n $kver ]] || { echo "SKIP: apt knows no linux-headers-amd64"; exit 77; }
 cloud=${kver%-amd64}-cloud-amd64
 set +e
-"$PY" "$TOOLS/apt_standin.py" start --dir "$W/apt" --closure full --with "linux-headers-$cloud" > "$W/apt.env"
+"$PY" "$TOOLS/apt_standin.py" start --dir "$W/apt" --with "linux-headers-$cloud" > "$W/apt.env"
 rc=$?
 set -e
 [[ $rc == 77 ]] && { echo "SKIP: the Debian packages are not at hand offline"; exit 77; }
@@ -93,7 +93,7 @@ expect() {  # expect RC PATTERN... -- command
 expect 2 "--kernel 9.9.9-nope" "target.kernels" -- \
   "$GB" --store "$W/store" -q driver build "$W/recipe.yaml" --installer "$run" --kernel 9.9.9-nope
 # A kernel the repository does not have; the repository serving again.
-"$PY" "$TOOLS/apt_standin.py" start --dir "$W/apt" --closure full --with "linux-headers-$cloud" > "$W/apt.env"
+"$PY" "$TOOLS/apt_standin.py" start --dir "$W/apt" --with "linux-headers-$cloud" > "$W/apt.env"
 source "$W/apt.env"
 sed -e "s/^  kernels: \[.*\]/  kernels: [6.1.0-999-amd64]/" -e "s|url: http://127.0.0.1:[0-9]*|url: $APT_URL|" "$W/recipe.yaml" > "$W/missing.yaml"
 expect 2 "linux-headers-6.1.0-999-amd64" "kernel 6.1.0-999-amd64" "standin-debian" -- \

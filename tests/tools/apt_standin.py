@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """A stand-in apt repository made from real Debian packages, signed and served on 127.0.0.1.
 
-    apt_standin.py start --dir DIR [--closure full|kernel] [--cache DIR] [--with NAME ...]
+    apt_standin.py start --dir DIR [--cache DIR] [--with NAME ...]
     apt_standin.py index --dir DIR [--key repo|stranger] [--valid-until DATE] [--no-inrelease]
     apt_standin.py stop  --dir DIR
 
@@ -18,10 +18,8 @@ serves it and prints shell lines (also written to DIR/standin.env):
 
 The packages: linux-headers-$APT_KERNEL and its closure as this machine's apt
 sees it, `apt-cache depends --recurse` without recommends, suggests and
-conflicts (--closure full, ~36 packages, ~68 MB), or only the packages built
-from the kernel's own source (--closure kernel: the headers, their -common,
-linux-kbuild, linux-compiler-gcc; ~15 MB). --with adds packages (and their
-closure) the same way. The .deb files come from /var/cache/apt/archives when
+conflicts (~36 packages, ~68 MB). --with adds packages (and their closure)
+the same way. The .deb files come from /var/cache/apt/archives when
 they are there, else `apt-get download`, and are kept in the cache folder
 (--cache, default $GB_CACHE_DIR/apt-debs, else DIR/../apt-debs), checked
 against apt's sha256. With GPUBUNDLE_OFFLINE_TESTS=1 and a file missing,
@@ -75,36 +73,10 @@ def kernel_release():
 APT_DEPENDS = ["--no-recommends", "--no-suggests", "--no-conflicts", "--no-breaks", "--no-replaces", "--no-enhances"]
 
 
-def closure(names, mode):
-    """The packages apt installs for names on an empty root (Depends and Pre-Depends);
-    mode kernel: followed only to packages of the requiring package's source."""
+def closure(names):
+    """The packages apt installs for names on an empty root (Depends and Pre-Depends)."""
     out = run(["apt-cache", "depends", "--recurse"] + APT_DEPENDS + list(names))
-    full = sorted({l for l in out.splitlines() if l and not l.startswith((" ", "<"))})
-    if mode == "full":
-        return full
-    source, pkg = {}, None
-    for line in run(["apt-cache", "show", "--no-all-versions"] + full).splitlines():
-        if line.startswith("Package:"):
-            pkg = line.split()[1]
-            source[pkg] = pkg
-        elif line.startswith("Source:"):
-            source[pkg] = line.split()[1]
-    deps, pkg = {}, None
-    for line in run(["apt-cache", "depends"] + APT_DEPENDS + full).splitlines():
-        if not line.startswith(" "):
-            pkg = line.strip()
-            deps.setdefault(pkg, [])
-        elif ":" in line:
-            dep = line.split(":", 1)[1].strip()
-            if not dep.startswith("<"):
-                deps[pkg].append(dep)
-    todo, seen = list(names), set()
-    while todo:
-        n = todo.pop()
-        if n not in seen:
-            seen.add(n)
-            todo += [d for d in deps.get(n, []) if source.get(d) == source.get(n)]
-    return sorted(seen)
+    return sorted({l for l in out.splitlines() if l and not l.startswith((" ", "<"))})
 
 
 def sha256_file(path):
@@ -227,7 +199,7 @@ def index(d, key="key", valid_until=None, inrelease=True):
 
 def build(args, d):
     kernel = kernel_release()
-    names = closure([f"linux-headers-{kernel}"] + (args.with_ or []), args.closure)
+    names = closure([f"linux-headers-{kernel}"] + (args.with_ or []))
     cache = args.cache or (os.path.join(os.environ["GB_CACHE_DIR"], "apt-debs") if os.environ.get("GB_CACHE_DIR")
                            else os.path.join(os.path.dirname(d), "apt-debs"))
     files = fetch_debs(names, os.path.abspath(cache))
@@ -279,7 +251,6 @@ def main():
     sub = p.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("start")
     s.add_argument("--dir", required=True)
-    s.add_argument("--closure", choices=("full", "kernel"), default="full")
     s.add_argument("--cache")
     s.add_argument("--with", dest="with_", action="append", metavar="NAME")
     s.set_defaults(fn=start)
