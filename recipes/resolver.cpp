@@ -1,15 +1,14 @@
 #include "recipes/resolver.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <tuple>
 
 #include "common/files.hpp"
 #include "common/strings.hpp"
+#include "recipes/compatibility.hpp"
 #include "recipes/reference.hpp"
 #include "signing/digest.hpp"
 
@@ -96,13 +95,6 @@ private:
                                     " (" + m_chart.path.string() + ")");
     }
     if (m_chart.name != "gpu-operator") warn("chart is named '" + m_chart.name + "', not gpu-operator");
-  }
-
-  // Index in target.gpus of the first entry that named this GPU.
-  size_t gpu_index(const GpuInfo* g) const {
-    for (size_t i = 0; i < m_r.gpus.size(); ++i)
-      if (m_cat.find_gpu(m_r.gpus[i]) == g) return i;
-    return 0;
   }
 
   void gpus() {
@@ -428,345 +420,25 @@ private:
     walk(values, "");
   }
 
-  // auto is pinned the way the driver container resolves it on the nodes
-  // (Catalog::auto_module_type). A host driver is the site's own: its type
-  // stays pinned from the branch.
-  std::string effective_module_type(int branch) {
-    if (m_r.kernel_module_type != "auto") return m_r.kernel_module_type;
-    if (m_r.driver_mode == DriverMode::Host) return branch >= m_cat.auto_open_from_branch() ? "open" : "proprietary";
-    m_auto = m_cat.auto_module_type(m_gpus, m_lock.driver.version, m_lock.driver.branch);
-    return m_auto.type;
-  }
-
-  std::string gpu_names() const {
-    std::vector<std::string> names;
-    for (const GpuInfo* g : m_gpus) names.push_back(g->name);
-    return join(names, " + ");
-  }
-
-  // How auto came to `kmt`, for messages: "driver.kernelModuleType auto installs ...".
-  std::string auto_installs(const std::string& kmt) const {
-    std::string head = "driver.kernelModuleType auto installs " + kmt + " modules";
-    if (m_auto.recommended) return head + " (" + m_auto.installer + " recommends them for " + gpu_names() + ")";
-    return head + " with branch " + m_lock.driver.branch;
-  }
-
-  // Why a driver container's auto ignored the GPUs, "" where it did not.
-  std::string fallback_why() const {
-    if (m_auto.recommended || m_r.driver_mode == DriverMode::Host) return "";
-    return " (nvidia-installer before " + m_cat.installer_recommends_from() +
-           " cannot recommend a type, so the driver container falls back on the branch: open from " +
-           std::to_string(m_cat.auto_open_from_branch()) + ")";
-  }
-
+  // The compatibility rules over what is settled by now (recipes/compatibility.cpp).
   void compatibility() {
-    auto& d = m_lock.driver;
-    int branch = d.branch.empty() ? 0 : std::stoi(d.branch);
-    std::string shown = d.version.empty() ? "branch " + d.branch : d.version;
-    std::string field = m_version_field == "driver"          ? "driver (chart default " + shown + ")"
-                        : m_version_field == "driver.branch" ? "driver.branch " + d.branch
-                                                             : m_version_field + " " + shown;
-
-    std::string kmt = branch ? effective_module_type(branch) : m_r.kernel_module_type;
-    d.kernel_module_type = kmt;
-    const bool is_auto = m_r.kernel_module_type == "auto";
-
-    // No one module type fits a GPU that needs open modules and one that has
-    // none. Nodes with each can still share a cluster where the driver
-    // container compiles on the node and its installer recommends a type from
-    // that node's GPUs: then auto stays auto, and each node picks.
-    const GpuInfo* needs_open = nullptr;
-    const GpuInfo* no_open = nullptr;
-    for (const GpuInfo* g : m_gpus) {
-      if (g->open_modules_required && !needs_open) needs_open = g;
-      if (g->open_modules_unsupported && !no_open) no_open = g;
-    }
-    const bool split = needs_open && no_open && m_r.driver_mode != DriverMode::Host;
-    const bool per_node = split && is_auto && branch && m_r.driver_mode == DriverMode::Conventional && m_auto.recommended;
-    if (per_node) {
-      kmt = d.kernel_module_type = "auto";
-      warn("driver.kernelModuleType stays auto: " + needs_open->name + " needs open kernel modules and " + no_open->name +
-           " has none, so each node's driver container picks from its own GPUs (" + m_auto.installer +
-           " recommends per node); a node with both cannot run either type");
-    } else if (is_auto && branch && !m_gpus.empty() && m_r.driver_mode != DriverMode::Host) {
-      std::string how = m_auto.recommended ? ": " + m_auto.installer + " recommends " + kmt + " for " + gpu_names()
-                            : " for branch " + d.branch + fallback_why();
-      warn("driver.kernelModuleType auto pinned to " + kmt + how +
-           "; the build machine cannot see the GPUs, so the lock and values name it explicitly");
-    }
-    const bool mixed = split;
-    if (mixed && !per_node)
-      error("target.gpus[" + std::to_string(gpu_index(no_open)) + "]",
-            "target.gpus: " + needs_open->name + " (" + needs_open->architecture + ") needs open kernel modules and " +
-                no_open->name + " (" + no_open->architecture + ") has none, so no driver.kernelModuleType serves both" +
-                (m_r.driver_mode == DriverMode::Conventional
-                     ? std::string(" (driver.kernelModuleType: auto with a driver of ") + m_cat.installer_recommends_from() +
-                           " or later lets each node's driver container pick)"
-                     : std::string(", and a precompiled driver is built with one")) +
-                "; or make a recipe for each, each for its own cluster");
-
-    for (size_t i = 0; i < m_gpus.size(); ++i) {
-      const GpuInfo* g = m_gpus[i];
-      // The stricter minimum version is NVIDIA's word on driver containers;
-      // a host driver is only held to the branch.
-      const bool container = m_r.driver_mode != DriverMode::Host;
-      const bool version_minimum = container && !g->min_version.empty();
-      std::string needs = "needs >= " + (version_minimum ? g->min_version : std::to_string(g->min_branch)) +
-                          (g->open_modules_required ? ", open modules" : "");
-      if (!g->operator_from.empty() && compare_versions(m_version, g->operator_from) < 0)
-        error("target.gpus[" + std::to_string(gpu_index(g)) + "]",
-              "target.gpus: " + g->name + " is supported from GPU Operator " + g->operator_from + " on, but operator.version is " +
-                  m_version + "; use " + g->operator_from + " or later");
-      bool past_last_branch = false;
-      if (branch) {
-        bool too_old = branch < g->min_branch;
-        if (!too_old && version_minimum && !d.version.empty() && branch == g->min_branch)
-          too_old = compare_versions(d.version, g->min_version) < 0;
-        if (too_old) error(m_version_field, field + " does not support " + g->name + " (" + needs + ")");
-        past_last_branch = g->max_branch && branch > g->max_branch;
-        if (past_last_branch)
-          error(m_version_field, field + " does not support " + g->name + " (" + g->architecture + "): branch " +
-                                     std::to_string(g->max_branch) + " is the last that does; pin driver.branch: \"" +
-                                     std::to_string(g->max_branch) + "\" or older");
-      }
-      // Already refused above with a better fix.
-      if (mixed || (past_last_branch && is_auto)) continue;
-      if (g->open_modules_unsupported && kmt == "open") {
-        const std::string why = is_auto ? fallback_why() : "";
-        error(is_auto ? m_version_field : "driver.kernelModuleType",
-              g->name + " (" + g->architecture + ") has no open kernel modules, but " +
-                  (is_auto ? auto_installs(kmt) + why : std::string("driver.kernelModuleType is open")) +
-                  "; set driver.kernelModuleType: proprietary" +
-                  (why.empty() ? "" : ", or use a driver of " + m_cat.installer_recommends_from() + " or later"));
-      }
-      if (g->open_modules_required && kmt == "proprietary") {
-        error(is_auto ? m_version_field : "driver.kernelModuleType",
-              g->name + " (" + g->architecture + ") needs open kernel modules, but " +
-                  (is_auto ? auto_installs(kmt) : std::string("driver.kernelModuleType is proprietary")) +
-                  "; set driver.kernelModuleType: open");
-      }
-    }
-
-    if (branch) driver_support(branch, field);
-    operator_spec_checks();
-
-    bool gds = enabled("gds");
-    // GDS (nvidia-fs) and GDRCopy (gdrdrv) run as sidecars of the driver
-    // DaemonSet: the operator refuses them with precompiled drivers and never
-    // starts them without a driver container.
-    bool gdrcopy = at_path(m_chart.values, "gdrcopy").IsDefined() && enabled("gdrcopy");
-    if (m_r.driver_mode == DriverMode::Precompiled) {
-      if (gds) error("components.gds", "precompiled drivers do not support GPUDirect Storage (gds); disable components.gds or use driver.mode: conventional");
-      if (gdrcopy)
-        error(m_r.components.count("gdrcopy") ? "components.gdrcopy" : "driver.mode",
-              "components.gdrcopy is on, but driver.mode is precompiled: GPU Operator " + m_version +
-                  " refuses GDRCopy with precompiled drivers; disable components.gdrcopy or use driver.mode: conventional");
-      if (std::find(m_r.workloads.begin(), m_r.workloads.end(), "vm-vgpu") != m_r.workloads.end())
-        error("target.workloads", "target.workloads has vm-vgpu, but driver.mode is precompiled: precompiled drivers do not "
-                                  "support vGPU; remove vm-vgpu or use driver.mode: conventional");
-      if (!m_cat.precompiled_published(m_r.os))
-        warn("NVIDIA publishes precompiled driver images for Ubuntu only; for " + m_r.os +
-             " build them with `gpubundle driver build`");
-    }
-    if (m_r.driver_mode == DriverMode::Host)
-      for (auto [key, title, on] : {std::tuple{"gds", "GPUDirect Storage (nvidia-fs)", gds}, {"gdrcopy", "GDRCopy (gdrdrv)", gdrcopy}})
-        if (on)
-          error(m_r.components.count(key) ? "components." + std::string(key) : std::string("driver.mode"),
-                "components." + std::string(key) + " is on, but driver.mode is host: the operator runs " + title +
-                    " inside the driver DaemonSet, which host mode switches off, so it would never start; install it "
-                    "on the host and set components." + key + ": false, or use driver.mode: conventional");
-    if (gds && kmt == "proprietary" && m_r.driver_mode != DriverMode::Host)
-      error("components.gds", "components.gds is on, but " +
-                                  (m_r.kernel_module_type == "proprietary"
-                                       ? std::string("driver.kernelModuleType is proprietary")
-                                       : auto_installs(kmt)) +
-                                  ": GPUDirect Storage (nvidia-fs) needs open kernel modules; set driver.kernelModuleType: open "
-                                  "or disable components.gds");
-    if (branch && branch < 580 && m_dra)
-      error("components.draDriver", "the DRA driver needs driver branch >= 580, not " + d.branch);
-    if (m_dra) dra_stack();
-
-    if (auto why = m_cat.os_name_problem(m_version, m_r.os); !why.empty())
-      error("target.os", "target.os " + m_r.os + ": " + why);
-    else if (auto supported = m_cat.os_supported(m_version, m_r.os); !supported)
-      warn("the catalog has no OS support data for GPU Operator " + m_version + "; check that it supports " + m_r.os);
-    else if (!*supported)
-      warn("GPU Operator " + m_version + " does not list " + m_r.os + " as supported");
-
-    mig();
-  }
-
-  // Settings for ClusterPolicy operands mean nothing in the GPUCluster (DRA)
-  // stack, which has no sandbox operands, MIG manager or device plugin.
-  void dra_stack() {
-    const std::string dra = "components.draDriver deploys the GPUCluster (DRA) stack instead of the ClusterPolicy";
-    for (const auto& w : m_r.workloads)
-      if (w != "container")
-        error("target.workloads", "target.workloads lists " + w + ", but " + dra +
-                                      ", and only the ClusterPolicy runs VM workloads; remove " + w + " or components.draDriver");
-    if (!m_r.mig_config.empty())
-      error("mig.config", "mig.config is set, but " + dra + ", which has no MIG manager (the DRA driver manages MIG "
-                          "devices itself); remove mig.config or components.draDriver");
-    if (!m_r.mig_strategy.empty())
-      error("mig.strategy", "mig.strategy is set, but " + dra + ", whose device plugin and GFD read it; remove mig.strategy "
-                            "or components.draDriver");
-    if (m_r.time_slicing_replicas > 0)
-      error("sharing.timeSlicing.replicas", "sharing.timeSlicing is set, but " + dra +
-                                                ", which has no device plugin to share GPUs; remove sharing or components.draDriver");
-    if (m_r.toolkit_mode == ToolkitMode::Container)
-      warn("components.draDriver: the GPUCluster (DRA) stack deploys no container toolkit; the nodes' container runtime "
-           "must support CDI (the DRA driver writes CDI specs)");
-  }
-
-  // What the operator's ClusterPolicy checks refuse or switch off at run time
-  // for values the recipe decides (controllers/state_manager.go,
-  // upgrade_controller.go).
-  void operator_spec_checks() {
-    auto flag = [&](const std::string& path) {
-      bool v = false;
-      if (auto n = at_path(m_chart.values, path); is_string(n)) YAML::convert<bool>::decode(n, v);
-      return v;
+    const CompatibilityContext ctx{
+        .recipe = m_r,
+        .chart = m_chart,
+        .catalog = m_cat,
+        .operator_version = m_version,
+        .gpus = m_gpus,
+        .driver_branch = m_lock.driver.branch,
+        .driver_version = m_lock.driver.version,
+        .driver_field = m_version_field,
+        .gds = enabled("gds"),
+        .gdrcopy = at_path(m_chart.values, "gdrcopy").IsDefined() && enabled("gdrcopy"),
+        .dra = m_dra,
     };
-    // validateClusterPolicySpec (v26.3 on): the NRI plugin runs inside the toolkit.
-    if (m_r.toolkit_mode == ToolkitMode::Host && flag("cdi.nriPluginEnabled"))
-      error("toolkit.mode", "toolkit.mode is host, but chart " + m_chart.name + " " + m_version +
-                                " sets cdi.nriPluginEnabled: GPU Operator " + m_version +
-                                " refuses the NRI plugin without its container toolkit; use toolkit.mode: container or a "
-                                "chart with cdi.nriPluginEnabled: false");
-    // The upgrade controller skips ClusterPolicy driver upgrades whenever
-    // sandboxWorkloads.enabled, which the kit sets for VM workloads.
-    bool vm = std::any_of(m_r.workloads.begin(), m_r.workloads.end(), [](const std::string& w) { return w != "container"; });
-    if (vm && m_r.driver_mode != DriverMode::Host && flag("driver.upgradePolicy.autoUpgrade"))
-      warn("target.workloads lists a VM workload, so the kit sets sandboxWorkloads.enabled, and GPU Operator " + m_version +
-           " then skips driver.upgradePolicy.autoUpgrade: a new driver version is not rolled out node by node; drain and "
-           "restart the driver pods yourself when you change driver.version");
-  }
-
-  // The driver branch against the release's component matrix. A newer branch
-  // than the matrix lists is refused for driver containers: their entrypoint
-  // and the operator's env contract move together (containers from
-  // 570.133.20/550.163.01/535.247.01 on read KERNEL_MODULE_TYPE, which v24.x
-  // never sets), and this release was never tested with it. A host driver only meets the operator through NVML, which stays
-  // compatible with older clients: a warning. A branch inside the range that
-  // the matrix skips is a warning too. Without a matrix for the release, the
-  // chart's own default driver stands in, and newer is only warned about.
-  void driver_support(int branch, const std::string& field) {
-    std::string chart_default;
-    if (auto v = at_path(m_chart.values, "driver.version"); is_string(v)) chart_default = v.as<std::string>();
-    const int chart_branch = std::atoi(major_of(chart_default).c_str());
-    const auto listed = m_cat.operator_driver_branches(m_version);
-    std::vector<int> supported = listed.value_or(std::vector<int>{});
-    if (chart_branch && std::find(supported.begin(), supported.end(), chart_branch) == supported.end())
-      supported.push_back(chart_branch);
-    if (supported.empty()) return;
-    std::sort(supported.begin(), supported.end());
-    std::vector<std::string> names;
-    for (int b : supported) names.push_back(std::to_string(b));
-    const std::string facts = listed ? "its component matrix lists driver branches " + join(names, ", ")
-                                     : "the catalog has no component matrix for it, and its chart defaults to branch " +
-                                           std::to_string(chart_branch);
-    const bool container = m_r.driver_mode != DriverMode::Host;
-    if (branch > supported.back()) {
-      std::string later = m_cat.first_operator_with_branch(branch, m_version);
-      std::string fix = "pin driver.branch: \"" + std::to_string(supported.back()) + "\" or older" +
-                        (later.empty() ? "" : ", or use operator.version " + later + " or later, which lists it");
-      std::string what = field + " is newer than GPU Operator " + m_version + " supports: " + facts;
-      if (container && listed)
-        error(m_version_field, what + "; " + fix);
-      else
-        warn(what + (container ? "" : " (a host driver meets the operator only through NVML)") + "; consider: " + fix);
-    } else if (listed && std::find(supported.begin(), supported.end(), branch) == supported.end()) {
-      warn(field + " is not in GPU Operator " + m_version + "'s component matrix, which lists driver branches " +
-           join(names, ", ") + ": NVIDIA has not tested this pair");
-    }
-  }
-
-  // A profile of a layout fits a GPU that has it, or has its base profile
-  // ("1g.10gb+me", "1g.24gb+gfx", "1g.24gb-me" on 1g.10gb / 1g.24gb).
-  static bool has_profile(const GpuInfo& g, const std::string& profile) {
-    std::string base = profile.substr(0, profile.find('+'));
-    if (ends_with(base, "-me")) base.resize(base.size() - 3);
-    for (const auto& p : g.mig_profiles)
-      if (p == profile || p == base) return true;
-    return false;
-  }
-
-  // The entries of a layout mig-parted applies to this GPU; empty when the
-  // layout has none for it or asks for a profile it lacks.
-  static std::vector<const MigLayoutEntry*> entries_for(const GpuInfo& g, const std::vector<MigLayoutEntry>& layout) {
-    std::vector<const MigLayoutEntry*> out;
-    for (const auto& e : layout) {
-      bool listed = std::any_of(e.gpus.begin(), e.gpus.end(), [&](const std::string& id) { return g.has_pci(id); });
-      if (!e.gpus.empty() && !listed) continue;
-      if (e.gpus.empty() && e.devices)
-        for (const auto& [profile, count] : *e.devices)
-          if (!has_profile(g, profile)) return {};
-      out.push_back(&e);
-    }
-    return out;
-  }
-
-  // Kubernetes label value: the MIG manager reads the layout from the node
-  // label nvidia.com/mig.config.
-  static bool label_value(const std::string& v) {
-    auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); };
-    if (v.empty() || v.size() > 63 || !alnum(v.front()) || !alnum(v.back())) return false;
-    return std::all_of(v.begin(), v.end(), [&](char c) { return alnum(c) || c == '-' || c == '_' || c == '.'; });
-  }
-
-  void mig() {
-    if (m_r.mig_config.empty()) return;
-    const std::string& name = m_r.mig_config;
-    if (!label_value(name)) {
-      error("mig.config", "mig.config '" + name + "' is not a Kubernetes label value (the MIG manager reads it from the "
-                          "node label nvidia.com/mig.config): use letters, digits, '-', '_' or '.', e.g. all-1g.10gb.me for 1g.10gb+me");
-      return;
-    }
-    std::string strategy = m_r.mig_strategy;
-    if (auto s = at_path(m_chart.values, "mig.strategy"); strategy.empty() && is_string(s)) strategy = s.as<std::string>();
-    const MigLayouts* layouts = m_cat.mig_layouts(m_version);
-    const bool generated = m_cat.mig_layouts_generated(m_version);
-    for (const auto* g : m_gpus) {
-      if (g->mig_profiles.empty()) {
-        if (name != "all-disabled")
-          error("mig.config", "mig.config " + name + ": " + g->name + " does not support MIG; use all-disabled or leave mig.config out");
-        continue;
-      }
-      if (!layouts) {
-        warn("mig.config " + name + ": the catalog has no MIG layouts for GPU Operator " + m_version + "; not checked");
-        return;
-      }
-      // What this release's MIG manager offers this GPU: its static config,
-      // plus what it generates from the GPU's profiles from v26.3 on.
-      std::map<std::string, std::set<std::string>> offered;  // name -> profiles it gives this GPU
-      for (const auto& [n, layout] : *layouts) {
-        auto entries = entries_for(*g, layout);
-        if (entries.empty()) continue;
-        auto& profiles = offered[n];
-        for (const auto* e : entries)
-          if (e->devices)
-            for (const auto& [p, count] : *e->devices) profiles.insert(p);
-      }
-      if (generated) {
-        offered.emplace("all-disabled", std::set<std::string>{});
-        offered.emplace("all-enabled", std::set<std::string>{});
-        for (const auto& p : g->mig_profiles) offered.emplace("all-" + p, std::set<std::string>{p});
-        offered.emplace("all-balanced", std::set<std::string>{g->mig_profiles.begin(), g->mig_profiles.end()});
-      }
-      auto it = offered.find(name);
-      if (it == offered.end()) {
-        std::vector<std::string> names;
-        for (const auto& [n, p] : offered) names.push_back(n);
-        error("mig.config", "mig.config " + name + ": GPU Operator " + m_version + "'s MIG manager has no layout " + name +
-                                " for " + g->name + " (" + g->pci + "); its layouts for " + g->name + ": " + join(names, ", "));
-      } else if (strategy == "single" && it->second.size() > 1) {
-        error(m_r.mig_strategy.empty() ? "mig.config" : "mig.strategy",
-              "mig.strategy single" + std::string(m_r.mig_strategy.empty() ? " (the chart's default)" : "") +
-                  " with mig.config " + name + ", which gives " + g->name + " the profiles " +
-                  join({it->second.begin(), it->second.end()}, ", ") +
-                  ": the single strategy needs one profile per node; set mig.strategy: mixed or choose a one-profile layout");
-      }
-    }
+    Compatibility c = check_compatibility(ctx);
+    m_lock.driver.kernel_module_type = c.kernel_module_type;
+    for (const auto& p : c.findings.errors) error(p.field, p.message);
+    for (const auto& w : c.findings.warnings) warn(w);
   }
 
   Result<Lock> finish() {
@@ -833,7 +505,6 @@ private:
   std::string m_version;
   std::string m_version_field;
   bool m_digest_pinned = false;
-  AutoModuleType m_auto;  // how auto resolved, for a driver container
   bool m_dra = false;  // components.draDriver: the GPUCluster stack instead of the ClusterPolicy
   std::vector<const GpuInfo*> m_gpus;
   std::map<std::string, LockImage> m_images;
