@@ -1,8 +1,9 @@
 # Real helm and kubectl against the loopback API stand-in (tests/tools/kube_api.py),
 # for the kit suites. Sourced; needs SRC (the source tree).
 #
-#   kube_suite             a suite's start: $work (a scratch folder, removed on exit
-#                          with every stand-in), fail MESSAGE, and the clients or exit 77
+#   kube_suite [RELEASE]   a suite's start: $work (a scratch folder, removed on exit
+#                          with every stand-in), fail MESSAGE, and the clients or exit 77;
+#                          with a RELEASE, the stand-in chart of it packed in $work ($chart)
 #
 # The clients are the official builds scripts/install-deps.sh puts into
 # $GB_CLIENTS_BIN (CTest sets it; default SRC/.cache/tools/bin), never whatever
@@ -42,6 +43,10 @@ kube_suite() {
   work=$(mktemp -d)
   trap 'kube_stop_all; rm -rf "$work"' EXIT
   kube_clients_or_skip
+  if [ -n "${1:-}" ]; then
+    "$PY" "$KUBE_TOOLS/helmrepo.py" pack --release "$1" --out "$work" >/dev/null
+    chart=$work/gpu-operator-$1.tgz
+  fi
 }
 fail() { echo "FAIL: $*" >&2; exit 1; }
 

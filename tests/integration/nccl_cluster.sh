@@ -19,9 +19,8 @@ gpubundle=$1
 SRC=$2
 # shellcheck source=tests/integration/kube_lib.sh
 source "$SRC/tests/integration/kube_lib.sh"
-kube_suite
+kube_suite v26.7.0
 
-"$PY" "$SRC/tests/tools/helmrepo.py" pack --release v26.7.0 --out "$work" >/dev/null
 sed 's/^extraImages:.*//' "$SRC/examples/conventional.yaml" >"$work/recipe.yaml"
 cat >>"$work/recipe.yaml" <<'EOF'
 acceptance:
@@ -32,8 +31,8 @@ acceptance:
     maxBytes: 8G
     mpiOperator: {install: true}
 EOF
-"$gpubundle" -q resolve "$work/recipe.yaml" --chart "$work/gpu-operator-v26.7.0.tgz" -o "$work/lock.json"
-"$gpubundle" -q overrides "$work/lock.json" --registry registry.site:5000/gpu --chart "$work/gpu-operator-v26.7.0.tgz" -o "$work/kit"
+"$gpubundle" -q resolve "$work/recipe.yaml" --chart "$chart" -o "$work/lock.json"
+"$gpubundle" -q overrides "$work/lock.json" --registry registry.site:5000/gpu --chart "$chart" -o "$work/kit"
 script=$work/kit/acceptance/nccl-allreduce.sh
 site_operator=registry.site:5000/gpu/mpioperator/mpi-operator:0.8.0
 export PATH="$CLIENTS_BIN:$PATH"

@@ -26,12 +26,11 @@ gpubundle=$1
 SRC=$2
 # shellcheck source=tests/integration/kube_lib.sh
 source "$SRC/tests/integration/kube_lib.sh"
-kube_suite
+kube_suite v26.7.0
 
-"$PY" "$SRC/tests/tools/helmrepo.py" pack --release v26.7.0 --out "$work" >/dev/null
-"$gpubundle" -q resolve "$SRC/examples/conventional.yaml" --chart "$work/gpu-operator-v26.7.0.tgz" -o "$work/lock.json"
+"$gpubundle" -q resolve "$SRC/examples/conventional.yaml" --chart "$chart" -o "$work/lock.json"
 kit=$work/kit
-"$gpubundle" -q overrides "$work/lock.json" --registry registry.site:5000/gpu --chart "$work/gpu-operator-v26.7.0.tgz" -o "$kit"
+"$gpubundle" -q overrides "$work/lock.json" --registry registry.site:5000/gpu --chart "$chart" -o "$kit"
 export PATH="$CLIENTS_BIN:$PATH"
 
 cat >"$work/cluster.yaml" <<'EOF'

@@ -34,14 +34,13 @@ gpubundle=$1
 SRC=$2
 # shellcheck source=tests/integration/kube_lib.sh
 source "$SRC/tests/integration/kube_lib.sh"
-kube_suite
+kube_suite v26.7.0
 
-"$PY" "$SRC/tests/tools/helmrepo.py" pack --release v26.7.0 --out "$work" >/dev/null
-"$gpubundle" -q resolve "$SRC/examples/conventional.yaml" --chart "$work/gpu-operator-v26.7.0.tgz" -o "$work/lock.json"
+"$gpubundle" -q resolve "$SRC/examples/conventional.yaml" --chart "$chart" -o "$work/lock.json"
 kit=$work/kit
 prev=$work/prev-kit
 for k in "$kit" "$prev"; do
-  "$gpubundle" -q overrides "$work/lock.json" --registry registry.site:5000/gpu --chart "$work/gpu-operator-v26.7.0.tgz" -o "$k"
+  "$gpubundle" -q overrides "$work/lock.json" --registry registry.site:5000/gpu --chart "$chart" -o "$k"
 done
 export PATH="$CLIENTS_BIN:$PATH"
 

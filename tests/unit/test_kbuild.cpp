@@ -11,10 +11,7 @@
 
 using namespace gb;
 using namespace std::string_literals;
-using gbtest::Call;
-using gbtest::exited;
-using gbtest::FakeRunner;
-using gbtest::TempDir;
+using namespace gbtest;
 namespace fs = std::filesystem;
 
 namespace {

@@ -8,10 +8,7 @@
 #include "signing/openpgp.hpp"
 
 using namespace gb;
-using gbtest::Call;
-using gbtest::exited;
-using gbtest::FakeRunner;
-using gbtest::TempDir;
+using namespace gbtest;
 namespace fs = std::filesystem;
 
 namespace {

@@ -12,10 +12,7 @@
 
 using namespace gb;
 using namespace gb::packages;
-using gbtest::Call;
-using gbtest::exited;
-using gbtest::FakeRunner;
-using gbtest::TempDir;
+using namespace gbtest;
 namespace fs = std::filesystem;
 
 namespace {
