@@ -16,8 +16,8 @@
 #     into its own FAIL lines, and --json writes them (docs/acceptance-results.md):
 #     one entry per printed line, in order, same exit code; bad usage: exit 2,
 #     nothing asked of the cluster;
-#   - a refused query (RBAC) with hostile error text: a stub kubectl in front of
-#     the real one, since kube_api.py has no RBAC (see there);
+#   - a refused query (the stand-in answers kubectl's pod list 403 Forbidden, as
+#     RBAC does), also with hostile error text;
 #   - mig.sh labels the named nodes and stops at a node that is not there;
 #   - the DRA kit's verify.sh reads the GPUs from ResourceSlices;
 #   - the precompiled kit's install.sh applies the time-slicing ConfigMap before
@@ -271,37 +271,33 @@ verify() {
 }
 
 # A query the API server refuses (RBAC) is a FAIL line, and the other checks
-# still run. kube_api.py has no RBAC and writes no error text of the test's
-# choosing, so this is a stub: it refuses the pods query as kubectl does for a
-# user without "list pods" (or with hostile text) and hands every other call to
-# the real kubectl against the stand-in.
-mkdir -p "$work/forbid"
-cat >"$work/forbid/kubectl" <<EOF
-#!/usr/bin/env bash
-case "\$*" in
-  "-n gpu-operator get pods -o jsonpath="*) printf '%s\\n' "\$STUB_PODS_ERROR" >&2; exit 1 ;;
-esac
-exec "$KUBECTL" "\$@"
-EOF
-chmod +x "$work/forbid/kubectl"
-forbidden='Error from server (Forbidden): pods is forbidden: User "viewer" cannot list resource "pods" in API group "" in the namespace "gpu-operator"'
-if STUB_PODS_ERROR=$forbidden PATH="$work/forbid:$PATH" verify "$kit/verify.sh" "$work/vforbid.out"; then fail "verify.sh passed without pods"; fi
+# still run: the stand-in refuses kubectl's pod list 403 Forbidden, as the
+# real server does for a user without "list pods".
+pods=/api/v1/namespaces/gpu-operator/pods
+message='pods is forbidden: User "viewer" cannot list resource "pods" in API group "" in the namespace "gpu-operator"'
+forbidden="Error from server (Forbidden): $message"
+"$PY" "$KUBE_TOOLS/kube_api.py" forbid --dir "$KUBE_DIR" "$pods" "$message" >/dev/null
+if verify "$kit/verify.sh" "$work/vforbid.out"; then fail "verify.sh passed without pods"; fi
 grep -qxF "FAIL: cannot list the pods in namespace gpu-operator ($forbidden)" "$work/vforbid.out" || fail "verify.sh: pods FAIL line: $(cat "$work/vforbid.out")"
 [ "$(grep -c '^PASS:' "$work/vforbid.out")" -eq 3 ] || fail "verify.sh stopped after a refused query: $(cat "$work/vforbid.out")"
 if grep -v -e '^FAIL: ' -e '^PASS: ' -e '^verify.sh: ' "$work/vforbid.out"; then fail "verify.sh printed raw kubectl output"; fi
 # Whatever kubectl says lands in the JSON escaped: quotes, backslashes, tabs,
-# carriage returns, other control characters, non-ASCII text.
-hostile=$'Error from server: "quoted" back\\slash\\n\ttab\rcr \x01\x1b[31m\x7f caf\xc3\xa9 \xe2\x82\xac %s %d'
-if STUB_PODS_ERROR=$hostile PATH="$work/forbid:$PATH" verify "$kit/verify.sh" "$work/vjson.out" --json "$work/verify.json"; then
+# carriage returns, other control characters, non-ASCII text, from the server.
+hostile=$'"quoted" back\\slash\\n\ttab\rcr \x01\x1b[31m\x7f caf\xc3\xa9 \xe2\x82\xac %s %d'
+"$PY" "$KUBE_TOOLS/kube_api.py" forbid --dir "$KUBE_DIR" "$pods" "$hostile" >/dev/null
+said=$("$KUBECTL" -n gpu-operator get pods -o jsonpath='{.items[*].metadata.name}' 2>&1 >/dev/null) && fail "kubectl listed the forbidden pods"
+[[ $said == *"$hostile"* ]] || fail "kubectl did not pass the server's text on: $said"
+if verify "$kit/verify.sh" "$work/vjson.out" --json "$work/verify.json"; then
   fail "verify.sh --json passed without pods"
 fi
 check_json "$work/verify.json" "$work/vjson.out" "pods node-gpus mig cuda-smoke" || fail "verify.json (hostile kubectl error): $(cat "$work/verify.json")"
-python3 - "$work/verify.json" "$hostile" <<'PYEOF' || fail "verify.json: the hostile kubectl error did not come back unchanged"
+python3 - "$work/verify.json" "$said" <<'PYEOF' || fail "verify.json: the hostile kubectl error did not come back unchanged"
 import json, os, sys
 detail = json.load(open(sys.argv[1], encoding="utf-8"))["checks"][0]["detail"]
 assert detail == "cannot list the pods in namespace gpu-operator (" + os.fsdecode(os.fsencode(sys.argv[2])) + ")", repr(detail)
 PYEOF
 if compgen -G "$work/verify.json.*" >/dev/null; then fail "verify.sh --json left a temporary file"; fi
+"$PY" "$KUBE_TOOLS/kube_api.py" forbid --dir "$KUBE_DIR" "$pods" >/dev/null
 
 # The MIG manager reports failure: a FAIL line naming the node, in the JSON too.
 mig_state failed
@@ -309,7 +305,7 @@ if verify "$kit/verify.sh" "$work/vjson.out" --json "$work/verify.json"; then fa
 grep -qx "FAIL: node node-a: nvidia.com/mig.config.state is 'failed', expected success" "$work/vjson.out" || fail "verify.sh MIG failure line: $(cat "$work/vjson.out")"
 check_json "$work/verify.json" "$work/vjson.out" "pods node-gpus mig cuda-smoke" || fail "verify.json (MIG failed): $(cat "$work/verify.json")"
 grep -q '"summary": {"pass": 3, "fail": 1, "skip": 0}' "$work/verify.json" || fail "verify.json summary (MIG failed): $(cat "$work/verify.json")"
-echo "ok: verify.sh's FAIL lines and JSON (real kubectl: a dead API server, no context, a failed MIG state; a stub for RBAC)"
+echo "ok: verify.sh's FAIL lines and JSON (real kubectl: a dead API server, no context, a failed MIG state, a list RBAC refuses)"
 
 # The smoke pod is the kit's cuda-smoke-pod.yaml, a site's edits kept, with the
 # node's GPU resource on its marked line; a resource name that is no NVIDIA GPU

@@ -6,6 +6,9 @@
   kube_api.py seed  --dir DIR FILE...    objects into the running server (JSON or YAML, one
                                          object, a v1 List, or a YAML stream)
   kube_api.py objects --dir DIR          every stored object as one JSON list
+  kube_api.py forbid --dir DIR PATH [MESSAGE]
+                                         kubectl's GETs of PATH are refused 403 Forbidden with
+                                         MESSAGE (as RBAC refuses a user); no MESSAGE: allowed again
   kube_api.py stop  --dir DIR
 
 It answers what kubectl v1.31 and helm v3.17 ask of a cluster, no more:
@@ -464,6 +467,7 @@ def openapi_v3_doc(group, version, served):
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     store = None
+    forbidden = {}  # path -> message: kubectl's GETs of it answered 403 (forbid)
     record = None
     record_lock = threading.Lock()
     address = ""
@@ -538,6 +542,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if parts[:1] == ["_standin"]:
             return self.admin(parts[1:], body)
         served = self.store.served()
+        # RBAC as the tests need it: kubectl's user may not read this path.
+        if (self.command == "GET" and url.path in Handler.forbidden
+                and (self.headers.get("User-Agent") or "").startswith("kubectl")):
+            raise ApiError(403, "Forbidden", Handler.forbidden[url.path], {"kind": parts[-1]})
         if self.command == "GET":
             if url.path == "/version":
                 return self.send_json(200, KUBE_VERSION)
@@ -653,6 +661,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
             with st.lock:
                 objs = [st.objects[k] for k in sorted(st.objects, key=lambda k: tuple(x or "" for x in k))]
             return self.send_json(200, objs)
+        if rest == ["forbid"] and self.command == "POST":
+            if body.get("message") is None:
+                Handler.forbidden.pop(body["path"], None)
+            else:
+                Handler.forbidden[body["path"]] = body["message"]
+            return self.send_json(200, {"forbidden": sorted(Handler.forbidden)})
         raise ApiError(404, "NotFound", "no such stand-in endpoint")
 
     # --- object operations ----------------------------------------------
@@ -1072,6 +1086,12 @@ def main():
     o = sub.add_parser("objects")
     o.add_argument("--dir", required=True)
     o.set_defaults(fn=lambda a: print(admin_call(a.dir, "GET", "/_standin/objects").decode()))
+    b = sub.add_parser("forbid")
+    b.add_argument("--dir", required=True)
+    b.add_argument("path")
+    b.add_argument("message", nargs="?")
+    b.set_defaults(fn=lambda a: print(admin_call(a.dir, "POST", "/_standin/forbid",
+                                                 json.dumps({"path": a.path, "message": a.message}).encode()).decode()))
     t = sub.add_parser("stop")
     t.add_argument("--dir", required=True)
     t.set_defaults(fn=lambda a: harness.stop(os.path.abspath(a.dir), {"kubeapi"}))
