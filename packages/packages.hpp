@@ -27,6 +27,9 @@ class Progress;
 namespace gb::net {
 class Transport;
 }
+namespace gb::detail {
+struct SolvIndex;  // packages/solver.hpp, private
+}
 
 namespace gb::packages {
 
@@ -88,6 +91,32 @@ struct FetchOptions {
   // there once verified and returned at their cached path (request.dest is
   // then only where downloads land on the way in).
   PackageCache* cache = nullptr;
+};
+
+// What apt::Index and rpm_md::Index share: the verified package lists of a
+// request's sources for one arch, in one libsolv pool. Move-only.
+class PackageIndex {
+public:
+  ~PackageIndex();
+  PackageIndex(PackageIndex&&) noexcept;
+  PackageIndex& operator=(PackageIndex&&) noexcept;
+
+  const std::string& arch() const;
+
+  // request.names and their closure, solved as the format's header says;
+  // request.optional_names only where a source has them. Closure::SameSource
+  // keeps, of the Full closure, what the names need from their own source
+  // package. A name no source has, or a problem the solver finds, is one
+  // input error naming request.why, the packages and `sources`. Sorted by
+  // name, then version.
+  Result<std::vector<Package>> resolve(const FetchRequest& request, const std::vector<PackageSource>& sources);
+
+  // Every package read, in the order read. For tests.
+  std::vector<Package> packages() const;
+
+protected:
+  explicit PackageIndex(std::unique_ptr<detail::SolvIndex> impl);
+  std::unique_ptr<detail::SolvIndex> m_impl;
 };
 
 // Resolves `request.names` and their closure across `sources` (all of one
