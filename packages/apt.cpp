@@ -27,7 +27,6 @@ constexpr std::uint64_t k_packages_max_bytes = 1ull << 30;    // a decompressed 
 constexpr size_t k_paragraph_max_fields = 256;                 // a package has ~20; the duplicate check is quadratic
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 bool is_blank(char c) { return c == ' ' || c == '\t'; }
 
 bool iequals(std::string_view a, std::string_view b) {
@@ -37,26 +36,15 @@ bool iequals(std::string_view a, std::string_view b) {
   return true;
 }
 
+// Not empty, and each character one of `chars`.
+bool only(std::string_view s, std::string_view chars) { return !s.empty() && s.find_first_not_of(chars) == std::string_view::npos; }
+
 bool is_package_name(std::string_view s) {
-  if (s.empty() || !(is_digit(s[0]) || (s[0] >= 'a' && s[0] <= 'z'))) return false;
-  for (char c : s)
-    if (!(is_digit(c) || (c >= 'a' && c <= 'z') || c == '+' || c == '-' || c == '.')) return false;
-  return true;
+  return only(s.substr(0, 1), "0123456789abcdefghijklmnopqrstuvwxyz") && only(s, "0123456789abcdefghijklmnopqrstuvwxyz+-.");
 }
-
-bool is_version(std::string_view s) {
-  if (s.empty()) return false;
-  for (char c : s)
-    if (!(is_digit(c) || is_alpha(c) || c == '.' || c == '+' || c == '-' || c == '~' || c == ':')) return false;
-  return true;
-}
-
-bool is_arch_name(std::string_view s) {
-  if (s.empty()) return false;
-  for (char c : s)
-    if (!(is_digit(c) || (c >= 'a' && c <= 'z') || c == '-')) return false;
-  return true;
-}
+bool is_version(std::string_view s) { return only(s, "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.+-~:"); }
+bool is_arch_name(std::string_view s) { return only(s, "0123456789abcdefghijklmnopqrstuvwxyz-"); }
+bool is_hex64(std::string_view s) { return s.size() == 64 && only(s, "0123456789abcdefABCDEF"); }
 
 // A path below the archive root: no empty, "." or ".." part, no leading '/',
 // nothing that is not printable.
@@ -69,18 +57,9 @@ bool is_pool_path(std::string_view s) {
   return true;
 }
 
-bool is_hex64(std::string_view s) {
-  if (s.size() != 64) return false;
-  for (char c : s)
-    if (!(is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'))) return false;
-  return true;
-}
-
 std::optional<std::uint64_t> parse_u64(std::string_view s) {
-  if (!is_digits(s)) return std::nullopt;
   std::uint64_t v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+  if (!is_digits(s) || std::from_chars(s.data(), s.data() + s.size(), v).ec != std::errc()) return std::nullopt;
   return v;
 }
 
@@ -97,11 +76,7 @@ std::vector<std::string_view> words(std::string_view s) {
   return out;
 }
 
-}  // namespace
-
 // --- versions ---
-
-namespace {
 
 // A Debian version spelled so that libsolv's Debian order is dpkg's:
 // libsolv weighs a digit against the end of a string where dpkg reads a
@@ -141,19 +116,18 @@ std::optional<std::string_view> Paragraph::field(std::string_view name) const {
 Result<std::vector<Paragraph>> parse_deb822(std::string_view text, const std::string& what) {
   std::vector<Paragraph> out;
   Paragraph cur;
-  size_t para_start = 0, line_no = 0;
-  bool in_para = false;
+  size_t para_start = 0, line_no = 0;     // cur.line is 0 between paragraphs
   size_t value_start = 0, value_end = 0;  // the open field's value, as offsets into text
+  auto at = [&] { return what + ":" + std::to_string(line_no) + ": "; };
   auto close_field = [&] {
     if (!cur.fields.empty()) cur.fields.back().second = trim(text.substr(value_start, value_end - value_start));
   };
   auto close_para = [&](size_t end) {
-    if (!in_para) return;
+    if (cur.line == 0) return;
     close_field();
     cur.text = text.substr(para_start, end - para_start);
     out.push_back(std::move(cur));
     cur = Paragraph{};
-    in_para = false;
   };
   size_t pos = 0;
   while (pos < text.size()) {
@@ -164,24 +138,21 @@ Result<std::vector<Paragraph>> parse_deb822(std::string_view text, const std::st
     if (trim(line).empty()) {
       close_para(pos);
     } else if (is_blank(line.front())) {
-      if (!in_para) return op_error(what + ":" + std::to_string(line_no) + ": a continuation line outside a field");
+      if (cur.line == 0) return op_error(at() + "a continuation line outside a field");
       value_end = pos + line.size();
     } else {
       auto colon = line.find(':');
       std::string_view name = colon == std::string_view::npos ? std::string_view() : line.substr(0, colon);
       if (name.empty() || name.find_first_of(" \t") != std::string_view::npos)
-        return op_error(what + ":" + std::to_string(line_no) + ": " + quote(line, 80) + " is not a 'Field: value' line");
-      if (!in_para) {
-        in_para = true;
+        return op_error(at() + quote(line, 80) + " is not a 'Field: value' line");
+      if (cur.line == 0) {
         para_start = pos;
         cur.line = line_no;
       }
       close_field();
       if (cur.fields.size() == k_paragraph_max_fields)
-        return op_error(what + ":" + std::to_string(line_no) + ": more than " + std::to_string(k_paragraph_max_fields) +
-                        " fields in one paragraph");
-      if (cur.field(name))
-        return op_error(what + ":" + std::to_string(line_no) + ": field " + quote(name) + " twice in one paragraph");
+        return op_error(at() + "more than " + std::to_string(k_paragraph_max_fields) + " fields in one paragraph");
+      if (cur.field(name)) return op_error(at() + "field " + quote(name) + " twice in one paragraph");
       cur.fields.emplace_back(name, std::string_view());
       value_start = pos + colon + 1;
       value_end = pos + line.size();
@@ -403,17 +374,15 @@ struct EntryStream {
   size_t at = 0;
 
   static ssize_t read(void* cookie, char* out, size_t size) {
-    auto* self = static_cast<EntryStream*>(cookie);
+    auto& s = *static_cast<EntryStream*>(cookie);
     size_t done = 0;
-    while (done < size) {
-      if (self->at == self->entry.size()) {
-        if (self->next == self->packages.size()) break;
-        self->entry = solv_entry(self->packages[self->next++].entry) + "\n";  // each entry ends in '\n'
-        self->at = 0;
+    while (done < size && (s.at < s.entry.size() || s.next < s.packages.size())) {
+      if (s.at == s.entry.size()) {
+        s.entry = solv_entry(s.packages[s.next++].entry) + "\n";  // each entry ends in '\n'
+        s.at = 0;
       }
-      size_t n = std::min(size - done, self->entry.size() - self->at);
-      std::memcpy(out + done, self->entry.data() + self->at, n);
-      self->at += n;
+      const size_t n = s.entry.copy(out + done, size - done, s.at);
+      s.at += n;
       done += n;
     }
     return static_cast<ssize_t>(done);
@@ -773,8 +742,7 @@ Result<void> Index::add_packages(std::string_view text, const PackageSource& sou
 Result<void> load_index(net::Transport& t, const PackageSource& source, Index& index) {
   for (const auto& suite : source.suites) {
     std::string base = source.url + "/dists/" + suite + "/";
-    std::string release_text;
-    std::string shown = base + "InRelease";
+    std::string release_text, shown = base + "InRelease";
     auto in_release = get_optional_document(t, source, shown, k_release_max_bytes);
     if (!in_release) return in_release.error();
     if (*in_release) {

@@ -89,8 +89,7 @@ struct IndexFile {
 };
 
 struct Release {
-  std::string suite;
-  std::string codename;
+  std::string suite, codename;
   std::optional<std::int64_t> valid_until;  // seconds since 1970
   std::vector<IndexFile> sha256;            // the SHA256 list
 };
