@@ -32,12 +32,6 @@ constexpr std::uint64_t k_primary_open_max = 2ull << 30;  // decompressed
 constexpr std::uint64_t k_primary_max_ratio = 64;  // primary.xml packs 10-25x; more is a bomb
 // filelists.xml names every file of every package: several times primary's size.
 constexpr std::uint64_t k_filelists_open_max = 8ull << 30;
-constexpr size_t k_max_depth = 16;
-constexpr size_t k_max_attrs = 32;
-constexpr size_t k_max_name = 128;
-
-// ---------------------------------------------------------------------------
-// Packages: primary.xml read by libsolv into a pool, each package checked.
 
 bool is_evr_part(std::string_view s) { return is_word(s, "._+~^"); }
 
@@ -104,7 +98,7 @@ struct Prolog {
 // The decompressed primary.xml as a stdio stream for libsolv, read through
 // libarchive from the packed bytes: bounded, its size and sha256 kept.
 struct OpenStream {
-  detail::ArchiveReader archive;
+  detail::ArchiveReader archive{archive_read_new()};
   std::uint64_t max_bytes = 0;
   std::uint64_t total = 0;
   Sha256 sha;
@@ -113,23 +107,18 @@ struct OpenStream {
 
   static ssize_t read(void* cookie, char* buf, size_t n) {
     auto& s = *static_cast<OpenStream*>(cookie);
+    auto fail = [&](std::string error) -> ssize_t {
+      s.error = std::move(error);
+      return -1;
+    };
     if (!s.error.empty()) return -1;
     la_ssize_t got = archive_read_data(s.archive.get(), buf, n);
-    if (got < 0) {
-      s.error = "cannot decompress: " + detail::archive_error(s.archive.get());
-      return -1;
-    }
+    if (got < 0) return fail("cannot decompress: " + detail::archive_error(s.archive.get()));
     s.total += static_cast<std::uint64_t>(got);
-    if (s.total > s.max_bytes) {
-      s.error = "decompresses to more than " + std::to_string(s.max_bytes) + " bytes; refused";
-      return -1;
-    }
+    if (s.total > s.max_bytes) return fail("decompresses to more than " + std::to_string(s.max_bytes) + " bytes; refused");
     s.sha.update(buf, static_cast<size_t>(got));
     s.prolog.feed(buf, static_cast<size_t>(got));
-    if (!s.prolog.error.empty()) {
-      s.error = s.prolog.error;
-      return -1;
-    }
+    if (!s.prolog.error.empty()) return fail(s.prolog.error);
     return got;
   }
 };
@@ -143,65 +132,6 @@ Result<detail::File> open_xml(std::string_view xml, const std::string& what) {
   if (!in) return op_error(what + ": cannot read it: " + std::strerror(errno));
   return in;
 }
-
-}  // namespace
-
-// repomd.xml, verified by its signature first, read by libsolv's reader
-// (expat) after the same prolog check as the other metadata.
-Result<Repomd> parse_repomd(std::string_view xml, const std::string& what) {
-  auto in = open_xml(xml, what);
-  if (!in) return in.error();
-  detail::SolvPool pool(pool_create());
-  Repo* repo = repo_create(pool.get(), what.c_str());
-  if (repo_add_repomdxml(repo, in->get(), 0) != 0) return op_error(what + ": " + printable(pool_errstr(pool.get())));
-  repo_internalize(repo);
-  Repomd md;
-  bool found = false;
-  Failure bad{ErrorKind::Failed, ""};
-  Dataiterator di;
-  dataiterator_init(&di, pool.get(), repo, SOLVID_META, REPOSITORY_REPOMD_TYPE, nullptr, 0);
-  dataiterator_prepend_keyname(&di, REPOSITORY_REPOMD);
-  while (bad.message.empty() && dataiterator_step(&di)) {
-    dataiterator_setpos_parent(&di);
-    Pool* p = pool.get();
-    const char* type_str = pool_lookup_str(p, SOLVID_POS, REPOSITORY_REPOMD_TYPE);
-    const std::string type = type_str ? type_str : "";
-    if (type != "primary" && type != "filelists") continue;
-    if ((type == "primary" && found) || (type == "filelists" && md.filelists)) {
-      bad.message = what + ": two <data type=\"" + type + "\">";
-      break;
-    }
-    RepomdFile f;
-    f.type = type;
-    const char* href = pool_lookup_str(p, SOLVID_POS, REPOSITORY_REPOMD_LOCATION);
-    Id sum_type = 0, open_type = 0;
-    const char* sum = pool_lookup_checksum(p, SOLVID_POS, REPOSITORY_REPOMD_CHECKSUM, &sum_type);
-    const char* open_sum = pool_lookup_checksum(p, SOLVID_POS, REPOSITORY_REPOMD_OPENCHECKSUM, &open_type);
-    f.size = pool_lookup_num(p, SOLVID_POS, REPOSITORY_REPOMD_SIZE, 0);
-    f.has_size = f.size > 0;
-    if (!href || !*href) bad.message = what + ": the " + type + " data has no location";
-    else if (!safe_location(href))
-      bad.message = what + ": " + type + " location href " + quote(printable(href)) + " is not a path below the repository";
-    else if (!sum) bad.message = what + ": the " + type + " data has no checksum";
-    else if (sum_type != REPOKEY_TYPE_SHA256) bad.message = what + ": " + type + " checksum type is not supported (sha256 only)";
-    if (!bad.message.empty()) break;
-    f.href = href;
-    f.sha256 = sum;
-    if (open_sum && open_type == REPOKEY_TYPE_SHA256) f.open_sha256 = open_sum;
-    if (type == "primary") {
-      md.primary = std::move(f);
-      found = true;
-    } else {
-      md.filelists = std::move(f);
-    }
-  }
-  dataiterator_free(&di);
-  if (!bad.message.empty()) return bad;
-  if (!found) return op_error(what + ": no <data type=\"primary\">");
-  return md;
-}
-
-namespace {
 
 // One pool per Index: the repos read, and a pseudo-installed repo that
 // provides the rpmlib() features rpm itself has (createrepo_c leaves them out
@@ -382,21 +312,18 @@ Result<void> stream_metadata(net::Transport& t, RpmIndex& index, RpmIndex::RepoI
   if (f.size > k_primary_max)
     return op_error(url + ": larger than " + std::to_string(k_primary_max >> 20) + " MiB packed, by the signed " + repomd_url +
                     "; refused");
-  auto packed = get_document(t, info.source, url, f.has_size ? f.size : k_primary_max);
+  auto packed = get_document(t, info.source, url, f.size ? f.size : k_primary_max);
   if (!packed) return packed.error();
-  if (f.has_size && packed->size() != f.size)
+  if (f.size && packed->size() != f.size)
     return op_error(url + ": " + std::to_string(packed->size()) + " bytes, but the signed " + repomd_url + " says " +
                     std::to_string(f.size));
   if (auto got = sha256_hex(*packed); got != f.sha256)
     return op_error(url + ": sha256 " + got + " differs from the signed " + repomd_url + "'s " + f.sha256);
   // An unsigned repomd.xml (signatures: packages) is the sender's word: the
   // decompressed size is bounded by a plausible ratio to the bytes that came too.
-  std::uint64_t open_max = open_limit;
-  if (!info.signed_repomd)
-    open_max = std::min<std::uint64_t>(open_max, std::max<std::uint64_t>(packed->size(), 1) * k_primary_max_ratio);
   OpenStream stream;
-  stream.archive.reset(archive_read_new());
-  stream.max_bytes = open_max;
+  stream.max_bytes = info.signed_repomd ? open_limit
+                                        : std::min(open_limit, std::max<std::uint64_t>(packed->size(), 1) * k_primary_max_ratio);
   detail::support_builtin_filters(stream.archive.get());
   archive_read_support_format_raw(stream.archive.get());
   archive_entry* e = nullptr;
@@ -417,6 +344,52 @@ Result<void> stream_metadata(net::Transport& t, RpmIndex& index, RpmIndex::RepoI
 }
 
 }  // namespace
+
+Result<Repomd> parse_repomd(std::string_view xml, const std::string& what) {
+  auto in = open_xml(xml, what);
+  if (!in) return in.error();
+  detail::SolvPool pool(pool_create());
+  Pool* p = pool.get();
+  Repo* repo = repo_create(p, what.c_str());
+  if (repo_add_repomdxml(repo, in->get(), 0) != 0) return op_error(what + ": " + printable(pool_errstr(p)));
+  repo_internalize(repo);
+  std::optional<RepomdFile> primary, filelists;
+  Failure bad{ErrorKind::Failed, ""};
+  Dataiterator di;
+  dataiterator_init(&di, p, repo, SOLVID_META, REPOSITORY_REPOMD_TYPE, nullptr, 0);
+  dataiterator_prepend_keyname(&di, REPOSITORY_REPOMD);
+  while (bad.message.empty() && dataiterator_step(&di)) {
+    dataiterator_setpos_parent(&di);
+    const char* type_str = pool_lookup_str(p, SOLVID_POS, REPOSITORY_REPOMD_TYPE);
+    const std::string type = type_str ? type_str : "";
+    if (type != "primary" && type != "filelists") continue;
+    auto& slot = type == "primary" ? primary : filelists;
+    if (slot) {
+      bad.message = what + ": two <data type=\"" + type + "\">";
+      break;
+    }
+    RepomdFile f;
+    const char* href = pool_lookup_str(p, SOLVID_POS, REPOSITORY_REPOMD_LOCATION);
+    Id sum_type = 0, open_type = 0;
+    const char* sum = pool_lookup_checksum(p, SOLVID_POS, REPOSITORY_REPOMD_CHECKSUM, &sum_type);
+    const char* open_sum = pool_lookup_checksum(p, SOLVID_POS, REPOSITORY_REPOMD_OPENCHECKSUM, &open_type);
+    f.size = pool_lookup_num(p, SOLVID_POS, REPOSITORY_REPOMD_SIZE, 0);
+    if (!href || !*href) bad.message = what + ": the " + type + " data has no location";
+    else if (!safe_location(href))
+      bad.message = what + ": " + type + " location href " + quote(printable(href)) + " is not a path below the repository";
+    else if (!sum) bad.message = what + ": the " + type + " data has no checksum";
+    else if (sum_type != REPOKEY_TYPE_SHA256) bad.message = what + ": " + type + " checksum type is not supported (sha256 only)";
+    if (!bad.message.empty()) break;
+    f.href = href;
+    f.sha256 = sum;
+    if (open_sum && open_type == REPOKEY_TYPE_SHA256) f.open_sha256 = open_sum;
+    slot = std::move(f);
+  }
+  dataiterator_free(&di);
+  if (!bad.message.empty()) return bad;
+  if (!primary) return op_error(what + ": no <data type=\"primary\">");
+  return Repomd{std::move(*primary), std::move(filelists)};
+}
 
 Index::Index(const std::string& arch) : PackageIndex(std::make_unique<RpmIndex>(arch)) {}
 
@@ -439,7 +412,6 @@ Result<void> Index::add_filelists(std::string_view xml, const std::string& repo_
 bool Index::needs_filelists() const { return static_cast<const RpmIndex&>(*m_impl).needs_filelists(); }
 
 
-// libsolv's rpm order (rpmvercmp, ~ and ^); a release counts only when both have one.
 int compare_versions(std::string_view a, std::string_view b) {
   auto has_release = [](std::string_view v) {
     auto colon = v.find(':');

@@ -88,10 +88,8 @@ public:
 
 // One <data> of repomd.xml that is read.
 struct RepomdFile {
-  std::string type;  // primary | filelists
   std::string href, sha256, open_sha256;
-  std::uint64_t size = 0;
-  bool has_size = false;
+  std::uint64_t size = 0;  // 0: not given
 };
 struct Repomd {
   RepomdFile primary;
