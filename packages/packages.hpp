@@ -44,7 +44,7 @@ struct Package {
   std::string origin;   // the recipe source's name
   std::string sha256;   // lower-case hex, from the signed index
   std::uint64_t size = 0;
-  std::string entry;    // the index entry verbatim: apt stanza (no trailing blank line) or rpm-md <package> element
+  std::string entry;    // apt: the index stanza verbatim (no trailing blank line); rpm-md: empty
   std::string file_name() const;  // location's last path part
 };
 
@@ -65,7 +65,7 @@ struct FetchRequest {
   std::vector<std::string> optional_names;  // the same, left out where no source has them
   std::string arch;                // as the format spells it: amd64 (apt), x86_64 (rpm-md)
   Closure closure = Closure::Full;
-  std::filesystem::path dest;      // files land here as <file_name>; a file already there is kept if it verifies
+  std::filesystem::path dest;      // files land here as <file_name>
   std::string why;                 // for errors: "kernel 6.1.0-57-amd64"
   int jobs = 4;
 };
@@ -137,8 +137,7 @@ Result<std::optional<std::string>> get_optional_document(net::Transport& t, cons
                                                          const std::string& url, std::uint64_t max_bytes);
 // Decompresses by magic (gzip, xz, zstd, bzip2; plain text passes through).
 Result<std::string> decompress(std::string_view data, const std::string& what, std::uint64_t max_bytes);
-// Downloads every package into `dest`, checking sha256 and size, atomically;
-// a file already there with the right hash is not fetched again.
+// Downloads every package into `dest`, checking sha256 and size, atomically.
 Result<std::vector<Fetched>> download(net::Transport& t, const std::vector<PackageSource>& sources,
                                       const std::vector<Package>& packages, const std::filesystem::path& dest, int jobs,
                                       Progress* progress);
