@@ -58,23 +58,6 @@ Result<Layout> parse_layout(std::string_view text) {
 
 std::string to_string(Layout layout) { return layout == Layout::KeepHost ? "keep-host" : "strip-host"; }
 
-std::string kept_host_segment(std::string_view registry_host) {
-  std::string out = to_lower(registry_host);
-  std::replace(out.begin(), out.end(), ':', '_');
-  return out;
-}
-
-namespace detail {
-
-// Path under the site host where a source registry's repositories land.
-std::string site_path_prefix(const std::string& source_host, const SiteRegistry& site, Layout layout) {
-  std::string p = site.prefix;
-  if (layout == Layout::KeepHost) p += (p.empty() ? "" : "/") + kept_host_segment(source_host);
-  return p;
-}
-
-}  // namespace detail
-
 Reference site_reference(const Reference& source, const SiteRegistry& site, Layout layout) {
   Reference out = source;
   out.registry = site.host;
@@ -190,6 +173,16 @@ const KitFile* Kit::find(std::string_view path) const {
 }
 
 namespace detail {
+
+std::string site_path_prefix(const std::string& source_host, const SiteRegistry& site, Layout layout) {
+  std::string p = site.prefix;
+  if (layout == Layout::KeepHost) {
+    std::string kept = to_lower(source_host);
+    std::replace(kept.begin(), kept.end(), ':', '_');
+    p += (p.empty() ? "" : "/") + kept;
+  }
+  return p;
+}
 
 std::string effective_mig_strategy(const Chart& chart, const KitRecipe& recipe) {
   if (!recipe.mig_strategy.empty()) return recipe.mig_strategy;

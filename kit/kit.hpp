@@ -87,7 +87,6 @@ std::string to_string(Layout layout);
 // kept source host becomes "_" ("localhost:5000" -> "localhost_5000"), since a
 // repository path cannot hold a colon.
 Reference site_reference(const Reference& source, const SiteRegistry& site, Layout layout);
-std::string kept_host_segment(std::string_view registry_host);
 
 // One lock image placed on the site registry.
 struct Placement {

@@ -62,6 +62,12 @@ std::string label_list(const std::map<std::string, std::string>& labels);
 inline constexpr std::string_view k_network_release = "network-operator";
 inline constexpr std::string_view k_network_namespace = "nvidia-network-operator";
 inline constexpr std::string_view k_nic_cluster_policy_name = "nic-cluster-policy";
+// A destination as the charts' {repository, image} pair: "host/a/b" and "name" for host/a/b/name.
+inline std::string repository_of(const Reference& d) {
+  auto slash = d.repository.rfind('/');
+  return d.registry + (slash == std::string::npos ? "" : "/" + d.repository.substr(0, slash));
+}
+inline std::string image_of(const Reference& d) { return d.repository.substr(d.repository.rfind('/') + 1); }
 // Path under the site host where a source registry's repositories land (kit.cpp).
 std::string site_path_prefix(const std::string& source_host, const SiteRegistry& site, Layout layout);
 // The nodes' runtime config (kit/kit_runtime.cpp): containerd hosts.toml and
@@ -136,6 +142,8 @@ private:
 
 // The overrides as YAML (sorted keys, strings double-quoted).
 void emit_node(YAML::Emitter& out, const nlohmann::json& j);
+// header, then the overrides, checked: they parse back and hold only keys the chart has.
+Result<std::string> values_text(const Overrides& v, const Chart& chart, const std::string& file, std::string header);
 // acceptance/: the NCCL all-reduce MPIJob and the scripts that run it
 // (recipe acceptance.nccl). Fails when the lock lacks its images.
 Result<std::vector<KitFile>> acceptance_files(const Lock& lock, const std::vector<Placement>& placements,

@@ -20,18 +20,6 @@ using json = nlohmann::json;
 
 namespace {
 
-// "host/a/b" for destination host/a/b/name: the repository field of the
-// {repository, image} shape.
-std::string repository_of(const Reference& d) {
-  auto slash = d.repository.rfind('/');
-  return d.registry + (slash == std::string::npos ? "" : "/" + d.repository.substr(0, slash));
-}
-
-std::string image_of(const Reference& d) {
-  auto slash = d.repository.rfind('/');
-  return slash == std::string::npos ? d.repository : d.repository.substr(slash + 1);
-}
-
 // The parts after "network:" of a placement's components: an image may be
 // both an operand's and a subchart's (the SR-IOV device plugin).
 std::vector<std::string> network_keys(const Placement& p) {
@@ -380,22 +368,10 @@ Result<std::string> network_values_yaml(const Lock& lock, const Chart& chart, co
         v.set(std::string(sub) + ".imagePullSecrets", objects ? json::array({{{"name", secret}}}) : json::array({secret}));
   }
   if (!problems.empty()) return input_error(join(problems, "\n"));
-
-  YAML::Emitter out;
-  emit_node(out, v.root());
-  std::string text = yaml_header(lock, options, "Helm values for chart " + net.chart.name + " " + net.chart.version +
+  return values_text(v, chart, "network-operator-values.yaml",
+                     yaml_header(lock, options, "Helm values for chart " + net.chart.name + " " + net.chart.version +
                                                     " (NVIDIA Network Operator " + net.version +
-                                                    "): every image from the site registry " + options.registry.str() + ".");
-  text += out.c_str();
-  text += "\n";
-  try {
-    auto unknown = unknown_keys(YAML::Load(text), chart);
-    if (!unknown.empty())
-      return op_error("network-operator-values.yaml would carry keys chart " + v.chart_label() + " lacks: " + join(unknown, ", "));
-  } catch (const YAML::Exception& e) {
-    return op_error(std::string("network-operator-values.yaml does not parse back: ") + e.what());
-  }
-  return text;
+                                                    "): every image from the site registry " + options.registry.str() + "."));
 }
 
 Result<std::string> nic_cluster_policy_yaml(const Lock& lock, const std::vector<Placement>& placements, const KitRecipe& recipe,
