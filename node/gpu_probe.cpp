@@ -283,7 +283,7 @@ std::string cuda_error(const Cuda& c, const char* call, CUresult rc) {
   return std::string(call) + ": " + (name ? name : "CUDA error " + std::to_string(rc));
 }
 
-// Device memory freed on every path out of run_on_device.
+// Device memory freed on every path out of run_kernel and measure_copy.
 class DeviceBuffers {
 public:
   explicit DeviceBuffers(const Cuda& c) : m_c(c) {}

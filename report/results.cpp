@@ -67,13 +67,11 @@ std::int64_t natural(const json& obj, const std::string& at, const char* key) {
 
 const json& array(const json& obj, const std::string& at, const char* key) { return need(obj, at, key, &json::is_array, "a list"); }
 
-std::string item(const std::string& at, const char* key, std::size_t n) { return field_path(at, key) + "[" + std::to_string(n) + "]"; }
-
 // Calls read(element, its field path) for each element of the list at key.
 template <typename F>
 void each(const json& obj, const std::string& at, const char* key, F&& read) {
   const json& list = array(obj, at, key);
-  for (std::size_t n = 0; n < list.size(); ++n) read(list[n], item(at, key, n));
+  for (std::size_t n = 0; n < list.size(); ++n) read(list[n], field_path(at, key) + "[" + std::to_string(n) + "]");
 }
 
 std::vector<std::string> strings(const json& obj, const std::string& at, const char* key) {
