@@ -417,39 +417,11 @@ esac
 report "$log" "$nodes_json" "$started"
 )SH";
 
-std::string pull_secret_yaml(const KitRecipe& recipe) {
-  return recipe.pull_secret.empty() ? "" : "\n          imagePullSecrets:\n          - name: " + recipe.pull_secret;
-}
-
 std::string site_image(const std::vector<Placement>& placements, const char* component) {
   for (const auto& p : placements)
     for (const auto& c : p.image->components)
       if (c == component) return p.destination.pinned();
   return "";
-}
-
-// all_reduce_perf's bound as the script compares it: a plain decimal.
-std::string bus_bw_word(double v) {
-  std::string s = std::to_string(v);
-  while (s.find('.') != std::string::npos && (s.back() == '0' || s.back() == '.')) s.pop_back();
-  return s;
-}
-
-// The worker's fabric lines: the RDMA resource in requests and limits,
-// IPC_LOCK, and the Multus annotation of the recipe's secondary network.
-// Both values are checked (resource from rdma_resource, network by
-// is_network_attachment) and written as YAML strings or keys they can be.
-struct FabricYaml {
-  std::string annotations, security, requests, limits;
-};
-FabricYaml fabric_yaml(const std::string& resource, const std::string& network) {
-  FabricYaml f;
-  if (resource.empty()) return f;
-  if (!network.empty()) f.annotations = "\n          annotations:\n            k8s.v1.cni.cncf.io/networks: \"" + network + "\"";
-  f.security = "\n            securityContext:\n              capabilities:\n                add: [\"IPC_LOCK\"]";
-  f.requests = "\n              requests:\n                " + resource + ": 1";
-  f.limits = "\n                " + resource + ": 1";
-  return f;
 }
 
 }  // namespace
@@ -476,38 +448,36 @@ Result<std::vector<KitFile>> acceptance_files(const Lock& lock, const std::vecto
   if (!n.network.empty() && (!lock.network || !is_network_attachment(n.network)))
     return input_error("lock recipe.spec acceptance.nccl.network " + quote(n.network) +
                        (lock.network ? " is not a NetworkAttachmentDefinition name" : ": the lock has no network section"));
-  FabricYaml fabric = fabric_yaml(rdma, n.network);
-
+  // The worker's fabric lines: the RDMA resource in requests and limits,
+  // IPC_LOCK, and the Multus annotation of the recipe's secondary network.
+  // Both are checked above (rdma_resource, is_network_attachment) and written as YAML strings or keys they can be.
+  const bool fabric = !rdma.empty();
   std::string yaml = yaml_header(lock, options,
                                  "NCCL all-reduce acceptance test: an MPIJob for the Kubeflow MPI Operator (kubeflow.org/v2beta1). "
                                  "acceptance/nccl-allreduce.sh applies it and records the results.") +
                      fill_template(k_mpijob, {{"JOB", k_job_name},
                                               {"NAMESPACE", options.namespace_name},
                                               {"IMAGE", image},
-                                              {"PULL_SECRET", pull_secret_yaml(recipe)},
+                                              {"PULL_SECRET", recipe.pull_secret.empty() ? "" : "\n          imagePullSecrets:\n          - name: " + recipe.pull_secret},
                                               {"MIN_BYTES", n.min_bytes},
                                               {"MAX_BYTES", n.max_bytes},
-                                              {"ANNOTATIONS", fabric.annotations},
-                                              {"SECURITY", fabric.security},
-                                              {"REQUESTS", fabric.requests},
-                                              {"LIMITS", fabric.limits},
+                                              {"ANNOTATIONS", fabric && !n.network.empty() ? "\n          annotations:\n            k8s.v1.cni.cncf.io/networks: \"" + n.network + "\"" : ""},
+                                              {"SECURITY", fabric ? "\n            securityContext:\n              capabilities:\n                add: [\"IPC_LOCK\"]" : ""},
+                                              {"REQUESTS", fabric ? "\n              requests:\n                " + rdma + ": 1" : ""},
+                                              {"LIMITS", fabric ? "\n                " + rdma + ": 1" : ""},
                                               {"NODES", std::to_string(n.nodes)},
                                               {"GPUS", std::to_string(n.gpus_per_node)},
                                               {"RANKS", std::to_string(n.nodes * n.gpus_per_node)}});
-  std::string script = fill_template(
-      k_nccl_sh, {{"USAGE", k_usage_sh}, {"HEADER", script_header(lock, options)},
-                  {"JOB", k_job_name},
-                  {"NAMESPACE", options.namespace_name},
-                  {"IMAGE", shell_quote(image)},
-                  {"OPERATOR_IMAGE", shell_quote(operator_image)},
-                  {"MIN_BUS_BW", bus_bw_word(n.min_bus_bw)},
-                  {"FABRIC", rdma.empty() ? "0" : "1"},
-                  {"FABRIC_WORDS", rdma.empty() ? "" : "\n# NCCL over sockets or not saying its network (a fabric run: the lock has a network section,\n# the workers ask for " + rdma + "),"},
-                  {"NODES", std::to_string(n.nodes)},
-                  {"GPUS", std::to_string(n.gpus_per_node)},
-                  {"API_CHECK", k_api_check},
-                  {"CLUSTER_CHECK", k_cluster_check},
-                  {"NAMESPACE_CHECK", namespace_check_sh("GPUBUNDLE_NAMESPACE")}});
+  std::string script = fill_script(
+      k_nccl_sh, lock, options,
+      {{"JOB", k_job_name},
+       {"IMAGE", shell_quote(image)},
+       {"OPERATOR_IMAGE", shell_quote(operator_image)},
+       {"MIN_BUS_BW", decimal(n.min_bus_bw)},
+       {"FABRIC", fabric ? "1" : "0"},
+       {"FABRIC_WORDS", !fabric ? "" : "\n# NCCL over sockets or not saying its network (a fabric run: the lock has a network section,\n# the workers ask for " + rdma + "),"},
+       {"NODES", std::to_string(n.nodes)},
+       {"GPUS", std::to_string(n.gpus_per_node)}});
   return std::vector<KitFile>{{"acceptance/nccl-mpijob.yaml", yaml, 0644}, {"acceptance/nccl-allreduce.sh", script, 0755}};
 }
 

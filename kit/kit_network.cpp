@@ -34,12 +34,6 @@ bool has_network_key(const Placement& p, const std::string& key) {
   return std::find(keys.begin(), keys.end(), key) != keys.end();
 }
 
-void set_path(json& root, const std::string& path, json value) {
-  json* node = &root;
-  for (const auto& part : split(path, '.')) node = &(*node)[part];
-  *node = std::move(value);
-}
-
 // network.sh: the Network Operator's chart with network-operator-values.yaml,
 // then nic-cluster-policy.yaml once its CRD is established, then a wait for
 // the operator to report the policy ready. Its prerequisites, namespace and
@@ -294,11 +288,8 @@ std::vector<KitFile> network_repo_files(const Lock& lock, const KitOptions& opti
   std::vector<KitFile> out;
   if (!doca_uses_site_packages(lock)) return out;
   for (auto& [name, text] : package_repo_config(lock, options)) out.push_back({std::string(k_network_repo_dir) + "/" + name, text, 0644});
-  if (!options.package_repo_ca.empty()) {
-    std::string ca = options.package_repo_ca;
-    if (ca.back() != '\n') ca += "\n";
-    out.push_back({std::string(k_network_repo_ca_dir) + "/" + k_package_repo_ca_key, ca, 0644});
-  }
+  if (!options.package_repo_ca.empty())
+    out.push_back({std::string(k_network_repo_ca_dir) + "/" + k_package_repo_ca_key, pem_file(options.package_repo_ca), 0644});
   return out;
 }
 
@@ -430,7 +421,9 @@ Result<std::string> nic_cluster_policy_yaml(const Lock& lock, const std::vector<
         image["pKeyGUIDPoolRangeEnd"] = net.ib_pkey_guid_pool_end;
         image["ufmSecret"] = net.ib_ufm_secret;
       }
-      set_path(spec, pi.path, std::move(image));
+      json* at = &spec;
+      for (const auto& part : split(pi.path, '.')) at = &(*at)[part];
+      *at = std::move(image);
     }
   }
   if (!problems.empty()) return input_error(join(problems, "\n"));
@@ -448,10 +441,7 @@ Result<std::string> nic_cluster_policy_yaml(const Lock& lock, const std::vector<
             net.ib_pkey_guid_pool_start + " to " + net.ib_pkey_guid_pool_end + " (recipe network.ibKubernetes).";
   YAML::Emitter out;
   emit_node(out, policy);
-  std::string text = yaml_header(lock, options, note);
-  text += out.c_str();
-  text += "\n";
-  return text;
+  return yaml_header(lock, options, note) + out.c_str() + "\n";
 }
 
 std::string network_chart_file(const Lock& lock) {
@@ -459,28 +449,26 @@ std::string network_chart_file(const Lock& lock) {
 }
 
 std::string network_sh(const Lock& lock, const KitRecipe& recipe, const KitOptions& options) {
-  return fill_template(k_network, {{"USAGE", k_usage_sh}, {"HEADER", script_header(lock, options)},
-                          {"RELEASE", shell_quote(k_network_release)},
-                          {"VERSION", shell_quote(lock.network->version)},
-                          {"NAMESPACE", std::string(k_network_namespace)},
-                          {"CHART_FILE", shell_quote(network_chart_file(lock))},
-                          {"PULL_SECRET", shell_quote(recipe.pull_secret)},
-                          {"REGISTRY", shell_quote(options.registry.host)},
-                          {"POLICY", shell_quote(k_nic_cluster_policy_name)},
-                          {"API_CHECK", k_api_check},
-                          {"CLUSTER_CHECK", k_cluster_check},
-                          {"GPU_NAMESPACE", options.namespace_name},
-                          {"NFD_CRD", shell_quote(gpu_operator_runs_nfd(lock) ? "nodefeaturerules.nfd.k8s-sigs.io" : "")},
-                          {"UFM_SECRET", shell_quote(lock.network->ib_ufm_secret)},
-                          {"REPO_SERVICE", shell_quote(k_package_repo_name)},
-                          // The host the kit's sources name, when it is the in-cluster Service.
-                          {"REPO_SERVICE_HOST", shell_quote(doca_uses_site_packages(lock) && options.package_repo_url.empty()
-                                                                ? std::string(k_package_repo_name) + "." + options.namespace_name + ".svc.cluster.local"
-                                                                : "")},
-                          {"REPO_CONFIG_MAP", shell_quote(k_package_repo_config_map)},
-                          {"REPO_CA_MAP", shell_quote(k_package_repo_ca_config_map)},
-                          {"NAMESPACE_CHECK", namespace_check_sh("GPUBUNDLE_NETWORK_NAMESPACE") + "\n" +
-                                                  namespace_check_sh("GPUBUNDLE_NAMESPACE", "gpu_namespace")}});
+  return fill_script(k_network, lock, options,
+                     {{"RELEASE", shell_quote(k_network_release)},
+                      {"VERSION", shell_quote(lock.network->version)},
+                      {"NAMESPACE", std::string(k_network_namespace)},
+                      {"CHART_FILE", shell_quote(network_chart_file(lock))},
+                      {"PULL_SECRET", shell_quote(recipe.pull_secret)},
+                      {"REGISTRY", shell_quote(options.registry.host)},
+                      {"POLICY", shell_quote(k_nic_cluster_policy_name)},
+                      {"GPU_NAMESPACE", options.namespace_name},
+                      {"NFD_CRD", shell_quote(gpu_operator_runs_nfd(lock) ? "nodefeaturerules.nfd.k8s-sigs.io" : "")},
+                      {"UFM_SECRET", shell_quote(lock.network->ib_ufm_secret)},
+                      {"REPO_SERVICE", shell_quote(k_package_repo_name)},
+                      // The host the kit's sources name, when it is the in-cluster Service.
+                      {"REPO_SERVICE_HOST", shell_quote(doca_uses_site_packages(lock) && options.package_repo_url.empty()
+                                                            ? std::string(k_package_repo_name) + "." + options.namespace_name + ".svc.cluster.local"
+                                                            : "")},
+                      {"REPO_CONFIG_MAP", shell_quote(k_package_repo_config_map)},
+                      {"REPO_CA_MAP", shell_quote(k_package_repo_ca_config_map)},
+                      {"NAMESPACE_CHECK", namespace_check_sh("GPUBUNDLE_NETWORK_NAMESPACE") + "\n" +
+                                              namespace_check_sh("GPUBUNDLE_NAMESPACE", "gpu_namespace")}});
 }
 
 }  // namespace gb::kit::detail

@@ -37,12 +37,6 @@ const std::vector<KeyException>& values_key_exceptions() {
   return all;
 }
 
-namespace {
-
-constexpr const char* k_nfd = "node-feature-discovery";
-
-}  // namespace
-
 bool detail::is_key_exception(std::string_view path) {
   for (const auto& e : values_key_exceptions())
     if (path == e.path) return true;
@@ -50,6 +44,8 @@ bool detail::is_key_exception(std::string_view path) {
 }
 
 namespace {
+
+constexpr const char* k_nfd = "node-feature-discovery";
 
 void collect_leaves(const YAML::Node& node, const std::string& prefix, std::vector<std::string>& out) {
   if (node.IsMap()) {
@@ -318,13 +314,10 @@ Result<std::string> make_values_yaml(const Lock& lock, const Chart& chart, const
     // time (cordon, GPU pod deletion, drain as fallback, driver restart,
     // operator-validator, uncordon); upgrade.sh watches it. Only the keys this
     // chart has.
-    v.set_if_present("driver.upgradePolicy.autoUpgrade", true);
-    v.set_if_present("driver.upgradePolicy.maxParallelUpgrades", 1);
-    v.set_if_present("driver.upgradePolicy.maxUnavailable", 1);
-    v.set_if_present("driver.upgradePolicy.drain.enable", true);
-    v.set_if_present("driver.upgradePolicy.drain.force", false);
-    v.set_if_present("driver.upgradePolicy.drain.deleteEmptyDir", false);
-    v.set_if_present("driver.upgradePolicy.drain.timeoutSeconds", 300);
+    for (const auto& [key, value] : std::initializer_list<std::pair<const char*, json>>{
+             {"autoUpgrade", true}, {"maxParallelUpgrades", 1}, {"maxUnavailable", 1}, {"drain.enable", true},
+             {"drain.force", false}, {"drain.deleteEmptyDir", false}, {"drain.timeoutSeconds", 300}})
+      v.set_if_present(std::string("driver.upgradePolicy.") + key, value);
     const std::string& kmt = lock.driver.kernel_module_type;
     if (chart_has_key(chart, "driver.kernelModuleType")) {
       if (!kmt.empty()) v.set("driver.kernelModuleType", kmt);
