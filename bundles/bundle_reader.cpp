@@ -113,6 +113,14 @@ struct Hashed {
   std::uint64_t bytes = 0;
 };
 
+// Reads the whole current entry into `out` (bounded by the caller).
+bool read_all(archive* a, std::string& out) {
+  la_ssize_t n;
+  char buf[65536];
+  while ((n = archive_read_data(a, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+  return n == 0;
+}
+
 std::string where(const Placed& p) { return p.at.volume.filename().string() + ": entry " + p.file->path + ": "; }
 
 Hashed hash(const HashJob& job) {
@@ -241,14 +249,6 @@ private:
   void close() {
     if (m_dropped) m_report.problems.push_back("... and " + std::to_string(m_dropped) + " more problem(s)");
     m_dropped = 0;
-  }
-
-  // Reads the whole current entry into `out` (bounded by the caller).
-  bool read_all(archive* a, std::string& out) {
-    la_ssize_t n;
-    char buf[65536];
-    while ((n = archive_read_data(a, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
-    return n == 0;
   }
 
   void volume(const std::filesystem::path& path) {
@@ -640,10 +640,7 @@ Result<VolumeManifest> read_volume_manifest(const std::filesystem::path& volume,
     if (archive_read_next_header(a.get(), &e) != ARCHIVE_OK || archive_entry_pathname(e) != want ||
         archive_entry_size(e) > (i == 0 ? k_max_manifest : k_max_signature))
       return op_error(label + ": not a gpubundle volume (no " + want + " at its start)");
-    la_ssize_t n;
-    char buf[65536];
-    while ((n = archive_read_data(a.get(), buf, sizeof buf)) > 0) texts[i].append(buf, static_cast<size_t>(n));
-    if (n < 0) return op_error(label + ": truncated in " + want);
+    if (!read_all(a.get(), texts[i])) return op_error(label + ": truncated in " + want);
   }
   if (signer) {
     auto sig = parse_signature(texts[1]);

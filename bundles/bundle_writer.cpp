@@ -119,18 +119,15 @@ private:
   Result<void> plan_entries() {
     // The lock, the chart, extra files, and the bundle's own OCI layout.
     add_memory("lock.json", lock_to_json(m_lock));
-    auto chart = m_store.chart_path(m_lock.chart.name, m_lock.chart.version);
-    if (!std::filesystem::exists(chart))
-      return op_error("chart " + m_lock.chart.name + " " + m_lock.chart.version + " is not in the store (" + chart.string() +
-                      "): run `gpubundle mirror`");
-    if (auto r = add_disk("charts/" + chart.filename().string(), chart); !r) return r;
-    if (const auto& net = m_lock.network) {  // the Network Operator's chart rides along the same way
-      auto net_chart = m_store.chart_path(net->chart.name, net->chart.version);
-      if (!std::filesystem::exists(net_chart))
-        return op_error("chart " + net->chart.name + " " + net->chart.version + " is not in the store (" + net_chart.string() +
-                        "): run `gpubundle mirror`");
-      if (auto r = add_disk("charts/" + net_chart.filename().string(), net_chart); !r) return r;
-    }
+    auto add_chart = [&](const LockChart& c) -> Result<void> {
+      auto chart = m_store.chart_path(c.name, c.version);
+      if (!std::filesystem::exists(chart))
+        return op_error("chart " + c.name + " " + c.version + " is not in the store (" + chart.string() + "): run `gpubundle mirror`");
+      return add_disk("charts/" + chart.filename().string(), chart);
+    };
+    if (auto r = add_chart(m_lock.chart); !r) return r;
+    if (m_lock.network)  // the Network Operator's chart rides along the same way
+      if (auto r = add_chart(m_lock.network->chart); !r) return r;
     for (const auto& [path, file] : m_o.extra)
       if (auto r = add_disk(path, file); !r) return r;
     add_memory("oci/oci-layout", "{\"imageLayoutVersion\":\"1.0.0\"}");
@@ -226,17 +223,17 @@ private:
       m_entries.clear();
       int vol = 1;
       std::uint64_t used = reserve;
+      // Starts the next volume; the payload room a part has there.
+      auto next_volume = [&] {
+        ++vol;
+        used = reserve;
+        return (S - reserve - 1536) / 512 * 512;
+      };
       for (const auto& w : whole) {
         std::uint64_t c = tar_cost(w.file.size);
-        if (used + c <= S) {
-          m_entries.push_back(w);
-          m_entries.back().file.volume = vol;
+        if (used + c <= S || c <= S - reserve) {  // whole, in this volume or the next
+          if (used + c > S) next_volume();
           used += c;
-          continue;
-        }
-        if (c <= S - reserve) {
-          ++vol;
-          used = reserve + c;
           m_entries.push_back(w);
           m_entries.back().file.volume = vol;
           continue;
@@ -244,22 +241,13 @@ private:
         // Parts: fill this volume, then whole volumes.
         std::vector<std::pair<int, std::uint64_t>> parts;
         std::uint64_t left = w.file.size;
-        std::uint64_t avail = used + 1536 + k_min_volume_data <= S ? (S - used - 1536) / 512 * 512 : 0;
-        if (avail == 0) {
-          ++vol;
-          used = reserve;
-          avail = (S - reserve - 1536) / 512 * 512;
-        }
+        std::uint64_t avail = used + 1536 + k_min_volume_data <= S ? (S - used - 1536) / 512 * 512 : next_volume();
         while (left > 0) {
           std::uint64_t n = std::min(left, avail);
           parts.push_back({vol, n});
           left -= n;
           used += tar_cost(n);
-          if (left > 0) {
-            ++vol;
-            used = reserve;
-            avail = (S - reserve - 1536) / 512 * 512;
-          }
+          if (left > 0) avail = next_volume();
         }
         std::uint64_t offset = 0;
         for (size_t i = 0; i < parts.size(); ++i) {

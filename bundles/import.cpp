@@ -50,9 +50,7 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
   for (const auto& p : placements.value()) dest_of[p.source.str()] = p.destination;
 
   RegistryConfig config = o.config;
-  if (site.plain_http) {
-    config.hosts[site.host].plain_http = true;
-  }
+  if (site.plain_http) config.hosts[site.host].plain_http = true;
   ClientOptions co;
   co.max_parallel = o.jobs;
   RegistryClient client(config, co);

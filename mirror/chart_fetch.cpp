@@ -78,39 +78,10 @@ Result<std::string> from_oci(const std::string& chart, const std::string& name, 
     data = std::move(static_cast<MemorySink&>(s).data);
     return {};
   };
-  std::vector<BlobRequest> reqs;
-  reqs.push_back(std::move(req));
-  if (auto r = source.fetch_blobs(std::move(reqs), {}); !r) return r.error();
+  if (auto r = source.fetch_blobs({req}, {}); !r) return r.error();
   if (sha256_digest(data) != layer->digest) return op_error(ref->str() + ": chart layer does not match its digest");
   return data;
 }
-
-}  // namespace
-
-std::string resolve_chart_url(const std::string& repo_url, const std::string& url) {
-  if (url.find("://") != std::string::npos) return url;
-  std::string base = repo_url;
-  while (!base.empty() && base.back() == '/') base.pop_back();
-  if (!url.empty() && url[0] == '/') {
-    auto scheme = base.find("://");
-    auto slash = base.find('/', scheme == std::string::npos ? 0 : scheme + 3);
-    return (slash == std::string::npos ? base : base.substr(0, slash)) + url;
-  }
-  std::string rel = url;
-  if (starts_with(rel, "./")) rel = rel.substr(2);
-  return base + "/" + rel;
-}
-
-Result<std::string> fetch_chart_archive(const ChartSource& source, const std::string& name, const std::string& version,
-                                        ImageSource& network) {
-  Result<std::string> bytes = source.origin == ChartOrigin::Oci        ? from_oci(source.location, name, version, network)
-                              : source.origin == ChartOrigin::HelmRepo ? from_helm_repo(source.location, name, version, network)
-                                                                       : input_error(source.written + ": not a remote chart");
-  if (bytes && !is_gzip(*bytes)) return op_error(source.written + ": chart " + name + " " + version + " is not a .tgz");
-  return bytes;
-}
-
-namespace {
 
 // The bytes of `source`: a local .tgz or folder, else the store's copy of a
 // remote chart, else downloaded when the network is allowed.
@@ -203,7 +174,52 @@ Result<std::string> network_release_text(const Recipe& recipe, const ChartAccess
   return text;
 }
 
+Result<LoadedChart> locked_chart(const LockChart& locked, const fs::path& lock_file, const std::string& chart_flag, const ChartAccess& access) {
+  std::string where = lock_file.string() + ": ";
+  fs::path stored = access.store_root / "charts" / chart_file_name(locked.name, locked.version);
+  std::error_code ec;
+  ChartSource source;
+  if (chart_flag.empty() && fs::exists(stored, ec)) {
+    source.origin = ChartOrigin::Archive;
+    source.location = source.written = stored.string();
+  } else {
+    source = select_chart_source(chart_flag, locked.source, lock_file.parent_path());
+    if (source.origin == ChartOrigin::None)
+      return input_error(where + "chart " + locked.name + " " + locked.version + " is not in the store (" + stored.string() +
+                         ") and the lock names no source: pass --chart FILE");
+    if (!chart_flag.empty()) where = "--chart: ";
+  }
+  auto chart = obtain(source, locked.name, locked.version, access, where);
+  if (!chart) return chart.error();
+  if (auto r = same_as_locked(locked, chart->chart, where + "chart " + source.written); !r) return r.error();
+  if (auto r = keep(*chart, locked, locked.source.empty() ? source.written : locked.source, access); !r) return r.error();
+  return chart;
+}
+
 }  // namespace
+
+std::string resolve_chart_url(const std::string& repo_url, const std::string& url) {
+  if (url.find("://") != std::string::npos) return url;
+  std::string base = repo_url;
+  while (!base.empty() && base.back() == '/') base.pop_back();
+  if (!url.empty() && url[0] == '/') {
+    auto scheme = base.find("://");
+    auto slash = base.find('/', scheme == std::string::npos ? 0 : scheme + 3);
+    return (slash == std::string::npos ? base : base.substr(0, slash)) + url;
+  }
+  std::string rel = url;
+  if (starts_with(rel, "./")) rel = rel.substr(2);
+  return base + "/" + rel;
+}
+
+Result<std::string> fetch_chart_archive(const ChartSource& source, const std::string& name, const std::string& version,
+                                        ImageSource& network) {
+  Result<std::string> bytes = source.origin == ChartOrigin::Oci        ? from_oci(source.location, name, version, network)
+                              : source.origin == ChartOrigin::HelmRepo ? from_helm_repo(source.location, name, version, network)
+                                                                       : input_error(source.written + ": not a remote chart");
+  if (bytes && !is_gzip(*bytes)) return op_error(source.written + ": chart " + name + " " + version + " is not a .tgz");
+  return bytes;
+}
 
 Result<ResolvedRecipe> resolve_recipe(const Recipe& recipe, const std::string& chart_flag, const ChartAccess& access) {
   ChartSource source = select_chart_source(chart_flag, recipe.chart, recipe.file.parent_path());
@@ -235,37 +251,8 @@ Result<LoadedChart> locked_chart_archive(const LockChart& locked, std::string ar
   auto chart = load_chart_archive(archive, label);
   if (!chart) return chart.error();
   if (auto r = same_as_locked(locked, *chart, "chart " + label); !r) return r.error();
-  LoadedChart out;
-  out.chart = std::move(*chart);
-  out.archive = std::move(archive);
-  return out;
+  return LoadedChart{std::move(*chart), std::move(archive), false, false};
 }
-
-namespace {
-
-Result<LoadedChart> locked_chart(const LockChart& locked, const fs::path& lock_file, const std::string& chart_flag, const ChartAccess& access) {
-  std::string where = lock_file.string() + ": ";
-  fs::path stored = access.store_root / "charts" / chart_file_name(locked.name, locked.version);
-  std::error_code ec;
-  ChartSource source;
-  if (chart_flag.empty() && fs::exists(stored, ec)) {
-    source.origin = ChartOrigin::Archive;
-    source.location = source.written = stored.string();
-  } else {
-    source = select_chart_source(chart_flag, locked.source, lock_file.parent_path());
-    if (source.origin == ChartOrigin::None)
-      return input_error(where + "chart " + locked.name + " " + locked.version + " is not in the store (" + stored.string() +
-                         ") and the lock names no source: pass --chart FILE");
-    if (!chart_flag.empty()) where = "--chart: ";
-  }
-  auto chart = obtain(source, locked.name, locked.version, access, where);
-  if (!chart) return chart.error();
-  if (auto r = same_as_locked(locked, chart->chart, where + "chart " + source.written); !r) return r.error();
-  if (auto r = keep(*chart, locked, locked.source.empty() ? source.written : locked.source, access); !r) return r.error();
-  return chart;
-}
-
-}  // namespace
 
 Result<LoadedChart> lock_chart(const Lock& lock, const fs::path& lock_file, const std::string& chart_flag, const ChartAccess& access) {
   return locked_chart(lock.chart, lock_file, chart_flag, access);

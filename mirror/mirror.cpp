@@ -80,42 +80,27 @@ void check_image(ImagePlan& plan, Store& store, ImageSource& source, const std::
   const std::string& src = plan.entry->source;
   const std::string not_found = src + ": not found (no such tag or repository)";
   bool fetched = false;
-  if (!stored) {  // nothing stored to compare with: GET at once, no HEAD round trip first
-    auto m = source.get_manifest(plan.ref);
-    if (!m) {
-      auto head = source.head_manifest(plan.ref);  // only to word a 404 as below
-      plan.problems.push_back(head && !head->has_value() ? not_found : about(src, m.error().message, &plan.ref));
-      return;
-    }
-    plan.top = std::move(m).value();
-    fetched = true;
-  }
-  if (!fetched) {
+  if (stored) {  // HEAD first: the stored copy serves when the digest is the same
     auto head = source.head_manifest(plan.ref);
-    if (!head) {
-      plan.problems.push_back(about(src, head.error().message, &plan.ref));
-      return;
-    }
-    if (!head->has_value()) {
-      plan.problems.push_back(not_found);
+    if (!head || !head->has_value()) {
+      plan.problems.push_back(head ? not_found : about(src, head.error().message, &plan.ref));
       return;
     }
     const std::string& upstream = **head;
-    if (stored && !upstream.empty() && stored->digest == upstream && store.has_blob(upstream, stored->size)) {
-      auto bytes = store.read_blob(upstream);
-      if (bytes) {
-        auto m = oci::parse_manifest(std::move(bytes).value(), stored->media_type);
-        if (m && m->digest == upstream) {
+    if (!upstream.empty() && stored->digest == upstream && store.has_blob(upstream, stored->size))
+      if (auto bytes = store.read_blob(upstream))
+        if (auto m = oci::parse_manifest(std::move(bytes).value(), stored->media_type); m && m->digest == upstream) {
           plan.top = std::move(m).value();
           fetched = true;
         }
-      }
-    }
   }
-  if (!fetched) {
+  if (!fetched) {  // nothing stored (no HEAD round trip first), or not upstream's
     auto m = source.get_manifest(plan.ref);
     if (!m) {
-      plan.problems.push_back(about(src, m.error().message, &plan.ref));
+      bool absent = false;  // a HEAD only to word a 404, where none came first
+      if (!stored)
+        if (auto head = source.head_manifest(plan.ref)) absent = !head->has_value();
+      plan.problems.push_back(absent ? not_found : about(src, m.error().message, &plan.ref));
       return;
     }
     plan.top = std::move(m).value();
@@ -260,13 +245,9 @@ Result<MirrorSummary> mirror_images(Lock& lock, Store& store, ImageSource& sourc
   // re-run reads them from here), then every missing config and layer once;
   // all of them get their names in one sync_blobs() (publish, or on failure).
   for (auto& p : plans) {
-    for (const auto* m : [&] {
-           std::vector<const oci::Manifest*> v{&p.top};
-           for (const auto& c : p.children) v.push_back(&c);
-           return v;
-         }()) {
-      if (auto r = store.stage_blob(m->digest, m->bytes); !r) return r.error();
-    }
+    if (auto r = store.stage_blob(p.top.digest, p.top.bytes); !r) return r.error();
+    for (const auto& c : p.children)
+      if (auto r = store.stage_blob(c.digest, c.bytes); !r) return r.error();
   }
   struct Want {
     oci::Descriptor desc;

@@ -63,8 +63,7 @@ public:
   virtual Result<void> write(std::string_view chunk) = 0;
   virtual std::uint64_t size() const = 0;  // bytes written so far (resume offset)
   virtual Result<void> truncate() = 0;     // start over (server ignored Range, bytes corrupt)
-  virtual Result<std::uint64_t> resume(Sha256& hasher) {
-    (void)hasher;
+  virtual Result<std::uint64_t> resume(Sha256& /*hasher*/) {
     if (auto t = truncate(); !t) return t.error();
     return std::uint64_t{0};
   }

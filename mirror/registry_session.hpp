@@ -71,31 +71,18 @@ struct Answer {
   bool next = false;       // fall through to the next endpoint
   bool not_found = false;  // the endpoint answered 404
 
-  static Answer of(T v) {
-    Answer a;
-    a.value = std::move(v);
-    return a;
-  }
-  static Answer stop(Failure f) {
-    Answer a;
-    a.failure = std::move(f);
-    return a;
-  }
+  static Answer of(T v) { return {std::move(v), {}, false, false}; }
+  static Answer stop(Failure f) { return {std::nullopt, std::move(f), false, false}; }
   // A failure from send(): bad input stops; auth and token failures are the endpoint's.
   static Answer sent(Failure f) {
-    Answer a;
-    a.next = f.kind != ErrorKind::Input;
-    a.failure = std::move(f);
-    return a;
+    const bool next = f.kind != ErrorKind::Input;
+    return {std::nullopt, std::move(f), next, false};
   }
   // An unsuccessful response: the endpoint's, except a body over its cap
   // (content) or a sink that stopped (local).
   static Answer refused(const std::string& what, const net::Response& r, const std::string& url, const std::string& fallback = {}) {
-    Answer a;
-    a.failure = registry::failure(what, r, url, fallback);
-    a.next = r.error != net::NetError::TooLarge && r.error != net::NetError::Aborted;
-    a.not_found = r.answered() && r.status == 404;
-    return a;
+    return {std::nullopt, registry::failure(what, r, url, fallback),
+            r.error != net::NetError::TooLarge && r.error != net::NetError::Aborted, r.answered() && r.status == 404};
   }
   Result<T> result() && {
     if (value) return std::move(*value);

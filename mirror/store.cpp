@@ -27,8 +27,6 @@ namespace gb {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-// ---- BlobWriter ----
-
 namespace {
 
 constexpr std::string_view k_partial_suffix = ".partial";
@@ -52,7 +50,89 @@ Result<void> hash_prefix(int fd, std::uint64_t len, const fs::path& path, std::i
   return {};
 }
 
+bool wanted_platform(const oci::Platform& p, const std::vector<std::string>& wanted) {
+  if (wanted.empty()) return true;
+  for (const auto& w : wanted)
+    if (p.matches(w)) return true;
+  return false;
+}
+
+Result<json> load_index(const fs::path& path) {
+  auto text = read_file(path);
+  if (!text) return text.error();
+  try {
+    json j = json::parse(*text);
+    if (!j.is_object() || !j.contains("manifests") || !j["manifests"].is_array())
+      return op_error(path.string() + ": not an OCI index (no manifests array)");
+    return j;
+  } catch (const std::exception& e) {
+    return op_error(path.string() + ": not valid JSON: " + e.what());
+  }
+}
+
+StoredImage entry_to_image(const json& m) {
+  StoredImage s;
+  s.media_type = m.value("mediaType", "");
+  s.digest = m.value("digest", "");
+  s.size = m.value("size", std::uint64_t{0});
+  if (m.contains("annotations") && m["annotations"].is_object()) {
+    const auto& a = m["annotations"];
+    s.ref = a.value(std::string(k_ref_name_annotation), "");
+    // The served media type, when index.json had to carry the OCI equivalent.
+    s.media_type = a.value(std::string(k_media_type_annotation), s.media_type);
+    auto p = a.value(std::string(k_platforms_annotation), "");
+    if (!p.empty()) s.platforms = split(p, ',');
+  }
+  return s;
+}
+
+// The image manifests of a publication: the top one, or an index's children.
+std::vector<const oci::Manifest*> image_manifests(const Publication& p) {
+  std::vector<const oci::Manifest*> out;
+  if (!p.top.index()) out.push_back(&p.top);
+  for (const auto& c : p.children) out.push_back(&c);
+  return out;
+}
+
+// Walks what one index.json entry reaches; records present digests in `seen`
+// and problems (when non-null) one per line.
+void walk(const Store& store, const std::string& ref, const std::string& digest, std::uint64_t size, const std::string& media_type,
+          const std::vector<std::string>& platforms, bool required, std::set<std::string>& seen, std::vector<std::string>* problems) {
+  auto report = [&](const std::string& p) {
+    if (problems) problems->push_back(ref + ": " + p);
+  };
+  if (!store.has_blob(digest)) {
+    if (required) report(media_type + " " + digest + " is missing");
+    return;
+  }
+  if (size && !store.has_blob(digest, size)) report(digest + " has the wrong size (expected " + std::to_string(size) + ")");
+  bool first = seen.insert(digest).second;
+  if (!first && !problems) return;
+  if (!oci::is_index(media_type) && !oci::is_manifest(media_type)) return;  // a config or layer
+  auto bytes = store.read_blob(digest);
+  if (!bytes) {
+    report(bytes.error().message);
+    return;
+  }
+  auto m = oci::parse_manifest(std::move(bytes).value(), media_type);
+  if (!m) {
+    report("manifest " + digest + " does not parse: " + m.error().message);
+    return;
+  }
+  if (m->index()) {
+    for (const auto& c : m->manifests) {
+      bool want = wanted_platform(c.platform, platforms) && c.platform.os != "unknown";
+      walk(store, ref, c.digest, c.size, c.media_type, platforms, want, seen, problems);
+    }
+  } else {
+    walk(store, ref, m->config.digest, m->config.size, "config", platforms, true, seen, problems);
+    for (const auto& l : m->layers) walk(store, ref, l.digest, l.size, "layer", platforms, true, seen, problems);
+  }
+}
+
 }  // namespace
+
+// ---- BlobWriter ----
 
 namespace detail {
 // Complete, verified blobs waiting for Store::sync_blobs(): partial -> final.
@@ -164,19 +244,6 @@ Result<void> BlobWriter::publish() {
 }
 
 // ---- Store ----
-
-namespace {
-
-std::string join_platforms(const std::vector<std::string>& p) { return join(p, ","); }
-
-bool wanted_platform(const oci::Platform& p, const std::vector<std::string>& wanted) {
-  if (wanted.empty()) return true;
-  for (const auto& w : wanted)
-    if (p.matches(w)) return true;
-  return false;
-}
-
-}  // namespace
 
 struct Store::Impl {
   fs::path root;
@@ -362,39 +429,6 @@ Result<void> Store::put_blob_file(const std::string& digest, std::uint64_t size,
   return sync_blobs();
 }
 
-namespace {
-
-Result<json> load_index(const fs::path& path) {
-  auto text = read_file(path);
-  if (!text) return text.error();
-  try {
-    json j = json::parse(*text);
-    if (!j.is_object() || !j.contains("manifests") || !j["manifests"].is_array())
-      return op_error(path.string() + ": not an OCI index (no manifests array)");
-    return j;
-  } catch (const std::exception& e) {
-    return op_error(path.string() + ": not valid JSON: " + e.what());
-  }
-}
-
-StoredImage entry_to_image(const json& m) {
-  StoredImage s;
-  s.media_type = m.value("mediaType", "");
-  s.digest = m.value("digest", "");
-  s.size = m.value("size", std::uint64_t{0});
-  if (m.contains("annotations") && m["annotations"].is_object()) {
-    const auto& a = m["annotations"];
-    s.ref = a.value(std::string(k_ref_name_annotation), "");
-    // The served media type, when index.json had to carry the OCI equivalent.
-    s.media_type = a.value(std::string(k_media_type_annotation), s.media_type);
-    auto p = a.value(std::string(k_platforms_annotation), "");
-    if (!p.empty()) s.platforms = split(p, ',');
-  }
-  return s;
-}
-
-}  // namespace
-
 Result<std::vector<StoredImage>> Store::images() const {
   auto idx = load_index(m_impl->index_path());
   if (!idx) return idx.error();
@@ -424,7 +458,7 @@ Result<void> Store::add_images(const std::vector<StoredImage>& add) {
   for (const auto& i : add) {
     if (!has_blob(i.digest, i.size)) return op_error(i.ref + ": manifest " + i.digest + " is not in the store");
     json a = {{std::string(k_ref_name_annotation), i.ref}};
-    if (!i.platforms.empty()) a[std::string(k_platforms_annotation)] = join_platforms(i.platforms);
+    if (!i.platforms.empty()) a[std::string(k_platforms_annotation)] = join(i.platforms, ",");
     std::string layout_type = i.media_type;
     if (i.media_type == oci::k_docker_list) layout_type = oci::k_oci_index;
     if (i.media_type == oci::k_docker_manifest) layout_type = oci::k_oci_manifest;
@@ -437,18 +471,6 @@ Result<void> Store::add_images(const std::vector<StoredImage>& add) {
   out["manifests"] = list;
   return write_atomic(m_impl->index_path(), out.dump(2) + "\n");
 }
-
-namespace {
-
-// The image manifests of a publication: the top one, or an index's children.
-std::vector<const oci::Manifest*> image_manifests(const Publication& p) {
-  std::vector<const oci::Manifest*> out;
-  if (!p.top.index()) out.push_back(&p.top);
-  for (const auto& c : p.children) out.push_back(&c);
-  return out;
-}
-
-}  // namespace
 
 std::uint64_t Publication::bytes() const {
   std::uint64_t n = top.bytes.size();
@@ -496,7 +518,7 @@ Result<void> Store::publish(const std::vector<Publication>& items) {
   std::vector<BlobRow> blob_rows;
   const std::string now = rfc3339_utc_now();
   for (const auto& p : items) {
-    rows.push_back({p.ref, p.top.digest, p.top.media_type, p.bytes(), p.source, join_platforms(p.platforms), now});
+    rows.push_back({p.ref, p.top.digest, p.top.media_type, p.bytes(), p.source, join(p.platforms, ","), now});
     blob_rows.push_back({p.top.digest, p.top.bytes.size()});
     for (const auto& c : p.children) blob_rows.push_back({c.digest, c.bytes.size()});
     for (const auto* m : image_manifests(p)) {
@@ -529,46 +551,6 @@ Result<CatalogDb*> Store::catalog() {
   }
   return &*m_impl->catalog;
 }
-
-namespace {
-
-// Walks what one index.json entry reaches; records present digests in `seen`
-// and problems (when non-null) one per line.
-void walk(const Store& store, const std::string& ref, const std::string& digest, std::uint64_t size, const std::string& media_type,
-          const std::vector<std::string>& platforms, bool required, std::set<std::string>& seen, std::vector<std::string>* problems) {
-  auto report = [&](const std::string& p) {
-    if (problems) problems->push_back(ref + ": " + p);
-  };
-  if (!store.has_blob(digest)) {
-    if (required) report(media_type + " " + digest + " is missing");
-    return;
-  }
-  if (size && !store.has_blob(digest, size)) report(digest + " has the wrong size (expected " + std::to_string(size) + ")");
-  bool first = seen.insert(digest).second;
-  if (!first && !problems) return;
-  if (!oci::is_index(media_type) && !oci::is_manifest(media_type)) return;  // a config or layer
-  auto bytes = store.read_blob(digest);
-  if (!bytes) {
-    report(bytes.error().message);
-    return;
-  }
-  auto m = oci::parse_manifest(std::move(bytes).value(), media_type);
-  if (!m) {
-    report("manifest " + digest + " does not parse: " + m.error().message);
-    return;
-  }
-  if (m->index()) {
-    for (const auto& c : m->manifests) {
-      bool want = wanted_platform(c.platform, platforms) && c.platform.os != "unknown";
-      walk(store, ref, c.digest, c.size, c.media_type, platforms, want, seen, problems);
-    }
-  } else {
-    walk(store, ref, m->config.digest, m->config.size, "config", platforms, true, seen, problems);
-    for (const auto& l : m->layers) walk(store, ref, l.digest, l.size, "layer", platforms, true, seen, problems);
-  }
-}
-
-}  // namespace
 
 Result<std::vector<std::string>> Store::reachable() {
   auto imgs = images();

@@ -97,7 +97,6 @@ void set_env(json& cfg, const std::string& key, const std::string& value) {
   env.push_back(key + "=" + value);
 }
 
-
 std::string image_manifest(const BaseImage& base, const std::string& config_bytes, const LayerBlob& layer,
                            const std::string& base_ref) {
   json man = {{"schemaVersion", 2}, {"mediaType", std::string(oci::k_oci_manifest)}};

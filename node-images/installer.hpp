@@ -77,7 +77,6 @@ struct InstallerManifest {
 };
 
 Result<InstallerManifest> parse_manifest(std::string_view text, const std::string& source);
-bool is_known_manifest_type(std::string_view type);
 
 // Where an entry goes on the target root ("usr/bin/nvidia-smi", no leading
 // slash), or nullopt when a headless compute node does not need it (sources,

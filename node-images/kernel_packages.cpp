@@ -22,9 +22,6 @@ using json = nlohmann::ordered_json;
 
 namespace {
 
-constexpr const char* k_title = oci::k_oci_title;
-constexpr const char* k_empty_type = oci::k_oci_empty;
-
 std::string media_type(PackageFormat f) {
   return f == PackageFormat::Apt ? "application/vnd.debian.binary-package" : "application/x-rpm";
 }
@@ -36,7 +33,7 @@ Result<void> store_artifact(Store& store, const std::string& ref, const std::str
   const std::string empty = "{}";
   json man = {{"schemaVersion", 2}, {"mediaType", std::string(oci::k_oci_manifest)},
               {"artifactType", k_kernel_packages_artifact_type}};
-  man["config"] = {{"mediaType", k_empty_type}, {"digest", sha256_digest(empty)}, {"size", empty.size()}, {"data", "e30="}};
+  man["config"] = {{"mediaType", oci::k_oci_empty}, {"digest", sha256_digest(empty)}, {"size", empty.size()}, {"data", "e30="}};
   json layers = json::array();
   for (const auto& f : files) {
     const auto& p = f.package;
@@ -44,7 +41,7 @@ Result<void> store_artifact(Store& store, const std::string& ref, const std::str
                       {"digest", "sha256:" + p.sha256},
                       {"size", p.size},
                       {"annotations",
-                       {{k_title, p.file_name()},
+                       {{oci::k_oci_title, p.file_name()},
                         {"io.gpubundle.package", p.name + " " + p.version + " " + p.arch},
                         {"io.gpubundle.package.origin", p.origin}}}});
   }
@@ -72,7 +69,7 @@ Result<std::vector<fs::path>> export_artifact(const Store& store, const StoredIm
   std::vector<fs::path> out;
   for (const auto& l : man["layers"]) {
     std::string digest = l.value("digest", "");
-    std::string title = l.contains("annotations") ? l["annotations"].value(k_title, "") : "";
+    std::string title = l.contains("annotations") ? l["annotations"].value(oci::k_oci_title, "") : "";
     if (title.empty() || title[0] == '.' || title.find('/') != std::string::npos)
       return op_error(image.ref + ": layer title '" + title + "' is not a plain file name");
     fs::path dst = dir / title;

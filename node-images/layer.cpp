@@ -50,37 +50,22 @@ std::string LayerBuilder::normalise(const std::string& path) {
   return p;
 }
 
-void LayerBuilder::add_parents(const std::string& path) {
-  auto slash = path.rfind('/');
-  while (slash != std::string::npos && slash > 0) {
-    std::string parent = path.substr(0, slash);
-    if (!m_entries.count(parent)) m_entries[parent] = LayerEntry{LayerEntry::Kind::Dir, 0755, {}, {}, {}};
-    slash = parent.rfind('/');
-  }
-}
-
-void LayerBuilder::add_dir(const std::string& path, unsigned mode) {
+void LayerBuilder::put(const std::string& path, LayerEntry e) {
   auto p = normalise(path);
-  add_parents(p);
-  m_entries[p] = LayerEntry{LayerEntry::Kind::Dir, mode, {}, {}, {}};
+  for (auto slash = p.rfind('/'); slash != std::string::npos && slash > 0; slash = p.rfind('/', slash - 1))
+    m_entries.try_emplace(p.substr(0, slash), LayerEntry{LayerEntry::Kind::Dir, 0755, {}, {}, {}});
+  m_entries[p] = std::move(e);
 }
 
+void LayerBuilder::add_dir(const std::string& path, unsigned mode) { put(path, {LayerEntry::Kind::Dir, mode, {}, {}, {}}); }
 void LayerBuilder::add_file(const std::string& path, const fs::path& source, unsigned mode) {
-  auto p = normalise(path);
-  add_parents(p);
-  m_entries[p] = LayerEntry{LayerEntry::Kind::File, mode, source, {}, {}};
+  put(path, {LayerEntry::Kind::File, mode, source, {}, {}});
 }
-
 void LayerBuilder::add_data(const std::string& path, std::string data, unsigned mode) {
-  auto p = normalise(path);
-  add_parents(p);
-  m_entries[p] = LayerEntry{LayerEntry::Kind::File, mode, {}, std::move(data), {}};
+  put(path, {LayerEntry::Kind::File, mode, {}, std::move(data), {}});
 }
-
 void LayerBuilder::add_symlink(const std::string& path, const std::string& target) {
-  auto p = normalise(path);
-  add_parents(p);
-  m_entries[p] = LayerEntry{LayerEntry::Kind::Symlink, 0777, {}, {}, target};
+  put(path, {LayerEntry::Kind::Symlink, 0777, {}, {}, target});
 }
 
 Result<LayerBlob> LayerBuilder::write_tar(const fs::path& out, std::vector<LayerFileRecord>* records) const {

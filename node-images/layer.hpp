@@ -58,10 +58,9 @@ public:
   static std::string normalise(const std::string& path);
 
 private:
-  void add_parents(const std::string& path);
+  void put(const std::string& path, LayerEntry e);  // at normalise(path), its missing parents as folders
   std::map<std::string, LayerEntry> m_entries;
 };
-
 
 // Deterministic gzip of `tar` into `out`.
 Result<LayerBlob> gzip_layer(const std::filesystem::path& tar, const std::filesystem::path& out);

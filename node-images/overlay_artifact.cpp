@@ -28,8 +28,6 @@ using json = nlohmann::ordered_json;
 
 namespace {
 
-constexpr const char* k_empty_type = oci::k_oci_empty;
-constexpr const char* k_title = oci::k_oci_title;
 constexpr const char* k_uncompressed = "io.gpubundle.uncompressed.sha256";
 constexpr const char* k_overlay_type = "application/vnd.oci.image.layer.v1.tar+zstd";
 constexpr int k_zstd_level = 3;
@@ -146,7 +144,7 @@ Result<ExportedOverlay> export_chosen(const BlobReader& reader, const Candidate&
       return o.is_object() && o.contains(key) && o[key].is_string() ? o[key].get<std::string>() : std::string();
     };
     std::string digest = text(layer, "digest");
-    std::string title = text(notes, k_title);
+    std::string title = text(notes, oci::k_oci_title);
     if (auto r = check_title(title, chosen.ref); !r) return r.error();
     bool overlay = text(layer, "mediaType") == k_overlay_type;
     if (overlay && title != "overlay.tar.zst")
@@ -236,12 +234,6 @@ Result<ExportedOverlay> export_overlay(const BlobReader& reader, const std::vect
   return export_chosen(reader, overlays.front(), manifest_text, out);
 }
 
-}  // namespace
-
-std::string overlay_tag(const std::string& driver_version, const std::string& os_tag) { return driver_version + "-" + os_tag; }
-
-namespace {
-
 Result<StoredOverlay> store_folder(Store& store, const fs::path& dir, const std::string& ref) {
   auto epoch = source_date_epoch();
   if (!epoch) return epoch.error();
@@ -288,7 +280,7 @@ Result<StoredOverlay> store_folder(Store& store, const fs::path& dir, const std:
 
   json man = {{"schemaVersion", 2}, {"mediaType", std::string(oci::k_oci_manifest)}, {"artifactType", k_node_overlay_artifact_type}};
   const std::string empty = "{}";
-  man["config"] = {{"mediaType", k_empty_type}, {"digest", sha256_digest(empty)}, {"size", empty.size()}, {"data", "e30="}};
+  man["config"] = {{"mediaType", oci::k_oci_empty}, {"digest", sha256_digest(empty)}, {"size", empty.size()}, {"data", "e30="}};
   json jl = json::array();
   for (auto& l : layers) {
     if (l.blob.digest.empty()) {
@@ -298,7 +290,7 @@ Result<StoredOverlay> store_folder(Store& store, const fs::path& dir, const std:
       if (ec) return op_error(l.file.string() + ": " + ec.message());
     }
     json d = {{"mediaType", l.media}, {"digest", l.blob.digest}, {"size", l.blob.size}};
-    d["annotations"] = {{k_title, l.title}};
+    d["annotations"] = {{oci::k_oci_title, l.title}};
     if (!l.uncompressed.empty()) d["annotations"][k_uncompressed] = l.uncompressed;
     jl.push_back(d);
   }
@@ -328,6 +320,8 @@ Result<StoredOverlay> store_folder(Store& store, const fs::path& dir, const std:
 }
 
 }  // namespace
+
+std::string overlay_tag(const std::string& driver_version, const std::string& os_tag) { return driver_version + "-" + os_tag; }
 
 Result<StoredOverlay> store_overlay(Store& store, const fs::path& dir, const std::string& ref) {
   try {

@@ -501,7 +501,6 @@ la_ssize_t member_read(archive*, void* data, const void** out) {
   return archive_read_data(s->outer, s->buf, sizeof s->buf);
 }
 
-
 }  // namespace
 
 namespace detail {

@@ -32,6 +32,11 @@ std::string normalise_pci(std::string_view id) {
   return s;
 }
 
+std::string series_of(std::string_view version) {
+  auto parts = split(version, '.');
+  return parts.size() < 2 ? std::string(version) : parts[0] + "." + parts[1];
+}
+
 }  // namespace
 
 Result<Catalog> Catalog::from_files(const std::map<std::string, std::string>& files) {
@@ -274,13 +279,6 @@ const MigLayouts* Catalog::mig_layouts(std::string_view operator_version) const 
 bool Catalog::mig_layouts_generated(std::string_view operator_version) const {
   return compare_versions(m_mig_generated_from, operator_version) <= 0;
 }
-
-namespace {
-std::string series_of(std::string_view version) {
-  auto parts = split(version, '.');
-  return parts.size() < 2 ? std::string(version) : parts[0] + "." + parts[1];
-}
-}  // namespace
 
 std::optional<std::vector<int>> Catalog::operator_driver_branches(std::string_view operator_version) const {
   std::optional<std::vector<int>> found;

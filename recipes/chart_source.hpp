@@ -43,9 +43,6 @@ ChartSource select_chart_source(const std::string& flag, const std::string& decl
 // "network-operator-<version without v>.release.yaml".
 std::string network_release_file_name(const std::string& version);
 
-// True for an http(s):// Helm repository URL or an oci:// reference.
-bool is_remote_chart(const std::string& chart);
-
 // File name the store, a bundle and the install kit keep a chart under: "<name>-<version>.tgz".
 std::string chart_file_name(const std::string& name, const std::string& version);
 

@@ -94,42 +94,14 @@ void walk_images(const YAML::Node& node, const std::string& path, const std::str
   }
 }
 
-}  // namespace
+// One operand image from release.yaml: {repository, image, version}.
+struct ReleaseImage {
+  std::string repository;
+  std::string image;
+  std::string version;
+};
 
-std::vector<NetworkChartImage> network_chart_images(const Chart& chart, const std::vector<std::string>& operands,
-                                                    const Catalog& catalog, std::vector<std::string>& warnings) {
-  std::vector<NetworkChartImage> out;
-  std::set<std::string> subcharts;
-  for (const auto& dep : chart.dependencies) subcharts.insert(dep.name);
-  walk_images(chart.values, "", chart.app_version, subcharts, out, warnings);
-  for (const auto& dep : chart.dependencies) {
-    bool on = true;
-    const NetworkOperand* switched = nullptr;
-    for (const auto& o : catalog.network_operands())
-      if (!dep.condition.empty() && o.chart_switch == dep.condition) switched = &o;
-    if (switched) {
-      on = std::find(operands.begin(), operands.end(), switched->name) != operands.end();
-    } else if (!dep.condition.empty()) {
-      if (auto c = at_path(chart.values, dep.condition); c.IsScalar()) YAML::convert<bool>::decode(c, on);
-    }
-    if (!on) continue;
-    const Chart* sub = chart.subchart(dep.name);
-    if (!sub) {
-      warnings.push_back("network chart subchart " + dep.name + " is not packed in the chart; its images are not in this lock");
-      continue;
-    }
-    YAML::Node values = YAML::Clone(sub->values);
-    merge_into(values, chart.values[dep.name]);
-    std::vector<NetworkChartImage> found;
-    walk_images(values, "", sub->app_version, {}, found, warnings);
-    for (auto& f : found) {
-      f.path = dep.name + "." + f.path;
-      out.push_back(std::move(f));
-    }
-  }
-  return out;
-}
-
+// The release's image list, key -> image; one line naming `label` and the key when malformed.
 Result<std::map<std::string, ReleaseImage>> parse_network_release(const std::string& text, const std::string& label) {
   std::map<std::string, ReleaseImage> out;
   try {
@@ -152,6 +124,7 @@ Result<std::map<std::string, ReleaseImage>> parse_network_release(const std::str
   return out;
 }
 
+// The DOCA driver tags for `os`, the platforms' architectures and (precompiled) each kernel.
 std::vector<std::pair<std::string, std::string>> doca_driver_tags(const Catalog& catalog, const std::string& version,
                                                                   bool precompiled, const std::string& os,
                                                                   const std::vector<std::string>& kernels,
@@ -168,8 +141,6 @@ std::vector<std::pair<std::string, std::string>> doca_driver_tags(const Catalog&
   }
   return out;
 }
-
-namespace {
 
 class NetworkResolver {
 public:
@@ -303,6 +274,40 @@ private:
 };
 
 }  // namespace
+
+std::vector<NetworkChartImage> network_chart_images(const Chart& chart, const std::vector<std::string>& operands,
+                                                    const Catalog& catalog, std::vector<std::string>& warnings) {
+  std::vector<NetworkChartImage> out;
+  std::set<std::string> subcharts;
+  for (const auto& dep : chart.dependencies) subcharts.insert(dep.name);
+  walk_images(chart.values, "", chart.app_version, subcharts, out, warnings);
+  for (const auto& dep : chart.dependencies) {
+    bool on = true;
+    const NetworkOperand* switched = nullptr;
+    for (const auto& o : catalog.network_operands())
+      if (!dep.condition.empty() && o.chart_switch == dep.condition) switched = &o;
+    if (switched) {
+      on = std::find(operands.begin(), operands.end(), switched->name) != operands.end();
+    } else if (!dep.condition.empty()) {
+      if (auto c = at_path(chart.values, dep.condition); c.IsScalar()) YAML::convert<bool>::decode(c, on);
+    }
+    if (!on) continue;
+    const Chart* sub = chart.subchart(dep.name);
+    if (!sub) {
+      warnings.push_back("network chart subchart " + dep.name + " is not packed in the chart; its images are not in this lock");
+      continue;
+    }
+    YAML::Node values = YAML::Clone(sub->values);
+    merge_into(values, chart.values[dep.name]);
+    std::vector<NetworkChartImage> found;
+    walk_images(values, "", sub->app_version, {}, found, warnings);
+    for (auto& f : found) {
+      f.path = dep.name + "." + f.path;
+      out.push_back(std::move(f));
+    }
+  }
+  return out;
+}
 
 Result<void> resolve_network(const Recipe& recipe, const Chart& chart, const std::string& release_text,
                              const Catalog& catalog, Lock& lock) {

@@ -203,6 +203,11 @@ private:
   Recipe& m_r;
 };
 
+// The release file the Network Operator publishes at a tag.
+std::string default_network_release_file(const std::string& version) {
+  return "https://raw.githubusercontent.com/Mellanox/network-operator/" + version + "/hack/release.yaml";
+}
+
 void read_network(Reader& rd, const YAML::Node& n, Recipe& r) {
   rd.only(n, "network", {"version", "chart", "releaseFile", "operands", "ofedDriver", "ibKubernetes"});
   NetworkSettings net;
@@ -288,7 +293,6 @@ void read_network(Reader& rd, const YAML::Node& n, Recipe& r) {
   }
   r.network = std::move(net);
 }
-
 
 std::uint64_t nccl_size_bytes(std::string_view s) {
   int shift = s.back() == 'K' ? 10 : s.back() == 'M' ? 20 : s.back() == 'G' ? 30 : 0;
@@ -648,10 +652,6 @@ Result<Recipe> parse_recipe(const std::string& text, const std::filesystem::path
     return Failure{e.kind(), e.what()};
   }
   return r;
-}
-
-std::string default_network_release_file(const std::string& version) {
-  return "https://raw.githubusercontent.com/Mellanox/network-operator/" + version + "/hack/release.yaml";
 }
 
 std::string to_string(PackageFormat f) { return f == PackageFormat::Apt ? "apt" : "rpm-md"; }

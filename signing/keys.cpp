@@ -12,6 +12,7 @@
 
 #include "common/files.hpp"
 #include "common/log.hpp"
+#include "common/strings.hpp"
 #include "signing/digest.hpp"
 #include "signing/openssl_detail.hpp"
 
@@ -62,14 +63,17 @@ std::optional<KeyType> key_type_of(const EVP_PKEY* key) {
   }
 }
 
-std::string key_id_of(EVP_PKEY* key) {
+// The DER SubjectPublicKeyInfo.
+std::string public_der(EVP_PKEY* key) {
   unsigned char* der = nullptr;
   int len = i2d_PUBKEY(key, &der);
   if (len <= 0) throw Error(ErrorKind::Failed, "OpenSSL: cannot encode a public key");
-  std::string id = sha256_hex(std::string_view(reinterpret_cast<const char*>(der), static_cast<size_t>(len)));
+  std::string out(reinterpret_cast<const char*>(der), static_cast<size_t>(len));
   OPENSSL_free(der);
-  return id;
+  return out;
 }
+
+std::string key_id_of(EVP_PKEY* key) { return sha256_hex(public_der(key)); }
 
 EVP_PKEY* native(const PrivateKey& key) { return key.impl().key.get(); }
 EVP_PKEY* native(const PublicKey& key) { return key.impl().key.get(); }
@@ -93,10 +97,6 @@ std::vector<std::string> pem_labels(std::string_view text) {
   return labels;
 }
 
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
 std::string describe_label(const std::string& label) {
   if (label == "PUBLIC KEY" || label == "RSA PUBLIC KEY") return "a public key";
   if (label == "CERTIFICATE" || label == "TRUSTED CERTIFICATE") return "a certificate";
@@ -117,6 +117,17 @@ int passphrase_cb(char* buf, int size, int /*rwflag*/, void* u) {
   if (p.size() > static_cast<size_t>(size)) return -1;
   std::memcpy(buf, p.data(), p.size());
   return static_cast<int>(p.size());
+}
+
+// A signing key others can read is a key others can sign with.
+void warn_if_exposed(const std::filesystem::path& private_key) {
+  struct stat st {};
+  if (::stat(private_key.c_str(), &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 077)) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    log::warn(private_key.string() + ": private key is readable by others (mode " + mode + "); restrict it: chmod 600 " +
+              private_key.string());
+  }
 }
 
 }  // namespace
@@ -206,21 +217,6 @@ Result<PrivateKey> PrivateKey::parse(std::string_view pem, const std::string& so
   return PrivateKey(std::make_shared<const Impl>(Impl{std::move(key), *type}));
 }
 
-namespace {
-
-// A signing key others can read is a key others can sign with.
-void warn_if_exposed(const std::filesystem::path& private_key) {
-  struct stat st {};
-  if (::stat(private_key.c_str(), &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 077)) {
-    char mode[8];
-    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-    log::warn(private_key.string() + ": private key is readable by others (mode " + mode + "); restrict it: chmod 600 " +
-              private_key.string());
-  }
-}
-
-}  // namespace
-
 Result<PrivateKey> PrivateKey::load(const std::filesystem::path& path, const Passphrase& passphrase) {
   auto text = read_file(path);
   if (!text) return text.error();
@@ -295,14 +291,7 @@ std::string PublicKey::to_pem() const {
   return ossl::bio_contents(out.get());
 }
 
-std::string PublicKey::der() const {
-  unsigned char* der = nullptr;
-  int len = i2d_PUBKEY(m_impl->key.get(), &der);
-  if (len <= 0) throw Error(ErrorKind::Failed, "OpenSSL: cannot encode a public key");
-  std::string out(reinterpret_cast<const char*>(der), static_cast<size_t>(len));
-  OPENSSL_free(der);
-  return out;
-}
+std::string PublicKey::der() const { return ossl::public_der(m_impl->key.get()); }
 
 Result<Keyring> Keyring::load_dir(const std::filesystem::path& dir) {
   std::error_code ec;

@@ -4,7 +4,6 @@
 #include <climits>
 #include <cstring>
 #include <fcntl.h>
-#include <openssl/bn.h>
 #include <openssl/cms.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -17,13 +16,12 @@
 #include "signing/digest.hpp"
 #include "signing/openssl_detail.hpp"
 
-
 namespace gb {
 
 struct ModuleSigner::Impl {
   PrivateKey key;
   ossl::X509Ptr cert;
-  std::string fingerprint, subject, common_name, serial_hex, cert_der;
+  std::string fingerprint, subject, common_name, cert_der;
 };
 
 namespace {
@@ -76,16 +74,6 @@ std::string common_name_of(const X509_NAME* name) {
   return cn;
 }
 
-std::string serial_of(const X509* cert) {
-  BIGNUM* bn = ASN1_INTEGER_to_BN(X509_get0_serialNumber(cert), nullptr);
-  if (!bn) return "";
-  char* hex = BN_bn2hex(bn);
-  std::string s = hex ? hex : "";
-  OPENSSL_free(hex);
-  BN_free(bn);
-  return s;
-}
-
 std::uint32_t be32(std::string_view b) {
   auto u = [&](size_t i) { return static_cast<std::uint32_t>(static_cast<unsigned char>(b[i])); };
   return u(0) << 24 | u(1) << 16 | u(2) << 8 | u(3);
@@ -122,70 +110,7 @@ Result<void> run_tool(CommandRunner& runner, const std::vector<std::string>& arg
   return op_error(what + ": " + args[0] + " failed" + (first.empty() ? "" : ": " + first));
 }
 
-}  // namespace
-
-
-Result<ModuleSigner> ModuleSigner::load(const std::filesystem::path& key_path, const std::filesystem::path& cert_path,
-                                        const Passphrase& passphrase) {
-  if (key_path.empty()) return input_error("module signing needs a private key (--sign-key)");
-  if (cert_path.empty())
-    return input_error("module signing key " + key_path.string() +
-                       " was given without its certificate: give --sign-cert (PEM or DER X.509)");
-  auto key = PrivateKey::load(key_path, passphrase);
-  if (!key) return key.error();
-  if (key->type() == KeyType::Ed25519)
-    return input_error(key_path.string() + ": an Ed25519 key cannot sign kernel modules; use RSA or ECDSA");
-  auto cert = load_certificate(cert_path);
-  if (!cert) return cert.error();
-  ERR_clear_error();
-  if (X509_check_private_key(cert->get(), ossl::native(*key)) != 1) {
-    ERR_clear_error();
-    return input_error("key " + key_path.string() + " does not match certificate " + cert_path.string());
-  }
-  unsigned char* der = nullptr;
-  int len = i2d_X509(cert->get(), &der);
-  if (len <= 0) return op_error(cert_path.string() + ": cannot encode the certificate");
-  std::string cert_der(reinterpret_cast<char*>(der), static_cast<size_t>(len));
-  OPENSSL_free(der);
-  const X509_NAME* subject = X509_get_subject_name(cert->get());
-  Impl impl{std::move(key).value(), std::move(cert).value(), sha256_hex(cert_der), name_rfc2253(subject),
-            common_name_of(subject), "", std::move(cert_der)};
-  impl.serial_hex = serial_of(impl.cert.get());
-  return ModuleSigner(std::make_shared<const Impl>(std::move(impl)));
-}
-
-KeyType ModuleSigner::key_type() const { return m_impl->key.type(); }
-const std::string& ModuleSigner::fingerprint() const { return m_impl->fingerprint; }
-const std::string& ModuleSigner::subject() const { return m_impl->subject; }
-const std::string& ModuleSigner::common_name() const { return m_impl->common_name; }
-const std::string& ModuleSigner::serial_hex() const { return m_impl->serial_hex; }
-const std::string& ModuleSigner::certificate_der() const { return m_impl->cert_der; }
-
-Result<std::optional<AppendedSignature>> find_module_signature(std::string_view module, const std::string& source) {
-  const size_t tail = kTrailerSize + kModuleSignatureMagic.size();
-  if (module.size() < tail || module.substr(module.size() - kModuleSignatureMagic.size()) != kModuleSignatureMagic)
-    return std::optional<AppendedSignature>();
-  std::string_view trailer = module.substr(module.size() - tail, kTrailerSize);
-  std::uint32_t sig_len = be32(trailer.substr(8, 4));
-  if (sig_len == 0 || sig_len > module.size() - tail)
-    return input_error(source + ": damaged module signature (sig_len " + std::to_string(sig_len) + " exceeds the file)");
-  AppendedSignature s;
-  s.cms_size = sig_len;
-  s.module_size = module.size() - tail - sig_len;
-  s.id_type = static_cast<std::uint8_t>(trailer[2]);
-  return std::optional<AppendedSignature>(s);
-}
-
-Result<std::string_view> unsigned_module(std::string_view module, const std::string& source) {
-  // sign-file run on a signed module stacks a second signature: peel them all.
-  for (;;) {
-    auto sig = find_module_signature(module, source);
-    if (!sig) return sig.error();
-    if (!sig.value()) return module;
-    module = module.substr(0, sig.value()->module_size);
-  }
-}
-
+// Signs `module` (any existing signature is removed first; no stripping).
 Result<std::string> sign_module(const ModuleSigner& signer, std::string_view module, const std::string& source,
                                 const std::string& hash) {
   if (!is_elf(module)) return not_elf(module, source);
@@ -217,13 +142,85 @@ Result<std::string> sign_module(const ModuleSigner& signer, std::string_view mod
   signed_module.append(sig);
   char trailer[kTrailerSize] = {0, 0, static_cast<char>(kPkeyIdPkcs7), 0, 0, 0, 0, 0};
   auto len = static_cast<std::uint32_t>(sig.size());
-  trailer[8] = static_cast<char>(len >> 24);
-  trailer[9] = static_cast<char>(len >> 16);
-  trailer[10] = static_cast<char>(len >> 8);
-  trailer[11] = static_cast<char>(len);
+  for (int i = 0; i < 4; ++i) trailer[8 + i] = static_cast<char>(len >> (24 - 8 * i));  // big-endian sig_len
   signed_module.append(trailer, kTrailerSize);
   signed_module.append(kModuleSignatureMagic);
   return signed_module;
+}
+
+// `strip --strip-debug` on a temporary copy of `module`; returns the result.
+Result<std::string> strip_module_debug(std::string_view module, const std::string& source,
+                                       const std::string& strip_program, CommandRunner* runner) {
+  std::error_code ec;
+  std::string tmpl = (std::filesystem::temp_directory_path(ec) / "gpubundle-strip.XXXXXX").string();
+  if (!::mkdtemp(tmpl.data())) return op_error("cannot create a temp folder for strip: " + std::string(std::strerror(errno)));
+  ScratchDir dir{std::filesystem::path(tmpl)};
+  std::filesystem::path copy = dir.path() / "module.ko";
+  auto w = write_atomic(copy, module, 0600);
+  if (!w) return w.error();
+  auto run = run_tool(runner ? *runner : system_runner(), {strip_program, "--strip-debug", copy.string()}, "stripping " + source);
+  if (!run) return run.error();
+  return read_file(copy);
+}
+
+}  // namespace
+
+Result<ModuleSigner> ModuleSigner::load(const std::filesystem::path& key_path, const std::filesystem::path& cert_path,
+                                        const Passphrase& passphrase) {
+  if (key_path.empty()) return input_error("module signing needs a private key (--sign-key)");
+  if (cert_path.empty())
+    return input_error("module signing key " + key_path.string() +
+                       " was given without its certificate: give --sign-cert (PEM or DER X.509)");
+  auto key = PrivateKey::load(key_path, passphrase);
+  if (!key) return key.error();
+  if (key->type() == KeyType::Ed25519)
+    return input_error(key_path.string() + ": an Ed25519 key cannot sign kernel modules; use RSA or ECDSA");
+  auto cert = load_certificate(cert_path);
+  if (!cert) return cert.error();
+  ERR_clear_error();
+  if (X509_check_private_key(cert->get(), ossl::native(*key)) != 1) {
+    ERR_clear_error();
+    return input_error("key " + key_path.string() + " does not match certificate " + cert_path.string());
+  }
+  unsigned char* der = nullptr;
+  int len = i2d_X509(cert->get(), &der);
+  if (len <= 0) return op_error(cert_path.string() + ": cannot encode the certificate");
+  std::string cert_der(reinterpret_cast<char*>(der), static_cast<size_t>(len));
+  OPENSSL_free(der);
+  const X509_NAME* subject = X509_get_subject_name(cert->get());
+  return ModuleSigner(std::make_shared<const Impl>(Impl{std::move(key).value(), std::move(cert).value(), sha256_hex(cert_der),
+                                                       name_rfc2253(subject), common_name_of(subject), std::move(cert_der)}));
+}
+
+KeyType ModuleSigner::key_type() const { return m_impl->key.type(); }
+const std::string& ModuleSigner::fingerprint() const { return m_impl->fingerprint; }
+const std::string& ModuleSigner::subject() const { return m_impl->subject; }
+const std::string& ModuleSigner::common_name() const { return m_impl->common_name; }
+const std::string& ModuleSigner::certificate_der() const { return m_impl->cert_der; }
+
+Result<std::optional<AppendedSignature>> find_module_signature(std::string_view module, const std::string& source) {
+  const size_t tail = kTrailerSize + kModuleSignatureMagic.size();
+  if (module.size() < tail || module.substr(module.size() - kModuleSignatureMagic.size()) != kModuleSignatureMagic)
+    return std::optional<AppendedSignature>();
+  std::string_view trailer = module.substr(module.size() - tail, kTrailerSize);
+  std::uint32_t sig_len = be32(trailer.substr(8, 4));
+  if (sig_len == 0 || sig_len > module.size() - tail)
+    return input_error(source + ": damaged module signature (sig_len " + std::to_string(sig_len) + " exceeds the file)");
+  AppendedSignature s;
+  s.cms_size = sig_len;
+  s.module_size = module.size() - tail - sig_len;
+  s.id_type = static_cast<std::uint8_t>(trailer[2]);
+  return std::optional<AppendedSignature>(s);
+}
+
+Result<std::string_view> unsigned_module(std::string_view module, const std::string& source) {
+  // sign-file run on a signed module stacks a second signature: peel them all.
+  for (;;) {
+    auto sig = find_module_signature(module, source);
+    if (!sig) return sig.error();
+    if (!sig.value()) return module;
+    module = module.substr(0, sig.value()->module_size);
+  }
 }
 
 Result<void> verify_module_signature(std::string_view module, const std::string& source,
@@ -254,27 +251,6 @@ Result<void> verify_module_signature(std::string_view module, const std::string&
                     (why.empty() ? "" : " (" + why + ")"));
   }
   return {};
-}
-
-Result<std::string> strip_module_debug(std::string_view module, const std::string& source,
-                                       const std::string& strip_program, CommandRunner* runner) {
-  std::error_code ec;
-  std::string tmpl = (std::filesystem::temp_directory_path(ec) / "gpubundle-strip.XXXXXX").string();
-  if (!::mkdtemp(tmpl.data())) return op_error("cannot create a temp folder for strip: " + std::string(std::strerror(errno)));
-  std::filesystem::path dir(tmpl);
-  struct Cleanup {
-    std::filesystem::path d;
-    ~Cleanup() {
-      std::error_code e;
-      std::filesystem::remove_all(d, e);
-    }
-  } cleanup{dir};
-  std::filesystem::path copy = dir / "module.ko";
-  auto w = write_atomic(copy, module, 0600);
-  if (!w) return w.error();
-  auto run = run_tool(runner ? *runner : system_runner(), {strip_program, "--strip-debug", copy.string()}, "stripping " + source);
-  if (!run) return run.error();
-  return read_file(copy);
 }
 
 Result<ModuleSignReport> sign_module_file(const ModuleSigner& signer, const std::filesystem::path& in,

@@ -63,8 +63,6 @@ public:
   const std::string& subject() const;
   // The subject's CN; what `modinfo -F signer` prints for a self-signed cert.
   const std::string& common_name() const;
-  // Upper-case hex serial, as `modinfo -F sig_key` prints it (without colons).
-  const std::string& serial_hex() const;
   // The certificate in DER, for `mokutil --import`.
   const std::string& certificate_der() const;
 
@@ -94,14 +92,6 @@ struct AppendedSignature {
 Result<std::optional<AppendedSignature>> find_module_signature(std::string_view module, const std::string& source);
 // The module without any appended signature.
 Result<std::string_view> unsigned_module(std::string_view module, const std::string& source);
-
-// Signs `module` (any existing signature is removed first; no stripping).
-Result<std::string> sign_module(const ModuleSigner& signer, std::string_view module, const std::string& source,
-                                const std::string& hash = "sha256");
-
-// `strip --strip-debug` on a temporary copy of `module`; returns the result.
-Result<std::string> strip_module_debug(std::string_view module, const std::string& source,
-                                       const std::string& strip_program = "strip", CommandRunner* runner = nullptr);
 
 // Checks the outermost appended signature of `module` against the certificate
 // `cert_path` (PEM or DER): the CMS must name that certificate (issuer and
