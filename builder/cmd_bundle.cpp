@@ -61,11 +61,11 @@ int create(Globals& g, const std::string& input, const std::string& output, cons
     for (const auto& v : r.volumes) j["volumes"].push_back(v.string());
     std::printf("%s\n", j.dump(2).c_str());
   } else {
-    log::info("bundle " + r.bundle_id + ": " + std::to_string(r.blobs) + " blobs, " + human_bytes(r.bytes_written) + " in " +
+    log_info("bundle " + r.bundle_id + ": " + std::to_string(r.blobs) + " blobs, " + human_bytes(r.bytes_written) + " in " +
               std::to_string(r.volumes.size()) + " volume(s)" +
               (r.blobs_omitted ? ", " + std::to_string(r.blobs_omitted) + " blobs left out (the site has them)" : "") +
               ", signed by " + key.id().substr(0, 16));
-    for (const auto& v : r.volumes) log::info("  " + v.string());
+    for (const auto& v : r.volumes) log_info("  " + v.string());
   }
   return 0;
 }
@@ -84,9 +84,9 @@ int verify(Globals& g, const std::vector<std::string>& files, const std::vector<
                         {"entries", r.entries},      {"bytes", r.bytes},        {"problems", r.problems}};
     std::printf("%s\n", j.dump(2).c_str());
   }
-  for (const auto& p : r.problems) log::error(p);
+  for (const auto& p : r.problems) log_error(p);
   if (!r.problems.empty()) return 1;
-  log::info("bundle " + r.bundle_id + ": OK, " + std::to_string(r.entries) + " entries, " + human_bytes(r.bytes) +
+  log_info("bundle " + r.bundle_id + ": OK, " + std::to_string(r.entries) + " entries, " + human_bytes(r.bytes) +
             (skip_signature ? "" : ", signed by " + r.signer.substr(0, 16)));
   return 0;
 }

@@ -101,7 +101,7 @@ CommandSpec driver_command() {
           if (lock) {
             for (const auto& img : images) record_built(*lock, img.built());
             write_atomic(a->lock, lock_to_json(*lock)).value_or_throw();
-            log::info("updated " + a->lock);
+            log_info("updated " + a->lock);
           }
           for (const auto& img : images) {
             if (g.json)

@@ -56,13 +56,13 @@ int run_import(Globals& g, const ImportArgs& a) {
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
-  log::info("imported bundle " + r.bundle_id + " into " + o.site.str() + ": " + std::to_string(r.images) + " images, " +
+  log_info("imported bundle " + r.bundle_id + " into " + o.site.str() + ": " + std::to_string(r.images) + " images, " +
             std::to_string(r.blobs_pushed) + " blobs pushed (" + human_bytes(r.bytes_pushed) + "), " +
             std::to_string(r.blobs_mounted) + " mounted, " + std::to_string(r.blobs_present) + " already there, " +
             std::to_string(r.manifests_pushed) + " manifests pushed");
   if (!o.kit_dir.empty()) {
-    log::info("install kit: " + o.kit_dir.string());
-    log::info("next: review " + (o.kit_dir / "values.yaml").string() + ", copy the containerd or CRI-O mirror config to the nodes, then run " +
+    log_info("install kit: " + o.kit_dir.string());
+    log_info("next: review " + (o.kit_dir / "values.yaml").string() + ", copy the containerd or CRI-O mirror config to the nodes, then run " +
               (o.kit_dir / "install.sh").string() + " --dry-run and " + (o.kit_dir / "install.sh").string());
   }
   return 0;

@@ -44,7 +44,7 @@ int run_inventory(Globals& g, const InventoryArgs& a) {
   std::string text = inventory_json(inv);
   if (!a.out.empty()) write_atomic(a.out, text).value_or_throw();
   if (g.json || a.out.empty()) std::fwrite(text.data(), 1, text.size(), stdout);
-  log::info("inventory of " + inv.source + ": " + std::to_string(inv.blobs.size()) + " blobs in " + std::to_string(inv.repositories) +
+  log_info("inventory of " + inv.source + ": " + std::to_string(inv.blobs.size()) + " blobs in " + std::to_string(inv.repositories) +
             " repositories" + (a.out.empty() ? "" : ", written to " + a.out));
   return 0;
 }

@@ -131,7 +131,7 @@ CommandSpec keys_command() {
           if (vm_cmd->parsed()) {
             std::string data = read_file(vm->first).value_or_throw();
             verify_module_signature(data, vm->first, vm->second).value_or_throw();
-            log::info(vm->first + ": good signature by the key of " + vm->second);
+            log_info(vm->first + ": good signature by the key of " + vm->second);
             return 0;
           }
           if (gen_cmd->parsed()) {
@@ -150,7 +150,7 @@ CommandSpec keys_command() {
             written.value_or_throw();
             write_atomic(pub_path, key.public_key().to_pem(), 0644).value_or_throw();
             std::string id = key.id();
-            log::info("wrote " + key_path.string() + " (" + std::string(key_type_name(*type)) +
+            log_info("wrote " + key_path.string() + " (" + std::string(key_type_name(*type)) +
                       (pass.set() ? ", encrypted" : ", not encrypted") + ") and " + pub_path.string());
             if (g.json)
               print_json({{"keyId", id}, {"type", key_type_name(*type)}, {"privateKey", key_path.string()},
@@ -170,7 +170,7 @@ CommandSpec keys_command() {
             std::string sig = sign_file(key, sign->file).value_or_throw();
             std::string out = sign->out.empty() ? sign->file + ".sig" : sign->out;
             write_atomic(out, sig).value_or_throw();
-            log::info("wrote " + out + " (key " + key.id() + ")");
+            log_info("wrote " + out + " (key " + key.id() + ")");
             return 0;
           }
           if (verify_cmd->parsed()) {
@@ -183,7 +183,7 @@ CommandSpec keys_command() {
             std::string id = verify_file(ring, verify->file, sig).value_or_throw();
             if (g.json) print_json({{"verified", true}, {"keyId", id}});
             else std::printf("%s\n", id.c_str());
-            log::info(verify->file + ": good signature by key " + id);
+            log_info(verify->file + ": good signature by key " + id);
             return 0;
           }
           if (sm_cmd->parsed()) {
@@ -195,7 +195,7 @@ CommandSpec keys_command() {
             opts.strip_program = sm->strip;
             std::string out = sm->out.empty() ? sm->module : sm->out;
             ModuleSignReport r = sign_module_file(signer, sm->module, out, opts).value_or_throw();
-            log::info("signed " + out + (r.had_signature ? " (old signature replaced)" : "") + " by \"" +
+            log_info("signed " + out + (r.had_signature ? " (old signature replaced)" : "") + " by \"" +
                       signer.subject() + "\", certificate sha256 " + signer.fingerprint());
             if (g.json)
               print_json({{"module", out},

@@ -66,7 +66,7 @@ CommandSpec mirror_command() {
           auto source = registry_source(config, copts);
           Store store = Store::open(g.store, StoreAccess::Exclusive, store_lock_wait_seconds()).value_or_throw();
           if (const auto& sw = store.swept(); sw.temps_removed)
-            log::info("removed " + std::to_string(sw.temps_removed) + " temp files of interrupted runs (" + human_bytes(sw.bytes_freed) + ")");
+            log_info("removed " + std::to_string(sw.temps_removed) + " temp files of interrupted runs (" + human_bytes(sw.bytes_freed) + ")");
 
           Lock lock;
           fs::path out = o->out;
@@ -77,7 +77,7 @@ CommandSpec mirror_command() {
             if (out.empty()) out = o->input;
             // A hand-made lock may name no chart: its images still mirror.
             if (o->chart.empty() && lock.chart.source.empty() && !fs::exists(store.chart_path(lock.chart.name, lock.chart.version)))
-              log::warn(o->input + ": names no chart source and chart " + lock.chart.name + " " + lock.chart.version +
+              log_warn(o->input + ": names no chart source and chart " + lock.chart.name + " " + lock.chart.version +
                         " is not in the store; `bundle create` needs it: mirror again with --chart FILE");
             else
               chart = lock_chart(lock, o->input, o->chart, access).value_or_throw();
@@ -87,7 +87,7 @@ CommandSpec mirror_command() {
             lock = std::move(r.lock);
             set_chart_sources_for_lock(lock, *in.recipe, out);
             chart = std::move(r.chart);
-            for (const auto& w : lock.warnings) log::warn(w);
+            for (const auto& w : lock.warnings) log_warn(w);
             if (o->locked) {
               // The digests to hold upstream to are the ones in the existing lock.
               auto old = load_lock(out.string());
@@ -96,8 +96,8 @@ CommandSpec mirror_command() {
                 if (auto* prev = old->find(i.source)) i.digest = prev->digest;
             }
           }
-          if (chart && chart->fetched) log::info("fetched chart " + lock.chart.name + " " + lock.chart.version + " from " + chart->chart.path.string());
-          if (chart && chart->stored) log::info("stored chart in " + store.chart_path(lock.chart.name, lock.chart.version).string());
+          if (chart && chart->fetched) log_info("fetched chart " + lock.chart.name + " " + lock.chart.version + " from " + chart->chart.path.string());
+          if (chart && chart->stored) log_info("stored chart in " + store.chart_path(lock.chart.name, lock.chart.version).string());
 
           auto progress = make_progress(progress_style(g));
           MirrorOptions mopts;
@@ -133,8 +133,8 @@ CommandSpec mirror_command() {
               j["images"].push_back({{"ref", i.ref}, {"digest", i.digest}, {"mediaType", i.media_type}, {"bytes", i.bytes}, {"upToDate", i.up_to_date}});
             std::printf("%s\n", j.dump(2).c_str());
           } else {
-            log::info(line);
-            log::info("wrote " + out.string());
+            log_info(line);
+            log_info("wrote " + out.string());
           }
           return 0;
         };

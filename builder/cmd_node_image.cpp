@@ -72,7 +72,7 @@ int bake(Globals& g, BakeArgs& a) {
     if (lock) {
       record_built(*lock, stored->built());
       write_atomic(a.lock, lock_to_json(*lock)).value_or_throw();
-      log::info("updated " + a.lock);
+      log_info("updated " + a.lock);
     }
   }
   if (g.json) {

@@ -65,7 +65,7 @@ CommandSpec overrides_command() {
             std::string s = j.dump(2) + "\n";
             std::fwrite(s.data(), 1, s.size(), stdout);
           } else {
-            log::info("wrote the install kit for " + options.registry.str() + " to " + *out + " (" +
+            log_info("wrote the install kit for " + options.registry.str() + " to " + *out + " (" +
                       std::to_string(k.files.size() + 1) + " files)");
           }
           return 0;

@@ -63,13 +63,13 @@ CommandSpec resolve_command() {
             throw Error(input_error(*recipe_path + ": is a lock; resolve reads a recipe (mirror, build, bundle create and overrides take a lock)"));
           ChartAccess offline{g.store};
           Lock lock = resolve_recipe(*in.recipe, *chart, offline).value_or_throw().lock;
-          for (const auto& w : lock.warnings) log::warn(w);
+          for (const auto& w : lock.warnings) log_warn(w);
           std::string json = lock_to_json(lock);
           if (!out->empty()) {
             set_chart_sources_for_lock(lock, *in.recipe, *out);
             json = lock_to_json(lock);
             write_atomic(*out, json).value_or_throw();
-            log::info("wrote " + *out);
+            log_info("wrote " + *out);
           }
           if (g.json) {
             std::fwrite(json.data(), 1, json.size(), stdout);

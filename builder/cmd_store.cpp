@@ -67,9 +67,9 @@ int store_fsck(const Globals& g, bool repair) {
     for (const auto& r : rep.repaired) std::printf("removed %s (corrupt)\n", r.c_str());
     for (const auto& p : rep.problems) std::printf("%s\n", p.c_str());
     if (!rep.repaired.empty())
-      log::info("fsck --repair: removed " + std::to_string(rep.repaired.size()) +
+      log_info("fsck --repair: removed " + std::to_string(rep.repaired.size()) +
                 " corrupt blobs; run `gpubundle mirror LOCK` with each lock that needs them to fetch them again");
-    log::info("fsck: " + std::to_string(rep.images) + " images, " + std::to_string(rep.blobs) + " blobs (" + human_bytes(rep.bytes) +
+    log_info("fsck: " + std::to_string(rep.images) + " images, " + std::to_string(rep.blobs) + " blobs (" + human_bytes(rep.bytes) +
               ") checked, " + std::to_string(rep.problems.size()) + " problems");
   }
   return rep.problems.empty() ? 0 : 1;

@@ -86,7 +86,7 @@ BuildSummary run_build(const BuildRequest& q, const std::filesystem::path& store
     }
     ResolvedRecipe r = resolve_recipe(*in.recipe, q.chart.string(), access).value_or_throw();
     set_chart_sources_for_lock(r.lock, *in.recipe, s.lock);
-    for (const auto& w : r.lock.warnings) log::warn(w);
+    for (const auto& w : r.lock.warnings) log_warn(w);
     return std::pair{std::move(r.lock), std::move(r.chart.chart)};
   });
   Lock& lock = resolved.first;

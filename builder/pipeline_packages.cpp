@@ -37,7 +37,7 @@ openpgp::SigningKey repo_signing_key(const Store& store, const fs::path& given) 
   if (ec) throw Error(ErrorKind::Failed, "cannot create " + file.parent_path().string() + ": " + ec.message());
   fs::permissions(file.parent_path(), fs::perms::owner_all, ec);
   auto key = openpgp::SigningKey::generate(file, "gpubundle site package repository").value_or_throw();
-  log::info("made the package repository signing key " + file.string() + " (" + key.fingerprint() +
+  log_info("made the package repository signing key " + file.string() + " (" + key.fingerprint() +
             "); sites trust it once, so keep it with the store or pass --repo-key");
   return key;
 }

@@ -125,7 +125,7 @@ Result<Inventory> registry_inventory(RegistryClient& client, const kit::SiteRegi
     std::set<std::string> seen;  // per repository: a digest is reachable in each
     auto tags = client.list_tags(repo);
     if (!tags) {
-      log::verbose(repo.str() + ": " + tags.error().message + " (not there yet)");
+      log_verbose(repo.str() + ": " + tags.error().message + " (not there yet)");
       continue;
     }
     for (const auto& t : tags.value()) {

@@ -19,7 +19,7 @@ using json = nlohmann::json;
 // --- site registry and naming -------------------------------------------
 
 Result<SiteRegistry> SiteRegistry::parse(std::string_view text) {
-  const std::string given = log::redact_url(text);  // errors echo it: never a password
+  const std::string given = redact_url(text);  // errors echo it: never a password
   SiteRegistry out;
   std::string_view rest = text;
   if (starts_with(rest, "http://")) {

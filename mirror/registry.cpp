@@ -196,7 +196,7 @@ struct RegistryClient::Impl::BlobFetch {
       if (!restart()) return local();
     } else if (*held > 0) {
       got = *held;
-      log::verbose(what + ": resuming at byte " + std::to_string(got) + " of " + std::to_string(size) + " (left by an earlier run)");
+      log_verbose(what + ": resuming at byte " + std::to_string(got) + " of " + std::to_string(size) + " (left by an earlier run)");
     }
     // Whole already (a run stopped before it named its blobs): no request,
     // and none for docker-registry to answer with a 416 whose body is short.
@@ -258,7 +258,7 @@ struct RegistryClient::Impl::BlobFetch {
           return Done::refused(what, r, req.url, r.status == 404 ? "blob unknown" : "");
         ++failures;
         ++im.n_retries;
-        log::verbose(what + ": transfer broke at byte " + std::to_string(got) + ", resuming");
+        log_verbose(what + ": transfer broke at byte " + std::to_string(got) + ", resuming");
         continue;
       }
       std::string hex = own_hash ? hasher.hex() : sink.sha256_hex();
@@ -269,7 +269,7 @@ struct RegistryClient::Impl::BlobFetch {
         return Done::stop(op_error(what + ": the bytes served hash to sha256:" + hex + " (corrupt download)"));
       ++failures;
       ++im.n_retries;
-      log::warn(what + ": digest mismatch, downloading it again");
+      log_warn(what + ": digest mismatch, downloading it again");
       if (!restart()) return local();
     }
   }
@@ -308,7 +308,7 @@ Result<void> RegistryClient::fetch_blobs(std::vector<BlobRequest> requests, cons
 
 Result<std::string> RegistryClient::get_url(const std::string& url) {
   auto& im = *m_impl;
-  std::string shown = log::redact_url(url);
+  std::string shown = redact_url(url);
   if (!starts_with(url, "https://") && !starts_with(url, "http://"))
     return input_error(shown + ": only http:// and https:// URLs can be fetched");
   if (!net::url_origin(url)) return input_error(shown + ": not a valid URL");

@@ -104,7 +104,7 @@ Result<RegistryConfig> RegistryConfig::load(const std::filesystem::path& file) {
             auto url = v[i].as<std::string>();
             if (!starts_with(url, "https://") && !starts_with(url, "http://"))
               return rd.fail(v[i], fpath + "[" + std::to_string(i) + "]",
-                             quote(log::redact_url(url)) + " must start with https:// or http://");
+                             quote(redact_url(url)) + " must start with https:// or http://");
             while (ends_with(url, "/")) url.pop_back();
             hc.mirrors.push_back(url);
           }

@@ -142,7 +142,7 @@ Result<void> RegistryClient::push_blob(const Reference& repo, const std::string&
     if (attempt > 0) {
       if (!im.backoff(attempt - 1, net::Response{}, waited)) break;
       ++im.n_retries;
-      log::verbose(last.message + "; starting the upload again");
+      log_verbose(last.message + "; starting the upload again");
     }
     bool mounted = false;
     auto loc = start(try_mount && attempt == 0, mounted);

@@ -189,8 +189,8 @@ net::Response RegistryClient::Impl::perform(const net::Request& req) {
   if (auto down = known_down(req.url)) return *down;
   ++n_requests;
   net::Response r = transport->perform(req);
-  if (log::level() >= log::Level::Verbose)
-    log::verbose(req.method + " " + log::redact_url(req.url) + " -> " + (r.answered() ? std::to_string(r.status) : r.error_text));
+  if (log_level() >= LogLevel::Verbose)
+    log_verbose(req.method + " " + redact_url(req.url) + " -> " + (r.answered() ? std::to_string(r.status) : r.error_text));
   if (!net::retryable(r)) note_down(req.url, r);
   return r;
 }
@@ -206,7 +206,7 @@ net::Response RegistryClient::Impl::with_retries(const net::Request& req) {
       return r;
     }
     ++n_retries;
-    log::verbose("retrying " + req.method + " " + log::redact_url(req.url) + " (" +
+    log_verbose("retrying " + req.method + " " + redact_url(req.url) + " (" +
                  (r.answered() ? std::to_string(r.status) : r.error_text) + ")");
   }
 }
@@ -349,7 +349,7 @@ net::Response RegistryClient::Impl::exchange(net::Request& req, const Endpoint& 
   for (int hop = 0; mode.follow && hop < net::k_max_redirects; ++hop) {
     auto next = net::redirect_target(req.url, r);
     if (!next) break;
-    log::verbose(req.method + " " + log::redact_url(req.url) + " -> " + std::to_string(r.status) + " " + log::redact_url(*next));
+    log_verbose(req.method + " " + redact_url(req.url) + " -> " + std::to_string(r.status) + " " + redact_url(*next));
     net::follow(req, r, std::move(*next));
     address(req, ep, base_headers, auth);
     r = mode.retry ? with_retries(req) : perform(req);

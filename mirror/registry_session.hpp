@@ -98,7 +98,7 @@ Answer<T> walk(const std::vector<Endpoint>& endpoints, const std::string& what, 
   for (std::size_t i = 0; i < endpoints.size(); ++i) {
     a = one(endpoints[i]);
     if (a.value || !a.next) return a;
-    if (i + 1 < endpoints.size()) log::verbose(a.failure.message + "; trying the next endpoint");
+    if (i + 1 < endpoints.size()) log_verbose(a.failure.message + "; trying the next endpoint");
   }
   return a;
 }

@@ -352,7 +352,7 @@ Result<void> Store::stage_blob(std::string_view digest, std::string_view bytes) 
   if (has_blob(digest, bytes.size())) {
     auto held = sha256_file_hex(blob_path(digest));
     if (held && "sha256:" + *held == digest) return {};
-    log::warn(blob_path(digest).string() + ": stored bytes do not match " + std::string(digest) + "; replacing them");
+    log_warn(blob_path(digest).string() + ": stored bytes do not match " + std::string(digest) + "; replacing them");
   }
   if (sha256_digest(bytes) != digest) return op_error(std::string(digest) + ": content hashes to " + sha256_digest(bytes));
   auto w = open_blob(std::string(digest), bytes.size());

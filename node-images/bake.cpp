@@ -137,7 +137,7 @@ Result<BakeResult> bake_node_overlay(const Recipe& recipe, const PreparedDriver&
     units.push_back("nvidia-fabricmanager.service");
     if (options.fabric_manager_packages.empty()) {
       layer.add_data("usr/lib/systemd/system/nvidia-fabricmanager.service", fabricmanager_unit());
-      log::warn("fabric manager: the NVIDIA installer does not ship nv-fabricmanager; the unit is in the overlay, but "
+      log_warn("fabric manager: the NVIDIA installer does not ship nv-fabricmanager; the unit is in the overlay, but "
                 "the binary must come from the nvidia-fabricmanager " + version +
                 " package (--fabric-manager-packages DIR, or install it in the image)");
     }
@@ -186,7 +186,7 @@ Result<BakeResult> bake_node_overlay(const Recipe& recipe, const PreparedDriver&
   if (!options.toolkit_packages.empty()) {
     if (auto r = take(options.toolkit_packages, "--toolkit-packages", ""); !r) return r.error();
   } else if (host_toolkit) {
-    log::warn("toolkit mode host: no --toolkit-packages given, so the overlay has the containerd drop-in but not "
+    log_warn("toolkit mode host: no --toolkit-packages given, so the overlay has the containerd drop-in but not "
               "nvidia-container-toolkit itself; install it in the image");
   }
   if (!options.fabric_manager_packages.empty())

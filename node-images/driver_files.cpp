@@ -139,7 +139,7 @@ Result<std::unique_ptr<PreparedDriver>> prepare_driver(const Recipe& recipe, con
     return input_error(recipe.where("driver.branch") + "driver.branch " + recipe.driver_branch + " but the installer " +
                        out->installer.source + " is " + version);
   out->module_type = effective_module_type(recipe, in.module_type.empty() ? recipe.kernel_module_type : in.module_type, version);
-  log::info("installer " + out->installer.source + ": driver " + version + ", " + out->module_type + " modules" +
+  log_info("installer " + out->installer.source + ": driver " + version + ", " + out->module_type + " modules" +
             (out->installer.header ? std::string(" (") + std::string(to_string(out->installer.header->flavour)) + ", " +
                                          std::string(to_string(out->installer.header->compression)) + ")"
                                    : std::string()));
@@ -172,7 +172,7 @@ Result<std::unique_ptr<PreparedDriver>> prepare_driver(const Recipe& recipe, con
         if (!r) return r.error();
         m.file = dst;
       }
-      log::info("signed " + std::to_string(km.modules.size()) + " modules for " + kernel + " with " + signer->subject());
+      log_info("signed " + std::to_string(km.modules.size()) + " modules for " + kernel + " with " + signer->subject());
     }
     out->kernels.push_back(std::move(km));
   }

@@ -100,7 +100,7 @@ std::optional<fs::path> StorePackageCache::find(const std::string& sha256, std::
   if (!m_store.has_blob(digest, size)) return std::nullopt;
   fs::path file = m_store.blob_path(digest);
   if (auto have = sha256_file_hex(file); have && *have == sha256) return file;
-  log::warn(file.string() + ": stored bytes do not match " + digest + "; fetching the package again");
+  log_warn(file.string() + ": stored bytes do not match " + digest + "; fetching the package again");
   std::error_code ec;
   fs::remove(file, ec);
   return std::nullopt;
@@ -117,7 +117,7 @@ Result<std::vector<fs::path>> kernel_header_packages(const Recipe& recipe, const
   const std::string ref = std::string(k_kernel_packages_repository) + ":" + kernel;
   fs::path dir = work / ("packages-" + kernel);
   if (auto have = store.find_image(ref)) {
-    log::info("kernel " + kernel + ": header packages from the store (" + ref + ")");
+    log_info("kernel " + kernel + ": header packages from the store (" + ref + ")");
     return export_artifact(store, *have, dir);
   }
   PackageFormat format = os_package_format(recipe.os);
@@ -141,7 +141,7 @@ Result<std::vector<fs::path>> kernel_header_packages(const Recipe& recipe, const
   auto fetched = packages::fetch_packages(sources, req, fo);
   if (!fetched) return fetched.error();
   if (auto r = store_artifact(store, ref, kernel, format, *fetched); !r) return r.error();
-  log::info("kernel " + kernel + ": " + std::to_string(fetched->size()) + " header packages fetched and stored as " + ref);
+  log_info("kernel " + kernel + ": " + std::to_string(fetched->size()) + " header packages fetched and stored as " + ref);
   // Out of the artifact, as a later build gets them: named files (kbuild
   // tells .deb from .rpm by name), each checked.
   auto stored = store.find_image(ref);

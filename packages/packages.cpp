@@ -41,7 +41,7 @@ net::Response get(net::Transport& t, const PackageSource& source, const std::str
   net::SendHooks hooks;
   hooks.before = fresh;
   hooks.on_retry = [&](const net::Response& r) {
-    log::verbose(label(source) + ": " + url + ": " + failure_text(r) + "; trying again");
+    log_verbose(label(source) + ": " + url + ": " + failure_text(r) + "; trying again");
   };
   return net::send(t, std::move(req), net::RetryPolicy{}, {}, hooks);
 }

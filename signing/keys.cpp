@@ -125,7 +125,7 @@ void warn_if_exposed(const std::filesystem::path& private_key) {
   if (::stat(private_key.c_str(), &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 077)) {
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-    log::warn(private_key.string() + ": private key is readable by others (mode " + mode + "); restrict it: chmod 600 " +
+    log_warn(private_key.string() + ": private key is readable by others (mode " + mode + "); restrict it: chmod 600 " +
               private_key.string());
   }
 }

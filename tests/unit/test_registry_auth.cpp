@@ -156,8 +156,8 @@ TEST_CASE("credential lookup order: config, REGISTRY_AUTH_FILE, DOCKER_CONFIG, H
 }
 
 TEST_CASE("secrets never survive redaction", "[auth]") {
-  CHECK(log::redact_url("https://robot:s3cret@reg.local/v2/") == "https://***@reg.local/v2/");
-  auto r = log::redact_url("https://auth.example/token?service=x&access_token=abc&refresh_token=def");
+  CHECK(redact_url("https://robot:s3cret@reg.local/v2/") == "https://***@reg.local/v2/");
+  auto r = redact_url("https://auth.example/token?service=x&access_token=abc&refresh_token=def");
   CHECK(r.find("abc") == std::string::npos);
   CHECK(r.find("def") == std::string::npos);
 }
