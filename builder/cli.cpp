@@ -215,7 +215,7 @@ int run(int argc, char** argv) {
   }
 }
 
-const Keyring* bundle_trust(Keyring& storage, const std::vector<std::string>& pubkeys, const std::string& keyring, bool skip_signature,
+const signing::Keyring* bundle_trust(signing::Keyring& storage, const std::vector<std::string>& pubkeys, const std::string& keyring, bool skip_signature,
                             const std::string& command) {
   if (skip_signature) {
     log_warn("--insecure-skip-signature: the bundle's signature is NOT checked; anyone could have written it");
@@ -224,8 +224,8 @@ const Keyring* bundle_trust(Keyring& storage, const std::vector<std::string>& pu
   if (pubkeys.empty() && keyring.empty())
     throw Error(ErrorKind::Input, command + " needs --pubkey or --keyring (the keys you trust), or --insecure-skip-signature; "
                                             "a bundle never vouches for itself");
-  if (!keyring.empty()) storage = Keyring::load_dir(keyring).value_or_throw();
-  for (const auto& p : pubkeys) storage.add(PublicKey::load(p).value_or_throw());
+  if (!keyring.empty()) storage = signing::Keyring::load_dir(keyring).value_or_throw();
+  for (const auto& p : pubkeys) storage.add(signing::PublicKey::load(p).value_or_throw());
   return &storage;
 }
 

@@ -32,20 +32,20 @@ struct ImportArgs {
 };
 
 int run_import(Globals& g, const ImportArgs& a) {
-  ImportOptions o;
+  bundles::ImportOptions o;
   o.site = kit::SiteRegistry::parse(a.registry).value_or_throw();
   o.layout = kit::parse_layout(a.layout).value_or_throw();
   o.jobs = std::max(1, a.jobs);
   o.check_blobs = a.check_blobs;
   o.package_repo_url = a.repo_site.url;
   o.package_repo_ca = a.repo_site.ca_pem();
-  if (!a.registry_config.empty()) o.config = RegistryConfig::load(a.registry_config).value_or_throw();
-  Keyring keys;
+  if (!a.registry_config.empty()) o.config = mirror::RegistryConfig::load(a.registry_config).value_or_throw();
+  signing::Keyring keys;
   o.trusted = bundle_trust(keys, a.pubkeys, a.keyring, a.skip_signature, "import");
   std::vector<std::filesystem::path> volumes(a.bundles.begin(), a.bundles.end());
   if (!a.no_kit) o.kit_dir = a.out.empty() ? default_kit_dir(volumes.front()) : std::filesystem::path(a.out);
   auto progress = make_progress(g.json ? ProgressStyle::Json : g.quiet ? ProgressStyle::None : ProgressStyle::Auto);
-  ImportReport r = import_bundle(volumes, o, *progress).value_or_throw();
+  bundles::ImportReport r = bundles::import_bundle(volumes, o, *progress).value_or_throw();
   if (g.json) {
     nlohmann::json j = {{"bundleId", r.bundle_id},           {"images", r.destinations},
                         {"blobsPushed", r.blobs_pushed},     {"blobsMounted", r.blobs_mounted},

@@ -36,16 +36,16 @@ CommandSpec overrides_command() {
         app.add_option("--layout", *layout, "strip-host (default): HOST/PREFIX/<path>; keep-host: HOST/PREFIX/<source host>/<path>");
         repo_site->declare(app);
         return [&g, lock_path, registry, out, chart_flag, layout, repo_site]() -> int {
-          auto [lock, lock_file] = lock_for(*lock_path).value_or_throw();
+          auto [lock, lock_file] = recipes::lock_for(*lock_path).value_or_throw();
           kit::KitOptions options;
           options.registry = kit::SiteRegistry::parse(*registry).value_or_throw();
           options.layout = kit::parse_layout(*layout).value_or_throw();
           options.package_repo_url = repo_site->url;
           options.package_repo_ca = repo_site->ca_pem();
-          LoadedChart chart = lock_chart(lock, lock_file, *chart_flag, ChartAccess{g.store}).value_or_throw();
-          std::optional<LoadedChart> network_chart;
+          mirror::LoadedChart chart = mirror::lock_chart(lock, lock_file, *chart_flag, mirror::ChartAccess{g.store}).value_or_throw();
+          std::optional<mirror::LoadedChart> network_chart;
           if (lock.network) {
-            network_chart = lock_network_chart(lock, lock_file, ChartAccess{g.store}).value_or_throw();
+            network_chart = mirror::lock_network_chart(lock, lock_file, mirror::ChartAccess{g.store}).value_or_throw();
             options.network_chart = &network_chart->chart;
           }
           kit::Kit k = kit::make_kit(lock, chart.chart, options).value_or_throw();
@@ -53,7 +53,7 @@ CommandSpec overrides_command() {
           // install.sh expects the chart archive next to it.
           write_atomic(fs::path(*out) / kit::kit_chart_file(lock), chart.archive).value_or_throw();
           if (network_chart)
-            write_atomic(fs::path(*out) / chart_file_name(lock.network->chart.name, lock.network->chart.version), network_chart->archive)
+            write_atomic(fs::path(*out) / recipes::chart_file_name(lock.network->chart.name, lock.network->chart.version), network_chart->archive)
                 .value_or_throw();
           if (g.json) {
             nlohmann::json j;

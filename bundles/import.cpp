@@ -17,7 +17,7 @@
 #include "signing/digest.hpp"
 #include "signing/keys.hpp"
 
-namespace gb {
+namespace gb::bundles {
 
 Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& volumes, const ImportOptions& o, Progress& progress) {
   // 1. Verify the signature, every header, every non-blob entry and the
@@ -34,11 +34,11 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
   std::map<std::string, std::uint64_t> stored_size;  // blob -> bytes in the bundle, whether hashed yet or not
   for (const auto& f : m.files)
     if (!f.blob.empty()) stored_size[f.blob] += f.size;
-  Lock lock = parse_lock(m.lock_json, "bundle lock").value_or_throw();
+  recipes::Lock lock = recipes::parse_lock(m.lock_json, "bundle lock").value_or_throw();
   // Plain HTTP when --registry says http:// or the registry config says
   // plainHttp for the site host: the push and the kit's node config agree.
   kit::SiteRegistry site = o.site;
-  if (const HostConfig* h = o.config.host(site.host); h && h->plain_http) site.plain_http = true;
+  if (const mirror::HostConfig* h = o.config.host(site.host); h && h->plain_http) site.plain_http = true;
 
   auto blobs = BundleBlobs::from(verified);
   if (!blobs) return blobs.error();
@@ -46,20 +46,20 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
   auto placements = kit::place_images(lock, site, o.layout);
   if (!placements) return placements.error();
 
-  std::map<std::string, Reference> dest_of;
+  std::map<std::string, recipes::Reference> dest_of;
   for (const auto& p : placements.value()) dest_of[p.source.str()] = p.destination;
 
-  RegistryConfig config = o.config;
+  mirror::RegistryConfig config = o.config;
   if (site.plain_http) config.hosts[site.host].plain_http = true;
-  ClientOptions co;
+  mirror::ClientOptions co;
   co.max_parallel = o.jobs;
-  RegistryClient client(config, co);
+  mirror::RegistryClient client(config, co);
 
   // 2. Per image: its repository, its manifests (to push last) and its other blobs.
   struct Plan {
     const BundleImage* image;
-    Reference repo;  // destination, no tag
-    Reference tagged;
+    recipes::Reference repo;  // destination, no tag
+    recipes::Reference tagged;
     std::vector<std::string> manifests;  // children first, top last
     std::vector<std::string> others;
     bool sparse = false;  // an index naming children the bundle lacks (bundles before filtered indexes)
@@ -78,12 +78,12 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
     // Recursion is bounded: verify refused indexes nested deeper than oci::k_max_index_depth.
     std::function<Result<void>(const std::string&, const std::string&, int)> walk = [&](const std::string& digest, const std::string& media,
                                                                                         int depth) -> Result<void> {
-      if (depth > oci::k_max_index_depth) return op_error("image " + img.ref + ": index nesting deeper than " + std::to_string(oci::k_max_index_depth));
+      if (depth > mirror::oci::k_max_index_depth) return op_error("image " + img.ref + ": index nesting deeper than " + std::to_string(mirror::oci::k_max_index_depth));
       if (!seen.insert(digest).second) return {};
       if (!blobs->find(digest)) return op_error("image " + img.ref + ": manifest " + digest + " is not in the bundle");
       auto bytes = blobs->content(digest);
       if (!bytes) return bytes.error();
-      auto parsed = oci::parse_manifest(bytes.value(), media);
+      auto parsed = mirror::oci::parse_manifest(bytes.value(), media);
       if (!parsed) return op_error("image " + img.ref + ": " + parsed.error().message);
       if (parsed->index()) {
         for (const auto& c : parsed->manifests) {
@@ -110,17 +110,17 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
 
   // 3. Blob jobs: the first repository needing a digest uploads it, the rest mount.
   struct BlobJob {
-    Reference repo;
+    recipes::Reference repo;
     std::string digest;
-    std::optional<Reference> mount_from;
+    std::optional<recipes::Reference> mount_from;
     std::size_t plan;  // the image it is for
   };
   std::vector<BlobJob> uploads, mounts;
-  std::map<std::string, Reference> first_repo;
+  std::map<std::string, recipes::Reference> first_repo;
   std::set<std::string> omitted(m.omitted.begin(), m.omitted.end());
   for (std::size_t i = 0; i < plans.size(); ++i)
     for (const auto& d : plans[i].others) {
-      const Reference& repo = plans[i].repo;
+      const recipes::Reference& repo = plans[i].repo;
       auto [it, fresh] = first_repo.emplace(d, repo);
       if (fresh) uploads.push_back({repo, d, std::nullopt, i});
       else if (!(it->second == repo)) mounts.push_back({repo, d, it->second, i});
@@ -131,7 +131,7 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
   report.images = plans.size();
   // Manifests, pushed last: children by digest, then the top one by tag (or digest).
   struct ManifestJob {
-    Reference ref;
+    recipes::Reference ref;
     std::string digest;
   };
   std::vector<ManifestJob> manifest_jobs;
@@ -140,7 +140,7 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
     first_manifest.push_back(manifest_jobs.size());
     for (const auto& d : p.manifests) {
       bool top = d == p.manifests.back();
-      Reference ref = top && !p.tagged.tag.empty() ? p.tagged : p.repo;
+      recipes::Reference ref = top && !p.tagged.tag.empty() ? p.tagged : p.repo;
       if (!top || p.tagged.tag.empty()) ref.digest = d;
       manifest_jobs.push_back({ref, d});
     }
@@ -225,12 +225,12 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
   // nothing (and after the bundle's own checks, which say more).
   std::optional<kit::Kit> kit;
   std::string chart_bytes;
-  std::optional<LoadedChart> network_chart;
+  std::optional<mirror::LoadedChart> network_chart;
   if (!o.kit_dir.empty()) {
     // The GPU Operator's chart by its name; a bundle of a lock with a network
     // section carries the network-operator chart too (bundle_writer.cpp).
     const std::string network_file =
-        lock.network ? "charts/" + chart_file_name(lock.network->chart.name, lock.network->chart.version) : "";
+        lock.network ? "charts/" + recipes::chart_file_name(lock.network->chart.name, lock.network->chart.version) : "";
     const BundleFile* chart_file = nullptr;
     const BundleFile* network_chart_file = nullptr;
     for (const auto& f : m.files) {
@@ -249,12 +249,12 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
     };
     auto stored = read_chart(*chart_file);
     if (!stored) return stored.error();
-    auto chart = lock_chart_archive(lock, std::move(stored.value()), chart_file->path);
+    auto chart = mirror::lock_chart_archive(lock, std::move(stored.value()), chart_file->path);
     if (!chart) return chart.error();
     if (network_chart_file) {
       auto net_stored = read_chart(*network_chart_file);
       if (!net_stored) return net_stored.error();
-      auto net = locked_chart_archive(lock.network->chart, std::move(net_stored.value()), network_chart_file->path);
+      auto net = mirror::locked_chart_archive(lock.network->chart, std::move(net_stored.value()), network_chart_file->path);
       if (!net) return net.error();
       network_chart = std::move(*net);
     }
@@ -266,7 +266,7 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
     ko.package_repo_ca = o.package_repo_ca;
     if (network_chart) ko.network_chart = &network_chart->chart;
     // The CA gpubundle was told to trust for the site is the one its nodes need.
-    if (const HostConfig* h = o.config.host(site.host); h && !h->ca_file.empty() && !site.plain_http) {
+    if (const mirror::HostConfig* h = o.config.host(site.host); h && !h->ca_file.empty() && !site.plain_http) {
       auto pem = read_file(h->ca_file);
       if (!pem) return pem.error();
       ko.registry_ca = pem.value();
@@ -389,10 +389,10 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
     if (auto w = kit::write_kit(*kit, o.kit_dir); !w) return w.error();
     if (auto w = write_atomic(o.kit_dir / kit::kit_chart_file(lock), chart_bytes); !w) return w.error();
     if (network_chart)
-      if (auto w = write_atomic(o.kit_dir / chart_file_name(lock.network->chart.name, lock.network->chart.version), network_chart->archive); !w)
+      if (auto w = write_atomic(o.kit_dir / recipes::chart_file_name(lock.network->chart.name, lock.network->chart.version), network_chart->archive); !w)
         return w.error();
   }
   return report;
 }
 
-}  // namespace gb
+}  // namespace gb::bundles

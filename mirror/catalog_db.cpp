@@ -5,10 +5,10 @@
 
 #include "mirror/sqlite.hpp"
 
-namespace gb {
+namespace gb::mirror {
 
 struct CatalogDb::Impl {
-  sqlite::Database db;
+  detail::Database db;
 };
 
 CatalogDb::CatalogDb() : m_impl(std::make_unique<Impl>()) {}
@@ -17,7 +17,7 @@ CatalogDb& CatalogDb::operator=(CatalogDb&&) noexcept = default;
 CatalogDb::~CatalogDb() = default;
 
 Result<CatalogDb> CatalogDb::open(const std::filesystem::path& file) {
-  auto db = sqlite::Database::open(file.string());
+  auto db = detail::Database::open(file.string());
   if (!db) return db.error();
   CatalogDb c;
   c.m_impl->db = std::move(db).value();
@@ -115,4 +115,4 @@ Result<void> CatalogDb::prune(const std::vector<std::string>& live_refs, const s
   return db.exec("COMMIT");
 }
 
-}  // namespace gb
+}  // namespace gb::mirror

@@ -15,7 +15,7 @@
 
 #include "common/error.hpp"
 
-namespace gb::oci {
+namespace gb::mirror::oci {
 
 inline constexpr std::string_view k_oci_manifest = "application/vnd.oci.image.manifest.v1+json";
 inline constexpr std::string_view k_oci_index = "application/vnd.oci.image.index.v1+json";
@@ -102,4 +102,4 @@ Result<std::optional<Manifest>> filter_index(const Manifest& index, const std::v
 // that mirror, bundle create, bundle verify and import each apply.
 Result<std::optional<Manifest>> site_index(const Manifest& index, const std::vector<std::string>& platforms);
 
-}  // namespace gb::oci
+}  // namespace gb::mirror::oci

@@ -10,7 +10,7 @@
 #include "common/strings.hpp"
 #include "recipes/yaml_input.hpp"
 
-namespace gb {
+namespace gb::mirror {
 
 namespace {
 
@@ -64,7 +64,7 @@ Result<RegistryConfig> RegistryConfig::load(const std::filesystem::path& file) {
   auto rel = [&](const std::string& p) { return p.empty() ? p : (dir / p).lexically_normal().string(); };
   RegistryConfig cfg;
   cfg.file = file;
-  auto loaded = load_yaml_input(text.value(), file.string());  // refuses a host or field written twice
+  auto loaded = recipes::load_yaml_input(text.value(), file.string());  // refuses a host or field written twice
   if (!loaded) return loaded.error();
   YAML::Node root = *loaded;
   if (root.IsNull()) return cfg;
@@ -249,4 +249,4 @@ Result<std::optional<Credential>> find_credential(const RegistryConfig& config, 
   return std::optional<Credential>{};
 }
 
-}  // namespace gb
+}  // namespace gb::mirror

@@ -11,7 +11,7 @@
 
 #include "common/error.hpp"
 
-namespace gb::sqlite {
+namespace gb::mirror::detail {
 
 class Statement {
 public:
@@ -91,4 +91,4 @@ private:
   sqlite3* m_db = nullptr;
 };
 
-}  // namespace gb::sqlite
+}  // namespace gb::mirror::detail

@@ -22,7 +22,7 @@
 #include "common/time.hpp"
 #include "recipes/chart_source.hpp"
 
-namespace gb {
+namespace gb::mirror {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -36,7 +36,7 @@ bool is_partial_name(std::string_view name) {
 }
 
 // Feeds the first `len` bytes of fd to each hasher.
-Result<void> hash_prefix(int fd, std::uint64_t len, const fs::path& path, std::initializer_list<Sha256*> hashers) {
+Result<void> hash_prefix(int fd, std::uint64_t len, const fs::path& path, std::initializer_list<signing::Sha256*> hashers) {
   std::string buf(1 << 16, '\0');
   std::uint64_t off = 0;
   while (off < len) {
@@ -208,12 +208,12 @@ Result<void> BlobWriter::truncate() {
   m_buffer.clear();
   m_hex.clear();
   if (::ftruncate(m_fd, 0) != 0) return op_error(m_partial.string() + ": cannot truncate: " + std::strerror(errno));
-  m_hash = Sha256();
+  m_hash = signing::Sha256();
   m_written = m_flushed = 0;
   return {};
 }
 
-Result<std::uint64_t> BlobWriter::resume(Sha256& hasher) {
+Result<std::uint64_t> BlobWriter::resume(signing::Sha256& hasher) {
   if (auto r = flush(); !r) return r.error();
   struct stat st {};
   if (::fstat(m_fd, &st) != 0) return op_error(m_partial.string() + ": " + std::strerror(errno));
@@ -222,7 +222,7 @@ Result<std::uint64_t> BlobWriter::resume(Sha256& hasher) {
     if (auto t = truncate(); !t) return t.error();
     return std::uint64_t{0};
   }
-  m_hash = Sha256();
+  m_hash = signing::Sha256();
   m_hex.clear();
   if (auto r = hash_prefix(m_fd, held, m_partial, {&m_hash, &hasher}); !r) return r.error();
   m_written = m_flushed = held;
@@ -331,30 +331,30 @@ void Store::sweep() {
   }
 }
 
-fs::path Store::blob_path(std::string_view digest) const { return m_impl->root / "blobs" / "sha256" / digest_hex(digest); }
+fs::path Store::blob_path(std::string_view digest) const { return m_impl->root / "blobs" / "sha256" / signing::digest_hex(digest); }
 
 bool Store::has_blob(std::string_view digest, std::uint64_t size) const {
-  if (!is_sha256_digest(digest)) return false;  // never a path outside blobs/sha256
+  if (!signing::is_sha256_digest(digest)) return false;  // never a path outside blobs/sha256
   std::error_code ec;
   auto sz = fs::file_size(blob_path(digest), ec);
   return !ec && (size == 0 || sz == size);
 }
 
 Result<std::string> Store::read_blob(std::string_view digest) const {
-  if (!is_sha256_digest(digest)) return op_error("not a sha256 digest: " + std::string(digest.substr(0, 80)));
+  if (!signing::is_sha256_digest(digest)) return op_error("not a sha256 digest: " + std::string(digest.substr(0, 80)));
   auto r = read_file(blob_path(digest));
   if (!r) return op_error(m_impl->root.string() + ": blob " + std::string(digest) + " is missing");
   return r;
 }
 
 Result<void> Store::stage_blob(std::string_view digest, std::string_view bytes) {
-  if (!is_sha256_digest(digest)) return op_error("not a sha256 digest: " + std::string(digest.substr(0, 80)));
+  if (!signing::is_sha256_digest(digest)) return op_error("not a sha256 digest: " + std::string(digest.substr(0, 80)));
   if (has_blob(digest, bytes.size())) {
-    auto held = sha256_file_hex(blob_path(digest));
+    auto held = signing::sha256_file_hex(blob_path(digest));
     if (held && "sha256:" + *held == digest) return {};
     log_warn(blob_path(digest).string() + ": stored bytes do not match " + std::string(digest) + "; replacing them");
   }
-  if (sha256_digest(bytes) != digest) return op_error(std::string(digest) + ": content hashes to " + sha256_digest(bytes));
+  if (signing::sha256_digest(bytes) != digest) return op_error(std::string(digest) + ": content hashes to " + signing::sha256_digest(bytes));
   auto w = open_blob(std::string(digest), bytes.size());
   if (!w) return w.error();
   if (auto r = (*w)->truncate(); !r) return r;
@@ -394,7 +394,7 @@ Result<void> Store::sync_blobs() {
 }
 
 Result<std::unique_ptr<BlobWriter>> Store::open_blob(const std::string& digest, std::uint64_t size) {
-  if (!is_sha256_digest(digest)) return op_error("not a sha256 digest: " + digest.substr(0, 80));
+  if (!signing::is_sha256_digest(digest)) return op_error("not a sha256 digest: " + digest.substr(0, 80));
   fs::path final_path = blob_path(digest);
   fs::path partial = final_path;
   partial += k_partial_suffix;
@@ -532,7 +532,7 @@ Result<void> Store::publish(const std::vector<Publication>& items) {
 }
 
 fs::path Store::chart_path(const std::string& name, const std::string& version) const {
-  return m_impl->root / "charts" / chart_file_name(name, version);
+  return m_impl->root / "charts" / recipes::chart_file_name(name, version);
 }
 
 Result<void> Store::put_chart(const std::string& name, const std::string& version, std::string_view bytes, const std::string& source) {
@@ -540,7 +540,7 @@ Result<void> Store::put_chart(const std::string& name, const std::string& versio
   if (auto r = write_atomic(path, bytes); !r) return r;
   auto cat = catalog();
   if (!cat) return cat.error();
-  return (*cat)->record_chart({name, version, path.filename().string(), sha256_hex(bytes), source, rfc3339_utc_now()});
+  return (*cat)->record_chart({name, version, path.filename().string(), signing::sha256_hex(bytes), source, rfc3339_utc_now()});
 }
 
 Result<CatalogDb*> Store::catalog() {
@@ -571,11 +571,11 @@ Result<Store::FsckReport> Store::fsck(bool repair) {
   for (const auto& e : fs::directory_iterator(root / "blobs" / "sha256", ec)) {
     auto name = e.path().filename().string();
     if (is_temp_name(name) || is_partial_name(name)) continue;  // a writer's (or a crash's) leftover; gc removes it
-    if (!e.is_regular_file() || !is_sha256_digest("sha256:" + name)) {
+    if (!e.is_regular_file() || !signing::is_sha256_digest("sha256:" + name)) {
       rep.problems.push_back("blobs/sha256/" + name + ": not a blob");
       continue;
     }
-    auto h = sha256_file_hex(e.path());
+    auto h = signing::sha256_file_hex(e.path());
     ++rep.blobs;
     rep.bytes += e.file_size(ec);
     if (!h) {
@@ -600,7 +600,7 @@ Result<Store::FsckReport> Store::fsck(bool repair) {
   for (const auto& i : *imgs) {
     ++rep.images;
     std::string ref = i.ref.empty() ? "index.json entry " + i.digest : i.ref;
-    if (!is_sha256_digest(i.digest)) {
+    if (!signing::is_sha256_digest(i.digest)) {
       rep.problems.push_back(ref + ": invalid digest '" + i.digest + "'");
       continue;
     }
@@ -617,7 +617,7 @@ Result<Store::GcReport> Store::gc() {
   auto live = reachable();
   if (!live) return live.error();
   std::set<std::string> keep;
-  for (const auto& d : *live) keep.insert(digest_hex(d));
+  for (const auto& d : *live) keep.insert(signing::digest_hex(d));
   bool own_lock = m_impl->access == StoreAccess::Exclusive;
   auto now = fs::file_time_type::clock::now();
   auto is_stale_temp = [&](const fs::directory_entry& e) {
@@ -678,4 +678,4 @@ Result<Store::GcReport> Store::gc() {
   return rep;
 }
 
-}  // namespace gb
+}  // namespace gb::mirror

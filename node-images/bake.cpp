@@ -8,7 +8,7 @@
 #include "common/log.hpp"
 #include "common/strings.hpp"
 
-namespace gb {
+namespace gb::node_images {
 
 namespace fs = std::filesystem;
 
@@ -107,7 +107,7 @@ Result<void> check_bake_options(const BakeOptions& options, const std::string& d
   return {};
 }
 
-Result<BakeResult> bake_node_overlay(const Recipe& recipe, const PreparedDriver& driver, const BakeOptions& options) {
+Result<BakeResult> bake_node_overlay(const recipes::Recipe& recipe, const PreparedDriver& driver, const BakeOptions& options) {
   const auto& version = driver.installer.manifest.version;
   std::error_code ec;
   fs::create_directories(options.output, ec);
@@ -147,7 +147,7 @@ Result<BakeResult> bake_node_overlay(const Recipe& recipe, const PreparedDriver&
     layer.add_data(k_mok_path, driver.signer->certificate_der);
     mok = std::string("/") + k_mok_path;
   }
-  bool host_toolkit = recipe.toolkit_mode == ToolkitMode::Host;
+  bool host_toolkit = recipe.toolkit_mode == recipes::ToolkitMode::Host;
   if (host_toolkit) layer.add_data("etc/containerd/conf.d/99-nvidia.toml", containerd_dropin());
 
   fs::path overlay = options.output / "overlay.tar";
@@ -226,4 +226,4 @@ Result<BakeResult> bake_node_overlay(const Recipe& recipe, const PreparedDriver&
   return BakeResult{overlay, blob->sha256, records.size(), packages};
 }
 
-}  // namespace gb
+}  // namespace gb::node_images

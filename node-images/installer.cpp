@@ -15,7 +15,7 @@
 #include "common/strings.hpp"
 #include "signing/digest.hpp"
 
-namespace gb {
+namespace gb::node_images {
 
 namespace fs = std::filesystem;
 
@@ -245,12 +245,12 @@ Result<void> extract_makeself(const fs::path& run, const MakeselfHeader& header,
   src->f = f.get();
   src->left = header.payload_size ? header.payload_size : header.file_size - header.payload_offset;
 
-  detail::ArchiveReader a(archive_read_new());
-  detail::support_builtin_filters(a.get());
+  gb::detail::ArchiveReader a(archive_read_new());
+  gb::detail::support_builtin_filters(a.get());
   archive_read_support_format_tar(a.get());
   if (archive_read_open(a.get(), src.get(), nullptr, payload_read, nullptr) != ARCHIVE_OK)
     return input_error(run.string() + ": truncated or damaged payload at byte " + std::to_string(header.payload_offset) +
-                       ": " + detail::archive_error(a.get()));
+                       ": " + gb::detail::archive_error(a.get()));
   // unpack.hpp: no entry, link or hard link resolves outside dest.
   auto entries = detail::unpack_entries(a.get(), dest, run.string(), {});
   if (!entries) return entries.error();
@@ -368,7 +368,7 @@ Result<Installer> open_installer(const fs::path& run_or_dir, const fs::path& san
   } else if (fs::is_regular_file(run_or_dir, ec)) {
     auto header = read_makeself_header(run_or_dir);
     if (!header) return header.error();
-    auto sum = sha256_file_hex(run_or_dir);
+    auto sum = signing::sha256_file_hex(run_or_dir);
     if (!sum) return sum.error();
     inst.sha256 = *sum;
     inst.root = sandbox / "installer";
@@ -390,4 +390,4 @@ Result<Installer> open_installer(const fs::path& run_or_dir, const fs::path& san
   return inst;
 }
 
-}  // namespace gb
+}  // namespace gb::node_images

@@ -30,7 +30,7 @@
 
 #include "common/error.hpp"
 
-namespace gb {
+namespace gb::node_images {
 
 enum class MakeselfFlavour { Upstream, NvidiaFork };
 enum class PayloadCompression { Gzip, Xz, Zstd, Bzip2, None };
@@ -99,4 +99,4 @@ struct Installer {
 // A .run is extracted into sandbox/installer; a folder is used in place.
 Result<Installer> open_installer(const std::filesystem::path& run_or_dir, const std::filesystem::path& sandbox);
 
-}  // namespace gb
+}  // namespace gb::node_images

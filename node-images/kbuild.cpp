@@ -15,7 +15,7 @@
 #include "common/strings.hpp"
 #include "node-images/unpack.hpp"
 
-namespace gb {
+namespace gb::node_images {
 
 namespace fs = std::filesystem;
 
@@ -214,4 +214,4 @@ Result<std::vector<BuiltModule>> build_modules(const Installer& installer, const
   return out;
 }
 
-}  // namespace gb
+}  // namespace gb::node_images

@@ -16,7 +16,7 @@
 
 #include "common/error.hpp"
 
-namespace gb {
+namespace gb::node_images {
 
 struct LayerEntry {
   enum class Kind { File, Dir, Symlink };
@@ -65,4 +65,4 @@ private:
 // Deterministic gzip of `tar` into `out`.
 Result<LayerBlob> gzip_layer(const std::filesystem::path& tar, const std::filesystem::path& out);
 
-}  // namespace gb
+}  // namespace gb::node_images

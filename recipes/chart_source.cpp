@@ -11,7 +11,7 @@
 #include "common/strings.hpp"
 #include "recipes/chart.hpp"
 
-namespace gb {
+namespace gb::recipes {
 
 namespace fs = std::filesystem;
 
@@ -141,4 +141,4 @@ Result<std::string> pack_chart_folder(const fs::path& folder) {
   return out;
 }
 
-}  // namespace gb
+}  // namespace gb::recipes

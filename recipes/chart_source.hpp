@@ -20,7 +20,7 @@
 #include "recipes/lock.hpp"
 #include "recipes/recipe.hpp"
 
-namespace gb {
+namespace gb::recipes {
 
 // The chart every recipe installs; the name looked up in Helm repositories
 // and appended to oci:// paths.
@@ -78,4 +78,4 @@ Result<LockFile> lock_for(const std::filesystem::path& input);
 // <Chart.yaml name>/, sorted, mtime 0, owner 0, no gzip timestamp.
 Result<std::string> pack_chart_folder(const std::filesystem::path& folder);
 
-}  // namespace gb
+}  // namespace gb::recipes

@@ -8,7 +8,7 @@
 
 #include "common/strings.hpp"
 
-namespace gb {
+namespace gb::recipes {
 
 namespace {
 
@@ -420,4 +420,4 @@ Findings mig_layout(const CompatibilityContext& ctx) {
   return f;
 }
 
-}  // namespace gb
+}  // namespace gb::recipes

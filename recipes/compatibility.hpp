@@ -12,7 +12,7 @@
 #include "recipes/chart.hpp"
 #include "recipes/recipe.hpp"
 
-namespace gb {
+namespace gb::recipes {
 
 // What the rules read: the inputs, and the facts the resolver chose from them.
 struct CompatibilityContext {
@@ -74,4 +74,4 @@ std::vector<const MigLayoutEntry*> mig_entries_for(const GpuInfo& gpu, const std
 // label nvidia.com/mig.config.
 bool is_label_value(const std::string& value);
 
-}  // namespace gb
+}  // namespace gb::recipes

@@ -12,7 +12,7 @@
 #include "recipes/reference.hpp"
 #include "signing/digest.hpp"
 
-namespace gb {
+namespace gb::recipes {
 
 using nlohmann::json;
 
@@ -68,7 +68,7 @@ std::string check_chart(const LockChart& c, const std::string& at, bool named) {
   if (c.version.size() > k_lock_max_chart_word || ((named || !c.version.empty()) && !is_word(c.version, "._+-")))
     return bad(at + ".version", c.version, "is not a chart version");
   if (!c.app_version.empty() && !is_word(c.app_version, "._+-")) return bad(at + ".appVersion", c.app_version, "is not a version");
-  if (!c.sha256.empty() && !is_sha256_hex(c.sha256)) return bad(at + ".sha256", c.sha256, "is not 64 hex digits");
+  if (!c.sha256.empty() && !signing::is_sha256_hex(c.sha256)) return bad(at + ".sha256", c.sha256, "is not 64 hex digits");
   return "";
 }
 
@@ -78,7 +78,7 @@ std::string check_lock(const Lock& l) {
   // Hand-written locks that only list images may leave the recipe-derived
   // fields empty: nothing is composed from an empty one.
   if (!l.recipe_name.empty() && !is_recipe_name(l.recipe_name)) return bad("recipe.name", l.recipe_name, "is not a recipe name");
-  if (!l.recipe_sha256.empty() && !is_sha256_hex(l.recipe_sha256)) return bad("recipe.sha256", l.recipe_sha256, "is not 64 hex digits");
+  if (!l.recipe_sha256.empty() && !signing::is_sha256_hex(l.recipe_sha256)) return bad("recipe.sha256", l.recipe_sha256, "is not 64 hex digits");
   if (!l.operator_version.empty() && !is_release_tag(l.operator_version)) return bad("operator.version", l.operator_version, "is not a release tag like v24.9.2");
   if (auto e = check_chart(l.chart, "chart", false); !e.empty()) return e;
   // Printed by diff, inventory and node check, compared with the catalog.
@@ -115,9 +115,9 @@ std::string check_lock(const Lock& l) {
     if (auto r = Reference::parse(i.source); !r) return at + ".source: " + r.error().message;
     if (!i.destination.empty())
       if (auto r = Reference::parse(i.destination); !r) return at + ".destination: " + r.error().message;
-    if (!i.digest.empty() && !is_sha256_digest(i.digest)) return bad(at + ".digest", i.digest, "is not sha256:<64 hex>");
+    if (!i.digest.empty() && !signing::is_sha256_digest(i.digest)) return bad(at + ".digest", i.digest, "is not sha256:<64 hex>");
     if (!i.site_digest.empty()) {
-      if (!is_sha256_digest(i.site_digest)) return bad(at + ".siteDigest", i.site_digest, "is not sha256:<64 hex>");
+      if (!signing::is_sha256_digest(i.site_digest)) return bad(at + ".siteDigest", i.site_digest, "is not sha256:<64 hex>");
       if (i.digest.empty() || i.site_digest == i.digest || i.built)
         return bad(at + ".siteDigest", i.site_digest, "is only for a mirrored index the site gets filtered (digest set, and different)");
     }
@@ -145,12 +145,12 @@ std::string check_lock(const Lock& l) {
     if (auto e = check_chart(n->chart, "network.chart", true); !e.empty()) return e;
     if (n->release_file.empty() || n->release_file.find_first_of("\n\r") != std::string::npos)
       return bad("network.releaseFile", n->release_file, "is not a path or URL");
-    if (!is_sha256_hex(n->release_sha256)) return bad("network.releaseSha256", n->release_sha256, "is not 64 hex digits");
+    if (!signing::is_sha256_hex(n->release_sha256)) return bad("network.releaseSha256", n->release_sha256, "is not 64 hex digits");
     for (size_t i = 0; i < n->operands.size(); ++i)
       if (!Catalog::builtin().network_operand(n->operands[i]))
         return bad("network.operands[" + std::to_string(i) + "]", n->operands[i], "is not a Network Operator operand");
     // The NicClusterPolicy's ofedDriver.version: a tag prefix or a digest.
-    if (!n->doca_version.empty() && !is_sha256_digest(n->doca_version) && !is_word(n->doca_version, "._+-"))
+    if (!n->doca_version.empty() && !signing::is_sha256_digest(n->doca_version) && !is_word(n->doca_version, "._+-"))
       return bad("network.docaDriver.version", n->doca_version, "is not a DOCA driver version");
     // Written into nic-cluster-policy.yaml: held to the recipe's rules.
     const bool ib = std::find(n->operands.begin(), n->operands.end(), "ibKubernetes") != n->operands.end();
@@ -501,4 +501,4 @@ Result<Lock> load_lock(const std::string& file) {
   return parse_lock(text.value(), file);
 }
 
-}  // namespace gb
+}  // namespace gb::recipes

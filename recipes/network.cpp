@@ -9,7 +9,7 @@
 #include "recipes/yaml_input.hpp"
 #include "signing/digest.hpp"
 
-namespace gb {
+namespace gb::recipes {
 
 bool is_network_component(std::string_view component) { return starts_with(component, k_network_component_prefix); }
 
@@ -152,7 +152,7 @@ public:
     n.version = m_net.version;
     n.chart = {m_chart.name, m_chart.version, m_chart.app_version, m_net.chart, m_chart.sha256};
     n.release_file = m_net.release_file;
-    n.release_sha256 = sha256_hex(release_text);
+    n.release_sha256 = signing::sha256_hex(release_text);
     // One NFD per cluster, as the Network Operator's docs ask: the GPU
     // Operator's, whose worker labels the NICs too (the chart's NodeFeatureRule
     // for them stays on, kit/kit_network.cpp).
@@ -315,4 +315,4 @@ Result<void> resolve_network(const Recipe& recipe, const Chart& chart, const std
   return NetworkResolver(recipe, chart, catalog, lock).run(release_text);
 }
 
-}  // namespace gb
+}  // namespace gb::recipes

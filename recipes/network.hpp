@@ -30,7 +30,7 @@
 #include "recipes/lock.hpp"
 #include "recipes/recipe.hpp"
 
-namespace gb {
+namespace gb::recipes {
 
 inline constexpr const char* k_network_chart = "network-operator";
 
@@ -83,4 +83,4 @@ std::vector<NetworkChartImage> network_chart_images(const Chart& chart, const st
 Result<void> resolve_network(const Recipe& recipe, const Chart& chart, const std::string& release_text,
                              const Catalog& catalog, Lock& lock);
 
-}  // namespace gb
+}  // namespace gb::recipes

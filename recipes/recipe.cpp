@@ -16,7 +16,7 @@
 #include "recipes/yaml_input.hpp"
 #include "signing/digest.hpp"
 
-namespace gb {
+namespace gb::recipes {
 
 bool is_nccl_size(std::string_view s) {
   if (!s.empty() && (s.back() == 'K' || s.back() == 'M' || s.back() == 'G')) s.remove_suffix(1);
@@ -74,7 +74,7 @@ std::uint64_t pkey_guid_value(std::string_view guid) {
   return v;
 }
 
-bool is_driver_version(std::string_view s) { return is_dotted_number(s, 2, 3) || is_sha256_digest(s); }
+bool is_driver_version(std::string_view s) { return is_dotted_number(s, 2, 3) || signing::is_sha256_digest(s); }
 
 std::string label_problem(std::string_view key, std::string_view value) {
   auto name_ok = [](std::string_view n) {
@@ -679,4 +679,4 @@ Result<Recipe> load_recipe(const std::filesystem::path& file) {
   return parse_recipe(text.value(), file);
 }
 
-}  // namespace gb
+}  // namespace gb::recipes

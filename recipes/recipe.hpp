@@ -43,7 +43,7 @@
 
 #include "common/error.hpp"
 
-namespace gb {
+namespace gb::recipes {
 
 enum class DriverMode { Conventional, Precompiled, Host };
 enum class ToolkitMode { Container, Host };
@@ -216,4 +216,4 @@ struct Recipe {
 Result<Recipe> parse_recipe(const std::string& text, const std::filesystem::path& file);
 Result<Recipe> load_recipe(const std::filesystem::path& file);
 
-}  // namespace gb
+}  // namespace gb::recipes

@@ -4,7 +4,7 @@
 
 #include "common/strings.hpp"
 
-namespace gb {
+namespace gb::recipes {
 
 namespace {
 
@@ -154,4 +154,4 @@ Reference Reference::rehomed(std::string_view registry_host, std::string_view pr
   return out;
 }
 
-}  // namespace gb
+}  // namespace gb::recipes

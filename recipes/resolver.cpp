@@ -12,7 +12,7 @@
 #include "recipes/reference.hpp"
 #include "signing/digest.hpp"
 
-namespace gb {
+namespace gb::recipes {
 
 namespace {
 
@@ -442,7 +442,7 @@ private:
     l.generator = std::string("gpubundle ") + GPUBUNDLE_VERSION;
     l.recipe_name = m_r.name;
     l.recipe_file = m_r.file.filename().string();
-    if (auto text = read_file(m_r.file)) l.recipe_sha256 = sha256_hex(text.value());
+    if (auto text = read_file(m_r.file)) l.recipe_sha256 = signing::sha256_hex(text.value());
     l.recipe_spec = recipe_spec();
     l.operator_version = m_version;
     l.chart = {m_chart.name, m_version, m_chart.app_version, m_r.chart, m_chart.sha256};
@@ -513,4 +513,4 @@ Result<Lock> resolve(const Recipe& recipe, const Chart& chart, const Catalog& ca
   return Resolver(recipe, chart, catalog).run();
 }
 
-}  // namespace gb
+}  // namespace gb::recipes

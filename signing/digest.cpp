@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
-namespace gb {
+namespace gb::signing {
 
 struct Sha256::Impl {
   struct Free {
@@ -73,4 +73,4 @@ bool is_sha256_hex(std::string_view h) {
 
 bool is_sha256_digest(std::string_view d) { return d.size() == 71 && d.substr(0, 7) == "sha256:" && is_sha256_hex(d.substr(7)); }
 
-}  // namespace gb
+}  // namespace gb::signing

@@ -10,7 +10,7 @@
 
 #include "common/error.hpp"
 
-namespace gb {
+namespace gb::signing {
 
 class Sha256 {
 public:
@@ -41,4 +41,4 @@ bool is_sha256_hex(std::string_view hex);
 // What follows the algorithm: "sha256:<hex>" gives "<hex>" (no ':' gives it all).
 std::string digest_hex(std::string_view digest);
 
-}  // namespace gb
+}  // namespace gb::signing

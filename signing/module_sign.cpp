@@ -16,11 +16,11 @@
 #include "signing/digest.hpp"
 #include "signing/openssl_detail.hpp"
 
-namespace gb {
+namespace gb::signing {
 
 struct ModuleSigner::Impl {
   PrivateKey key;
-  ossl::X509Ptr cert;
+  detail::X509Ptr cert;
   std::string fingerprint, subject, common_name, cert_der;
 };
 
@@ -33,7 +33,7 @@ struct FreeCms {
   void operator()(CMS_ContentInfo* c) const { CMS_ContentInfo_free(c); }
 };
 
-Result<ossl::X509Ptr> load_certificate(const std::filesystem::path& path) {
+Result<detail::X509Ptr> load_certificate(const std::filesystem::path& path) {
   auto text = read_file(path);
   if (!text) return text.error();
   const std::string& t = text.value();
@@ -41,9 +41,9 @@ Result<ossl::X509Ptr> load_certificate(const std::filesystem::path& path) {
   ERR_clear_error();
   X509* cert = nullptr;
   if (t.find("-----BEGIN CERTIFICATE-----") != std::string::npos) {
-    auto bio = ossl::mem_reader(t);
+    auto bio = detail::mem_reader(t);
     cert = PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr);
-    if (!cert) return input_error(source + ": malformed PEM certificate (" + ossl::last_error() + ")");
+    if (!cert) return input_error(source + ": malformed PEM certificate (" + detail::last_error() + ")");
   } else if (t.find("PRIVATE KEY-----") != std::string::npos) {
     return input_error(source + " holds a private key, but the signing certificate (PEM or DER) is needed here");
   } else if (t.find("-----BEGIN ") != std::string::npos) {
@@ -53,13 +53,13 @@ Result<ossl::X509Ptr> load_certificate(const std::filesystem::path& path) {
     cert = d2i_X509(nullptr, &p, static_cast<long>(t.size()));
     if (!cert) return input_error(source + ": not a certificate (neither PEM nor DER X.509)");
   }
-  return ossl::X509Ptr(cert);
+  return detail::X509Ptr(cert);
 }
 
 std::string name_rfc2253(const X509_NAME* name) {
-  auto out = ossl::mem_writer();
+  auto out = detail::mem_writer();
   X509_NAME_print_ex(out.get(), name, 0, XN_FLAG_RFC2253);
-  return ossl::bio_contents(out.get());
+  return detail::bio_contents(out.get());
 }
 
 std::string common_name_of(const X509_NAME* name) {
@@ -121,20 +121,20 @@ Result<std::string> sign_module(const ModuleSigner& signer, std::string_view mod
   if (!md) return input_error("module signing hash " + hash + " is not supported (sha256, sha384, sha512)");
 
   ERR_clear_error();
-  auto in = ossl::mem_reader(*base);
+  auto in = detail::mem_reader(*base);
   std::unique_ptr<CMS_ContentInfo, FreeCms> cms(
       CMS_sign(nullptr, nullptr, nullptr, nullptr, CMS_NOCERTS | CMS_PARTIAL | CMS_BINARY | CMS_DETACHED | CMS_STREAM));
-  if (!cms) return op_error(source + ": CMS_sign failed: " + ossl::last_error());
+  if (!cms) return op_error(source + ": CMS_sign failed: " + detail::last_error());
   const auto& impl = signer.impl();
-  if (!CMS_add1_signer(cms.get(), impl.cert.get(), ossl::native(impl.key), md,
+  if (!CMS_add1_signer(cms.get(), impl.cert.get(), detail::native(impl.key), md,
                        CMS_NOCERTS | CMS_BINARY | CMS_NOSMIMECAP | CMS_NOATTR))
-    return op_error(source + ": CMS_add1_signer failed: " + ossl::last_error());
+    return op_error(source + ": CMS_add1_signer failed: " + detail::last_error());
   if (CMS_final(cms.get(), in.get(), nullptr, CMS_NOCERTS | CMS_BINARY) != 1)
-    return op_error(source + ": CMS_final failed: " + ossl::last_error());
-  auto out = ossl::mem_writer();
+    return op_error(source + ": CMS_final failed: " + detail::last_error());
+  auto out = detail::mem_writer();
   if (i2d_CMS_bio_stream(out.get(), cms.get(), nullptr, 0) != 1)
-    return op_error(source + ": cannot encode the CMS signature: " + ossl::last_error());
-  std::string sig = ossl::bio_contents(out.get());
+    return op_error(source + ": cannot encode the CMS signature: " + detail::last_error());
+  std::string sig = detail::bio_contents(out.get());
 
   std::string signed_module;
   signed_module.reserve(base->size() + sig.size() + kTrailerSize + kModuleSignatureMagic.size());
@@ -178,7 +178,7 @@ Result<ModuleSigner> ModuleSigner::load(const std::filesystem::path& key_path, c
   auto cert = load_certificate(cert_path);
   if (!cert) return cert.error();
   ERR_clear_error();
-  if (X509_check_private_key(cert->get(), ossl::native(*key)) != 1) {
+  if (X509_check_private_key(cert->get(), detail::native(*key)) != 1) {
     ERR_clear_error();
     return input_error("key " + key_path.string() + " does not match certificate " + cert_path.string());
   }
@@ -234,10 +234,10 @@ Result<void> verify_module_signature(std::string_view module, const std::string&
     return op_error(source + ": signature id_type " + std::to_string(sig.value()->id_type) + " is not PKCS#7");
   if (sig.value()->module_size > static_cast<size_t>(INT_MAX)) return op_error(source + ": module too large");
   ERR_clear_error();
-  auto blob = ossl::mem_reader(module.substr(sig.value()->module_size, sig.value()->cms_size));
+  auto blob = detail::mem_reader(module.substr(sig.value()->module_size, sig.value()->cms_size));
   std::unique_ptr<CMS_ContentInfo, FreeCms> cms(d2i_CMS_bio(blob.get(), nullptr));
-  if (!cms) return op_error(source + ": the appended signature is not valid CMS (" + ossl::last_error() + ")");
-  auto content = ossl::mem_reader(module.substr(0, sig.value()->module_size));
+  if (!cms) return op_error(source + ": the appended signature is not valid CMS (" + detail::last_error() + ")");
+  auto content = detail::mem_reader(module.substr(0, sig.value()->module_size));
   STACK_OF(X509)* certs = sk_X509_new_null();
   if (!certs || !sk_X509_push(certs, cert->get())) {
     sk_X509_free(certs);
@@ -246,7 +246,7 @@ Result<void> verify_module_signature(std::string_view module, const std::string&
   int ok = CMS_verify(cms.get(), certs, nullptr, content.get(), nullptr, CMS_BINARY | CMS_NO_SIGNER_CERT_VERIFY);
   sk_X509_free(certs);  // the certificate itself stays owned by `cert`
   if (ok != 1) {
-    std::string why = ossl::last_error();
+    std::string why = detail::last_error();
     return op_error(source + ": signature does not verify with certificate " + cert_path.string() +
                     (why.empty() ? "" : " (" + why + ")"));
   }
@@ -280,4 +280,4 @@ Result<ModuleSignReport> sign_module_file(const ModuleSigner& signer, const std:
   return report;
 }
 
-}  // namespace gb
+}  // namespace gb::signing

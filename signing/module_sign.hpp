@@ -43,8 +43,10 @@
 #include "signing/keys.hpp"
 
 namespace gb {
-
 class CommandRunner;
+}
+
+namespace gb::signing {
 
 inline constexpr std::string_view kModuleSignatureMagic = "~Module signature appended~\n";
 
@@ -112,4 +114,4 @@ struct ModuleSignReport {
 Result<ModuleSignReport> sign_module_file(const ModuleSigner& signer, const std::filesystem::path& in,
                                           const std::filesystem::path& out, const ModuleSignOptions& options = {});
 
-}  // namespace gb
+}  // namespace gb::signing

@@ -10,7 +10,7 @@
 #include "common/strings.hpp"
 #include "common/time.hpp"
 
-namespace gb::openpgp {
+namespace gb::signing::openpgp {
 
 namespace fs = std::filesystem;
 
@@ -245,4 +245,4 @@ Result<std::string> SigningKey::detach_sign(std::string_view data, bool armor) c
                       "signature");
 }
 
-}  // namespace gb::openpgp
+}  // namespace gb::signing::openpgp

@@ -13,7 +13,7 @@
 
 #include "signing/keys.hpp"
 
-namespace gb::ossl {
+namespace gb::signing::detail {
 
 struct FreeBio {
   void operator()(BIO* b) const { BIO_free_all(b); }
@@ -52,4 +52,4 @@ std::string key_id_of(EVP_PKEY* key);
 EVP_PKEY* native(const PrivateKey& key);
 EVP_PKEY* native(const PublicKey& key);
 
-}  // namespace gb::ossl
+}  // namespace gb::signing::detail

@@ -7,7 +7,7 @@
 #include "signing/digest.hpp"
 #include "signing/openssl_detail.hpp"
 
-namespace gb {
+namespace gb::signing {
 
 namespace {
 
@@ -25,24 +25,24 @@ Result<std::string> sign_raw(const PrivateKey& key, std::string_view data) {
     return input_error("a " + std::string(key_type_name(key.type())) +
                        " key cannot sign bundles, locks or kits; use ed25519 or ecdsa-p256");
   ERR_clear_error();
-  ossl::MdCtx ctx(EVP_MD_CTX_new());
+  detail::MdCtx ctx(EVP_MD_CTX_new());
   auto* data_p = reinterpret_cast<const unsigned char*>(data.data());
   size_t len = 0;
-  if (!ctx || EVP_DigestSignInit(ctx.get(), nullptr, digest_for(key.type()), nullptr, ossl::native(key)) != 1 ||
+  if (!ctx || EVP_DigestSignInit(ctx.get(), nullptr, digest_for(key.type()), nullptr, detail::native(key)) != 1 ||
       EVP_DigestSign(ctx.get(), nullptr, &len, data_p, data.size()) != 1)
-    return op_error("OpenSSL: cannot sign: " + ossl::last_error());
+    return op_error("OpenSSL: cannot sign: " + detail::last_error());
   std::string sig(len, '\0');
   if (EVP_DigestSign(ctx.get(), reinterpret_cast<unsigned char*>(sig.data()), &len, data_p, data.size()) != 1)
-    return op_error("OpenSSL: cannot sign: " + ossl::last_error());
+    return op_error("OpenSSL: cannot sign: " + detail::last_error());
   sig.resize(len);
   return sig;
 }
 
 bool verify_raw(const PublicKey& key, std::string_view data, std::string_view signature) {
   if (!signs_detached(key.type())) return false;
-  ossl::MdCtx ctx(EVP_MD_CTX_new());
+  detail::MdCtx ctx(EVP_MD_CTX_new());
   bool ok = ctx &&
-            EVP_DigestVerifyInit(ctx.get(), nullptr, digest_for(key.type()), nullptr, ossl::native(key)) == 1 &&
+            EVP_DigestVerifyInit(ctx.get(), nullptr, digest_for(key.type()), nullptr, detail::native(key)) == 1 &&
             EVP_DigestVerify(ctx.get(), reinterpret_cast<const unsigned char*>(signature.data()), signature.size(),
                              reinterpret_cast<const unsigned char*>(data.data()), data.size()) == 1;
   ERR_clear_error();
@@ -171,4 +171,4 @@ Result<std::string> verify_file(const Keyring& trusted, const std::filesystem::p
   return id;
 }
 
-}  // namespace gb
+}  // namespace gb::signing

@@ -27,7 +27,7 @@
 #include "common/error.hpp"
 #include "signing/keys.hpp"
 
-namespace gb {
+namespace gb::signing {
 
 struct Signature {
   std::string key_id;
@@ -53,4 +53,4 @@ std::string signature_to_json(const Signature& sig);
 std::string base64_encode(std::string_view bytes);
 Result<std::string> base64_decode(std::string_view text);
 
-}  // namespace gb
+}  // namespace gb::signing

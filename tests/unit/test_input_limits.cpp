@@ -29,6 +29,10 @@
 #include "signing/keys.hpp"
 
 using namespace gb;
+using namespace gb::mirror;
+using namespace gb::node_images;
+using namespace gb::recipes;
+using namespace gb::signing;
 
 namespace {
 
