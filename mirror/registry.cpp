@@ -1,5 +1,5 @@
 // The pull side of RegistryClient: manifests, tag lists, blobs, URLs. Every
-// call that walks a host's endpoints goes through registry::walk (the one
+// call that walks a host's endpoints goes through detail::walk (the one
 // fall-through rule, registry_session.hpp).
 #include "mirror/registry.hpp"
 

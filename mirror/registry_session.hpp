@@ -141,7 +141,7 @@ struct RegistryClient::Impl {
   // requests to it get its failure without a request.
   struct HostDown {
     net::Response response;
-    std::string summary;  // what each request's failure ends with (registry::transport_problem)
+    std::string summary;  // what each request's failure ends with (detail::transport_problem)
     std::string line;     // the host's one line, with the fix for what it was (a mirror, the host itself)
   };
   std::vector<HostDown> hosts_down() const;  // sorted by line
