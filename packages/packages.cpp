@@ -80,11 +80,11 @@ Result<std::string> decompress(std::string_view data, const std::string& what, s
     if (data.size() > max_bytes) return op_error(what + ": larger than " + std::to_string(max_bytes) + " bytes");
     return std::string(data);
   }
-  detail::ArchiveReader a(archive_read_new());
-  detail::support_builtin_filters(a.get());
+  gb::detail::ArchiveReader a(archive_read_new());
+  gb::detail::support_builtin_filters(a.get());
   archive_read_support_format_raw(a.get());
   if (archive_read_open_memory(a.get(), data.data(), data.size()) != ARCHIVE_OK)
-    return op_error(what + ": cannot decompress: " + detail::archive_error(a.get()));
+    return op_error(what + ": cannot decompress: " + gb::detail::archive_error(a.get()));
   archive_entry* e = nullptr;
   if (archive_read_next_header(a.get(), &e) != ARCHIVE_OK)
     return op_error(what + ": cannot decompress: " + std::string(archive_error_string(a.get()) ? archive_error_string(a.get()) : "empty"));
@@ -92,7 +92,7 @@ Result<std::string> decompress(std::string_view data, const std::string& what, s
   char buf[1 << 16];
   for (;;) {
     la_ssize_t n = archive_read_data(a.get(), buf, sizeof buf);
-    if (n < 0) return op_error(what + ": cannot decompress: " + detail::archive_error(a.get()));
+    if (n < 0) return op_error(what + ": cannot decompress: " + gb::detail::archive_error(a.get()));
     if (n == 0) break;
     if (out.size() + static_cast<size_t>(n) > max_bytes)
       return op_error(what + ": decompresses to more than " + std::to_string(max_bytes) + " bytes; refused");

@@ -27,7 +27,7 @@ class Progress;
 namespace gb::net {
 class Transport;
 }
-namespace gb::detail {
+namespace gb::packages::detail {
 struct SolvIndex;  // packages/solver.hpp, private
 }
 

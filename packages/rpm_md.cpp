@@ -98,7 +98,7 @@ struct Prolog {
 // The decompressed primary.xml as a stdio stream for libsolv, read through
 // libarchive from the packed bytes: bounded, its size and sha256 kept.
 struct OpenStream {
-  detail::ArchiveReader archive{archive_read_new()};
+  gb::detail::ArchiveReader archive{archive_read_new()};
   std::uint64_t max_bytes = 0;
   std::uint64_t total = 0;
   signing::Sha256 sha;
@@ -113,7 +113,7 @@ struct OpenStream {
     };
     if (!s.error.empty()) return -1;
     la_ssize_t got = archive_read_data(s.archive.get(), buf, n);
-    if (got < 0) return fail("cannot decompress: " + detail::archive_error(s.archive.get()));
+    if (got < 0) return fail("cannot decompress: " + gb::detail::archive_error(s.archive.get()));
     s.total += static_cast<std::uint64_t>(got);
     if (s.total > s.max_bytes) return fail("decompresses to more than " + std::to_string(s.max_bytes) + " bytes; refused");
     s.sha.update(buf, static_cast<size_t>(got));
@@ -324,12 +324,12 @@ Result<void> stream_metadata(net::Transport& t, RpmIndex& index, RpmIndex::RepoI
   OpenStream stream;
   stream.max_bytes = info.signed_repomd ? open_limit
                                         : std::min(open_limit, std::max<std::uint64_t>(packed->size(), 1) * k_primary_max_ratio);
-  detail::support_builtin_filters(stream.archive.get());
+  gb::detail::support_builtin_filters(stream.archive.get());
   archive_read_support_format_raw(stream.archive.get());
   archive_entry* e = nullptr;
   if (archive_read_open_memory(stream.archive.get(), packed->data(), packed->size()) != ARCHIVE_OK ||
       archive_read_next_header(stream.archive.get(), &e) != ARCHIVE_OK)
-    return op_error(url + ": cannot decompress: " + detail::archive_error(stream.archive.get()));
+    return op_error(url + ": cannot decompress: " + gb::detail::archive_error(stream.archive.get()));
   cookie_io_functions_t io{};
   io.read = &OpenStream::read;
   detail::File in(fopencookie(&stream, "r", io));

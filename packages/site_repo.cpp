@@ -68,13 +68,13 @@ Result<std::string> gzip(std::string_view data, const std::string& what) {
     static_cast<std::string*>(s)->append(static_cast<const char*>(buf), n);
     return static_cast<la_ssize_t>(n);
   };
-  if (archive_write_open(a.get(), &out, nullptr, sink, nullptr) != ARCHIVE_OK) return op_error(what + ": " + detail::archive_error(a.get()));
+  if (archive_write_open(a.get(), &out, nullptr, sink, nullptr) != ARCHIVE_OK) return op_error(what + ": " + gb::detail::archive_error(a.get()));
   detail::ArchiveEntry e(archive_entry_new());
   archive_entry_set_filetype(e.get(), AE_IFREG);
   archive_entry_set_pathname(e.get(), "Packages");
   if (archive_write_header(a.get(), e.get()) != ARCHIVE_OK ||
       (!data.empty() && archive_write_data(a.get(), data.data(), data.size()) < 0) || archive_write_close(a.get()) != ARCHIVE_OK)
-    return op_error(what + ": " + detail::archive_error(a.get()));
+    return op_error(what + ": " + gb::detail::archive_error(a.get()));
   return out;
 }
 

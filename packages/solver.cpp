@@ -4,7 +4,7 @@
 
 #include "common/strings.hpp"
 
-namespace gb::detail {
+namespace gb::packages::detail {
 
 namespace {
 
@@ -78,7 +78,7 @@ SolvIndex::SolvIndex(int disttype, const std::string& arch_, Compare compare) : 
   pool_setarchpolicy(pool, arch.c_str());
 }
 
-}  // namespace gb::detail
+}  // namespace gb::packages::detail
 
 namespace gb::packages {
 

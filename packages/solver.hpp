@@ -39,7 +39,7 @@ extern "C" {
 #pragma clang diagnostic pop
 #endif
 
-namespace gb::detail {
+namespace gb::packages::detail {
 
 // Owners of libsolv's objects, and of a FILE* for its readers (fmemopen, fopencookie).
 template <auto F>
@@ -110,4 +110,4 @@ struct SolvIndex {
   bool prepared = false;  // since the last add
 };
 
-}  // namespace gb::detail
+}  // namespace gb::packages::detail
