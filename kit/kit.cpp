@@ -356,6 +356,11 @@ Result<Kit> make_kit(const Lock& lock, const Chart& chart, const KitOptions& opt
   }
 
   for (auto& f : detail::runtime_files(*placements, options)) kit.files.push_back(std::move(f));
+  if (options.serve) {
+    auto unit = detail::serve_unit(options);
+    if (!unit) return unit.error();
+    kit.files.push_back(std::move(unit.value()));
+  }
 
   std::vector<std::string> names;
   for (const auto& f : kit.files) names.push_back(f.path);

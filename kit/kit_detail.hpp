@@ -49,6 +49,10 @@ std::vector<std::pair<std::string, std::string>> package_repo_config(const Lock&
 std::string package_repo_yaml(const Lock& lock, const std::vector<Placement>& placements, const KitRecipe& recipe,
                               const KitOptions& options);
 
+// serve/gpubundle-serve.service (options.serve): a systemd unit running
+// `gpubundle serve` for this kit's registry address, prefix and layout.
+Result<KitFile> serve_unit(const KitOptions& options);
+
 // alerts.yaml, and monitoring/: the same rules as a plain Prometheus rule
 // file, the Grafana dashboard of those signals and its sidecar ConfigMap.
 std::vector<KitFile> monitoring_files(const Lock& lock, const KitRecipe& recipe, const KitOptions& options);

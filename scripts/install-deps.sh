@@ -12,6 +12,7 @@ packages=(
   libcurl4-openssl-dev libarchive-dev libssl-dev libyaml-cpp-dev libzstd-dev
   libsqlite3-dev libcli11-dev catch2 nlohmann-json3-dev
   libsolv-dev libsolvext-dev  # rpm-md closures: the solver inside dnf
+  libmicrohttpd-dev libcrypt-dev  # gpubundle serve: the HTTP server, and bcrypt for htpasswd
   # real peers used by the tests and the demo
   docker-registry skopeo umoci makeself kmod linux-headers-amd64
   python3 python3-yaml openssl shellcheck apache2-utils ca-certificates curl time zstd

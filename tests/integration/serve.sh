@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# gpubundle serve as a site without a registry runs it: a bundle made from a
+# real docker-registry's images (multi-arch indexes) served read-only, and real
+# clients pulling through it with the bundle's digests: skopeo (copy --all
+# --preserve-digests), containerd (ctr through the kit's hosts.toml), podman
+# (through the kit's CRI-O drop-in) and gpubundle mirror (serve as an
+# upstream: the bundle made again from what it pulled is the same bundle).
+# Over plain HTTP and TLS, with and without basic auth; split volumes; a
+# delta with its base; a tampered blob; write methods; SIGTERM.
+# Hostile clients are in serve_hostile.sh.
+GB=$1
+source "$(dirname "$0")/mirror_lib.sh"
+source "$(dirname "$0")/serve_lib.sh"
+
+EX=$(cd "$(dirname "$0")/../../examples" && pwd)
+
+# A lock resolved from the stand-in chart, cut to four images of both source
+# hosts (small_lock), seeded into a stand-in upstream and mirrored.
+up=$(start_registry up)
+"$PY" "$TOOLS/helmrepo.py" pack --release v26.7.0 --out "$W/charts" >/dev/null
+sed -e "s|^  version: v26.7.0|  version: v26.7.0\n  chart: $W/charts/gpu-operator-v26.7.0.tgz|" "$EX/conventional.yaml" > "$W/site.yaml"
+"$GB" -q resolve "$W/site.yaml" -o "$W/full.lock.json"
+small_lock "$W/full.lock.json" "$W/site.lock.json"
+"$PY" "$TOOLS/seed.py" --registry "$up" --plain-http --lock "$W/site.lock.json" --layer-kb 300 > "$W/seed.json"
+upstream_config "$W/reg.yaml" "$up"
+store=$W/store
+"$GB" --store "$store" -q mirror "$W/site.lock.json" --registry-config "$W/reg.yaml" || fail "mirror"
+"$GB" keys generate --out "$W/release" >/dev/null
+export SOURCE_DATE_EPOCH=1764460800
+create -o "$W/a.bundle"
+create -o "$W/s.bundle" --split 256K
+create -o "$W/d.bundle" --since "$W/a.bundle"
+# Nothing upstream from here on: a pull that reached it would not be serve's.
+"$PY" "$TOOLS/registry.py" stop --dir "$W/reg" >/dev/null
+"$GB" --json bundle inspect "$W/a.bundle" > "$W/inspect.json"
+mapfile -t images < <(jget "$W/inspect.json" '"\n".join(i["ref"] + " " + i["digest"] for i in d["images"])')
+((${#images[@]} >= 2)) || fail "the bundle should carry several images"
+
+# pull_all BASE CLIENT_ARGS...: every image with skopeo, copy --all keeping digests; each top manifest must be the bundle's.
+pull_all() {
+  local base=$1 n=0 ref digest got
+  shift
+  for line in "${images[@]}"; do
+    read -r ref digest <<<"$line"
+    rm -rf "$W/copy"
+    skopeo copy -q --all --preserve-digests "$@" "docker://$base/${ref#*/}" "dir:$W/copy" || fail "skopeo copy $base/${ref#*/}"
+    got=sha256:$(sha256sum < "$W/copy/manifest.json" | cut -d' ' -f1)
+    [[ $got == "$digest" ]] || fail "$base/${ref#*/}: skopeo got $got, the bundle carries $digest"
+    n=$((n + 1))
+  done
+  echo "$n"
+}
+
+# Plain HTTP, no auth, prefix gpu.
+start_serve plain "$W/a.bundle" --pubkey "$W/release.pub" --prefix gpu
+n=$(pull_all "127.0.0.1:$serve_port/gpu" --src-tls-verify=false)
+pass "skopeo: $n images over plain HTTP with the bundle's digests"
+[[ $(curl -s "http://127.0.0.1:$serve_port/v2/_catalog" | jget /dev/stdin 'all(r.startswith("gpu/") for r in d["repositories"])') == True ]] ||
+  fail "the catalog lists repositories outside the prefix"
+python3 - "$serve_log_dir/plain.access" <<'PYEOF' || fail "access log"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+assert lines, "no access lines"
+for l in lines:
+    assert {"time", "client", "method", "path", "status", "bytes", "seconds", "completed"} <= set(l), l
+assert any(l["path"].endswith("/manifests/" + l["path"].rsplit("/", 1)[1]) for l in lines)
+PYEOF
+pass "access log: one JSON line per request"
+
+# Write methods are refused, whatever the path.
+for m in PUT POST PATCH DELETE; do
+  code=$(curl -s -o "$W/body" -w '%{http_code}' -X "$m" "http://127.0.0.1:$serve_port/v2/gpu/x/blobs/uploads/")
+  [[ $code == 405 ]] && grep -q '"UNSUPPORTED"' "$W/body" || fail "$m answered $code: $(cat "$W/body")"
+done
+pass "push, delete and upload sessions refused with 405 UNSUPPORTED"
+
+# containerd and podman through the kit's runtime config for this address.
+if command -v containerd >/dev/null && command -v podman >/dev/null; then
+  start_containerd
+  podman_works
+  "$GB" overrides "$W/site.lock.json" --registry "http://127.0.0.1:$serve_port/gpu" -o "$W/kit" -q
+  h=$(podman_kit plain "$W/kit")
+  for line in "${images[@]}"; do
+    read -r ref digest <<<"$line"
+    ctr_ images pull --platform linux/amd64 --snapshotter native --hosts-dir "$W/kit/containerd/certs.d" "$ref" > "$W/ctr.out" 2>&1 ||
+      { cat "$W/ctr.out"; fail "ctr pull $ref through the kit's hosts.toml"; }
+    got=$(ctr_ images ls 2>/dev/null | awk -v r="$ref" '$1 == r {print $3}')
+    [[ $got == "$digest" ]] || fail "ctr: $ref is $got, the bundle carries $digest"
+    podman_ "$h" pull -q --arch amd64 "$ref" > "$W/podman.out" 2>&1 || { cat "$W/podman.out"; fail "podman pull $ref through the kit's CRI-O drop-in"; }
+    got=$(podman_ "$h" image inspect --format '{{.Digest}}' "$ref")
+    [[ $got == "$digest" ]] || fail "podman: $ref is $got, the bundle carries $digest"
+  done
+  pass "containerd (ctr, the kit's hosts.toml) and podman (the kit's CRI-O drop-in) pull every image by its upstream name"
+else
+  echo "note: containerd or podman not installed; their pulls are not checked here"
+fi
+stop_serve plain
+
+# Split volumes, and a delta over its base; a delta alone is refused.
+mapfile -t vols < <(ls "$W"/s.bundle.* | shuf)
+start_serve split "${vols[@]}" --pubkey "$W/release.pub" --prefix gpu
+n=$(pull_all "127.0.0.1:$serve_port/gpu" --src-tls-verify=false)
+stop_serve split
+pass "split bundle (${#vols[@]} volumes, blobs in parts): $n images"
+set +e
+"$GB" serve "$W/d.bundle" --pubkey "$W/release.pub" --listen 127.0.0.1:0 2> "$W/err"
+rc=$?
+set -e
+[[ $rc == 2 ]] && grep -q "give its base bundle too" "$W/err" || fail "a delta alone: exit $rc: $(cat "$W/err")"
+start_serve delta "$W/d.bundle" "$W/a.bundle" --pubkey "$W/release.pub" --prefix gpu
+n=$(pull_all "127.0.0.1:$serve_port/gpu" --src-tls-verify=false)
+stop_serve delta
+pass "a delta served with its base: $n images; alone it is refused"
+
+# TLS and basic auth.
+"$PY" -c 'import sys; sys.path.insert(0, sys.argv[1]); import registry; registry.make_tls(sys.argv[2])' "$TOOLS" "$W" >/dev/null
+htpasswd -Bbn site 's3cret pass' > "$W/htpasswd"
+start_serve tls "$W/a.bundle" --pubkey "$W/release.pub" --prefix gpu --tls-cert "$W/server.pem" --tls-key "$W/server.key" \
+  --htpasswd "$W/htpasswd"
+[[ $(curl -s -o /dev/null -w '%{http_code}' --cacert "$W/ca.pem" "https://127.0.0.1:$serve_port/v2/") == 401 ]] ||
+  fail "no credentials must get 401"
+[[ $(curl -s -o /dev/null -w '%{http_code}' --cacert "$W/ca.pem" -u site:wrong "https://127.0.0.1:$serve_port/v2/") == 401 ]] ||
+  fail "a wrong password must get 401"
+if curl -s -o /dev/null "https://127.0.0.1:$serve_port/v2/"; then fail "TLS verification should refuse a server no CA vouches for"; fi
+n=$(pull_all "127.0.0.1:$serve_port/gpu" --src-cert-dir "$W/certs.d" --src-creds 'site:s3cret pass')
+stop_serve tls
+pass "TLS (the test CA) and basic auth (bcrypt htpasswd): $n images"
+
+# gpubundle mirror with serve as the upstream: no prefix, so the upstream
+# paths are served as they are; the bundle made again is the same bundle.
+start_serve upstream "$W/a.bundle" --pubkey "$W/release.pub"
+upstream_config "$W/via-serve.yaml" "127.0.0.1:$serve_port"
+"$GB" --store "$W/store2" -q mirror "$W/site.lock.json" --registry-config "$W/via-serve.yaml" -o "$W/again.lock.json" ||
+  fail "mirror from serve"
+"$GB" --store "$W/store2" -q bundle create "$W/again.lock.json" -o "$W/again.bundle" --key "$W/release.key"
+# Every image and blob again, byte for byte. Serve gives the site's view: an
+# index of which the bundle carries some platforms is served filtered, so the
+# upstream index that travels beside it (upstreamDigest) is not pulled again.
+blobs_of() {
+  "$PY" - "$1" <<'PYEOF'
+import json, sys, tarfile
+with tarfile.open(sys.argv[1]) as t:
+    m = json.load(t.extractfile("gpubundle.json"))
+upstream = {i.get("upstreamDigest") for i in m["images"]}
+print(json.dumps(sorted([i["ref"], i["digest"], sorted(set(i["blobs"]) - upstream)] for i in m["images"])))
+print(json.dumps(sorted({(f["blob"], f["sha256"]) for f in m["files"] if f["blob"] and f["blob"] not in upstream})))
+PYEOF
+}
+blobs_of "$W/a.bundle" > "$W/served.blobs"
+blobs_of "$W/again.bundle" > "$W/again.blobs"
+cmp -s "$W/served.blobs" "$W/again.blobs" || { diff "$W/served.blobs" "$W/again.blobs" | cut -c1-300; fail "the bundle made from what serve gave differs from the one served"; }
+stop_serve upstream
+pass "gpubundle mirror from serve as its upstream: the same images and blobs, byte for byte, in the bundle made again"
+
+# A tampered layer: serve starts (blobs are hashed on first read), the blob's
+# pull is an error with no bytes of it, the rest is served; --verify-all refuses at start.
+cp "$W/a.bundle" "$W/t.bundle"
+victim=$("$PY" - "$W/t.bundle" <<'PYEOF'
+import json, sys, tarfile
+with tarfile.open(sys.argv[1]) as t:
+    m = json.load(t.extractfile("gpubundle.json"))
+    layers = [f for f in m["files"] if f["blob"] and not f.get("encoding") and f["size"] > 4096]
+    f = max(layers, key=lambda f: f["size"])
+    member = t.getmember(f["path"])
+    ref = next(i["ref"] for i in m["images"] if f["blob"] in i["blobs"])
+    repo = ref.split("/", 1)[1].split("@")[0]
+    repo = repo.rsplit(":", 1)[0] if ":" in repo else repo
+    print(f["blob"], member.offset_data + f["size"] // 2, "gpu/" + repo)
+PYEOF
+)
+read -r blob at repo <<<"$victim"
+printf '\x5a' | dd of="$W/t.bundle" bs=1 seek="$at" conv=notrunc status=none
+start_serve tampered "$W/t.bundle" --pubkey "$W/release.pub" --prefix gpu
+code=$(curl -s -o "$W/got" -w '%{http_code}' "http://127.0.0.1:$serve_port/v2/$repo/blobs/$blob") || true
+[[ $code != 200 && $code != 206 ]] || fail "a tampered blob was served ($code)"
+if [[ -s $W/got ]] && ! grep -q '"errors"' "$W/got"; then fail "bytes of a tampered blob left the server"; fi
+code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$serve_port/v2/$repo/blobs/$blob") || true
+[[ $code == 500 ]] || fail "the second read of a tampered blob: $code"
+grep -q "does not hash\|sha256" "$serve_log_dir/tampered.log" || fail "serve did not say why: $(cat "$serve_log_dir/tampered.log")"
+stop_serve tampered
+set +e
+"$GB" serve "$W/t.bundle" --pubkey "$W/release.pub" --listen 127.0.0.1:0 --verify-all 2> "$W/err"
+rc=$?
+set -e
+[[ $rc == 1 ]] || fail "--verify-all over a tampered bundle: exit $rc: $(cat "$W/err")"
+pass "a tampered blob: an error at first read, never its bytes; --verify-all refuses the bundle"
+echo "serve: ok"
