@@ -134,15 +134,16 @@ TEST_CASE("serve: a repository reads only its own closure", "[serve]") {
 TEST_CASE("serve: odd names, other digests and write methods are refused before any lookup", "[serve]") {
   Fixture f;
   RegistryApi api(f.catalog, f.bodies, nullptr);
-  for (const auto& path : {"/v2/../etc/passwd/blobs/" + f.layer_digest, "/v2/gpu/nvidia/../driver/manifests/a",
-                           "/v2/GPU/nvidia/driver/manifests/a", "/v2/gpu//nvidia/driver/manifests/a", "/v2/gpu/nvidia/driver/./manifests/a"}) {
+  for (const std::string& path : std::vector<std::string>{"/v2/../etc/passwd/blobs/" + f.layer_digest, "/v2/gpu/nvidia/../driver/manifests/a",
+                                                          "/v2/GPU/nvidia/driver/manifests/a", "/v2/gpu//nvidia/driver/manifests/a",
+                                                          "/v2/gpu/nvidia/driver/./manifests/a"}) {
     auto r = api.handle(get(path));
     INFO(path);
     CHECK(r.status == 400);
     CHECK(code_of(r) == "NAME_INVALID");
   }
-  for (const auto& d : {"sha512:" + std::string(128, 'a'), "md5:" + std::string(32, 'a'), "sha256:" + std::string(64, 'A'),
-                        "sha256:" + std::string(63, 'a')}) {
+  for (const std::string& d : std::vector<std::string>{"sha512:" + std::string(128, 'a'), "md5:" + std::string(32, 'a'),
+                                                       "sha256:" + std::string(64, 'A'), "sha256:" + std::string(63, 'a')}) {
     INFO(d);
     CHECK(code_of(api.handle(get("/v2/gpu/nvidia/driver/blobs/" + d))) == "DIGEST_INVALID");
     CHECK(code_of(api.handle(get("/v2/gpu/nvidia/driver/manifests/" + d))) == "DIGEST_INVALID");
