@@ -234,6 +234,13 @@ Result<std::unique_ptr<Content>> Content::from_store(const std::filesystem::path
       if (sha256_digest(bytes.value()) != digest) return op_error("store: manifest " + digest + " does not hash to its name");
       auto parsed = oci::parse_manifest(bytes.value(), media);
       if (!parsed) return op_error("store: " + img.ref + ": " + parsed.error().message);
+      if (depth == 0 && parsed->index()) {
+        // The store keeps upstream's index whole; the site gets it filtered
+        // to the platforms kept, as import pushes it (mirror/oci.hpp site_index).
+        auto site_index = oci::site_index(parsed.value(), img.platforms);
+        if (!site_index) return op_error("store: " + img.ref + ": " + site_index.error().message);
+        if (*site_index) parsed = std::move(**site_index);
+      }
       if (parsed->index()) {
         for (const auto& c : parsed->manifests)
           if (s.has_blob(c.digest))
@@ -242,8 +249,8 @@ Result<std::unique_ptr<Content>> Content::from_store(const std::filesystem::path
         blobs.push_back(parsed->config.digest);
         for (const auto& l : parsed->layers) blobs.push_back(l.digest);
       }
-      manifests.push_back(digest);
-      impl->catalog.manifests[digest] = {parsed->media_type, std::move(bytes.value())};
+      manifests.push_back(parsed->digest);
+      impl->catalog.manifests[parsed->digest] = {parsed->media_type, std::move(parsed->bytes)};
       return {};
     };
     if (auto r = walk(img.digest, img.media_type, 0); !r) return r.error();

@@ -43,7 +43,7 @@ pull_all() {
   for line in "${images[@]}"; do
     read -r ref digest <<<"$line"
     rm -rf "$W/copy"
-    skopeo copy -q --all --preserve-digests "$@" "docker://$base/${ref#*/}" "dir:$W/copy" || fail "skopeo copy $base/${ref#*/}"
+    skopeo copy -q --all --preserve-digests "$@" "docker://$base/${ref#*/}" "dir:$W/copy" 2> "$W/skopeo.err" || fail "skopeo copy $base/${ref#*/}: $(tail -n 3 "$W/skopeo.err")"
     got=sha256:$(sha256sum < "$W/copy/manifest.json" | cut -d' ' -f1)
     [[ $got == "$digest" ]] || fail "$base/${ref#*/}: skopeo got $got, the bundle carries $digest"
     n=$((n + 1))
@@ -78,7 +78,10 @@ pass "push, delete and upload sessions refused with 405 UNSUPPORTED"
 if command -v containerd >/dev/null && command -v podman >/dev/null; then
   start_containerd
   podman_works
-  "$GB" overrides "$W/site.lock.json" --registry "http://127.0.0.1:$serve_port/gpu" -o "$W/kit" -q
+  # The kit for a site served by serve: import --serve verifies, pushes nothing.
+  "$GB" -q import "$W/a.bundle" --serve "http://127.0.0.1:$serve_port/gpu" --pubkey "$W/release.pub" -o "$W/kit" ||
+    fail "import --serve"
+  [[ -f $W/kit/serve/gpubundle-serve.service ]] || fail "the serve kit lacks serve/gpubundle-serve.service"
   h=$(podman_kit plain "$W/kit")
   for line in "${images[@]}"; do
     read -r ref digest <<<"$line"
@@ -95,6 +98,17 @@ else
   echo "note: containerd or podman not installed; their pulls are not checked here"
 fi
 stop_serve plain
+
+# A store instead of a bundle: every image of its index.json, under the same names.
+start_serve store --store "$store" --prefix gpu
+n=$(pull_all "127.0.0.1:$serve_port/gpu" --src-tls-verify=false)
+set +e
+"$GB" --store "$store" -q mirror "$W/site.lock.json" --registry-config "$W/reg.yaml" 2> "$W/err"
+rc=$?
+set -e
+[[ $rc != 0 ]] && grep -q "lock" "$W/err" || fail "mirror wrote the store while serve held it (exit $rc)"
+stop_serve store
+pass "serve --store: $n images; the store is held against writers while served"
 
 # Split volumes, and a delta over its base; a delta alone is refused.
 mapfile -t vols < <(ls "$W"/s.bundle.* | shuf)
@@ -125,6 +139,43 @@ if curl -s -o /dev/null "https://127.0.0.1:$serve_port/v2/"; then fail "TLS veri
 n=$(pull_all "127.0.0.1:$serve_port/gpu" --src-cert-dir "$W/certs.d" --src-creds 'site:s3cret pass')
 stop_serve tls
 pass "TLS (the test CA) and basic auth (bcrypt htpasswd): $n images"
+
+# The kit's systemd unit: systemd-analyze verify accepts it, and its command
+# line, run with the files where the unit says they are, serves over TLS.
+printf 'hosts:\n  "127.0.0.1:5443":\n    caFile: %s\n' "$W/ca.pem" > "$W/site-tls.yaml"
+"$GB" -q import "$W/a.bundle" --serve 127.0.0.1:5443/gpu --registry-config "$W/site-tls.yaml" --pubkey "$W/release.pub" -o "$W/kit-tls"
+unit=$W/kit-tls/serve/gpubundle-serve.service
+cmp -s "$W/ca.pem" "$W/kit-tls/containerd/certs.d/127.0.0.1:5443/ca.crt" || fail "the TLS serve kit does not carry the CA for containerd"
+if command -v systemd-analyze >/dev/null; then
+  root=$W/sdroot
+  mkdir -p "$root/usr/local/bin" "$root/etc/systemd/system" "$root/usr/lib/systemd"
+  cp -r /usr/lib/systemd/system "$root/usr/lib/systemd/"
+  cp "$GB" "$root/usr/local/bin/gpubundle"
+  cp "$unit" "$root/etc/systemd/system/"
+  out=$(systemd-analyze verify --man=no --root="$root" gpubundle-serve.service 2>&1) || fail "systemd-analyze verify: $out"
+  if grep "gpubundle-serve.service" <<<"$out"; then fail "systemd-analyze verify warns about the unit"; fi
+else
+  echo "note: systemd-analyze not installed; the unit is only run below"
+fi
+mkdir -p "$W/varlib" "$W/etc" "$W/run"
+cp "$W/a.bundle" "$W/varlib/"
+cp "$W/release.pub" "$W/etc/release.pub"
+cp "$W/server.pem" "$W/etc/serve.crt"
+cp "$W/server.key" "$W/etc/serve.key"
+exec_start=$(sed -n 's/^ExecStart=//p' "$unit")
+[[ $exec_start == "/usr/local/bin/gpubundle serve /var/lib/gpubundle/a.bundle "* ]] || fail "ExecStart: $exec_start"
+exec_start=${exec_start//'${CREDENTIALS_DIRECTORY}'/$W/etc}
+exec_start=${exec_start//\/var\/lib\/gpubundle/$W/varlib}
+exec_start=${exec_start//\/etc\/gpubundle/$W/etc}
+# start_serve gives its own address (any free port) and ready file.
+[[ $exec_start == *" --listen :5443 "* ]] || fail "the unit does not listen on the kit's port: $exec_start"
+exec_start=${exec_start//--listen :5443/}
+exec_start=${exec_start//--ready-file \/run\/gpubundle-serve\/ready/}
+read -ra argv <<<"${exec_start#/usr/local/bin/gpubundle serve }"
+start_serve unit "${argv[@]}"
+n=$(pull_all "127.0.0.1:$serve_port/gpu" --src-cert-dir "$W/certs.d")
+stop_serve unit
+pass "the kit's systemd unit: systemd-analyze verify accepts it; its command serves $n images over TLS"
 
 # gpubundle mirror with serve as the upstream: no prefix, so the upstream
 # paths are served as they are; the bundle made again is the same bundle.
