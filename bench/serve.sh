@@ -41,14 +41,14 @@ load() {
   awk -v b="$base" -v k="$PULLS" '{ for (i = 0; i < k; i++) print "url = \"" b "/" $0 "\"\noutput = \"/dev/null\"" }' "$W/paths" |
     shuf > "$W/load.cfg"
   t0=$(date +%s.%N)
-  curl -sSf --parallel --parallel-max "$PULLS" -K "$W/load.cfg" &
+  curl -sSf --parallel --parallel-max "$PULLS" -K "$W/load.cfg" 2> "$W/curl.err" &
   local cpid=$!
   while kill -0 "$cpid" 2>/dev/null; do
     n=$(ls "/proc/$pid/fd" 2>/dev/null | wc -l)
     ((n > peak)) && peak=$n
     sleep 0.05
   done
-  wait "$cpid"
+  wait "$cpid" || { echo "curl failed against $base: $(tail -n 3 "$W/curl.err")" >&2; exit 1; }
   t1=$(date +%s.%N)
   awk -v a="$t0" -v b="$t1" -v p="$peak" 'BEGIN{printf "%.3f %d", b-a, p}'
 }

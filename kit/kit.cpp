@@ -357,9 +357,9 @@ Result<Kit> make_kit(const Lock& lock, const Chart& chart, const KitOptions& opt
 
   for (auto& f : detail::runtime_files(*placements, options)) kit.files.push_back(std::move(f));
   if (options.serve) {
-    auto unit = detail::serve_unit(options);
-    if (!unit) return unit.error();
-    kit.files.push_back(std::move(unit.value()));
+    auto files = detail::serve_files(lock, options);
+    if (!files) return files.error();
+    for (auto& f : files.value()) kit.files.push_back(std::move(f));
   }
 
   std::vector<std::string> names;

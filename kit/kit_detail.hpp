@@ -49,9 +49,10 @@ std::vector<std::pair<std::string, std::string>> package_repo_config(const Lock&
 std::string package_repo_yaml(const Lock& lock, const std::vector<Placement>& placements, const KitRecipe& recipe,
                               const KitOptions& options);
 
-// serve/gpubundle-serve.service (options.serve): a systemd unit running
-// `gpubundle serve` for this kit's registry address, prefix and layout.
-Result<KitFile> serve_unit(const KitOptions& options);
+// serve/ (options.serve): gpubundle-serve.service, a systemd unit running
+// `gpubundle serve` for this kit's registry address, prefix and layout, and
+// gpubundle-serve.yaml, DaemonSets running it on labelled nodes.
+Result<std::vector<KitFile>> serve_files(const Lock& lock, const KitOptions& options);
 
 // alerts.yaml, and monitoring/: the same rules as a plain Prometheus rule
 // file, the Grafana dashboard of those signals and its sidecar ConfigMap.

@@ -142,10 +142,11 @@ pass "TLS (the test CA) and basic auth (bcrypt htpasswd): $n images"
 
 # The kit's systemd unit: systemd-analyze verify accepts it, and its command
 # line, run with the files where the unit says they are, serves over TLS.
-printf 'hosts:\n  "127.0.0.1:5443":\n    caFile: %s\n' "$W/ca.pem" > "$W/site-tls.yaml"
-"$GB" -q import "$W/a.bundle" --serve 127.0.0.1:5443/gpu --registry-config "$W/site-tls.yaml" --pubkey "$W/release.pub" -o "$W/kit-tls"
+kport=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+printf 'hosts:\n  "127.0.0.1:%s":\n    caFile: %s\n' "$kport" "$W/ca.pem" > "$W/site-tls.yaml"
+"$GB" -q import "$W/a.bundle" --serve "127.0.0.1:$kport/gpu" --registry-config "$W/site-tls.yaml" --pubkey "$W/release.pub" -o "$W/kit-tls"
 unit=$W/kit-tls/serve/gpubundle-serve.service
-cmp -s "$W/ca.pem" "$W/kit-tls/containerd/certs.d/127.0.0.1:5443/ca.crt" || fail "the TLS serve kit does not carry the CA for containerd"
+cmp -s "$W/ca.pem" "$W/kit-tls/containerd/certs.d/127.0.0.1:$kport/ca.crt" || fail "the TLS serve kit does not carry the CA for containerd"
 if command -v systemd-analyze >/dev/null; then
   root=$W/sdroot
   mkdir -p "$root/usr/local/bin" "$root/etc/systemd/system" "$root/usr/lib/systemd"
@@ -168,14 +169,58 @@ exec_start=${exec_start//'${CREDENTIALS_DIRECTORY}'/$W/etc}
 exec_start=${exec_start//\/var\/lib\/gpubundle/$W/varlib}
 exec_start=${exec_start//\/etc\/gpubundle/$W/etc}
 # start_serve gives its own address (any free port) and ready file.
-[[ $exec_start == *" --listen :5443 "* ]] || fail "the unit does not listen on the kit's port: $exec_start"
-exec_start=${exec_start//--listen :5443/}
+[[ $exec_start == *" --listen :$kport "* ]] || fail "the unit does not listen on the kit's port: $exec_start"
+exec_start=${exec_start//--listen :$kport/}
 exec_start=${exec_start//--ready-file \/run\/gpubundle-serve\/ready/}
 read -ra argv <<<"${exec_start#/usr/local/bin/gpubundle serve }"
 start_serve unit "${argv[@]}"
 n=$(pull_all "127.0.0.1:$serve_port/gpu" --src-cert-dir "$W/certs.d")
 stop_serve unit
 pass "the kit's systemd unit: systemd-analyze verify accepts it; its command serves $n images over TLS"
+
+# The kit's DaemonSet, run as the kubelet would: in a root with nothing but
+# the pod's mounts (the node's /usr, bundles and keys), its command through
+# the node's loader, on the host network.
+if unshare -m true 2>/dev/null; then
+  cp "$GB" "$W/bin-gpubundle"
+  mapfile -t command < <("$PY" - "$W/kit-tls/serve/gpubundle-serve.yaml" <<'PYEOF'
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+ds = next(d for d in docs if d["spec"]["template"]["spec"]["nodeSelector"]["kubernetes.io/arch"] == "amd64")
+spec = ds["spec"]["template"]["spec"]
+assert spec["hostNetwork"] is True and spec["containers"][0]["imagePullPolicy"] == "Never", spec
+mounts = {m["mountPath"]: v["hostPath"]["path"] for m in spec["containers"][0]["volumeMounts"] for v in spec["volumes"] if v["name"] == m["name"]}
+assert mounts == {"/host/usr": "/usr", "/host/var/lib/gpubundle": "/var/lib/gpubundle", "/host/etc/gpubundle": "/etc/gpubundle"}, mounts
+print("\n".join(spec["containers"][0]["command"]))
+PYEOF
+  )
+  root=$W/podroot
+  mkdir -p "$root/host/usr" "$root/host/var/lib/gpubundle" "$root/host/etc/gpubundle"
+  cat > "$W/pod.sh" <<'SH'
+set -e
+root=$1 w=$2
+shift 2
+mount --bind /usr "$root/host/usr"
+mount -o remount,bind,ro "$root/host/usr"
+mount -t tmpfs tmpfs "$root/host/usr/local/bin"
+cp "$w/bin-gpubundle" "$root/host/usr/local/bin/gpubundle"
+mount --bind -o ro "$w/varlib" "$root/host/var/lib/gpubundle"
+mount --bind -o ro "$w/etc" "$root/host/etc/gpubundle"
+exec chroot "$root" "$@"
+SH
+  "$PY" - "$TOOLS" "$W/reg" "$serve_log_dir/pod.log" unshare -m sh "$W/pod.sh" "$root" "$W" "${command[@]}" <<'PYEOF'
+import sys
+sys.path.insert(0, sys.argv[1])
+import harness
+harness.spawn(sys.argv[2], "serve", "pod", sys.argv[4:], sys.argv[3])
+PYEOF
+  for _ in $(seq 300); do curl -s -o /dev/null --cacert "$W/ca.pem" "https://127.0.0.1:$kport/v2/" && break; sleep 0.1; done
+  n=$(pull_all "127.0.0.1:$kport/gpu" --src-cert-dir "$W/certs.d") || fail "the DaemonSet's serve: $(tail -n 5 "$serve_log_dir/pod.log")"
+  "$PY" -c 'import sys; sys.path.insert(0, sys.argv[1]); import harness; harness.stop(sys.argv[2], kinds=["serve"], name="pod")' "$TOOLS" "$W/reg"
+  pass "the kit's DaemonSet command, in a root of only its mounts: $n images over TLS"
+else
+  echo "note: unshare -m is not permitted here; the kit's DaemonSet is only checked by kit-schemas"
+fi
 
 # gpubundle mirror with serve as the upstream: no prefix, so the upstream
 # paths are served as they are; the bundle made again is the same bundle.
