@@ -67,7 +67,7 @@ std::string daemon_set(const KitOptions& o, const std::vector<std::string>& bund
   out << YAML::Key << "spec" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "hostNetwork" << YAML::Value << true;
   out << YAML::Key << "nodeSelector" << YAML::Value << YAML::BeginMap;
-  map_entry(out, "gpubundle.io/serve", "true");
+  out << YAML::Key << "gpubundle.io/serve" << YAML::Value << YAML::DoubleQuoted << "true";  // a string, not YAML's boolean
   map_entry(out, "kubernetes.io/arch", l.arch);
   out << YAML::EndMap;
   out << YAML::Key << "tolerations" << YAML::Value << YAML::BeginSeq << YAML::BeginMap;
