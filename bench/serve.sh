@@ -50,7 +50,7 @@ load() {
   done
   wait "$cpid" || { echo "curl failed against $base: $(tail -n 3 "$W/curl.err")" >&2; exit 1; }
   t1=$(date +%s.%N)
-  awk -v a="$t0" -v b="$t1" -v p="$peak" 'BEGIN{printf "%.3f %d", b-a, p}'
+  awk -v a="$t0" -v b="$t1" -v p="$peak" 'BEGIN{printf "%.3f %d\n", b-a, p}'
 }
 hwm() { awk '/^VmHWM/ {print $2}' "/proc/$1/status"; }
 
