@@ -58,23 +58,6 @@ Result<Layout> parse_layout(std::string_view text) {
 
 std::string to_string(Layout layout) { return layout == Layout::KeepHost ? "keep-host" : "strip-host"; }
 
-std::string kept_host_segment(std::string_view registry_host) {
-  std::string out = to_lower(registry_host);
-  std::replace(out.begin(), out.end(), ':', '_');
-  return out;
-}
-
-namespace detail {
-
-// Path under the site host where a source registry's repositories land.
-std::string site_path_prefix(const std::string& source_host, const SiteRegistry& site, Layout layout) {
-  std::string p = site.prefix;
-  if (layout == Layout::KeepHost) p += (p.empty() ? "" : "/") + kept_host_segment(source_host);
-  return p;
-}
-
-}  // namespace detail
-
 Reference site_reference(const Reference& source, const SiteRegistry& site, Layout layout) {
   Reference out = source;
   out.registry = site.host;
@@ -121,16 +104,13 @@ Result<KitRecipe> kit_recipe(const Lock& lock) {
     if (spec.contains("toolkit") && spec["toolkit"].contains("mode")) r.toolkit_mode = spec["toolkit"]["mode"].get<std::string>();
     if (spec.contains("components")) {
       for (const auto& [key, value] : spec["components"].items()) {
-        KitRecipe::Component c;
-        if (value.contains("enabled") && value["enabled"].is_boolean()) {
-          c.has_enabled = true;
-          c.enabled = value["enabled"].get<bool>();
-        }
-        if (value.contains("serviceMonitor") && value["serviceMonitor"].is_boolean()) {
-          c.has_service_monitor = true;
-          c.service_monitor = value["serviceMonitor"].get<bool>();
-        }
-        r.components[key] = c;
+        KitRecipe::Component& c = r.components[key];
+        auto flag = [&](const char* name, bool& has, bool& on) {
+          has = value.contains(name) && value[name].is_boolean();
+          if (has) on = value[name].get<bool>();
+        };
+        flag("enabled", c.has_enabled, c.enabled);
+        flag("serviceMonitor", c.has_service_monitor, c.service_monitor);
       }
     }
     if (spec.contains("mig")) {
@@ -191,12 +171,14 @@ const KitFile* Kit::find(std::string_view path) const {
 
 namespace detail {
 
-std::string effective_mig_strategy(const Chart& chart, const KitRecipe& recipe) {
-  if (!recipe.mig_strategy.empty()) return recipe.mig_strategy;
-  const YAML::Node& values = chart.values;
-  if (values.IsMap() && values["mig"] && values["mig"]["strategy"] && values["mig"]["strategy"].IsScalar())
-    return values["mig"]["strategy"].as<std::string>();
-  return "single";
+std::string site_path_prefix(const std::string& source_host, const SiteRegistry& site, Layout layout) {
+  std::string p = site.prefix;
+  if (layout == Layout::KeepHost) {
+    std::string kept = to_lower(source_host);
+    std::replace(kept.begin(), kept.end(), ':', '_');
+    p += (p.empty() ? "" : "/") + kept;
+  }
+  return p;
 }
 
 std::string yaml_header(const Lock& lock, const KitOptions& options, std::string_view what) {
@@ -213,12 +195,22 @@ namespace {
 
 // --- time-slicing.yaml -----------------------------------------------------
 
+// The recipe's mig.strategy, else the chart default, else "single".
+std::string effective_mig_strategy(const Chart& chart, const KitRecipe& recipe) {
+  if (!recipe.mig_strategy.empty()) return recipe.mig_strategy;
+  const YAML::Node& values = chart.values;
+  if (values.IsMap() && values["mig"] && values["mig"]["strategy"] && values["mig"]["strategy"].IsScalar())
+    return values["mig"]["strategy"].as<std::string>();
+  return "single";
+}
+
+
 std::string time_slicing_yaml(const Lock& lock, const Chart& chart, const KitRecipe& recipe, const KitOptions& options) {
   YAML::Emitter cfg;
   cfg << YAML::BeginMap;
   cfg << YAML::Key << "version" << YAML::Value << "v1";
   cfg << YAML::Key << "flags" << YAML::Value << YAML::BeginMap;
-  cfg << YAML::Key << "migStrategy" << YAML::Value << detail::effective_mig_strategy(chart, recipe) << YAML::EndMap;
+  cfg << YAML::Key << "migStrategy" << YAML::Value << effective_mig_strategy(chart, recipe) << YAML::EndMap;
   cfg << YAML::Key << "sharing" << YAML::Value << YAML::BeginMap;
   cfg << YAML::Key << "timeSlicing" << YAML::Value << YAML::BeginMap;
   cfg << YAML::Key << "renameByDefault" << YAML::Value << recipe.time_slicing_rename;
@@ -227,22 +219,10 @@ std::string time_slicing_yaml(const Lock& lock, const Chart& chart, const KitRec
   cfg << YAML::Key << "replicas" << YAML::Value << recipe.time_slicing_replicas;
   cfg << YAML::EndMap << YAML::EndSeq << YAML::EndMap << YAML::EndMap << YAML::EndMap;
 
-  YAML::Emitter out;
-  out << YAML::BeginMap;
-  out << YAML::Key << "apiVersion" << YAML::Value << "v1";
-  out << YAML::Key << "kind" << YAML::Value << "ConfigMap";
-  out << YAML::Key << "metadata" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "name" << YAML::Value << k_time_slicing_configmap;
-  out << YAML::Key << "labels" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "app.kubernetes.io/managed-by" << YAML::Value << "gpubundle" << YAML::EndMap;
-  out << YAML::EndMap;
-  out << YAML::Key << "data" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << k_time_slicing_key << YAML::Value << YAML::Literal << (std::string(cfg.c_str()) + "\n");
-  out << YAML::EndMap << YAML::EndMap;
   return detail::yaml_header(lock, options,
                              "Device plugin time-slicing config; install.sh applies it to namespace " + options.namespace_name +
                                  " before the chart (values.yaml devicePlugin.config points at it).") +
-         out.c_str() + "\n";
+         detail::managed_config_map(k_time_slicing_configmap, {}, k_time_slicing_key, std::string(cfg.c_str()) + "\n");
 }
 
 // --- manifest.json ---------------------------------------------------------
@@ -276,10 +256,8 @@ std::string manifest_json(const Lock& lock, const std::vector<Placement>& placem
                  {"usePrecompiled", lock.driver.use_precompiled}};
   json images = json::array();
   for (const auto& p : placements) {
-    Reference tagged = p.destination;
-    if (!tagged.tag.empty()) tagged.digest.clear();
     json i = {{"source", p.image->source},
-              {"destination", tagged.str()},
+              {"destination", detail::tag_reference(p.destination)},
               {"digest", p.image->at_site()},
               {"upstreamDigest", p.image->digest},
               {"platforms", p.image->platforms},

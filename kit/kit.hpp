@@ -87,7 +87,6 @@ std::string to_string(Layout layout);
 // kept source host becomes "_" ("localhost:5000" -> "localhost_5000"), since a
 // repository path cannot hold a colon.
 Reference site_reference(const Reference& source, const SiteRegistry& site, Layout layout);
-std::string kept_host_segment(std::string_view registry_host);
 
 // One lock image placed on the site registry.
 struct Placement {
@@ -183,15 +182,6 @@ constexpr const char* k_rpm_repo_config_dir = "/etc/yum.repos.d";
 // scripts never run update-ca-trust: the .repo file names it (sslcacert=).
 constexpr const char* k_package_repo_ca_key = "gpubundle-repo-ca.crt";
 constexpr const char* k_rpm_ca_dir = "/etc/pki/ca-trust/extracted/pem";
-// The repository files the RHEL driver images bring (UBI's, the CUDA
-// repository's, EPEL's): the repoConfig ConfigMap carries a key of each name,
-// disabled, because the operator mounts each key over the image's file and
-// `dnf makecache` fails on any enabled repository it cannot reach.
-inline const std::vector<std::string>& rpm_image_repo_files() {
-  static const std::vector<std::string> files = {"ubi.repo", "cuda-rhel8.repo", "cuda-rhel9.repo", "cuda-rhel10.repo",
-                                                 "epel.repo", "epel-testing.repo", "epel-cisco-openh264.repo"};
-  return files;
-}
 
 // The chart archive name install.sh expects next to it ("gpu-operator-v26.7.0.tgz").
 std::string kit_chart_file(const Lock& lock);

@@ -55,15 +55,7 @@ std::string with_selector(const char* metric, const std::string& selector) {
   return s;
 }
 
-// 0 -> "0", 0.95 -> "0.95", 85 -> "85"
-std::string number(double v) {
-  std::string s = std::to_string(v);
-  s.erase(s.find_last_not_of('0') + 1);
-  if (s.back() == '.') s.pop_back();
-  return s;
-}
-
-std::string alert_expr(const Signal& s) { return with_selector(s.metric, "") + " " + s.op + " " + number(s.threshold); }
+std::string alert_expr(const Signal& s) { return with_selector(s.metric, "") + " " + s.op + " " + detail::decimal(s.threshold); }
 
 void emit_groups(YAML::Emitter& out) {
   out << YAML::Key << "groups" << YAML::Value << YAML::BeginSeq << YAML::BeginMap;
@@ -84,23 +76,12 @@ void emit_groups(YAML::Emitter& out) {
   out << YAML::EndSeq << YAML::EndMap << YAML::EndSeq;
 }
 
-void emit_managed_metadata(YAML::Emitter& out, const char* name, const std::map<std::string, std::string>& selected_by) {
-  out << YAML::Key << "metadata" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "name" << YAML::Value << name;
-  out << YAML::Key << "labels" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "app.kubernetes.io/managed-by" << YAML::Value << "gpubundle";
-  // The labels the site's Prometheus or Grafana sidecar selects on (recipe monitoring).
-  for (const auto& [k, v] : selected_by)
-    if (k != "app.kubernetes.io/managed-by") out << YAML::Key << k << YAML::Value << YAML::DoubleQuoted << v;
-  out << YAML::EndMap << YAML::EndMap;
-}
-
 std::string alerts_yaml(const Lock& lock, const KitRecipe& recipe, const KitOptions& options) {
   YAML::Emitter out;
   out << YAML::BeginMap;
   out << YAML::Key << "apiVersion" << YAML::Value << "monitoring.coreos.com/v1";
   out << YAML::Key << "kind" << YAML::Value << "PrometheusRule";
-  emit_managed_metadata(out, "gpubundle-gpu-alerts", recipe.monitoring.prometheus);
+  detail::emit_managed_metadata(out, "gpubundle-gpu-alerts", recipe.monitoring.prometheus);
   out << YAML::Key << "spec" << YAML::Value << YAML::BeginMap;
   emit_groups(out);
   out << YAML::EndMap << YAML::EndMap;
@@ -222,6 +203,29 @@ std::string dashboard_json() {
 
 namespace detail {
 
+void emit_managed_metadata(YAML::Emitter& out, const char* name, const std::map<std::string, std::string>& selected_by) {
+  out << YAML::Key << "metadata" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "name" << YAML::Value << name;
+  out << YAML::Key << "labels" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "app.kubernetes.io/managed-by" << YAML::Value << "gpubundle";
+  for (const auto& [k, v] : selected_by)
+    if (k != "app.kubernetes.io/managed-by") out << YAML::Key << k << YAML::Value << YAML::DoubleQuoted << v;
+  out << YAML::EndMap << YAML::EndMap;
+}
+
+std::string managed_config_map(const char* name, const std::map<std::string, std::string>& labels, const std::string& key,
+                               const std::string& value) {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  out << YAML::Key << "apiVersion" << YAML::Value << "v1";
+  out << YAML::Key << "kind" << YAML::Value << "ConfigMap";
+  emit_managed_metadata(out, name, labels);
+  out << YAML::Key << "data" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << key << YAML::Value << YAML::Literal << value;
+  out << YAML::EndMap << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
 std::string label_list(const std::map<std::string, std::string>& labels) {
   std::string s;
   for (const auto& [k, v] : labels) s += (s.empty() ? "" : ", ") + k + ": \"" + v + "\"";
@@ -230,19 +234,11 @@ std::string label_list(const std::map<std::string, std::string>& labels) {
 
 std::vector<KitFile> monitoring_files(const Lock& lock, const KitRecipe& recipe, const KitOptions& options) {
   std::string dashboard = dashboard_json();
-  YAML::Emitter cm;
-  cm << YAML::BeginMap;
-  cm << YAML::Key << "apiVersion" << YAML::Value << "v1";
-  cm << YAML::Key << "kind" << YAML::Value << "ConfigMap";
-  emit_managed_metadata(cm, k_dashboard_config_map, recipe.monitoring.dashboard);
-  cm << YAML::Key << "data" << YAML::Value << YAML::BeginMap;
-  cm << YAML::Key << (std::string(k_dashboard_uid) + ".json") << YAML::Value << YAML::Literal << dashboard;
-  cm << YAML::EndMap << YAML::EndMap;
   std::string cm_text = yaml_header(lock, options,
                                     "The Grafana dashboard for the Grafana sidecar (labels " + label_list(recipe.monitoring.dashboard) +
                                         ", recipe monitoring.dashboardLabels): apply it in the namespace the sidecar watches, or "
                                         "import monitoring/grafana-dashboard.json by hand (Dashboards > New > Import).") +
-                        cm.c_str() + "\n";
+                        managed_config_map(k_dashboard_config_map, recipe.monitoring.dashboard, std::string(k_dashboard_uid) + ".json", dashboard);
   return {
       {"alerts.yaml", alerts_yaml(lock, recipe, options), 0644},
       {"monitoring/gpu-alerts.rules.yaml", rules_yaml(lock, options), 0644},

@@ -20,18 +20,6 @@ using json = nlohmann::json;
 
 namespace {
 
-// "host/a/b" for destination host/a/b/name: the repository field of the
-// {repository, image} shape.
-std::string repository_of(const Reference& d) {
-  auto slash = d.repository.rfind('/');
-  return d.registry + (slash == std::string::npos ? "" : "/" + d.repository.substr(0, slash));
-}
-
-std::string image_of(const Reference& d) {
-  auto slash = d.repository.rfind('/');
-  return slash == std::string::npos ? d.repository : d.repository.substr(slash + 1);
-}
-
 // The parts after "network:" of a placement's components: an image may be
 // both an operand's and a subchart's (the SR-IOV device plugin).
 std::vector<std::string> network_keys(const Placement& p) {
@@ -44,12 +32,6 @@ std::vector<std::string> network_keys(const Placement& p) {
 bool has_network_key(const Placement& p, const std::string& key) {
   auto keys = network_keys(p);
   return std::find(keys.begin(), keys.end(), key) != keys.end();
-}
-
-void set_path(json& root, const std::string& path, json value) {
-  json* node = &root;
-  for (const auto& part : split(path, '.')) node = &(*node)[part];
-  *node = std::move(value);
 }
 
 // network.sh: the Network Operator's chart with network-operator-values.yaml,
@@ -306,11 +288,8 @@ std::vector<KitFile> network_repo_files(const Lock& lock, const KitOptions& opti
   std::vector<KitFile> out;
   if (!doca_uses_site_packages(lock)) return out;
   for (auto& [name, text] : package_repo_config(lock, options)) out.push_back({std::string(k_network_repo_dir) + "/" + name, text, 0644});
-  if (!options.package_repo_ca.empty()) {
-    std::string ca = options.package_repo_ca;
-    if (ca.back() != '\n') ca += "\n";
-    out.push_back({std::string(k_network_repo_ca_dir) + "/" + k_package_repo_ca_key, ca, 0644});
-  }
+  if (!options.package_repo_ca.empty())
+    out.push_back({std::string(k_network_repo_ca_dir) + "/" + k_package_repo_ca_key, pem_file(options.package_repo_ca), 0644});
   return out;
 }
 
@@ -380,22 +359,10 @@ Result<std::string> network_values_yaml(const Lock& lock, const Chart& chart, co
         v.set(std::string(sub) + ".imagePullSecrets", objects ? json::array({{{"name", secret}}}) : json::array({secret}));
   }
   if (!problems.empty()) return input_error(join(problems, "\n"));
-
-  YAML::Emitter out;
-  emit_node(out, v.root());
-  std::string text = yaml_header(lock, options, "Helm values for chart " + net.chart.name + " " + net.chart.version +
+  return values_text(v, chart, "network-operator-values.yaml",
+                     yaml_header(lock, options, "Helm values for chart " + net.chart.name + " " + net.chart.version +
                                                     " (NVIDIA Network Operator " + net.version +
-                                                    "): every image from the site registry " + options.registry.str() + ".");
-  text += out.c_str();
-  text += "\n";
-  try {
-    auto unknown = unknown_keys(YAML::Load(text), chart);
-    if (!unknown.empty())
-      return op_error("network-operator-values.yaml would carry keys chart " + v.chart_label() + " lacks: " + join(unknown, ", "));
-  } catch (const YAML::Exception& e) {
-    return op_error(std::string("network-operator-values.yaml does not parse back: ") + e.what());
-  }
-  return text;
+                                                    "): every image from the site registry " + options.registry.str() + "."));
 }
 
 Result<std::string> nic_cluster_policy_yaml(const Lock& lock, const std::vector<Placement>& placements, const KitRecipe& recipe,
@@ -454,7 +421,9 @@ Result<std::string> nic_cluster_policy_yaml(const Lock& lock, const std::vector<
         image["pKeyGUIDPoolRangeEnd"] = net.ib_pkey_guid_pool_end;
         image["ufmSecret"] = net.ib_ufm_secret;
       }
-      set_path(spec, pi.path, std::move(image));
+      json* at = &spec;
+      for (const auto& part : split(pi.path, '.')) at = &(*at)[part];
+      *at = std::move(image);
     }
   }
   if (!problems.empty()) return input_error(join(problems, "\n"));
@@ -472,10 +441,7 @@ Result<std::string> nic_cluster_policy_yaml(const Lock& lock, const std::vector<
             net.ib_pkey_guid_pool_start + " to " + net.ib_pkey_guid_pool_end + " (recipe network.ibKubernetes).";
   YAML::Emitter out;
   emit_node(out, policy);
-  std::string text = yaml_header(lock, options, note);
-  text += out.c_str();
-  text += "\n";
-  return text;
+  return yaml_header(lock, options, note) + out.c_str() + "\n";
 }
 
 std::string network_chart_file(const Lock& lock) {
@@ -483,28 +449,26 @@ std::string network_chart_file(const Lock& lock) {
 }
 
 std::string network_sh(const Lock& lock, const KitRecipe& recipe, const KitOptions& options) {
-  return fill_template(k_network, {{"USAGE", k_usage_sh}, {"HEADER", script_header(lock, options)},
-                          {"RELEASE", shell_quote(k_network_release)},
-                          {"VERSION", shell_quote(lock.network->version)},
-                          {"NAMESPACE", std::string(k_network_namespace)},
-                          {"CHART_FILE", shell_quote(network_chart_file(lock))},
-                          {"PULL_SECRET", shell_quote(recipe.pull_secret)},
-                          {"REGISTRY", shell_quote(options.registry.host)},
-                          {"POLICY", shell_quote(k_nic_cluster_policy_name)},
-                          {"API_CHECK", k_api_check},
-                          {"CLUSTER_CHECK", k_cluster_check},
-                          {"GPU_NAMESPACE", options.namespace_name},
-                          {"NFD_CRD", shell_quote(gpu_operator_runs_nfd(lock) ? "nodefeaturerules.nfd.k8s-sigs.io" : "")},
-                          {"UFM_SECRET", shell_quote(lock.network->ib_ufm_secret)},
-                          {"REPO_SERVICE", shell_quote(k_package_repo_name)},
-                          // The host the kit's sources name, when it is the in-cluster Service.
-                          {"REPO_SERVICE_HOST", shell_quote(doca_uses_site_packages(lock) && options.package_repo_url.empty()
-                                                                ? std::string(k_package_repo_name) + "." + options.namespace_name + ".svc.cluster.local"
-                                                                : "")},
-                          {"REPO_CONFIG_MAP", shell_quote(k_package_repo_config_map)},
-                          {"REPO_CA_MAP", shell_quote(k_package_repo_ca_config_map)},
-                          {"NAMESPACE_CHECK", namespace_check_sh("GPUBUNDLE_NETWORK_NAMESPACE") + "\n" +
-                                                  namespace_check_sh("GPUBUNDLE_NAMESPACE", "gpu_namespace")}});
+  return fill_script(k_network, lock, options,
+                     {{"RELEASE", shell_quote(k_network_release)},
+                      {"VERSION", shell_quote(lock.network->version)},
+                      {"NAMESPACE", std::string(k_network_namespace)},
+                      {"CHART_FILE", shell_quote(network_chart_file(lock))},
+                      {"PULL_SECRET", shell_quote(recipe.pull_secret)},
+                      {"REGISTRY", shell_quote(options.registry.host)},
+                      {"POLICY", shell_quote(k_nic_cluster_policy_name)},
+                      {"GPU_NAMESPACE", options.namespace_name},
+                      {"NFD_CRD", shell_quote(gpu_operator_runs_nfd(lock) ? "nodefeaturerules.nfd.k8s-sigs.io" : "")},
+                      {"UFM_SECRET", shell_quote(lock.network->ib_ufm_secret)},
+                      {"REPO_SERVICE", shell_quote(k_package_repo_name)},
+                      // The host the kit's sources name, when it is the in-cluster Service.
+                      {"REPO_SERVICE_HOST", shell_quote(doca_uses_site_packages(lock) && options.package_repo_url.empty()
+                                                            ? std::string(k_package_repo_name) + "." + options.namespace_name + ".svc.cluster.local"
+                                                            : "")},
+                      {"REPO_CONFIG_MAP", shell_quote(k_package_repo_config_map)},
+                      {"REPO_CA_MAP", shell_quote(k_package_repo_ca_config_map)},
+                      {"NAMESPACE_CHECK", namespace_check_sh("GPUBUNDLE_NETWORK_NAMESPACE") + "\n" +
+                                              namespace_check_sh("GPUBUNDLE_NAMESPACE", "gpu_namespace")}});
 }
 
 }  // namespace gb::kit::detail

@@ -90,14 +90,7 @@ std::string service() {
   return std::string(out.c_str()) + "\n";
 }
 
-}  // namespace
-
-std::string package_repo_url(const KitOptions& options) {
-  if (!options.package_repo_url.empty()) return options.package_repo_url;
-  return std::string("http://") + k_package_repo_name + "." + options.namespace_name + ".svc.cluster.local:" +
-         std::to_string(k_package_repo_port) + "/";
-}
-
+// The sources file the driver container reads: an apt sources.list line or a yum .repo.
 std::string package_repo_sources(const Lock& lock, const KitOptions& options) {
   std::vector<std::string> archs;
   for (const auto& p : lock.platforms) {
@@ -116,13 +109,28 @@ std::string package_repo_sources(const Lock& lock, const KitOptions& options) {
          "/" + k_package_repo_key_file + "] " + url + " " + k_package_repo_suite + " " + k_package_repo_area + "\n";
 }
 
+// The repository files the RHEL driver images bring (UBI's, the CUDA
+// repository's, EPEL's): the repoConfig ConfigMap carries a key of each name,
+// disabled, because the operator mounts each key over the image's file and
+// `dnf makecache` fails on any enabled repository it cannot reach.
+constexpr const char* k_rpm_image_repo_files[] = {"ubi.repo", "cuda-rhel8.repo", "cuda-rhel9.repo", "cuda-rhel10.repo",
+                                                  "epel.repo", "epel-testing.repo", "epel-cisco-openh264.repo"};
+
+}  // namespace
+
+std::string package_repo_url(const KitOptions& options) {
+  if (!options.package_repo_url.empty()) return options.package_repo_url;
+  return std::string("http://") + k_package_repo_name + "." + options.namespace_name + ".svc.cluster.local:" +
+         std::to_string(k_package_repo_port) + "/";
+}
+
 std::vector<std::pair<std::string, std::string>> package_repo_config(const Lock& lock, const KitOptions& options) {
   const bool apt = lock.package_repo->format != "rpm-md";
   std::vector<std::pair<std::string, std::string>> data = {{apt ? "gpubundle.list" : "gpubundle.repo", package_repo_sources(lock, options)},
                                                            {k_package_repo_key_file, lock.package_repo->public_key}};
   if (!apt)
-    for (const auto& f : rpm_image_repo_files())
-      data.emplace_back(f, "# Mounted over the driver image's " + f +
+    for (const char* f : k_rpm_image_repo_files)
+      data.emplace_back(f, std::string("# Mounted over the driver image's ") + f +
                                " by the kit's repoConfig: at an air-gapped site only gpubundle.repo is reachable.\n");
   return data;
 }
@@ -141,12 +149,9 @@ std::string package_repo_yaml(const Lock& lock, const std::vector<Placement>& pl
           "; values.yaml driver.repoConfig" + (options.package_repo_ca.empty() ? "" : " and driver.certConfig") +
           " point at it. Signing key " + lock.package_repo->fingerprint + ".");
   text += config_map(k_package_repo_config_map, package_repo_config(lock, options));
-  if (!options.package_repo_ca.empty()) {
-    std::string ca = options.package_repo_ca;
-    if (ca.back() != '\n') ca += "\n";
-    // Ubuntu's update-ca-certificates takes only *.crt files.
-    text += "---\n" + config_map(k_package_repo_ca_config_map, {{k_package_repo_ca_key, ca}});
-  }
+  // Ubuntu's update-ca-certificates takes only *.crt files.
+  if (!options.package_repo_ca.empty())
+    text += "---\n" + config_map(k_package_repo_ca_config_map, {{k_package_repo_ca_key, pem_file(options.package_repo_ca)}});
   if (options.package_repo_url.empty()) {
     for (const auto& p : placements)
       if (p.image->built == BuiltKind::PackageRepo) {

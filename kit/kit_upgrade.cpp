@@ -337,14 +337,7 @@ say "run $here/verify.sh to check the GPU nodes"
 }  // namespace
 
 std::string upgrade_sh(const Lock& lock, const KitRecipe& /*recipe*/, const KitOptions& options) {
-  return fill_template(k_upgrade, {{"USAGE", k_usage_sh}, {"HEADER", script_header(lock, options)},
-                                   {"RELEASE", shell_quote(k_release_name)},
-                                   {"NAMESPACE", options.namespace_name},
-                                   {"CHART_FILE", kit_chart_file(lock)},
-                                   {"API_CHECK", k_api_check},
-                                   {"CLUSTER_CHECK", k_cluster_check},
-                                   {"NAMESPACE_CHECK", namespace_check_sh("GPUBUNDLE_NAMESPACE")},
-                                   {"PACKAGE_REPO_APPLY", package_repo_apply_sh(options)}});
+  return fill_script(k_upgrade, lock, options, {{"RELEASE", shell_quote(k_release_name)}, {"CHART_FILE", kit_chart_file(lock)}});
 }
 
 }  // namespace gb::kit::detail

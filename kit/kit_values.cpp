@@ -37,12 +37,6 @@ const std::vector<KeyException>& values_key_exceptions() {
   return all;
 }
 
-namespace {
-
-constexpr const char* k_nfd = "node-feature-discovery";
-
-}  // namespace
-
 bool detail::is_key_exception(std::string_view path) {
   for (const auto& e : values_key_exceptions())
     if (path == e.path) return true;
@@ -50,6 +44,8 @@ bool detail::is_key_exception(std::string_view path) {
 }
 
 namespace {
+
+constexpr const char* k_nfd = "node-feature-discovery";
 
 void collect_leaves(const YAML::Node& node, const std::string& prefix, std::vector<std::string>& out) {
   if (node.IsMap()) {
@@ -63,29 +59,25 @@ void collect_leaves(const YAML::Node& node, const std::string& prefix, std::vect
   if (!prefix.empty()) out.push_back(prefix);
 }
 
-// Walks a dotted path through a values tree; every step must be a map key.
-bool has_path(const YAML::Node& root, const std::vector<std::string>& parts, size_t from) {
+// The node at parts[from..] of a values tree, every step a map key; else an undefined node.
+YAML::Node node_at(const YAML::Node& root, const std::vector<std::string>& parts, size_t from = 0) {
   YAML::Node cur;
   cur.reset(root);  // rebinds the handle; const lookups below never insert
   for (size_t i = from; i < parts.size(); ++i) {
     const YAML::Node& view = cur;
-    if (!view.IsMap()) return false;
+    if (!view.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
     const YAML::Node next = view[parts[i]];
-    if (!next.IsDefined()) return false;
+    if (!next.IsDefined()) return YAML::Node(YAML::NodeType::Undefined);
     cur.reset(next);
   }
-  return true;
+  return cur;
 }
 
-
-std::string parent_path(const std::string& repository) {
-  size_t slash = repository.rfind('/');
-  return slash == std::string::npos ? "" : repository.substr(0, slash);
-}
-
-std::string base_name(const std::string& repository) {
-  size_t slash = repository.rfind('/');
-  return slash == std::string::npos ? repository : repository.substr(slash + 1);
+// A subchart's own values first (node-feature-discovery.*, sriov-network-operator.*), then the chart's.
+YAML::Node chart_node(const Chart& chart, const std::vector<std::string>& parts) {
+  if (const Chart* sub = chart.subchart(parts[0]))
+    if (YAML::Node n = node_at(sub->values, parts, 1); n.IsDefined()) return n;
+  return node_at(chart.values, parts);
 }
 
 // Components whose tag the operator extends with -<osTag> unless it is a digest.
@@ -190,10 +182,7 @@ std::vector<std::string> leaf_paths(const YAML::Node& values) {
 
 bool chart_has_key(const Chart& chart, std::string_view path) {
   auto parts = split(path, '.');
-  if (parts.empty()) return false;
-  // A subchart's own values (node-feature-discovery.*, sriov-network-operator.*).
-  if (const Chart* sub = chart.subchart(parts[0]); sub && has_path(sub->values, parts, 1)) return true;
-  return has_path(chart.values, parts, 0);
+  return !parts.empty() && chart_node(chart, parts).IsDefined();
 }
 
 // A key below one whose chart default is an empty map ({}: labels,
@@ -201,21 +190,9 @@ bool chart_has_key(const Chart& chart, std::string_view path) {
 bool under_free_form_map(const Chart& chart, const std::string& path) {
   auto parts = split(path, '.');
   for (size_t n = parts.size() - 1; n >= 1; --n) {
-    std::vector<std::string> head(parts.begin(), parts.begin() + static_cast<long>(n));
-    const YAML::Node* root = &chart.values;
-    size_t from = 0;
-    if (const Chart* sub = chart.subchart(head[0]); sub && has_path(sub->values, head, 1)) {
-      root = &sub->values;
-      from = 1;
-    }
-    if (!has_path(*root, head, from)) continue;
-    YAML::Node cur;
-    cur.reset(*root);
-    for (size_t i = from; i < head.size(); ++i) {
-      const YAML::Node& view = cur;
-      cur.reset(view[head[i]]);
-    }
-    return cur.IsMap() && cur.size() == 0;
+    YAML::Node at = chart_node(chart, std::vector<std::string>(parts.begin(), parts.begin() + static_cast<long>(n)));
+    if (!at.IsDefined()) continue;
+    return at.IsMap() && at.size() == 0;
   }
   return false;
 }
@@ -267,9 +244,8 @@ Result<std::string> make_values_yaml(const Lock& lock, const Chart& chart, const
                            v.chart_label() + "; was the lock resolved against another chart?");
         continue;
       }
-      v.set(c + ".repository", p.destination.registry + (parent_path(p.destination.repository).empty() ? "" : "/") +
-                                   parent_path(p.destination.repository));
-      v.set(c + ".image", base_name(p.destination.repository));
+      v.set(c + ".repository", detail::repository_of(p.destination));
+      v.set(c + ".image", detail::image_of(p.destination));
 
       std::string version;
       if (c == "driver") {
@@ -295,13 +271,7 @@ Result<std::string> make_values_yaml(const Lock& lock, const Chart& chart, const
   }
 
   for (const auto& [path, l] : lists) {
-    YAML::Node list;
-    list.reset(chart.values);  // rebinds; the const lookups below never insert
-    for (const auto& part : split(path, '.')) {
-      const YAML::Node& view = list;
-      list.reset(view[part]);
-    }
-    json items = json_of(list);
+    json items = json_of(node_at(chart.values, split(path, '.')));
     std::set<std::string> placed;
     for (auto& item : items) {
       json* ref = &item;
@@ -344,13 +314,10 @@ Result<std::string> make_values_yaml(const Lock& lock, const Chart& chart, const
     // time (cordon, GPU pod deletion, drain as fallback, driver restart,
     // operator-validator, uncordon); upgrade.sh watches it. Only the keys this
     // chart has.
-    v.set_if_present("driver.upgradePolicy.autoUpgrade", true);
-    v.set_if_present("driver.upgradePolicy.maxParallelUpgrades", 1);
-    v.set_if_present("driver.upgradePolicy.maxUnavailable", 1);
-    v.set_if_present("driver.upgradePolicy.drain.enable", true);
-    v.set_if_present("driver.upgradePolicy.drain.force", false);
-    v.set_if_present("driver.upgradePolicy.drain.deleteEmptyDir", false);
-    v.set_if_present("driver.upgradePolicy.drain.timeoutSeconds", 300);
+    for (const auto& [key, value] : std::initializer_list<std::pair<const char*, json>>{
+             {"autoUpgrade", true}, {"maxParallelUpgrades", 1}, {"maxUnavailable", 1}, {"drain.enable", true},
+             {"drain.force", false}, {"drain.deleteEmptyDir", false}, {"drain.timeoutSeconds", 300}})
+      v.set_if_present(std::string("driver.upgradePolicy.") + key, value);
     const std::string& kmt = lock.driver.kernel_module_type;
     if (chart_has_key(chart, "driver.kernelModuleType")) {
       if (!kmt.empty()) v.set("driver.kernelModuleType", kmt);
@@ -435,21 +402,22 @@ Result<std::string> make_values_yaml(const Lock& lock, const Chart& chart, const
   }
 
   if (!problems.empty()) return input_error(join(problems, "\n"));
+  return detail::values_text(v, chart, "values.yaml",
+                             detail::yaml_header(lock, options,
+                                                 "Helm values for chart " + lock.chart.name + " " + lock.chart.version +
+                                                     ": every image from the site registry " + options.registry.str() + "."));
+}
 
+Result<std::string> detail::values_text(const Overrides& v, const Chart& chart, const std::string& file, std::string header) {
   YAML::Emitter out;
-  detail::emit_node(out, v.root());
-  std::string text = detail::yaml_header(lock, options,
-                                         "Helm values for chart " + lock.chart.name + " " + lock.chart.version +
-                                             ": every image from the site registry " + options.registry.str() + ".");
-  text += out.c_str();
-  text += "\n";
-
+  emit_node(out, v.root());
+  std::string text = std::move(header) + out.c_str() + "\n";
   // Belt and braces: what was emitted parses and holds only known keys.
   try {
     auto unknown = unknown_keys(YAML::Load(text), chart);
-    if (!unknown.empty()) return op_error("values.yaml would carry keys chart " + v.chart_label() + " lacks: " + join(unknown, ", "));
+    if (!unknown.empty()) return op_error(file + " would carry keys chart " + v.chart_label() + " lacks: " + join(unknown, ", "));
   } catch (const YAML::Exception& e) {
-    return op_error(std::string("values.yaml does not parse back: ") + e.what());
+    return op_error(file + " does not parse back: " + e.what());
   }
   return text;
 }

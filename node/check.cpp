@@ -57,13 +57,19 @@ std::string resolve_module_type(const std::string& type, const std::string& vers
   return cat.auto_module_type(known, version, branch).type;
 }
 
-std::vector<std::string> catalog_names(const std::vector<std::string>& written) {
-  std::vector<std::string> out;
-  for (const auto& w : written) {
+// What a lock and a recipe both name: the GPUs (as the catalog names them), OS, kernels and driver mode.
+Expectation expect_target(const fs::path& file, const std::vector<std::string>& gpus, const std::string& os,
+                          const std::vector<std::string>& kernels, const std::string& driver_mode) {
+  Expectation e;
+  e.source = file.filename().string();
+  for (const auto& w : gpus) {
     const GpuInfo* g = Catalog::builtin().find_gpu(w);
-    out.push_back(g ? g->name : w);
+    e.gpus.push_back(g ? g->name : w);
   }
-  return out;
+  e.os = os;
+  e.kernels = kernels;
+  e.driver_mode = driver_mode;
+  return e;
 }
 
 void set_driver(Expectation& e, const std::string& version, const std::string& branch, const std::string& type) {
@@ -81,6 +87,7 @@ struct Checker {
   const Expectation* exp() const { return r.expected ? &*r.expected : nullptr; }
   void add(const char* check, Status s, std::string detail) { r.checks.push_back({check, s, std::move(detail)}); }
   bool driver_loaded() const { return !r.facts.module_version.empty() || !r.facts.proc_version.empty(); }
+  bool mig_on() const { return nvml && std::any_of(nvml->gpus.begin(), nvml->gpus.end(), [](const auto& g) { return g.mig_enabled.value_or(false); }); }
 
   void gpus() {
     const auto& f = r.facts;
@@ -187,8 +194,7 @@ struct Checker {
     for (std::size_t i = 0; i < f.gpus.size(); ++i) need("nvidia" + std::to_string(i));
     need("nvidia-uvm");
     need("nvidia-uvm-tools");
-    bool mig_on = nvml && std::any_of(nvml->gpus.begin(), nvml->gpus.end(), [](const auto& g) { return g.mig_enabled.value_or(false); });
-    if (mig_on && f.cap_nodes.empty()) missing.push_back("/dev/nvidia-caps/* (MIG is on)");
+    if (mig_on() && f.cap_nodes.empty()) missing.push_back("/dev/nvidia-caps/* (MIG is on)");
     if (!missing.empty()) return add("devices", Status::Fail, "missing " + join(missing, ", "));
     std::string caps = f.cap_nodes.empty() ? "no nvidia-caps (created when MIG is used)" : std::to_string(f.cap_nodes.size()) + " nvidia-caps";
     add("devices", Status::Pass, std::to_string(f.device_nodes.size()) + " /dev/nvidia* nodes, " + caps);
@@ -336,9 +342,8 @@ struct Checker {
         good.push_back(id + " " + g.name + ": PTX kernel ok on " + std::to_string(g.elements) + " elements" + bw);
       }
     }
-    bool mig_on = nvml && std::any_of(nvml->gpus.begin(), nvml->gpus.end(), [](const auto& g) { return g.mig_enabled.value_or(false); });
     if (!bad.empty()) return add("cuda", Status::Fail, join(bad, "; "));
-    if (!mig_on && c.gpus.size() != f.gpus.size())
+    if (!mig_on() && c.gpus.size() != f.gpus.size())
       return add("cuda", Status::Fail, "CUDA sees " + std::to_string(c.gpus.size()) + " devices, the PCI bus has " + std::to_string(f.gpus.size()));
     add("cuda", Status::Pass, "CUDA " + std::to_string(c.cuda_version / 1000) + "." + std::to_string(c.cuda_version % 1000 / 10) + ": " +
                                   join(good, "; ") + lib);
@@ -396,12 +401,7 @@ const char* to_string(Status s) {
 Result<Expectation> expectation_from_lock(const fs::path& file) {
   auto lock = load_lock(file.string());
   if (!lock) return lock.error();
-  Expectation e;
-  e.source = file.filename().string();
-  e.gpus = catalog_names(lock->gpus);
-  e.os = lock->os;
-  e.kernels = lock->kernels;
-  e.driver_mode = lock->driver.mode;
+  Expectation e = expect_target(file, lock->gpus, lock->os, lock->kernels, lock->driver.mode);
   set_driver(e, lock->driver.version, lock->driver.branch, lock->driver.kernel_module_type);
   if (!lock->recipe_spec.empty()) {
     Json spec = Json::parse(lock->recipe_spec, nullptr, false);
@@ -414,12 +414,7 @@ Result<Expectation> expectation_from_lock(const fs::path& file) {
 Result<Expectation> expectation_from_recipe(const fs::path& file) {
   auto recipe = load_recipe(file);
   if (!recipe) return recipe.error();
-  Expectation e;
-  e.source = file.filename().string();
-  e.gpus = catalog_names(recipe->gpus);
-  e.os = recipe->os;
-  e.kernels = recipe->kernels;
-  e.driver_mode = to_string(recipe->driver_mode);
+  Expectation e = expect_target(file, recipe->gpus, recipe->os, recipe->kernels, to_string(recipe->driver_mode));
   set_driver(e, recipe->driver_version, recipe->driver_branch, recipe->kernel_module_type);
   e.mig_config = recipe->mig_config;
   return e;

@@ -86,6 +86,16 @@ done:
 
 std::uint32_t expected_mix(std::uint32_t x, std::uint32_t i, std::uint32_t salt) { return (x * 2654435761u) ^ (i + salt); }
 
+// Where driver installs put the libraries when the loader does not know, below root.
+std::vector<fs::path> driver_library_dirs(const fs::path& root) {
+  std::vector<fs::path> dirs;
+  for (const char* d : {"usr/local/nvidia/lib64", "usr/local/nvidia/lib", "run/nvidia/driver/usr/lib/x86_64-linux-gnu",
+                        "run/nvidia/driver/usr/lib64", "run/nvidia/driver/usr/lib/aarch64-linux-gnu", "usr/lib/x86_64-linux-gnu",
+                        "usr/lib64", "usr/lib/aarch64-linux-gnu"})
+    dirs.push_back(root / d);
+  return dirs;
+}
+
 // A dlopen handle. The driver's libraries are not unloaded: libcuda in
 // particular does not promise a clean dlclose, and the process ends soon.
 class DriverLibrary {
@@ -129,32 +139,35 @@ private:
   void* m_handle;
 };
 
+// The entry points used, each as (return type, name without the "nvml" or
+// "cu" prefix, parameters): one list makes the table's fields and loads them.
+#define GB_NVML_SYMBOLS(X) \
+  X(nvmlReturn_t, Init_v2, ()) \
+  X(nvmlReturn_t, Shutdown, ()) \
+  X(const char*, ErrorString, (nvmlReturn_t)) \
+  X(nvmlReturn_t, SystemGetDriverVersion, (char*, unsigned)) \
+  X(nvmlReturn_t, DeviceGetCount_v2, (unsigned*)) \
+  X(nvmlReturn_t, DeviceGetHandleByIndex_v2, (unsigned, nvmlDevice_t*)) \
+  X(nvmlReturn_t, DeviceGetName, (nvmlDevice_t, char*, unsigned)) \
+  X(nvmlReturn_t, DeviceGetMemoryInfo, (nvmlDevice_t, nvmlMemory_t*)) \
+  X(nvmlReturn_t, DeviceGetMigMode, (nvmlDevice_t, unsigned*, unsigned*)) \
+  X(nvmlReturn_t, DeviceGetMaxMigDeviceCount, (nvmlDevice_t, unsigned*)) \
+  X(nvmlReturn_t, DeviceGetMigDeviceHandleByIndex, (nvmlDevice_t, unsigned, nvmlDevice_t*)) \
+  X(nvmlReturn_t, DeviceGetEccMode, (nvmlDevice_t, int*, int*)) \
+  X(nvmlReturn_t, DeviceGetTotalEccErrors, (nvmlDevice_t, int, int, unsigned long long*)) \
+  X(nvmlReturn_t, DeviceGetRetiredPages, (nvmlDevice_t, int, unsigned*, unsigned long long*)) \
+  X(nvmlReturn_t, DeviceGetRemappedRows, (nvmlDevice_t, unsigned*, unsigned*, unsigned*, unsigned*)) \
+  X(nvmlReturn_t, DeviceGetTemperature, (nvmlDevice_t, int, unsigned*)) \
+  X(nvmlReturn_t, DeviceGetUtilizationRates, (nvmlDevice_t, nvmlUtilization_t*)) \
+  X(nvmlReturn_t, DeviceGetPersistenceMode, (nvmlDevice_t, int*)) \
+  X(nvmlReturn_t, EventSetCreate, (nvmlEventSet_t*)) \
+  X(nvmlReturn_t, DeviceRegisterEvents, (nvmlDevice_t, unsigned long long, nvmlEventSet_t)) \
+  X(nvmlReturn_t, EventSetWait_v2, (nvmlEventSet_t, nvmlEventData_t*, unsigned)) \
+  X(nvmlReturn_t, EventSetFree, (nvmlEventSet_t))
+#define GB_FIELD(ret, name, params) ret(*name) params;
 struct Nvml {
-  nvmlReturn_t (*Init_v2)();
-  nvmlReturn_t (*Shutdown)();
-  const char* (*ErrorString)(nvmlReturn_t);
-  nvmlReturn_t (*SystemGetDriverVersion)(char*, unsigned);
-  nvmlReturn_t (*DeviceGetCount_v2)(unsigned*);
-  nvmlReturn_t (*DeviceGetHandleByIndex_v2)(unsigned, nvmlDevice_t*);
-  nvmlReturn_t (*DeviceGetName)(nvmlDevice_t, char*, unsigned);
-  nvmlReturn_t (*DeviceGetMemoryInfo)(nvmlDevice_t, nvmlMemory_t*);
-  nvmlReturn_t (*DeviceGetMigMode)(nvmlDevice_t, unsigned*, unsigned*);
-  nvmlReturn_t (*DeviceGetMaxMigDeviceCount)(nvmlDevice_t, unsigned*);
-  nvmlReturn_t (*DeviceGetMigDeviceHandleByIndex)(nvmlDevice_t, unsigned, nvmlDevice_t*);
-  nvmlReturn_t (*DeviceGetEccMode)(nvmlDevice_t, int*, int*);
-  nvmlReturn_t (*DeviceGetTotalEccErrors)(nvmlDevice_t, int, int, unsigned long long*);
-  nvmlReturn_t (*DeviceGetRetiredPages)(nvmlDevice_t, int, unsigned*, unsigned long long*);
-  nvmlReturn_t (*DeviceGetRemappedRows)(nvmlDevice_t, unsigned*, unsigned*, unsigned*, unsigned*);
-  nvmlReturn_t (*DeviceGetTemperature)(nvmlDevice_t, int, unsigned*);
-  nvmlReturn_t (*DeviceGetUtilizationRates)(nvmlDevice_t, nvmlUtilization_t*);
-  nvmlReturn_t (*DeviceGetPersistenceMode)(nvmlDevice_t, int*);
-  nvmlReturn_t (*EventSetCreate)(nvmlEventSet_t*);
-  nvmlReturn_t (*DeviceRegisterEvents)(nvmlDevice_t, unsigned long long, nvmlEventSet_t);
-  nvmlReturn_t (*EventSetWait_v2)(nvmlEventSet_t, nvmlEventData_t*, unsigned);
-  nvmlReturn_t (*EventSetFree)(nvmlEventSet_t);
+  GB_NVML_SYMBOLS(GB_FIELD)
 };
-
-#define GB_SYM(table, lib, prefix, name) table.name = lib.sym<decltype(table.name)>(prefix #name)
 
 std::string nvml_error(const Nvml& n, const char* call, nvmlReturn_t rc) {
   const char* s = n.ErrorString ? n.ErrorString(rc) : nullptr;
@@ -235,31 +248,33 @@ void collect_xids(const Nvml& n, std::vector<nvmlDevice_t>& devs, NvmlReport& r)
   n.EventSetFree(set);
 }
 
+#define GB_CUDA_SYMBOLS(X) \
+  X(CUresult, Init, (unsigned)) \
+  X(CUresult, DriverGetVersion, (int*)) \
+  X(CUresult, GetErrorName, (CUresult, const char**)) \
+  X(CUresult, DeviceGetCount, (int*)) \
+  X(CUresult, DeviceGet, (CUdevice*, int)) \
+  X(CUresult, DeviceGetName, (char*, int, CUdevice)) \
+  X(CUresult, DevicePrimaryCtxRetain, (CUcontext*, CUdevice)) \
+  X(CUresult, DevicePrimaryCtxRelease_v2, (CUdevice)) \
+  X(CUresult, CtxSetCurrent, (CUcontext)) \
+  X(CUresult, CtxSynchronize, ()) \
+  X(CUresult, ModuleLoadData, (CUmodule*, const void*)) \
+  X(CUresult, ModuleUnload, (CUmodule)) \
+  X(CUresult, ModuleGetFunction, (CUfunction*, CUmodule, const char*)) \
+  X(CUresult, MemAlloc_v2, (CUdeviceptr*, std::size_t)) \
+  X(CUresult, MemFree_v2, (CUdeviceptr)) \
+  X(CUresult, MemcpyHtoD_v2, (CUdeviceptr, const void*, std::size_t)) \
+  X(CUresult, MemcpyDtoH_v2, (void*, CUdeviceptr, std::size_t)) \
+  X(CUresult, MemcpyDtoD_v2, (CUdeviceptr, CUdeviceptr, std::size_t)) \
+  X(CUresult, LaunchKernel, (CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream, void**, void**)) \
+  X(CUresult, EventCreate, (CUevent*, unsigned)) \
+  X(CUresult, EventRecord, (CUevent, CUstream)) \
+  X(CUresult, EventSynchronize, (CUevent)) \
+  X(CUresult, EventElapsedTime, (float*, CUevent, CUevent)) \
+  X(CUresult, EventDestroy_v2, (CUevent))
 struct Cuda {
-  CUresult (*Init)(unsigned);
-  CUresult (*DriverGetVersion)(int*);
-  CUresult (*GetErrorName)(CUresult, const char**);
-  CUresult (*DeviceGetCount)(int*);
-  CUresult (*DeviceGet)(CUdevice*, int);
-  CUresult (*DeviceGetName)(char*, int, CUdevice);
-  CUresult (*DevicePrimaryCtxRetain)(CUcontext*, CUdevice);
-  CUresult (*DevicePrimaryCtxRelease_v2)(CUdevice);
-  CUresult (*CtxSetCurrent)(CUcontext);
-  CUresult (*CtxSynchronize)();
-  CUresult (*ModuleLoadData)(CUmodule*, const void*);
-  CUresult (*ModuleUnload)(CUmodule);
-  CUresult (*ModuleGetFunction)(CUfunction*, CUmodule, const char*);
-  CUresult (*MemAlloc_v2)(CUdeviceptr*, std::size_t);
-  CUresult (*MemFree_v2)(CUdeviceptr);
-  CUresult (*MemcpyHtoD_v2)(CUdeviceptr, const void*, std::size_t);
-  CUresult (*MemcpyDtoH_v2)(void*, CUdeviceptr, std::size_t);
-  CUresult (*MemcpyDtoD_v2)(CUdeviceptr, CUdeviceptr, std::size_t);
-  CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream, void**, void**);
-  CUresult (*EventCreate)(CUevent*, unsigned);
-  CUresult (*EventRecord)(CUevent, CUstream);
-  CUresult (*EventSynchronize)(CUevent);
-  CUresult (*EventElapsedTime)(float*, CUevent, CUevent);
-  CUresult (*EventDestroy_v2)(CUevent);
+  GB_CUDA_SYMBOLS(GB_FIELD)
 };
 
 std::string cuda_error(const Cuda& c, const char* call, CUresult rc) {
@@ -268,7 +283,7 @@ std::string cuda_error(const Cuda& c, const char* call, CUresult rc) {
   return std::string(call) + ": " + (name ? name : "CUDA error " + std::to_string(rc));
 }
 
-// Device memory freed on every path out of run_on_device.
+// Device memory freed on every path out of run_kernel and measure_copy.
 class DeviceBuffers {
 public:
   explicit DeviceBuffers(const Cuda& c) : m_c(c) {}
@@ -347,15 +362,6 @@ void measure_copy(const Cuda& c, CudaGpu& g, std::size_t bytes) {
 
 }  // namespace
 
-std::vector<fs::path> driver_library_dirs(const fs::path& root) {
-  std::vector<fs::path> dirs;
-  for (const char* d : {"usr/local/nvidia/lib64", "usr/local/nvidia/lib", "run/nvidia/driver/usr/lib/x86_64-linux-gnu",
-                        "run/nvidia/driver/usr/lib64", "run/nvidia/driver/usr/lib/aarch64-linux-gnu", "usr/lib/x86_64-linux-gnu",
-                        "usr/lib64", "usr/lib/aarch64-linux-gnu"})
-    dirs.push_back(root / d);
-  return dirs;
-}
-
 NvmlReport probe_nvml(const ProbeOptions& o) {
   NvmlReport r;
   r.xid_wait_ms = o.xid_wait_ms;
@@ -363,28 +369,9 @@ NvmlReport probe_nvml(const ProbeOptions& o) {
   r.library = from;
   if (!lib) return r;
   Nvml n{};
-  GB_SYM(n, (*lib), "nvml", Init_v2);
-  GB_SYM(n, (*lib), "nvml", Shutdown);
-  GB_SYM(n, (*lib), "nvml", ErrorString);
-  GB_SYM(n, (*lib), "nvml", SystemGetDriverVersion);
-  GB_SYM(n, (*lib), "nvml", DeviceGetCount_v2);
-  GB_SYM(n, (*lib), "nvml", DeviceGetHandleByIndex_v2);
-  GB_SYM(n, (*lib), "nvml", DeviceGetName);
-  GB_SYM(n, (*lib), "nvml", DeviceGetMemoryInfo);
-  GB_SYM(n, (*lib), "nvml", DeviceGetMigMode);
-  GB_SYM(n, (*lib), "nvml", DeviceGetMaxMigDeviceCount);
-  GB_SYM(n, (*lib), "nvml", DeviceGetMigDeviceHandleByIndex);
-  GB_SYM(n, (*lib), "nvml", DeviceGetEccMode);
-  GB_SYM(n, (*lib), "nvml", DeviceGetTotalEccErrors);
-  GB_SYM(n, (*lib), "nvml", DeviceGetRetiredPages);
-  GB_SYM(n, (*lib), "nvml", DeviceGetRemappedRows);
-  GB_SYM(n, (*lib), "nvml", DeviceGetTemperature);
-  GB_SYM(n, (*lib), "nvml", DeviceGetUtilizationRates);
-  GB_SYM(n, (*lib), "nvml", DeviceGetPersistenceMode);
-  GB_SYM(n, (*lib), "nvml", EventSetCreate);
-  GB_SYM(n, (*lib), "nvml", DeviceRegisterEvents);
-  GB_SYM(n, (*lib), "nvml", EventSetWait_v2);
-  GB_SYM(n, (*lib), "nvml", EventSetFree);
+#define GB_LOAD(ret, name, params) n.name = lib->sym<decltype(n.name)>("nvml" #name);
+  GB_NVML_SYMBOLS(GB_LOAD)
+#undef GB_LOAD
   if (!n.Init_v2 || !n.Shutdown || !n.SystemGetDriverVersion || !n.DeviceGetCount_v2 || !n.DeviceGetHandleByIndex_v2 || !n.DeviceGetName ||
       !n.DeviceGetMemoryInfo || !n.DeviceGetTemperature || !n.DeviceGetUtilizationRates) {
     r.error = from.path + " lacks NVML entry points this check needs";
@@ -426,30 +413,9 @@ CudaReport probe_cuda(const ProbeOptions& o) {
   r.library = from;
   if (!lib) return r;
   Cuda c{};
-  GB_SYM(c, (*lib), "cu", Init);
-  GB_SYM(c, (*lib), "cu", DriverGetVersion);
-  GB_SYM(c, (*lib), "cu", GetErrorName);
-  GB_SYM(c, (*lib), "cu", DeviceGetCount);
-  GB_SYM(c, (*lib), "cu", DeviceGet);
-  GB_SYM(c, (*lib), "cu", DeviceGetName);
-  GB_SYM(c, (*lib), "cu", DevicePrimaryCtxRetain);
-  GB_SYM(c, (*lib), "cu", DevicePrimaryCtxRelease_v2);
-  GB_SYM(c, (*lib), "cu", CtxSetCurrent);
-  GB_SYM(c, (*lib), "cu", CtxSynchronize);
-  GB_SYM(c, (*lib), "cu", ModuleLoadData);
-  GB_SYM(c, (*lib), "cu", ModuleUnload);
-  GB_SYM(c, (*lib), "cu", ModuleGetFunction);
-  GB_SYM(c, (*lib), "cu", MemAlloc_v2);
-  GB_SYM(c, (*lib), "cu", MemFree_v2);
-  GB_SYM(c, (*lib), "cu", MemcpyHtoD_v2);
-  GB_SYM(c, (*lib), "cu", MemcpyDtoH_v2);
-  GB_SYM(c, (*lib), "cu", MemcpyDtoD_v2);
-  GB_SYM(c, (*lib), "cu", LaunchKernel);
-  GB_SYM(c, (*lib), "cu", EventCreate);
-  GB_SYM(c, (*lib), "cu", EventRecord);
-  GB_SYM(c, (*lib), "cu", EventSynchronize);
-  GB_SYM(c, (*lib), "cu", EventElapsedTime);
-  GB_SYM(c, (*lib), "cu", EventDestroy_v2);
+#define GB_LOAD(ret, name, params) c.name = lib->sym<decltype(c.name)>("cu" #name);
+  GB_CUDA_SYMBOLS(GB_LOAD)
+#undef GB_LOAD
   if (!c.Init || !c.DeviceGetCount || !c.DeviceGet || !c.DevicePrimaryCtxRetain || !c.DevicePrimaryCtxRelease_v2 || !c.CtxSetCurrent ||
       !c.CtxSynchronize || !c.ModuleLoadData || !c.ModuleUnload || !c.ModuleGetFunction || !c.MemAlloc_v2 || !c.MemFree_v2 ||
       !c.MemcpyHtoD_v2 || !c.MemcpyDtoH_v2 || !c.MemcpyDtoD_v2 || !c.LaunchKernel) {

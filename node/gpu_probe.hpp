@@ -80,7 +80,4 @@ struct ProbeOptions {
 NvmlReport probe_nvml(const ProbeOptions& options);
 CudaReport probe_cuda(const ProbeOptions& options);
 
-// The folders searched after the loader, for messages and docs.
-std::vector<std::filesystem::path> driver_library_dirs(const std::filesystem::path& root);
-
 }  // namespace gb::node

@@ -16,7 +16,7 @@
 #include "net/transport.hpp"
 #include "signing/digest.hpp"
 #include "signing/openpgp.hpp"
-#include "packages/solv_raii.hpp"
+#include "packages/solver.hpp"
 
 namespace gb::packages::apt {
 
@@ -27,7 +27,6 @@ constexpr std::uint64_t k_packages_max_bytes = 1ull << 30;    // a decompressed 
 constexpr size_t k_paragraph_max_fields = 256;                 // a package has ~20; the duplicate check is quadratic
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 bool is_blank(char c) { return c == ' ' || c == '\t'; }
 
 bool iequals(std::string_view a, std::string_view b) {
@@ -37,26 +36,15 @@ bool iequals(std::string_view a, std::string_view b) {
   return true;
 }
 
+// Not empty, and each character one of `chars`.
+bool only(std::string_view s, std::string_view chars) { return !s.empty() && s.find_first_not_of(chars) == std::string_view::npos; }
+
 bool is_package_name(std::string_view s) {
-  if (s.empty() || !(is_digit(s[0]) || (s[0] >= 'a' && s[0] <= 'z'))) return false;
-  for (char c : s)
-    if (!(is_digit(c) || (c >= 'a' && c <= 'z') || c == '+' || c == '-' || c == '.')) return false;
-  return true;
+  return only(s.substr(0, 1), "0123456789abcdefghijklmnopqrstuvwxyz") && only(s, "0123456789abcdefghijklmnopqrstuvwxyz+-.");
 }
-
-bool is_version(std::string_view s) {
-  if (s.empty()) return false;
-  for (char c : s)
-    if (!(is_digit(c) || is_alpha(c) || c == '.' || c == '+' || c == '-' || c == '~' || c == ':')) return false;
-  return true;
-}
-
-bool is_arch_name(std::string_view s) {
-  if (s.empty()) return false;
-  for (char c : s)
-    if (!(is_digit(c) || (c >= 'a' && c <= 'z') || c == '-')) return false;
-  return true;
-}
+bool is_version(std::string_view s) { return only(s, "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.+-~:"); }
+bool is_arch_name(std::string_view s) { return only(s, "0123456789abcdefghijklmnopqrstuvwxyz-"); }
+bool is_hex64(std::string_view s) { return s.size() == 64 && only(s, "0123456789abcdefABCDEF"); }
 
 // A path below the archive root: no empty, "." or ".." part, no leading '/',
 // nothing that is not printable.
@@ -69,18 +57,9 @@ bool is_pool_path(std::string_view s) {
   return true;
 }
 
-bool is_hex64(std::string_view s) {
-  if (s.size() != 64) return false;
-  for (char c : s)
-    if (!(is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'))) return false;
-  return true;
-}
-
 std::optional<std::uint64_t> parse_u64(std::string_view s) {
-  if (!is_digits(s)) return std::nullopt;
   std::uint64_t v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+  if (!is_digits(s) || std::from_chars(s.data(), s.data() + s.size(), v).ec != std::errc()) return std::nullopt;
   return v;
 }
 
@@ -97,11 +76,7 @@ std::vector<std::string_view> words(std::string_view s) {
   return out;
 }
 
-}  // namespace
-
 // --- versions ---
-
-namespace {
 
 // A Debian version spelled so that libsolv's Debian order is dpkg's:
 // libsolv weighs a digit against the end of a string where dpkg reads a
@@ -127,13 +102,7 @@ std::string solv_version(std::string_view v) {
 }  // namespace
 
 int compare_versions(std::string_view a, std::string_view b) {
-  static Pool* const pool = [] {
-    Pool* p = pool_create();  // lives as long as the process
-    pool_setdisttype(p, DISTTYPE_DEB);
-    return p;
-  }();
-  int c = pool_evrcmp_str(pool, solv_version(a).c_str(), solv_version(b).c_str(), EVRCMP_COMPARE);
-  return (c > 0) - (c < 0);
+  return detail::evr_compare(DISTTYPE_DEB, solv_version(a), solv_version(b));
 }
 
 // --- deb822 ---
@@ -147,19 +116,18 @@ std::optional<std::string_view> Paragraph::field(std::string_view name) const {
 Result<std::vector<Paragraph>> parse_deb822(std::string_view text, const std::string& what) {
   std::vector<Paragraph> out;
   Paragraph cur;
-  size_t para_start = 0, line_no = 0;
-  bool in_para = false;
+  size_t para_start = 0, line_no = 0;     // cur.line is 0 between paragraphs
   size_t value_start = 0, value_end = 0;  // the open field's value, as offsets into text
+  auto at = [&] { return what + ":" + std::to_string(line_no) + ": "; };
   auto close_field = [&] {
     if (!cur.fields.empty()) cur.fields.back().second = trim(text.substr(value_start, value_end - value_start));
   };
   auto close_para = [&](size_t end) {
-    if (!in_para) return;
+    if (cur.line == 0) return;
     close_field();
     cur.text = text.substr(para_start, end - para_start);
     out.push_back(std::move(cur));
     cur = Paragraph{};
-    in_para = false;
   };
   size_t pos = 0;
   while (pos < text.size()) {
@@ -170,24 +138,21 @@ Result<std::vector<Paragraph>> parse_deb822(std::string_view text, const std::st
     if (trim(line).empty()) {
       close_para(pos);
     } else if (is_blank(line.front())) {
-      if (!in_para) return op_error(what + ":" + std::to_string(line_no) + ": a continuation line outside a field");
+      if (cur.line == 0) return op_error(at() + "a continuation line outside a field");
       value_end = pos + line.size();
     } else {
       auto colon = line.find(':');
       std::string_view name = colon == std::string_view::npos ? std::string_view() : line.substr(0, colon);
       if (name.empty() || name.find_first_of(" \t") != std::string_view::npos)
-        return op_error(what + ":" + std::to_string(line_no) + ": " + quote(line, 80) + " is not a 'Field: value' line");
-      if (!in_para) {
-        in_para = true;
+        return op_error(at() + quote(line, 80) + " is not a 'Field: value' line");
+      if (cur.line == 0) {
         para_start = pos;
         cur.line = line_no;
       }
       close_field();
       if (cur.fields.size() == k_paragraph_max_fields)
-        return op_error(what + ":" + std::to_string(line_no) + ": more than " + std::to_string(k_paragraph_max_fields) +
-                        " fields in one paragraph");
-      if (cur.field(name))
-        return op_error(what + ":" + std::to_string(line_no) + ": field " + quote(name) + " twice in one paragraph");
+        return op_error(at() + "more than " + std::to_string(k_paragraph_max_fields) + " fields in one paragraph");
+      if (cur.field(name)) return op_error(at() + "field " + quote(name) + " twice in one paragraph");
       cur.fields.emplace_back(name, std::string_view());
       value_start = pos + colon + 1;
       value_end = pos + line.size();
@@ -380,8 +345,6 @@ Result<std::vector<Package>> parse_packages(std::string_view text, const Package
 
 namespace {
 
-const char* str(Pool* pool, Id id) { return id ? pool_id2str(pool, id) : ""; }
-
 // An entry as libsolv's reader is to see it: dpkg reads the obsolete
 // "(< v)" and "(> v)" as <= and >=, libsolv as << and >>.
 std::string solv_entry(std::string_view entry) {
@@ -411,17 +374,15 @@ struct EntryStream {
   size_t at = 0;
 
   static ssize_t read(void* cookie, char* out, size_t size) {
-    auto* self = static_cast<EntryStream*>(cookie);
+    auto& s = *static_cast<EntryStream*>(cookie);
     size_t done = 0;
-    while (done < size) {
-      if (self->at == self->entry.size()) {
-        if (self->next == self->packages.size()) break;
-        self->entry = solv_entry(self->packages[self->next++].entry) + "\n";  // each entry ends in '\n'
-        self->at = 0;
+    while (done < size && (s.at < s.entry.size() || s.next < s.packages.size())) {
+      if (s.at == s.entry.size()) {
+        s.entry = solv_entry(s.packages[s.next++].entry) + "\n";  // each entry ends in '\n'
+        s.at = 0;
       }
-      size_t n = std::min(size - done, self->entry.size() - self->at);
-      std::memcpy(out + done, self->entry.data() + self->at, n);
-      self->at += n;
+      const size_t n = s.entry.copy(out + done, size - done, s.at);
+      s.at += n;
       done += n;
     }
     return static_cast<ssize_t>(done);
@@ -436,30 +397,31 @@ int priority_rank(std::string_view priority) {
   return 5;
 }
 
-}  // namespace
+struct AptIndex final : detail::SolvIndex {
+  explicit AptIndex(const std::string& arch_) : SolvIndex(DISTTYPE_DEB, arch_, &apt::compare_versions) {}
 
-struct Index::Impl {
-  detail::SolvPool solv{pool_create()};
-  std::string arch;
-  std::vector<Package> packages;   // in the order read
-  std::vector<int> package_of;     // solvable id -> packages index, -1 for none
-  std::set<std::tuple<std::string, std::string, std::string>> seen;  // name, version, arch
+  using Key = std::tuple<std::string, std::string, std::string>;  // name, version, arch
+  using Rank = std::tuple<bool, bool, int>;                       // not Essential, not Important, Priority
+  std::vector<Package> listed;  // in the order read
+  std::vector<int> package_of;  // solvable id -> listed index, -1 for none
+  std::set<Key> seen;
   std::unordered_map<Id, Id> fixed;           // dependency as read -> as solved
   std::unordered_map<Id, std::string> shown;  // version as solved -> as written
-  bool prepared = false;
-  // apt's view of the prepared pool.
+  // apt's view of the prepared pool, and its marks (before_solve()).
   std::unordered_map<Id, Id> candidate;  // name -> its highest version
-  std::unordered_map<Id, bool> installable;
-  std::unordered_map<Id, std::tuple<bool, bool, int>> rank;  // not Essential, not Important, Priority
+  std::unordered_map<Id, bool> can_install;
+  std::unordered_map<Id, Rank> rank;
+  std::set<Id> marked;
+  std::vector<Id> marks;  // in the order marked
 
-  const Package* package(Id id) const {
-    return id > 0 && static_cast<size_t>(id) < package_of.size() && package_of[id] >= 0 ? &packages[package_of[id]] : nullptr;
+  const Package* find(Id id) const {
+    return id > 0 && static_cast<size_t>(id) < package_of.size() && package_of[id] >= 0 ? &listed[package_of[id]] : nullptr;
   }
+  Package package(Id id) const override { return *find(id); }
 
   Id version(Id evr) {
-    Pool* p = solv.get();
-    std::string written = pool_id2str(p, evr);
-    Id solved = pool_str2id(p, solv_version(written).c_str(), 1);
+    std::string written = pool_id2str(pool, evr);
+    Id solved = pool_str2id(pool, solv_version(written).c_str(), 1);
     if (solved != evr) shown.emplace(solved, written);
     return solved;
   }
@@ -470,69 +432,56 @@ struct Index::Impl {
   // packages provide (libsolv would take any package of that name).
   Id fix(Id dep) {
     if (auto it = fixed.find(dep); it != fixed.end()) return it->second;
-    Pool* p = solv.get();
     Id out = dep;
     if (!ISRELDEP(dep)) {
-      std::string_view name = pool_id2str(p, dep);
+      std::string_view name = pool_id2str(pool, dep);
       for (std::string suffix : {std::string(":native"), ":" + arch})
-        if (ends_with(name, suffix)) out = pool_strn2id(p, name.data(), static_cast<unsigned>(name.size() - suffix.size()), 1);
+        if (ends_with(name, suffix)) out = pool_strn2id(pool, name.data(), static_cast<unsigned>(name.size() - suffix.size()), 1);
     } else {
-      const Reldep* rd = GETRELDEP(p, dep);
+      const Reldep* rd = GETRELDEP(pool, dep);
       const Id name = rd->name, evr = rd->evr;
       const int flags = rd->flags;
-      if (flags == REL_MULTIARCH && evr == ARCH_ANY) out = pool_str2id(p, (std::string(pool_id2str(p, name)) + ":any").c_str(), 1);
-      else if (flags == REL_OR) out = pool_rel2id(p, fix(name), fix(evr), flags, 1);
-      else if (flags > 0 && flags < 8) out = pool_rel2id(p, fix(name), version(evr), flags, 1);
+      if (flags == REL_MULTIARCH && evr == ARCH_ANY) out = any(name);
+      else if (flags == REL_OR) out = pool_rel2id(pool, fix(name), fix(evr), flags, 1);
+      else if (flags > 0 && flags < 8) out = pool_rel2id(pool, fix(name), version(evr), flags, 1);
     }
     return fixed[dep] = out;
   }
-
-  void fix_deps(Repo* repo, Offset deps) {
-    if (!deps) return;
-    for (Id* dp = repo->idarraydata + deps; *dp; ++dp)
-      if (*dp != SOLVABLE_PREREQMARKER) *dp = fix(*dp);
-  }
+  Id any(Id name) { return pool_str2id(pool, (std::string(pool_id2str(pool, name)) + ":any").c_str(), 1); }
 
   // The package and each of its Provides as name:any (= version).
   void provide_any(Repo* repo, Solvable* s) {
-    Pool* p = solv.get();
-    std::vector<Id> any;
+    std::vector<Id> out;
     for (Id* dp = repo->idarraydata + s->provides; s->provides && *dp; ++dp) {
-      Id name = *dp, evr = 0;
-      int flags = 0;
-      if (ISRELDEP(name)) {
-        const Reldep* rd = GETRELDEP(p, name);
-        name = rd->name, evr = rd->evr, flags = rd->flags;
-      }
-      if (ISRELDEP(name)) continue;
-      Id a = pool_str2id(p, (std::string(pool_id2str(p, name)) + ":any").c_str(), 1);
-      any.push_back(flags ? pool_rel2id(p, a, evr, flags, 1) : a);
+      const Reldep* rd = ISRELDEP(*dp) ? GETRELDEP(pool, *dp) : nullptr;
+      const Id name = rd ? rd->name : *dp, evr = rd ? rd->evr : 0;
+      const int flags = rd ? rd->flags : 0;
+      if (!ISRELDEP(name)) out.push_back(flags ? pool_rel2id(pool, any(name), evr, flags, 1) : any(name));
     }
-    for (Id a : any) s->provides = repo_addid_dep(repo, s->provides, a, 0);
+    for (Id a : out) s->provides = repo_addid_dep(repo, s->provides, a, 0);
   }
 
   Result<void> add(std::string_view text, const PackageSource& source, const std::string& what) {
     auto parsed = parse_packages(text, source, what);
     if (!parsed) return parsed.error();
     std::vector<Package> kept;
-    std::set<std::tuple<std::string, std::string, std::string>> here;
+    std::set<Key> here;
     for (auto& pkg : *parsed) {
       // Another arch's package is not installable; one read already (a
       // suite and its -updates) is taken from where it was read first.
       if (pkg.arch != arch && pkg.arch != "all") continue;
-      std::tuple<std::string, std::string, std::string> key{pkg.name, pkg.version, pkg.arch};
+      Key key{pkg.name, pkg.version, pkg.arch};
       if (seen.count(key) || !here.insert(key).second) continue;
       if (pkg.entry.find('\0') != std::string::npos) return op_error(what + ": package " + pkg.name + ": a NUL byte in its entry");
       kept.push_back(std::move(pkg));
     }
     if (kept.empty()) return {};
-    Pool* p = solv.get();
     EntryStream stream{kept, 0, "", 0};
     cookie_io_functions_t io{};
     io.read = &EntryStream::read;
     detail::File in(fopencookie(&stream, "r", io));
     if (!in) return op_error(what + ": cannot read it: " + std::strerror(errno));
-    Repo* repo = repo_create(p, what.c_str());
+    Repo* repo = repo_create(pool, what.c_str());
     repo_add_debpackages(repo, in.get(), 0);
     // libsolv read the entries we checked, one solvable each, in order.
     size_t n = 0;
@@ -541,9 +490,9 @@ struct Index::Impl {
     std::string differs;
     FOR_REPO_SOLVABLES(repo, id, s) {
       const Package* want = n < kept.size() ? &kept[n] : nullptr;
-      if (!want || want->name != str(p, s->name) || want->version != str(p, s->evr) || want->arch != str(p, s->arch))
-        differs = (want ? "package " + want->name + ": " : "") + "libsolv reads '" + str(p, s->name) + " " + str(p, s->evr) +
-                  " " + str(p, s->arch) + "'";
+      if (!want || want->name != str(s->name) || want->version != str(s->evr) || want->arch != str(s->arch))
+        differs = (want ? "package " + want->name + ": " : "") + "libsolv reads '" + str(s->name) + " " +
+                  str(s->evr) + " " + str(s->arch) + "'";
       if (!differs.empty()) break;
       ++n;
     }
@@ -553,87 +502,100 @@ struct Index::Impl {
       repo_free(repo, 1);
       return op_error(bounded_line(what + ": " + differs));
     }
-    package_of.resize(static_cast<size_t>(p->nsolvables), -1);
+    package_of.resize(static_cast<size_t>(pool->nsolvables), -1);
     n = 0;
     FOR_REPO_SOLVABLES(repo, id, s) {
       s->evr = version(s->evr);
-      fix_deps(repo, s->provides);
-      fix_deps(repo, s->requires_);
-      fix_deps(repo, s->conflicts);
-      fix_deps(repo, s->obsoletes);
+      for (Offset deps : {s->provides, s->requires_, s->conflicts, s->obsoletes})
+        for (Id* dp = repo->idarraydata + deps; deps && *dp; ++dp)
+          if (*dp != SOLVABLE_PREREQMARKER) *dp = fix(*dp);
       const char* multi_arch = solvable_lookup_str(s, SOLVABLE_MULTIARCH);
       if (multi_arch && std::strcmp(multi_arch, "allowed") == 0) provide_any(repo, s);
-      package_of[id] = static_cast<int>(packages.size() + n++);
+      package_of[id] = static_cast<int>(listed.size() + n++);
     }
-    for (auto& k : here) seen.insert(k);
-    std::move(kept.begin(), kept.end(), std::back_inserter(packages));
+    seen.merge(here);
+    std::move(kept.begin(), kept.end(), std::back_inserter(listed));
     prepared = false;
     return {};
   }
 
-  void prepare() {
-    if (prepared) return;
-    Pool* p = solv.get();
-    pool_createwhatprovides(p);
+  void prepare() override {
+    pool_createwhatprovides(pool);
     candidate.clear();
-    installable.clear();
+    can_install.clear();
     Id id;
-    Pool* pool = p;  // the name FOR_POOL_SOLVABLES uses
     FOR_POOL_SOLVABLES(id) {
-      const Solvable* s = p->solvables + id;
+      const Solvable* s = pool->solvables + id;
       Id& best = candidate[s->name];
-      if (!best || pool_evrcmp(p, s->evr, p->solvables[best].evr, EVRCMP_COMPARE) > 0) best = id;
+      if (!best || pool_evrcmp(pool, s->evr, pool->solvables[best].evr, EVRCMP_COMPARE) > 0) best = id;
     }
-    prepared = true;
+  }
+
+  // NAME or NAME:ARCH, as apt-get takes them; the pool holds one arch (and all).
+  std::set<Id> select(const std::string& name, detail::SolvQueue& job) override {
+    std::string plain = ends_with(name, ":" + arch) ? name.substr(0, name.size() - arch.size() - 1) : name;
+    Id id = pool_str2id(pool, plain.c_str(), 0);
+    std::set<Id> candidates;
+    for (Id q : id ? detail::providers(pool, id) : std::vector<Id>())
+      if (pool->solvables[q].name == id) candidates.insert(q);
+    if (!candidates.empty()) queue_push2(job.get(), SOLVER_INSTALL | SOLVER_SOLVABLE_NAME, id);
+    return candidates;
+  }
+
+  std::string describe(const std::vector<PackageSource>& sources) const override {
+    std::string s;
+    for (const auto& src : sources) s += (s.empty() ? "" : ", ") + src.name + " (" + src.url + ")";
+    return s.empty() ? "no package source" : s;
+  }
+
+  // The entry's one paragraph, for the fields libsolv does not keep.
+  std::optional<Paragraph> paragraph(Id id) const {
+    const Package* pkg = find(id);
+    auto para = pkg ? parse_deb822(pkg->entry, pkg->name) : Result<std::vector<Paragraph>>(std::vector<Paragraph>());
+    return para && para->size() == 1 ? std::optional<Paragraph>(para->front()) : std::nullopt;
   }
 
   // Essential, Important and Priority, for apt's choice among providers.
-  const std::tuple<bool, bool, int>& rank_of(Id id) {
-    auto it = rank.find(id);
-    if (it != rank.end()) return it->second;
-    std::tuple<bool, bool, int> r{true, true, 0};
-    if (const Package* pkg = package(id))
-      if (auto para = parse_deb822(pkg->entry, pkg->name); para && para->size() == 1) {
-        const Paragraph& f = para->front();
-        r = {f.field("Essential") != "yes", f.field("Important") != "yes", priority_rank(f.field("Priority").value_or(""))};
-      }
+  const Rank& rank_of(Id id) {
+    if (auto it = rank.find(id); it != rank.end()) return it->second;
+    Rank r{true, true, 0};
+    if (auto f = paragraph(id))
+      r = {f->field("Essential") != "yes", f->field("Important") != "yes", priority_rank(f->field("Priority").value_or(""))};
     return rank[id] = r;
   }
 
-  std::string version_text(Id evr) const {
-    auto it = shown.find(evr);
-    return it != shown.end() ? it->second : str(solv.get(), evr);
+  // The name a dependency is on, without ":any".
+  std::string_view target(Id dep) const {
+    while (ISRELDEP(dep)) dep = GETRELDEP(pool, dep)->name;
+    std::string_view name = str(dep);
+    if (ends_with(name, ":any")) name.remove_suffix(4);
+    return name;
   }
 
-  // A dependency as a Packages file spells it.
+  // A dependency as a Packages file spells it, versions as written.
   std::string dep_text(Id dep) const {
-    Pool* p = solv.get();
-    if (!ISRELDEP(dep)) return str(p, dep);
-    const Reldep* rd = GETRELDEP(p, dep);
+    if (!ISRELDEP(dep)) return str(dep);
+    const Reldep* rd = GETRELDEP(pool, dep);
     if (rd->flags == REL_OR) return dep_text(rd->name) + " | " + dep_text(rd->evr);
     static const char* const ops[] = {"", ">>", "=", ">=", "<<", "", "<=", ""};
+    auto written = shown.find(rd->evr);
     if (rd->flags > 0 && rd->flags < 8 && *ops[rd->flags])
-      return dep_text(rd->name) + " (" + ops[rd->flags] + " " + version_text(rd->evr) + ")";
-    return pool_dep2str(p, dep);
+      return dep_text(rd->name) + " (" + ops[rd->flags] + " " + (written != shown.end() ? written->second : str(rd->evr)) + ")";
+    return pool_dep2str(pool, dep);
   }
 
   std::string who(Id id) const {
-    const Package* pkg = package(id);
-    return pkg ? pkg->name + " " + pkg->version : str(solv.get(), pool_id2solvable(solv.get(), id)->name);
+    const Package* pkg = find(id);
+    return pkg ? pkg->name + " " + pkg->version : str(pool_id2solvable(pool, id)->name);
   }
 
   // "breaks" when `dep` is in the package's Breaks, else "conflicts with".
   std::string negative(Id id, Id dep) const {
-    Pool* p = solv.get();
-    while (ISRELDEP(dep)) dep = GETRELDEP(p, dep)->name;
-    std::string_view name = str(p, dep);
-    if (ends_with(name, ":any")) name.remove_suffix(4);
-    const Package* pkg = package(id);
-    auto para = pkg ? parse_deb822(pkg->entry, pkg->name) : Result<std::vector<Paragraph>>(std::vector<Paragraph>());
-    if (para && para->size() == 1)
-      if (auto breaks = para->front().field("Breaks"))
-        if (auto groups = parse_relations(*breaks))
-          for (const auto& g : *groups)
+    const std::string_view name = target(dep);
+    if (auto f = paragraph(id))
+      if (auto breaks = f->field("Breaks"))
+        if (auto rels = parse_relations(*breaks))
+          for (const auto& g : *rels)
             for (const auto& r : g)
               if (r.name == name) return "breaks";
     return "conflicts with";
@@ -642,33 +604,17 @@ struct Index::Impl {
   // The solver's first problem, in the terms of the Packages files: of the
   // rules behind it, the one that says most (nothing provides, a conflict,
   // two versions, a requirement), else libsolv's own words.
-  std::string problem(Solver* solver, const std::string& sources) const {
-    struct Rule {
-      SolverRuleinfo type;
-      Id source = 0, target = 0, dep = 0;
-    };
-    std::vector<Rule> rules;
-    detail::SolvQueue ids;
-    solver_findallproblemrules(solver, 1, ids.get());
-    for (int i = 0; i < ids.size(); ++i) {
-      Rule r{};
-      r.type = solver_ruleinfo(solver, ids[i], &r.source, &r.target, &r.dep);
-      rules.push_back(r);
-    }
+  std::string problem(Solver* solver, const std::string& sources) override {
+    using Rule = detail::ProblemRule;
+    const std::vector<Rule> rules = detail::problem_rules(solver, 1);
     auto first = [&](SolverRuleinfo type) -> const Rule* {
-      for (const auto& r : rules)
-        if (r.type == type) return &r;
-      return nullptr;
+      auto it = std::ranges::find(rules, type, &Rule::type);
+      return it == rules.end() ? nullptr : &*it;
     };
     // The requirement in this problem that only `id` meets.
     auto need_of = [&](Id id) -> const Rule* {
-      Pool* pool = solv.get();  // the name FOR_PROVIDES uses
-      for (const auto& r : rules) {
-        if (r.type != SOLVER_RULE_PKG_REQUIRES) continue;
-        Id q, qq;
-        FOR_PROVIDES(q, qq, r.dep)
-          if (q == id) return &r;
-      }
+      for (const auto& r : rules)
+        if (r.type == SOLVER_RULE_PKG_REQUIRES && std::ranges::count(detail::providers(pool, r.dep), id)) return &r;
       return nullptr;
     };
     if (const Rule* r = first(SOLVER_RULE_PKG_NOTHING_PROVIDES_DEP))
@@ -688,35 +634,31 @@ struct Index::Impl {
              sources;
     return bounded_line(solver_problem2str(solver, 1)) + ", in " + sources;
   }
-};
 
-namespace {
-
-// What `apt-get install` would mark, walked as apt's MarkInstall walks
-// (apt-pkg/depcache.cc), for libsolv to prefer: the names asked for first,
-// then depth first through each one's Pre-Depends and Depends in order. A
-// group a marked package meets is passed; else the first alternative with a
-// provider that can be marked. Only a package's candidate (its highest
-// version) counts; providers rank as apt ranks them (the package of that
-// name, Essential, Important, Priority; then by name). A provider that
-// conflicts with a marked package, or has a group no candidate meets, is
-// passed over, and what was marked for it is dropped.
-class AptChoices {
-public:
-  explicit AptChoices(Index::Impl& index) : m_index(index), p(index.solv.get()) {}
-
-  void ask(Id id) {
-    if (m_marked.insert(id).second) m_order.push_back(id);
+  // --- apt's choices ---
+  // What `apt-get install` would mark, walked as apt's MarkInstall walks
+  // (apt-pkg/depcache.cc), for libsolv to prefer: the names asked for first,
+  // then depth first through each one's Pre-Depends and Depends in order. A
+  // group a marked package meets is passed; else the first alternative with a
+  // provider that can be marked. Only a package's candidate (its highest
+  // version) counts; providers rank as apt ranks them (the package of that
+  // name, Essential, Important, Priority; then by name). A provider that
+  // conflicts with a marked package, or has a group no candidate meets, is
+  // passed over, and what was marked for it is dropped. The marks go in as
+  // weak jobs (dropped where they clash), favoured where libsolv chooses.
+  void before_solve(detail::SolvQueue& job) override {
+    marked.clear();
+    marks.clear();
+    for (int i = 0; i < job.size(); i += 2)  // the names' jobs
+      if (Id id = candidate[job[i + 1]]; marked.insert(id).second) marks.push_back(id);
+    for (size_t i = 0, n = marks.size(); i < n; ++i) follow(marks[i]);
+    for (Id id : marks) queue_push2(job.get(), SOLVER_INSTALL | SOLVER_SOLVABLE | SOLVER_WEAK, id);
+    for (Id id : marks) queue_push2(job.get(), SOLVER_FAVOR | SOLVER_SOLVABLE, id);
   }
-  void follow_asked() {
-    for (size_t i = 0, n = m_order.size(); i < n; ++i) follow(m_order[i]);
-  }
-  const std::vector<Id>& marks() const { return m_order; }
 
-private:
   std::vector<Id> groups(Id id) const {  // Pre-Depends (after the marker), then Depends
     std::vector<Id> depends, pre;
-    const Solvable* s = p->solvables + id;
+    const Solvable* s = pool->solvables + id;
     bool after = false;
     for (const Id* dp = s->repo->idarraydata + s->requires_; s->requires_ && *dp; ++dp)
       if (*dp == SOLVABLE_PREREQMARKER) after = true;
@@ -724,190 +666,83 @@ private:
     pre.insert(pre.end(), depends.begin(), depends.end());
     return pre;
   }
-  void alternatives(Id dep, std::vector<Id>& out) const {
-    if (ISRELDEP(dep) && GETRELDEP(p, dep)->flags == REL_OR) {
-      const Reldep* rd = GETRELDEP(p, dep);
-      alternatives(rd->name, out);
-      alternatives(rd->evr, out);
-    } else {
-      out.push_back(dep);
-    }
+  std::vector<Id> alternatives(Id dep) const {
+    if (!ISRELDEP(dep) || GETRELDEP(pool, dep)->flags != REL_OR) return {dep};
+    std::vector<Id> out = alternatives(GETRELDEP(pool, dep)->name), more = alternatives(GETRELDEP(pool, dep)->evr);
+    out.insert(out.end(), more.begin(), more.end());
+    return out;
   }
   bool is_candidate(Id id) const {
-    auto it = m_index.candidate.find(p->solvables[id].name);
-    return it != m_index.candidate.end() && it->second == id;
+    auto it = candidate.find(pool->solvables[id].name);
+    return it != candidate.end() && it->second == id;
   }
-  std::vector<Id> providers(Id alt) {
-    Pool* pool = p;  // the name FOR_PROVIDES uses
+  // The candidates that provide `alt`, in apt's order.
+  std::vector<Id> ranked(Id alt) {
     std::vector<Id> out;
-    Id q, qq;
-    FOR_PROVIDES(q, qq, alt)
-      if (is_candidate(q)) out.push_back(q);
-    Id target = alt;
-    while (ISRELDEP(target)) target = GETRELDEP(p, target)->name;
-    std::string_view wanted = pool_id2str(p, target);
-    if (ends_with(wanted, ":any")) wanted.remove_suffix(4);
+    std::ranges::copy_if(detail::providers(pool, alt), std::back_inserter(out), [&](Id q) { return is_candidate(q); });
+    const std::string_view wanted = target(alt);
     auto key = [&](Id id) {
-      return std::tuple_cat(std::make_tuple(wanted != pool_id2str(p, p->solvables[id].name)), m_index.rank_of(id),
-                            std::make_tuple(std::string_view(pool_id2str(p, p->solvables[id].name)), id));
+      std::string_view name = pool_id2str(pool, pool->solvables[id].name);
+      return std::tuple_cat(std::make_tuple(wanted != name), rank_of(id), std::make_tuple(name, id));
     };
     std::sort(out.begin(), out.end(), [&](Id a, Id b) { return key(a) < key(b); });
     return out;
   }
-  bool met(Id dep) const {
-    Pool* pool = p;
-    Id q, qq;
-    FOR_PROVIDES(q, qq, dep)
-      if (m_marked.count(q)) return true;
-    return false;
-  }
   // Every group has an alternative some candidate meets (apt's "DepCVer").
   bool installable(Id id) {
-    auto it = m_index.installable.find(id);
-    if (it != m_index.installable.end()) return it->second;
-    bool ok = true;
-    for (Id g : groups(id)) {
-      std::vector<Id> alts;
-      alternatives(g, alts);
-      Pool* pool = p;  // the name FOR_PROVIDES uses
-      ok = std::any_of(alts.begin(), alts.end(), [&](Id a) {
-        Id q, qq;
-        FOR_PROVIDES(q, qq, a)
-          if (is_candidate(q)) return true;
-        return false;
-      });
-      if (!ok) break;
-    }
-    return m_index.installable[id] = ok;
+    if (auto it = can_install.find(id); it != can_install.end()) return it->second;
+    return can_install[id] = std::ranges::all_of(groups(id), [&](Id g) {
+             return std::ranges::any_of(alternatives(g), [&](Id a) {
+               return std::ranges::any_of(detail::providers(pool, a), [&](Id q) { return is_candidate(q); });
+             });
+           });
   }
   bool conflicts(Id id) const {
-    Pool* pool = p;
     auto hits = [&](Id from, Id to) {
-      const Solvable* s = p->solvables + from;
-      Id q, qq;
+      const Solvable* s = pool->solvables + from;
       for (const Id* dp = s->repo->idarraydata + s->conflicts; s->conflicts && *dp; ++dp)
-        FOR_PROVIDES(q, qq, *dp)
-          if (q != from && (to ? q == to : m_marked.count(q) > 0)) return true;
+        for (Id q : detail::providers(pool, *dp))
+          if (q != from && (to ? q == to : marked.count(q) > 0)) return true;
       return false;
     };
-    if (hits(id, 0)) return true;
-    return std::any_of(m_marked.begin(), m_marked.end(), [&](Id other) { return hits(other, id); });
+    return hits(id, 0) || std::any_of(marked.begin(), marked.end(), [&](Id other) { return hits(other, id); });
   }
   bool mark(Id id) {
-    if (m_marked.count(id)) return true;
+    if (marked.count(id)) return true;
     if (!installable(id) || conflicts(id)) return false;
-    size_t at = m_order.size();
-    ask(id);
+    const size_t at = marks.size();
+    marked.insert(id);
+    marks.push_back(id);
     if (follow(id)) return true;
-    while (m_order.size() > at) {
-      m_marked.erase(m_order.back());
-      m_order.pop_back();
-    }
+    for (; marks.size() > at; marks.pop_back()) marked.erase(marks.back());
     return false;
   }
   bool follow(Id id) {
-    for (Id g : groups(id)) {
-      if (met(g)) continue;
-      std::vector<Id> alts;
-      alternatives(g, alts);
-      bool found = false;
-      for (size_t i = 0; i < alts.size() && !found; ++i)
-        for (Id q : providers(alts[i]))
-          if ((found = mark(q))) break;
-      if (!found) return false;
-    }
-    return true;
+    auto pick = [&](Id group) {
+      for (Id a : alternatives(group))
+        for (Id q : ranked(a))
+          if (mark(q)) return true;
+      return false;
+    };
+    return std::ranges::all_of(groups(id), [&](Id g) { return met(g) || pick(g); });
   }
-
-  Index::Impl& m_index;
-  Pool* const p;  // m_index's pool
-  std::set<Id> m_marked;
-  std::vector<Id> m_order;
+  bool met(Id dep) const {
+    return std::ranges::any_of(detail::providers(pool, dep), [&](Id q) { return marked.count(q) > 0; });
+  }
 };
-
-std::string describe_sources(const std::vector<PackageSource>& sources) {
-  std::string s;
-  for (const auto& src : sources) s += (s.empty() ? "" : ", ") + src.name + " (" + src.url + ")";
-  return s.empty() ? "no package source" : s;
-}
 
 }  // namespace
 
-Index::Index(const std::string& arch) : m_impl(std::make_unique<Impl>()) {
-  m_impl->arch = arch;
-  pool_setdisttype(m_impl->solv.get(), DISTTYPE_DEB);
-  // That arch and all only (libsolv's table would add i386 to amd64).
-  pool_setarchpolicy(m_impl->solv.get(), arch.c_str());
-}
-Index::~Index() = default;
-Index::Index(Index&&) noexcept = default;
-Index& Index::operator=(Index&&) noexcept = default;
-
-const std::string& Index::arch() const { return m_impl->arch; }
+Index::Index(const std::string& arch) : PackageIndex(std::make_unique<AptIndex>(arch)) {}
 
 Result<void> Index::add_packages(std::string_view text, const PackageSource& source, const std::string& what) {
-  return m_impl->add(text, source, what);
-}
-
-std::vector<Package> Index::packages() const { return m_impl->packages; }
-
-Result<std::vector<Package>> Index::resolve(const FetchRequest& request, const std::vector<PackageSource>& sources) {
-  Impl& m = *m_impl;
-  Pool* p = m.solv.get();
-  Pool* pool = p;  // the name FOR_PROVIDES uses
-  m.prepare();
-  const std::string prefix = request.why.empty() ? "" : request.why + ": ";
-  detail::SolvQueue job;
-  AptChoices apt(m);
-  std::vector<std::set<Id>> asked;  // each name's candidates, where SameSource starts
-  std::vector<std::pair<std::string, bool>> names;  // name, optional
-  for (const auto& n : request.names) names.emplace_back(n, false);
-  for (const auto& n : request.optional_names) names.emplace_back(n, true);
-  for (const auto& [name, optional] : names) {
-    // NAME or NAME:ARCH, as apt-get takes them; the pool holds one arch (and all).
-    std::string plain = ends_with(name, ":" + m.arch) ? name.substr(0, name.size() - m.arch.size() - 1) : name;
-    Id id = pool_str2id(p, plain.c_str(), 0);
-    std::set<Id> candidates;
-    Id q, qq;
-    if (id)
-      FOR_PROVIDES(q, qq, id)
-        if (p->solvables[q].name == id) candidates.insert(q);
-    if (candidates.empty() && optional) continue;
-    if (candidates.empty())
-      return input_error(prefix + "no package " + quote(name) + " for " + m.arch + " in " + describe_sources(sources));
-    queue_push2(job.get(), SOLVER_INSTALL | SOLVER_SOLVABLE_NAME, id);
-    apt.ask(m.candidate[id]);
-    asked.push_back(std::move(candidates));
-  }
-  // apt's picks as weak jobs (dropped where they clash) and favoured where
-  // libsolv itself chooses.
-  apt.follow_asked();
-  for (Id id : apt.marks()) queue_push2(job.get(), SOLVER_INSTALL | SOLVER_SOLVABLE | SOLVER_WEAK, id);
-  for (Id id : apt.marks()) queue_push2(job.get(), SOLVER_FAVOR | SOLVER_SOLVABLE, id);
-  detail::SolvSolver solver(solver_create(p));
-  solver_set_flag(solver.get(), SOLVER_FLAG_IGNORE_RECOMMENDED, 1);  // --no-install-recommends
-  if (solver_solve(solver.get(), job.get()) != 0)
-    return input_error(prefix + m.problem(solver.get(), describe_sources(sources)));
-  detail::SolvTransaction trans(solver_create_transaction(solver.get()));
-  std::set<Id> chosen;
-  for (int i = 0; i < trans->steps.count; ++i) chosen.insert(trans->steps.elements[i]);
-  if (request.closure == Closure::SameSource)  // what each package needs from its own source package
-    chosen = detail::same_source_closure(p, chosen, asked, [&](Id id) { return m.package(id) ? m.package(id)->source : ""; });
-  std::vector<Package> out;
-  for (Id id : chosen) out.push_back(*m.package(id));
-  std::sort(out.begin(), out.end(), [](const Package& a, const Package& b) {
-    if (a.name != b.name) return a.name < b.name;
-    if (int c = compare_versions(a.version, b.version); c != 0) return c < 0;
-    return a.arch < b.arch;
-  });
-  return out;
+  return static_cast<AptIndex&>(*m_impl).add(text, source, what);
 }
 
 Result<void> load_index(net::Transport& t, const PackageSource& source, Index& index) {
   for (const auto& suite : source.suites) {
     std::string base = source.url + "/dists/" + suite + "/";
-    std::string release_text;
-    std::string shown = base + "InRelease";
+    std::string release_text, shown = base + "InRelease";
     auto in_release = get_optional_document(t, source, shown, k_release_max_bytes);
     if (!in_release) return in_release.error();
     if (*in_release) {

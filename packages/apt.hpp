@@ -28,7 +28,6 @@
 // packages, ":native" and ":<arch>" by any of the one arch read.
 
 #include <cstdint>
-#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -40,16 +39,12 @@
 
 namespace gb::packages::apt {
 
-// The verified Packages lists of a request's apt sources for one arch, in one
-// libsolv pool. Move-only.
-class Index {
+// The verified Packages lists of a request's apt sources for one arch.
+// resolve() takes NAME or NAME:ARCH, as apt-get does; its errors name each
+// source by name and URL.
+class Index : public PackageIndex {
 public:
   explicit Index(const std::string& arch);
-  ~Index();
-  Index(Index&&) noexcept;
-  Index& operator=(Index&&) noexcept;
-
-  const std::string& arch() const;
 
   // One Packages file's text (`what` names it in errors), checked by
   // parse_packages and read into the pool. Entries of another arch than
@@ -57,22 +52,6 @@ public:
   // before: the first source and suite to list it wins. On an error nothing
   // of the text stays.
   Result<void> add_packages(std::string_view text, const PackageSource& source, const std::string& what);
-
-  // request.names (NAME or NAME:ARCH) and their closure, as above;
-  // request.optional_names only where a source has them. Closure::SameSource
-  // keeps, of the Full closure, what the names need from their own source
-  // package. A name no source has, or a problem the solver finds, is one
-  // input error naming request.why, the packages and `sources` (name and
-  // URL). Sorted by name, then version.
-  Result<std::vector<Package>> resolve(const FetchRequest& request, const std::vector<PackageSource>& sources);
-
-  // Every package read, in the order read. For tests.
-  std::vector<Package> packages() const;
-
-  struct Impl;
-
-private:
-  std::unique_ptr<Impl> m_impl;
 };
 
 // Adds the verified Packages lists of every suite and component of `source`
@@ -110,8 +89,7 @@ struct IndexFile {
 };
 
 struct Release {
-  std::string suite;
-  std::string codename;
+  std::string suite, codename;
   std::optional<std::int64_t> valid_until;  // seconds since 1970
   std::vector<IndexFile> sha256;            // the SHA256 list
 };

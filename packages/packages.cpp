@@ -25,17 +25,17 @@ namespace {
 
 std::string label(const PackageSource& s) { return "package source '" + s.name + "' (" + s.url + ")"; }
 
-
-
 std::string failure_text(const net::Response& r) {
   if (!r.answered()) return r.error_text.empty() ? "no answer" : r.error_text;
   return "HTTP " + std::to_string(r.status);
 }
 
-// One GET under net/retry.hpp's policy. `fresh` runs before each exchange,
-// so a streamed body can start over.
-net::Response get(net::Transport& t, const PackageSource& source, const net::TlsOptions& tls, const std::string& url,
-                  net::Request req, const std::function<void()>& fresh) {
+// One GET under net/retry.hpp's policy, with the source's CA. `fresh` runs
+// before each exchange, so a streamed body can start over.
+net::Response get(net::Transport& t, const PackageSource& source, const std::string& url, net::Request req,
+                  const std::function<void()>& fresh) {
+  net::TlsOptions tls;
+  if (!source.ca_file.empty()) tls.ca_file = source.ca_file.string();
   req.url = url;
   req.tls = &tls;
   net::SendHooks hooks;
@@ -46,17 +46,10 @@ net::Response get(net::Transport& t, const PackageSource& source, const net::Tls
   return net::send(t, std::move(req), net::RetryPolicy{}, {}, hooks);
 }
 
-net::TlsOptions tls_for(const PackageSource& s) {
-  net::TlsOptions tls;
-  if (!s.ca_file.empty()) tls.ca_file = s.ca_file.string();
-  return tls;
-}
-
 }  // namespace
 
 Result<std::optional<std::string>> get_optional_document(net::Transport& t, const PackageSource& source,
                                                          const std::string& url, std::uint64_t max_bytes) {
-  net::TlsOptions tls = tls_for(source);
   net::Request req;
   std::string body;
   bool too_large = false;
@@ -65,7 +58,7 @@ Result<std::optional<std::string>> get_optional_document(net::Transport& t, cons
     body.append(chunk);
     return true;
   };
-  auto r = get(t, source, tls, url, req, [&] { body.clear(); });
+  auto r = get(t, source, url, req, [&] { body.clear(); });
   if (too_large) return op_error(url + ": larger than " + std::to_string(max_bytes) + " bytes; refused (" + label(source) + ")");
   if (r.answered() && (r.status == 404 || r.status == 410)) return std::optional<std::string>();
   if (!r.ok()) return op_error(url + ": " + failure_text(r) + " (" + label(source) + ")");
@@ -119,15 +112,15 @@ Result<std::vector<Fetched>> download(net::Transport& t, const std::vector<Packa
       if (s.name == p.origin) return &s;
     return nullptr;
   };
+  std::uint64_t total = 0;
   for (const auto& p : packages) {
+    total += p.size;
     std::string f = p.file_name();
     if (f.empty() || f[0] == '.' || f.find_first_of("/\\") != std::string::npos || p.location.find("..") != std::string::npos)
       return op_error(p.name + ": unsafe file name in its index: " + p.location);
     if (!source_of(p)) return op_error(p.name + ": from unknown source '" + p.origin + "'");
     if (p.sha256.size() != 64) return op_error(p.name + ": its index gives no sha256");
   }
-  std::uint64_t total = 0;
-  for (const auto& p : packages) total += p.size;
   if (progress) progress->begin("packages", total);
   std::vector<Fetched> out(packages.size());
   auto r = parallel_try(packages.size(), std::max(1, jobs), [&](size_t i) -> Result<void> {
@@ -136,13 +129,6 @@ Result<std::vector<Fetched>> download(net::Transport& t, const std::vector<Packa
     fs::path file = dest / p.file_name();
     out[i] = {p, file};
     std::string url = p.repo_url + "/" + p.location;
-    if (fs::is_regular_file(file) && fs::file_size(file, ec) == p.size) {
-      auto have = sha256_file_hex(file);
-      if (have && *have == p.sha256) {
-        if (progress) progress->advance(p.size), progress->item(p.file_name(), "present");
-        return {};
-      }
-    }
     auto atomic = AtomicFile::create(file);
     if (!atomic) return atomic.error();
     Sha256 hash;
@@ -158,8 +144,7 @@ Result<std::vector<Fetched>> download(net::Transport& t, const std::vector<Packa
       if (progress) progress->advance(chunk.size());
       return static_cast<bool>(written);
     };
-    net::TlsOptions tls = tls_for(src);
-    auto resp = get(t, src, tls, url, req, [&] {
+    auto resp = get(t, src, url, req, [&] {
       if (got > 0) {
         // A retry starts the file over.
         hash = Sha256();

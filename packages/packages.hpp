@@ -27,6 +27,9 @@ class Progress;
 namespace gb::net {
 class Transport;
 }
+namespace gb::detail {
+struct SolvIndex;  // packages/solver.hpp, private
+}
 
 namespace gb::packages {
 
@@ -41,7 +44,7 @@ struct Package {
   std::string origin;   // the recipe source's name
   std::string sha256;   // lower-case hex, from the signed index
   std::uint64_t size = 0;
-  std::string entry;    // the index entry verbatim: apt stanza (no trailing blank line) or rpm-md <package> element
+  std::string entry;    // apt: the index stanza verbatim (no trailing blank line); rpm-md: empty
   std::string file_name() const;  // location's last path part
 };
 
@@ -62,7 +65,7 @@ struct FetchRequest {
   std::vector<std::string> optional_names;  // the same, left out where no source has them
   std::string arch;                // as the format spells it: amd64 (apt), x86_64 (rpm-md)
   Closure closure = Closure::Full;
-  std::filesystem::path dest;      // files land here as <file_name>; a file already there is kept if it verifies
+  std::filesystem::path dest;      // files land here as <file_name>
   std::string why;                 // for errors: "kernel 6.1.0-57-amd64"
   int jobs = 4;
 };
@@ -90,6 +93,32 @@ struct FetchOptions {
   PackageCache* cache = nullptr;
 };
 
+// What apt::Index and rpm_md::Index share: the verified package lists of a
+// request's sources for one arch, in one libsolv pool. Move-only.
+class PackageIndex {
+public:
+  ~PackageIndex();
+  PackageIndex(PackageIndex&&) noexcept;
+  PackageIndex& operator=(PackageIndex&&) noexcept;
+
+  const std::string& arch() const;
+
+  // request.names and their closure, solved as the format's header says;
+  // request.optional_names only where a source has them. Closure::SameSource
+  // keeps, of the Full closure, what the names need from their own source
+  // package. A name no source has, or a problem the solver finds, is one
+  // input error naming request.why, the packages and `sources`. Sorted by
+  // name, then version.
+  Result<std::vector<Package>> resolve(const FetchRequest& request, const std::vector<PackageSource>& sources);
+
+  // Every package read, in the order read. For tests.
+  std::vector<Package> packages() const;
+
+protected:
+  explicit PackageIndex(std::unique_ptr<detail::SolvIndex> impl);
+  std::unique_ptr<detail::SolvIndex> m_impl;
+};
+
 // Resolves `request.names` and their closure across `sources` (all of one
 // format), downloads and verifies every file. A name no source has is an
 // input error naming it, `request.why` and the sources. Sorted by name.
@@ -108,8 +137,7 @@ Result<std::optional<std::string>> get_optional_document(net::Transport& t, cons
                                                          const std::string& url, std::uint64_t max_bytes);
 // Decompresses by magic (gzip, xz, zstd, bzip2; plain text passes through).
 Result<std::string> decompress(std::string_view data, const std::string& what, std::uint64_t max_bytes);
-// Downloads every package into `dest`, checking sha256 and size, atomically;
-// a file already there with the right hash is not fetched again.
+// Downloads every package into `dest`, checking sha256 and size, atomically.
 Result<std::vector<Fetched>> download(net::Transport& t, const std::vector<PackageSource>& sources,
                                       const std::vector<Package>& packages, const std::filesystem::path& dest, int jobs,
                                       Progress* progress);

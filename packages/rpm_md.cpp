@@ -18,7 +18,7 @@
 #include "common/time.hpp"
 #include "signing/digest.hpp"
 #include "signing/openpgp.hpp"
-#include "packages/solv_raii.hpp"
+#include "packages/solver.hpp"
 
 namespace gb::packages::rpm_md {
 
@@ -32,12 +32,6 @@ constexpr std::uint64_t k_primary_open_max = 2ull << 30;  // decompressed
 constexpr std::uint64_t k_primary_max_ratio = 64;  // primary.xml packs 10-25x; more is a bomb
 // filelists.xml names every file of every package: several times primary's size.
 constexpr std::uint64_t k_filelists_open_max = 8ull << 30;
-constexpr size_t k_max_depth = 16;
-constexpr size_t k_max_attrs = 32;
-constexpr size_t k_max_name = 128;
-
-// ---------------------------------------------------------------------------
-// Packages: primary.xml read by libsolv into a pool, each package checked.
 
 bool is_evr_part(std::string_view s) { return is_word(s, "._+~^"); }
 
@@ -49,17 +43,6 @@ bool safe_location(std::string_view href) {
   return true;
 }
 
-std::string describe_sources(const std::vector<PackageSource>& sources) {
-  std::vector<std::string> parts;
-  for (const auto& s : sources) {
-    std::vector<std::string> urls;
-    for (const auto& suite : s.suites) urls.push_back(s.url + "/" + suite);
-    if (urls.empty()) urls.push_back(s.url);
-    parts.push_back("'" + s.name + "' (" + join(urls, ", ") + ")");
-  }
-  return std::string(sources.size() == 1 ? "rpm-md source " : "rpm-md sources ") + join(parts, ", ");
-}
-
 // Text that came from a repository, made fit for a one-line error.
 std::string printable(std::string_view s) {
   std::string out;
@@ -67,7 +50,13 @@ std::string printable(std::string_view s) {
   return out;
 }
 
-const char* str(Pool* pool, Id id) { return id ? pool_id2str(pool, id) : ""; }
+// A source's repos: each suite below its URL, or the URL itself.
+std::vector<std::string> repos_of(const PackageSource& source) {
+  std::vector<std::string> out;
+  for (const auto& suite : source.suites) out.push_back(source.url + "/" + suite);
+  if (out.empty()) out.push_back(source.url);
+  return out;
+}
 
 // "[epoch:]version-release", each part rpm's characters.
 bool is_evr(std::string_view evr) {
@@ -109,7 +98,7 @@ struct Prolog {
 // The decompressed primary.xml as a stdio stream for libsolv, read through
 // libarchive from the packed bytes: bounded, its size and sha256 kept.
 struct OpenStream {
-  detail::ArchiveReader archive;
+  detail::ArchiveReader archive{archive_read_new()};
   std::uint64_t max_bytes = 0;
   std::uint64_t total = 0;
   Sha256 sha;
@@ -118,118 +107,59 @@ struct OpenStream {
 
   static ssize_t read(void* cookie, char* buf, size_t n) {
     auto& s = *static_cast<OpenStream*>(cookie);
+    auto fail = [&](std::string error) -> ssize_t {
+      s.error = std::move(error);
+      return -1;
+    };
     if (!s.error.empty()) return -1;
     la_ssize_t got = archive_read_data(s.archive.get(), buf, n);
-    if (got < 0) {
-      s.error = "cannot decompress: " + detail::archive_error(s.archive.get());
-      return -1;
-    }
+    if (got < 0) return fail("cannot decompress: " + detail::archive_error(s.archive.get()));
     s.total += static_cast<std::uint64_t>(got);
-    if (s.total > s.max_bytes) {
-      s.error = "decompresses to more than " + std::to_string(s.max_bytes) + " bytes; refused";
-      return -1;
-    }
+    if (s.total > s.max_bytes) return fail("decompresses to more than " + std::to_string(s.max_bytes) + " bytes; refused");
     s.sha.update(buf, static_cast<size_t>(got));
     s.prolog.feed(buf, static_cast<size_t>(got));
-    if (!s.prolog.error.empty()) {
-      s.error = s.prolog.error;
-      return -1;
-    }
+    if (!s.prolog.error.empty()) return fail(s.prolog.error);
     return got;
   }
 };
 
-
-}  // namespace
-
-// repomd.xml, verified by its signature first, read by libsolv's reader
-// (expat) after the same prolog check as the other metadata.
-Result<Repomd> parse_repomd(std::string_view xml, const std::string& what) {
+// `xml` as a stream for libsolv's readers, once the prolog check passes.
+Result<detail::File> open_xml(std::string_view xml, const std::string& what) {
   Prolog prolog;
   prolog.feed(xml.data(), xml.size());
   if (!prolog.error.empty()) return op_error(what + ": " + prolog.error);
-  detail::SolvPool pool(pool_create());
-  Repo* repo = repo_create(pool.get(), what.c_str());
-  detail::File in(fmemopen(const_cast<char*>(xml.data()), xml.size(), "r"));
-  if (xml.empty()) in.reset(std::fopen("/dev/null", "r"));
+  detail::File in(xml.empty() ? std::fopen("/dev/null", "r") : fmemopen(const_cast<char*>(xml.data()), xml.size(), "r"));
   if (!in) return op_error(what + ": cannot read it: " + std::strerror(errno));
-  if (repo_add_repomdxml(repo, in.get(), 0) != 0) return op_error(what + ": " + printable(pool_errstr(pool.get())));
-  repo_internalize(repo);
-  Repomd md;
-  bool found = false;
-  Failure bad{ErrorKind::Failed, ""};
-  Dataiterator di;
-  dataiterator_init(&di, pool.get(), repo, SOLVID_META, REPOSITORY_REPOMD_TYPE, nullptr, 0);
-  dataiterator_prepend_keyname(&di, REPOSITORY_REPOMD);
-  while (bad.message.empty() && dataiterator_step(&di)) {
-    dataiterator_setpos_parent(&di);
-    Pool* p = pool.get();
-    const char* type_str = pool_lookup_str(p, SOLVID_POS, REPOSITORY_REPOMD_TYPE);
-    const std::string type = type_str ? type_str : "";
-    if (type != "primary" && type != "filelists") continue;
-    if ((type == "primary" && found) || (type == "filelists" && md.filelists)) {
-      bad.message = what + ": two <data type=\"" + type + "\">";
-      break;
-    }
-    RepomdFile f;
-    f.type = type;
-    const char* href = pool_lookup_str(p, SOLVID_POS, REPOSITORY_REPOMD_LOCATION);
-    Id sum_type = 0, open_type = 0;
-    const char* sum = pool_lookup_checksum(p, SOLVID_POS, REPOSITORY_REPOMD_CHECKSUM, &sum_type);
-    const char* open_sum = pool_lookup_checksum(p, SOLVID_POS, REPOSITORY_REPOMD_OPENCHECKSUM, &open_type);
-    f.size = pool_lookup_num(p, SOLVID_POS, REPOSITORY_REPOMD_SIZE, 0);
-    f.has_size = f.size > 0;
-    if (!href || !*href) bad.message = what + ": the " + type + " data has no location";
-    else if (!safe_location(href))
-      bad.message = what + ": " + type + " location href " + quote(printable(href)) + " is not a path below the repository";
-    else if (!sum) bad.message = what + ": the " + type + " data has no checksum";
-    else if (sum_type != REPOKEY_TYPE_SHA256) bad.message = what + ": " + type + " checksum type is not supported (sha256 only)";
-    if (!bad.message.empty()) break;
-    f.href = href;
-    f.sha256 = sum;
-    if (open_sum && open_type == REPOKEY_TYPE_SHA256) f.open_sha256 = open_sum;
-    if (type == "primary") {
-      md.primary = std::move(f);
-      found = true;
-    } else {
-      md.filelists = std::move(f);
-    }
-  }
-  dataiterator_free(&di);
-  if (!bad.message.empty()) return bad;
-  if (!found) return op_error(what + ": no <data type=\"primary\">");
-  return md;
+  return in;
 }
 
 // One pool per Index: the repos read, and a pseudo-installed repo that
 // provides the rpmlib() features rpm itself has (createrepo_c leaves them out
 // of primary.xml, but an index may list them).
-struct Index::Impl {
-  detail::SolvPool solv{pool_create()};
-  std::string arch;
+struct RpmIndex final : detail::SolvIndex {
+  explicit RpmIndex(const std::string& arch_) : SolvIndex(DISTTYPE_RPM, arch_, &rpm_md::compare_versions) {}
+
   struct RepoInfo {
-    std::string origin, repo_url;
+    std::string repo_url{};
+    PackageSource source{};
     Repo* repo = nullptr;
     // Where its filelists.xml is, as the verified repomd.xml says (load_index).
-    PackageSource source;
-    std::string repomd_url;
-    std::optional<RepomdFile> filelists;
+    std::string repomd_url{};
+    std::optional<RepomdFile> filelists{};
     bool signed_repomd = false;
     bool files_read = false;
   };
   std::deque<RepoInfo> repos;  // Repo::appdata points here
   Repo* system = nullptr;
-  bool prepared = false;
   bool file_unmet = false;  // the last resolve failed on a file requirement
 
-  Package package(Id id) const {
-    Pool* p = solv.get();
-    Solvable* s = p->solvables + id;
+  Package package(Id id) const override {
+    Solvable* s = pool->solvables + id;
     const auto* info = static_cast<const RepoInfo*>(s->repo->appdata);
     Package out;
-    out.name = str(p, s->name);
-    out.version = str(p, s->evr);
-    out.arch = str(p, s->arch);
+    out.name = str(s->name);
+    out.version = str(s->evr);
+    out.arch = str(s->arch);
     const char* src = solvable_lookup_sourcepkg(s);
     out.source = src ? src : "";
     unsigned medianr = 0;
@@ -240,28 +170,29 @@ struct Index::Impl {
     out.sha256 = sum && type == REPOKEY_TYPE_SHA256 ? to_lower(sum) : "";
     out.size = solvable_lookup_num(s, SOLVABLE_DOWNLOADSIZE, 0);
     out.repo_url = info->repo_url;
-    out.origin = info->origin;
+    out.origin = info->source.name;
     return out;
   }
 
-  // Reads one primary.xml from `in` into a new repo; on any error the repo is gone again.
-  Result<void> add(std::FILE* in, const std::function<Result<void>()>& after_read, const PackageSource& source,
-                   const std::string& repo_url, const std::string& what) {
-    Pool* p = solv.get();
-    Repo* repo = repo_create(p, what.c_str());
-    auto drop = [&](Failure f) -> Result<void> {
-      repo_free(repo, 1);
-      return f;
-    };
-    if (repo_add_rpmmd(repo, in, nullptr, 0) != 0) {
-      if (auto r = after_read(); !r) return drop(r.error());
-      return drop(Failure{ErrorKind::Failed, what + ": " + printable(pool_errstr(p))});
-    }
-    if (auto r = after_read(); !r) return drop(r.error());
+  using Check = std::function<Result<void>()>;  // what the stream saw, once libsolv has read it
+
+  // libsolv's rpm-md reader over `in` into `repo`.
+  Result<void> read(Repo* repo, std::FILE* in, int flags, const Check& after_read, const std::string& what) {
+    const bool failed = repo_add_rpmmd(repo, in, nullptr, flags) != 0;
+    if (auto r = after_read(); !r) return r.error();
+    if (failed) return op_error(what + ": " + printable(pool_errstr(pool)));
     repo_internalize(repo);
-    RepoInfo info;
-    info.origin = source.name;
-    info.repo_url = repo_url;
+    return {};
+  }
+
+  // One primary.xml from `in` into a new repo, kept with `info`; on any
+  // error the repo is gone again.
+  Result<void> add(std::FILE* in, const Check& after_read, RepoInfo info, const std::string& what) {
+    Repo* repo = repo_create(pool, what.c_str());
+    if (auto r = read(repo, in, 0, after_read, what); !r) {
+      repo_free(repo, 1);
+      return r.error();
+    }
     info.repo = repo;
     repos.push_back(std::move(info));
     repo->appdata = &repos.back();
@@ -288,229 +219,111 @@ struct Index::Impl {
         bad.message = where() + ": sourcerpm " + quote(pkg.source) + " is not a file name";
       if (!bad.message.empty()) {
         repos.pop_back();
-        return drop(bad);
+        repo_free(repo, 1);
+        return bad;
       }
     }
     prepared = false;
     return {};
   }
 
-  // Adds a filelists.xml from `in` to the packages of `info`'s repo, matched by
+  // A filelists.xml from `in` onto the packages of `info`'s repo, matched by
   // their checksum (libsolv's REPO_EXTEND_SOLVABLES, as dnf loads it).
-  Result<void> extend(RepoInfo& info, std::FILE* in, const std::function<Result<void>()>& after_read, const std::string& what) {
-    Pool* p = solv.get();
-    if (repo_add_rpmmd(info.repo, in, nullptr, REPO_EXTEND_SOLVABLES) != 0) {
-      if (auto r = after_read(); !r) return r.error();
-      return Failure{ErrorKind::Failed, what + ": " + printable(pool_errstr(p))};
-    }
-    if (auto r = after_read(); !r) return r.error();
-    repo_internalize(info.repo);
+  Result<void> extend(RepoInfo& info, std::FILE* in, const Check& after_read, const std::string& what) {
+    if (auto r = read(info.repo, in, REPO_EXTEND_SOLVABLES, after_read, what); !r) return r.error();
     info.files_read = true;
     prepared = false;
     return {};
   }
 
   // The pseudo-installed rpmlib() provider, file provides and the provides index.
-  void prepare() {
-    if (prepared) return;
-    Pool* p = solv.get();
+  void prepare() override {
     if (system) repo_free(system, 1);
-    Pool* pool = p;  // the name FOR_POOL_SOLVABLES uses
     std::set<Id> features;
     Id id;
-    Solvable* s;
     FOR_POOL_SOLVABLES(id) {
-      s = p->solvables + id;
+      const Solvable* s = pool->solvables + id;
       if (!s->repo || !s->requires_) continue;
       for (Id* dp = s->repo->idarraydata + s->requires_; *dp; ++dp) {
         Id name = *dp;
-        while (ISRELDEP(name)) name = GETRELDEP(p, name)->name;
-        if (starts_with(pool_id2str(p, name), "rpmlib(")) features.insert(name);
+        while (ISRELDEP(name)) name = GETRELDEP(pool, name)->name;
+        if (starts_with(pool_id2str(pool, name), "rpmlib(")) features.insert(name);
       }
     }
-    system = repo_create(p, "@rpm");
-    Solvable* rpm = pool_id2solvable(p, repo_add_solvable(system));
-    rpm->name = pool_str2id(p, "gpubundle-rpmlib-features", 1);
-    rpm->evr = pool_str2id(p, "1-1", 1);
+    system = repo_create(pool, "@rpm");
+    Solvable* rpm = pool_id2solvable(pool, repo_add_solvable(system));
+    rpm->name = pool_str2id(pool, "gpubundle-rpmlib-features", 1);
+    rpm->evr = pool_str2id(pool, "1-1", 1);
     rpm->arch = ARCH_NOARCH;
     for (Id f : features) rpm->provides = repo_addid_dep(system, rpm->provides, f, 0);
     repo_internalize(system);
-    pool_set_installed(p, system);
-    pool_addfileprovides(p);
-    pool_createwhatprovides(p);
-    prepared = true;
+    pool_set_installed(pool, system);
+    pool_addfileprovides(pool);
+    pool_createwhatprovides(pool);
+  }
+  void before_solve(detail::SolvQueue&) override { file_unmet = false; }
+
+  // NAME, NAME.ARCH, NAME-[EPOCH:]VERSION[-RELEASE][.ARCH], as dnf takes them.
+  std::set<Id> select(const std::string& name, detail::SolvQueue& job) override {
+    detail::SolvQueue sel, found;
+    selection_make(pool, sel.get(), name.c_str(), SELECTION_NAME | SELECTION_DOTARCH | SELECTION_CANON);
+    selection_solvables(pool, sel.get(), found.get());
+    std::set<Id> candidates;
+    for (int i = 0; i < found.size(); ++i)
+      if (pool->solvables[found[i]].repo != system && pool_installable(pool, pool->solvables + found[i])) candidates.insert(found[i]);
+    for (int i = 0; !candidates.empty() && i < sel.size(); i += 2) queue_push2(job.get(), sel[i] | SOLVER_INSTALL, sel[i + 1]);
+    return candidates;
+  }
+
+  std::string describe(const std::vector<PackageSource>& sources) const override {
+    std::vector<std::string> parts;
+    for (const auto& s : sources) parts.push_back("'" + s.name + "' (" + join(repos_of(s), ", ") + ")");
+    return std::string(sources.size() == 1 ? "rpm-md source " : "rpm-md sources ") + join(parts, ", ");
+  }
+
+  // libsolv's words for the first problem, and whether a file requirement is
+  // unmet: primary.xml lists only the files in bin/ and /etc, filelists.xml
+  // the rest (load_filelists()).
+  std::string problem(Solver* solver, const std::string& sources) override {
+    for (Id n = 1; n <= static_cast<Id>(solver_problem_count(solver)); ++n)
+      for (const auto& r : detail::problem_rules(solver, n))
+        if (r.type == SOLVER_RULE_PKG_NOTHING_PROVIDES_DEP && r.dep && pool_dep2str(pool, r.dep)[0] == '/') file_unmet = true;
+    const bool any_read = std::ranges::any_of(repos, [](const RepoInfo& info) { return info.files_read; });
+    const char* hint = !file_unmet ? ""
+                       : needs_filelists() ? " (primary.xml lists only the files in bin/ and /etc; filelists.xml is not read yet)"
+                       : any_read ? " (filelists.xml read too)"
+                              : " (primary.xml lists only the files in bin/ and /etc, and the repository names no filelists.xml)";
+    return printable(solver_problem2str(solver, 1)) + ", in " + sources + hint;
+  }
+
+  bool needs_filelists() const {
+    return file_unmet && std::ranges::any_of(repos, [](const RepoInfo& info) { return info.filelists && !info.files_read; });
   }
 };
 
-Index::Index(const std::string& arch) : m_impl(std::make_unique<Impl>()) {
-  m_impl->arch = arch;
-  pool_setdisttype(m_impl->solv.get(), DISTTYPE_RPM);
-  // That arch and noarch only, as the index held before (no i686 multilib).
-  pool_setarchpolicy(m_impl->solv.get(), arch.c_str());
-}
-Index::~Index() = default;
-Index::Index(Index&&) noexcept = default;
-Index& Index::operator=(Index&&) noexcept = default;
-
-Result<void> Index::add_primary(std::string_view xml, const PackageSource& source, const std::string& repo_url,
-                                const std::string& what) {
-  Prolog prolog;
-  prolog.feed(xml.data(), xml.size());
-  if (!prolog.error.empty()) return op_error(what + ": " + prolog.error);
-  detail::File in(fmemopen(const_cast<char*>(xml.data()), xml.size(), "r"));
-  if (xml.empty()) in.reset(std::fopen("/dev/null", "r"));
-  if (!in) return op_error(what + ": cannot read it: " + std::strerror(errno));
-  return m_impl->add(in.get(), [] { return Result<void>(); }, source, repo_url, what);
-}
-
-Result<void> Index::add_filelists(std::string_view xml, const std::string& repo_url, const std::string& what) {
-  Prolog prolog;
-  prolog.feed(xml.data(), xml.size());
-  if (!prolog.error.empty()) return op_error(what + ": " + prolog.error);
-  for (auto& info : m_impl->repos)
-    if (info.repo_url == repo_url) {
-      detail::File in(fmemopen(const_cast<char*>(xml.data()), xml.size(), "r"));
-      if (xml.empty()) in.reset(std::fopen("/dev/null", "r"));
-      if (!in) return op_error(what + ": cannot read it: " + std::strerror(errno));
-      return m_impl->extend(info, in.get(), [] { return Result<void>(); }, what);
-    }
-  return op_error(what + ": no primary.xml read for " + repo_url);
-}
-
-bool Index::needs_filelists() const {
-  if (!m_impl->file_unmet) return false;
-  for (const auto& info : m_impl->repos)
-    if (info.filelists && !info.files_read) return true;
-  return false;
-}
-
-std::vector<Package> Index::packages() const {
-  std::vector<Package> out;
-  Pool* pool = m_impl->solv.get();  // the name FOR_POOL_SOLVABLES uses
-  Pool* p = pool;
-  Id id;
-  FOR_POOL_SOLVABLES(id) {
-    Solvable* s = p->solvables + id;
-    if (s->repo && s->repo != m_impl->system) out.push_back(m_impl->package(id));
-  }
-  return out;
-}
-
-Result<std::vector<Package>> Index::resolve(const FetchRequest& request, const std::vector<PackageSource>& sources) {
-  Impl& m = *m_impl;
-  Pool* p = m.solv.get();
-  m.prepare();
-  detail::SolvQueue job;
-  std::vector<std::set<Id>> asked;  // each name's candidates, where SameSource starts
-  std::vector<std::pair<std::string, bool>> names;  // name, optional
-  for (const auto& n : request.names) names.emplace_back(n, false);
-  for (const auto& n : request.optional_names) names.emplace_back(n, true);
-  for (const auto& [name, optional] : names) {
-    detail::SolvQueue sel, found;
-    selection_make(p, sel.get(), name.c_str(), SELECTION_NAME | SELECTION_DOTARCH | SELECTION_CANON);
-    selection_solvables(p, sel.get(), found.get());
-    std::set<Id> candidates;
-    for (int i = 0; i < found.size(); ++i)
-      if (p->solvables[found[i]].repo != m.system && pool_installable(p, p->solvables + found[i])) candidates.insert(found[i]);
-    if (candidates.empty() && optional) continue;
-    if (candidates.empty())
-      return input_error(request.why + ": no package " + quote(name) + " for " + request.arch + " in " + describe_sources(sources));
-    for (int i = 0; i < sel.size(); i += 2) queue_push2(job.get(), sel[i] | SOLVER_INSTALL, sel[i + 1]);
-    asked.push_back(std::move(candidates));
-  }
-  detail::SolvSolver solver(solver_create(p));
-  solver_set_flag(solver.get(), SOLVER_FLAG_IGNORE_RECOMMENDED, 1);  // dnf's install_weak_deps=0: Requires only
-  m.file_unmet = false;
-  if (solver_solve(solver.get(), job.get()) != 0) {
-    // A file requirement nothing provides: primary.xml lists only the files
-    // in bin/ and /etc, filelists.xml the rest (load_filelists()).
-    for (Id problem = 1; problem <= static_cast<Id>(solver_problem_count(solver.get())); ++problem) {
-      detail::SolvQueue rules;
-      solver_findallproblemrules(solver.get(), problem, rules.get());
-      for (int i = 0; i < rules.size(); ++i) {
-        Id source = 0, target = 0, dep = 0;
-        SolverRuleinfo type = solver_ruleinfo(solver.get(), rules[i], &source, &target, &dep);
-        if (type == SOLVER_RULE_PKG_NOTHING_PROVIDES_DEP && dep && pool_dep2str(p, dep)[0] == '/') m.file_unmet = true;
-      }
-    }
-    std::string problem = solver_problem2str(solver.get(), 1);
-    bool read = false;
-    for (const auto& info : m.repos) read = read || info.files_read;
-    const char* hint = !m.file_unmet ? ""
-                       : needs_filelists() ? " (primary.xml lists only the files in bin/ and /etc; filelists.xml is not read yet)"
-                       : read ? " (filelists.xml read too)"
-                              : " (primary.xml lists only the files in bin/ and /etc, and the repository names no filelists.xml)";
-    return input_error(request.why + ": " + printable(problem) + ", in " + describe_sources(sources) + hint);
-  }
-  detail::SolvTransaction trans(solver_create_transaction(solver.get()));
-  std::set<Id> chosen;
-  for (int i = 0; i < trans->steps.count; ++i) chosen.insert(trans->steps.elements[i]);
-
-  if (request.closure == Closure::SameSource)  // what each package needs from its own source rpm
-    chosen = detail::same_source_closure(p, chosen, asked, [&](Id id) {
-      const char* src = solvable_lookup_sourcepkg(p->solvables + id);
-      return std::string(src ? src : "");
-    });
-  std::vector<Package> out;
-  for (Id id : chosen) out.push_back(m.package(id));
-  std::sort(out.begin(), out.end(), [](const Package& a, const Package& b) {
-    if (a.name != b.name) return a.name < b.name;
-    if (int c = compare_versions(a.version, b.version); c != 0) return c < 0;
-    return a.arch < b.arch;
-  });
-  return out;
-}
-
-
-int compare_versions(std::string_view a, std::string_view b) {
-  // libsolv's rpm order (rpmvercmp, ~ and ^), in a pool of its own; a
-  // release counts only when both have one.
-  static Pool* const pool = [] {
-    Pool* p = pool_create();  // lives as long as the process
-    pool_setdisttype(p, DISTTYPE_RPM);
-    return p;
-  }();
-  auto has_release = [](std::string_view v) {
-    auto colon = v.find(':');
-    return v.find('-', colon == std::string_view::npos ? 0 : colon) != std::string_view::npos;
-  };
-  auto without_release = [](std::string_view v) { return std::string(v.substr(0, v.rfind('-'))); };
-  std::string x(a), y(b);
-  if (has_release(x) != has_release(y)) (has_release(x) ? x : y) = without_release(has_release(x) ? x : y);
-  int c = pool_evrcmp_str(pool, x.c_str(), y.c_str(), EVRCMP_COMPARE);
-  return c < 0 ? -1 : c > 0 ? 1 : 0;
-}
-
-namespace {
-
-// Fetches one metadata file that a verified repomd.xml names, checks its
-// packed size and sha256 against it, and hands `load` a stream of it as it
-// is decompressed (never whole in memory: peak memory is the packed bytes
-// and the pool), bounded; `after_read` checks its open size and
-// open-checksum once libsolv has read it.
-using MetadataLoader =
-    std::function<Result<void>(std::FILE* in, const std::function<Result<void>()>& after_read, const std::string& url)>;
-Result<void> stream_metadata(net::Transport& t, const PackageSource& source, const std::string& repo,
-                             const std::string& repomd_url, const RepomdFile& f, bool signed_repomd,
-                             std::uint64_t open_limit, const MetadataLoader& load) {
-  std::string url = repo + "/" + f.href;
+// Fetches one metadata file that `info`'s verified repomd.xml names, checks
+// its packed size and sha256 against it, and has `index` read it as it is
+// decompressed (never whole in memory: peak memory is the packed bytes and
+// the pool), bounded; its open-checksum is checked once libsolv has read it.
+// A repo not read yet reads its primary.xml, a repo read its filelists.xml.
+Result<void> stream_metadata(net::Transport& t, RpmIndex& index, RpmIndex::RepoInfo& info, const RepomdFile& f,
+                             std::uint64_t open_limit) {
+  const std::string url = info.repo_url + "/" + f.href, &repomd_url = info.repomd_url;
   if (f.size > k_primary_max)
     return op_error(url + ": larger than " + std::to_string(k_primary_max >> 20) + " MiB packed, by the signed " + repomd_url +
                     "; refused");
-  auto packed = get_document(t, source, url, f.has_size ? f.size : k_primary_max);
+  auto packed = get_document(t, info.source, url, f.size ? f.size : k_primary_max);
   if (!packed) return packed.error();
-  if (f.has_size && packed->size() != f.size)
+  if (f.size && packed->size() != f.size)
     return op_error(url + ": " + std::to_string(packed->size()) + " bytes, but the signed " + repomd_url + " says " +
                     std::to_string(f.size));
   if (auto got = sha256_hex(*packed); got != f.sha256)
     return op_error(url + ": sha256 " + got + " differs from the signed " + repomd_url + "'s " + f.sha256);
   // An unsigned repomd.xml (signatures: packages) is the sender's word: the
   // decompressed size is bounded by a plausible ratio to the bytes that came too.
-  std::uint64_t open_max = open_limit;
-  if (!signed_repomd) open_max = std::min<std::uint64_t>(open_max, std::max<std::uint64_t>(packed->size(), 1) * k_primary_max_ratio);
   OpenStream stream;
-  stream.archive.reset(archive_read_new());
-  stream.max_bytes = open_max;
+  stream.max_bytes = info.signed_repomd ? open_limit
+                                        : std::min(open_limit, std::max<std::uint64_t>(packed->size(), 1) * k_primary_max_ratio);
   detail::support_builtin_filters(stream.archive.get());
   archive_read_support_format_raw(stream.archive.get());
   archive_entry* e = nullptr;
@@ -527,16 +340,91 @@ Result<void> stream_metadata(net::Transport& t, const PackageSource& source, con
       return op_error(url + ": the decompressed sha256 differs from the signed " + repomd_url + "'s open-checksum");
     return {};
   };
-  return load(in.get(), after_read, url);
+  return info.repo ? index.extend(info, in.get(), after_read, url) : index.add(in.get(), after_read, info, url);
 }
 
 }  // namespace
 
+Result<Repomd> parse_repomd(std::string_view xml, const std::string& what) {
+  auto in = open_xml(xml, what);
+  if (!in) return in.error();
+  detail::SolvPool pool(pool_create());
+  Pool* p = pool.get();
+  Repo* repo = repo_create(p, what.c_str());
+  if (repo_add_repomdxml(repo, in->get(), 0) != 0) return op_error(what + ": " + printable(pool_errstr(p)));
+  repo_internalize(repo);
+  std::optional<RepomdFile> primary, filelists;
+  Failure bad{ErrorKind::Failed, ""};
+  Dataiterator di;
+  dataiterator_init(&di, p, repo, SOLVID_META, REPOSITORY_REPOMD_TYPE, nullptr, 0);
+  dataiterator_prepend_keyname(&di, REPOSITORY_REPOMD);
+  while (bad.message.empty() && dataiterator_step(&di)) {
+    dataiterator_setpos_parent(&di);
+    const char* type_str = pool_lookup_str(p, SOLVID_POS, REPOSITORY_REPOMD_TYPE);
+    const std::string type = type_str ? type_str : "";
+    if (type != "primary" && type != "filelists") continue;
+    auto& slot = type == "primary" ? primary : filelists;
+    if (slot) {
+      bad.message = what + ": two <data type=\"" + type + "\">";
+      break;
+    }
+    RepomdFile f;
+    const char* href = pool_lookup_str(p, SOLVID_POS, REPOSITORY_REPOMD_LOCATION);
+    Id sum_type = 0, open_type = 0;
+    const char* sum = pool_lookup_checksum(p, SOLVID_POS, REPOSITORY_REPOMD_CHECKSUM, &sum_type);
+    const char* open_sum = pool_lookup_checksum(p, SOLVID_POS, REPOSITORY_REPOMD_OPENCHECKSUM, &open_type);
+    f.size = pool_lookup_num(p, SOLVID_POS, REPOSITORY_REPOMD_SIZE, 0);
+    if (!href || !*href) bad.message = what + ": the " + type + " data has no location";
+    else if (!safe_location(href))
+      bad.message = what + ": " + type + " location href " + quote(printable(href)) + " is not a path below the repository";
+    else if (!sum) bad.message = what + ": the " + type + " data has no checksum";
+    else if (sum_type != REPOKEY_TYPE_SHA256) bad.message = what + ": " + type + " checksum type is not supported (sha256 only)";
+    if (!bad.message.empty()) break;
+    f.href = href;
+    f.sha256 = sum;
+    if (open_sum && open_type == REPOKEY_TYPE_SHA256) f.open_sha256 = open_sum;
+    slot = std::move(f);
+  }
+  dataiterator_free(&di);
+  if (!bad.message.empty()) return bad;
+  if (!primary) return op_error(what + ": no <data type=\"primary\">");
+  return Repomd{std::move(*primary), std::move(filelists)};
+}
+
+Index::Index(const std::string& arch) : PackageIndex(std::make_unique<RpmIndex>(arch)) {}
+
+Result<void> Index::add_primary(std::string_view xml, const PackageSource& source, const std::string& repo_url,
+                                const std::string& what) {
+  auto in = open_xml(xml, what);
+  if (!in) return in.error();
+  return static_cast<RpmIndex&>(*m_impl).add(in->get(), [] { return Result<void>(); }, {.repo_url = repo_url, .source = source}, what);
+}
+
+Result<void> Index::add_filelists(std::string_view xml, const std::string& repo_url, const std::string& what) {
+  auto in = open_xml(xml, what);
+  if (!in) return in.error();
+  auto& impl = static_cast<RpmIndex&>(*m_impl);
+  for (auto& info : impl.repos)
+    if (info.repo_url == repo_url) return impl.extend(info, in->get(), [] { return Result<void>(); }, what);
+  return op_error(what + ": no primary.xml read for " + repo_url);
+}
+
+bool Index::needs_filelists() const { return static_cast<const RpmIndex&>(*m_impl).needs_filelists(); }
+
+
+int compare_versions(std::string_view a, std::string_view b) {
+  auto has_release = [](std::string_view v) {
+    auto colon = v.find(':');
+    return v.find('-', colon == std::string_view::npos ? 0 : colon) != std::string_view::npos;
+  };
+  auto without_release = [](std::string_view v) { return std::string(v.substr(0, v.rfind('-'))); };
+  std::string x(a), y(b);
+  if (has_release(x) != has_release(y)) (has_release(x) ? x : y) = without_release(has_release(x) ? x : y);
+  return detail::evr_compare(DISTTYPE_RPM, x, y);
+}
+
 Result<void> load_index(net::Transport& t, const PackageSource& source, Index& index) {
-  std::vector<std::string> repos;
-  for (const auto& suite : source.suites) repos.push_back(source.url + "/" + suite);
-  if (repos.empty()) repos.push_back(source.url);
-  for (const auto& repo : repos) {
+  for (const auto& repo : repos_of(source)) {
     std::string repomd_url = repo + "/repodata/repomd.xml";
     auto repomd = get_document(t, source, repomd_url, k_repomd_max);
     if (!repomd) return repomd.error();
@@ -549,37 +437,22 @@ Result<void> load_index(net::Transport& t, const PackageSource& source, Index& i
       if (auto ok = openpgp::verify_detached(source.keyring, *repomd, **sig, repomd_url); !ok) return ok.error();
     auto md = parse_repomd(*repomd, repomd_url);
     if (!md) return md.error();
-    auto& impl = *index.m_impl;
-    auto add = [&](std::FILE* in, const std::function<Result<void>()>& after_read, const std::string& url) {
-      return impl.add(in, after_read, source, repo, url);
-    };
-    if (auto r = stream_metadata(t, source, repo, repomd_url, md->primary, sig->has_value(), k_primary_open_max, add); !r)
-      return r.error();
     // filelists.xml only when a resolve needs it (load_filelists()).
-    auto& info = impl.repos.back();
-    info.source = source;
-    info.repomd_url = repomd_url;
-    info.filelists = md->filelists;
-    info.signed_repomd = sig->has_value();
+    RpmIndex::RepoInfo info{.repo_url = repo, .source = source, .repomd_url = repomd_url, .filelists = md->filelists,
+                            .signed_repomd = sig->has_value()};
+    if (auto r = stream_metadata(t, static_cast<RpmIndex&>(*index.m_impl), info, md->primary, k_primary_open_max); !r)
+      return r.error();
   }
   return {};
 }
 
 Result<void> load_filelists(net::Transport& t, Index& index) {
-  auto& impl = *index.m_impl;
-  for (auto& info : impl.repos) {
-    if (!info.filelists || info.files_read) continue;
-    auto extend = [&](std::FILE* in, const std::function<Result<void>()>& after_read, const std::string& url) {
-      return impl.extend(info, in, after_read, url);
-    };
-    if (auto r = stream_metadata(t, info.source, info.repo_url, info.repomd_url, *info.filelists, info.signed_repomd,
-                                 k_filelists_open_max, extend);
-        !r)
-      return r.error();
-  }
+  auto& impl = static_cast<RpmIndex&>(*index.m_impl);
+  for (auto& info : impl.repos)
+    if (info.filelists && !info.files_read)
+      if (auto r = stream_metadata(t, impl, info, *info.filelists, k_filelists_open_max); !r) return r.error();
   return {};
 }
-
 
 Result<WrittenRepo> write_repo(const std::vector<Fetched>& files, const openpgp::SigningKey& key, const std::filesystem::path& dir,
                                CommandRunner* runner) {

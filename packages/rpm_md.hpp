@@ -39,7 +39,6 @@
 
 #include <filesystem>
 #include <cstdint>
-#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -57,32 +56,23 @@ class SigningKey;
 
 namespace gb::packages::rpm_md {
 
-// The verified primary.xml of every repo of a request's rpm-md sources, in
-// one libsolv pool: `arch` and noarch are installable, nothing else (no
-// i686 multilib). Move-only.
-class Index {
+// The verified primary.xml of every repo of a request's rpm-md sources:
+// `arch` and noarch are installable, nothing else (no i686 multilib).
+// resolve() solves as dnf install --installroot would on an empty root
+// (Requires, rich dependencies, Conflicts and Obsoletes; weak dependencies
+// not followed). A name is NAME, NAME.ARCH, NAME-[EPOCH:]VERSION
+// (gcc-11.4.1), NAME-[EPOCH:]VERSION-RELEASE or that .ARCH
+// (kernel-devel-5.14.0-427.13.1.el9_4.x86_64); a package named so wins over
+// a version.
+class Index : public PackageIndex {
 public:
   explicit Index(const std::string& arch);
-  ~Index();
-  Index(Index&&) noexcept;
-  Index& operator=(Index&&) noexcept;
 
   // One repo's primary.xml text (load_index streams it instead); `what`
   // names the document in errors. Every package is checked as above; on an
   // error nothing of the document stays. Exposed for unit tests and fuzzing.
   Result<void> add_primary(std::string_view xml, const PackageSource& source, const std::string& repo_url,
                            const std::string& what);
-
-  // request.names and their closure, solved by libsolv on an empty root as
-  // dnf install --installroot would (Requires, rich dependencies, Conflicts
-  // and Obsoletes; weak dependencies not followed). A name is NAME,
-  // NAME.ARCH, NAME-[EPOCH:]VERSION (gcc-11.4.1), NAME-[EPOCH:]VERSION-RELEASE
-  // or that .ARCH (kernel-devel-5.14.0-427.13.1.el9_4.x86_64); a package
-  // named so wins over a version. Closure::SameSource keeps, of the Full
-  // closure, what the names need from their own source rpm. A name no repo
-  // has, or a problem the solver finds, is one line naming the request's
-  // `why`, the packages and `sources`. Sorted by name, then version.
-  Result<std::vector<Package>> resolve(const FetchRequest& request, const std::vector<PackageSource>& sources);
 
   // One repo's filelists.xml text, added to the packages read from
   // `repo_url`'s primary.xml (load_filelists streams it instead).
@@ -92,23 +82,14 @@ public:
   // filelists.xml not read yet: load_filelists(), then resolve() again.
   bool needs_filelists() const;
 
-  // Every package read, in the order read. For tests.
-  std::vector<Package> packages() const;
-
-  struct Impl;
-
-private:
-  std::unique_ptr<Impl> m_impl;
   friend Result<void> load_index(net::Transport& t, const PackageSource& source, Index& index);
   friend Result<void> load_filelists(net::Transport& t, Index& index);
 };
 
 // One <data> of repomd.xml that is read.
 struct RepomdFile {
-  std::string type;  // primary | filelists
   std::string href, sha256, open_sha256;
-  std::uint64_t size = 0;
-  bool has_size = false;
+  std::uint64_t size = 0;  // 0: not given
 };
 struct Repomd {
   RepomdFile primary;

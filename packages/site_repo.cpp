@@ -1,11 +1,8 @@
 #include "packages/site_repo.hpp"
 
-#include <archive.h>
-
 #include <algorithm>
 #include <ctime>
 #include <map>
-#include <set>
 
 #include "common/archive_raii.hpp"
 #include "common/files.hpp"
@@ -31,12 +28,8 @@ Result<std::string> rewrite_filename(const Package& p) {
   std::string out;
   bool found = false;
   for (const auto& line : split(entry, '\n')) {
-    if (starts_with(line, "Filename:")) {
-      out += "Filename: " + pool_path(p) + "\n";
-      found = true;
-    } else {
-      out += line + "\n";
-    }
+    found = found || starts_with(line, "Filename:");
+    out += (starts_with(line, "Filename:") ? "Filename: " + pool_path(p) : line) + "\n";
   }
   if (!found) return input_error("package " + p.name + " " + p.version + " from " + p.repo_url + ": its index entry has no Filename");
   return out;
@@ -159,11 +152,8 @@ Result<WrittenRepo> write_apt_repo(const std::vector<Fetched>& fetched, const st
     auto from = std::find_if(fetched.begin(), fetched.end(), [&](const auto& f) { return f.package.file_name() == p->file_name(); });
     fs::path to = root / pool_path(*p);
     fs::create_hard_link(from->file, to, ec);
-    if (ec) {
-      ec.clear();
-      fs::copy_file(from->file, to, ec);
-      if (ec) return op_error("cannot copy " + from->file.string() + " to " + to.string() + ": " + ec.message());
-    }
+    if (ec) fs::copy_file(from->file, to, ec);  // across file systems
+    if (ec) return op_error("cannot copy " + from->file.string() + " to " + to.string() + ": " + ec.message());
     ++out.packages;
     out.bytes += p->size;
   }

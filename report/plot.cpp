@@ -18,6 +18,11 @@ std::string coord(double v) {
   return buf;
 }
 
+// <line> from (x1, y1) to (x2, y2), then `rest` (its stroke).
+std::string svg_line(double x1, double y1, double x2, double y2, const std::string& rest) {
+  return "<line x1=\"" + coord(x1) + "\" y1=\"" + coord(y1) + "\" x2=\"" + coord(x2) + "\" y2=\"" + coord(y2) + "\" " + rest + "/>\n";
+}
+
 int floor_log2(std::uint64_t v) {
   int e = 0;
   while (v >>= 1) ++e;
@@ -138,20 +143,17 @@ std::string bus_bw_svg(const std::vector<PlotSeries>& series) {
   for (int e = f.x_axis.lo; e <= f.x_axis.hi; ++e) {
     double x = f.x(std::ldexp(1.0, e));
     bool labelled = (e - f.x_axis.lo) % f.x_axis.step == 0;
-    s += "<line x1=\"" + coord(x) + "\" y1=\"" + coord(f.top) + "\" x2=\"" + coord(x) + "\" y2=\"" + coord(bottom) + "\" stroke=\"" +
-         (labelled ? "#ced4da" : "#e4e7eb") + "\" stroke-width=\"1\"/>\n";
+    s += svg_line(x, f.top, x, bottom, std::string("stroke=\"") + (labelled ? "#ced4da" : "#e4e7eb") + "\" stroke-width=\"1\"");
   }
   for (const auto& t : size_ticks(f.x_axis)) {
     double x = f.x(t.value);
-    s += "<line x1=\"" + coord(x) + "\" y1=\"" + coord(bottom) + "\" x2=\"" + coord(x) + "\" y2=\"" + coord(bottom + 5) +
-         "\" stroke=\"#495057\"/>\n";
+    s += svg_line(x, bottom, x, bottom + 5, "stroke=\"#495057\"");
     s += "<text x=\"" + coord(x) + "\" y=\"" + coord(bottom + 19) + "\" text-anchor=\"middle\" font-size=\"12\" fill=\"#343a40\">" +
          html_escape(t.label) + "</text>\n";
   }
   for (const auto& t : value_ticks(f.y_axis)) {
     double y = f.y(t.value);
-    s += "<line x1=\"" + coord(f.left) + "\" y1=\"" + coord(y) + "\" x2=\"" + coord(right) + "\" y2=\"" + coord(y) +
-         "\" stroke=\"#dee2e6\" stroke-width=\"1\"/>\n";
+    s += svg_line(f.left, y, right, y, "stroke=\"#dee2e6\" stroke-width=\"1\"");
     s += "<text x=\"" + coord(f.left - 8) + "\" y=\"" + coord(y + 4) + "\" text-anchor=\"end\" font-size=\"12\" fill=\"#343a40\">" +
          html_escape(t.label) + "</text>\n";
   }
@@ -183,8 +185,7 @@ std::string bus_bw_svg(const std::vector<PlotSeries>& series) {
          coord(8 + line_h * static_cast<double>(series.size())) + "\" fill=\"#ffffff\" fill-opacity=\"0.9\" stroke=\"#ced4da\"/>\n";
     for (std::size_t n = 0; n < series.size(); ++n) {
       double y = ly + 4 + line_h * static_cast<double>(n) + line_h / 2;
-      s += "<line x1=\"" + coord(lx + 8) + "\" y1=\"" + coord(y) + "\" x2=\"" + coord(lx + 32) + "\" y2=\"" + coord(y) + "\" stroke=\"" +
-           series_colour(n) + "\" stroke-width=\"3\"/>\n";
+      s += svg_line(lx + 8, y, lx + 32, y, std::string("stroke=\"") + series_colour(n) + "\" stroke-width=\"3\"");
       s += "<text x=\"" + coord(lx + 38) + "\" y=\"" + coord(y + 4) + "\" font-size=\"12\" fill=\"#212529\">" + html_escape(series[n].label) +
            "</text>\n";
     }

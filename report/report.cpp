@@ -27,10 +27,9 @@ std::string counts_text(const Counts& c) {
   return std::to_string(c.pass) + " pass, " + std::to_string(c.fail) + " fail, " + std::to_string(c.skip) + " skip";
 }
 
-std::string badge(Outcome o) {
-  const char* cls = o == Outcome::Pass ? "pass" : o == Outcome::Fail ? "fail" : "incomplete";
-  return std::string("<span class=\"badge ") + cls + "\">" + to_string(o) + "</span>";
-}
+const char* css_class(Outcome o) { return o == Outcome::Pass ? "pass" : o == Outcome::Fail ? "fail" : "incomplete"; }
+
+std::string badge(Outcome o) { return std::string("<span class=\"badge ") + css_class(o) + "\">" + to_string(o) + "</span>"; }
 
 // A bandwidth as the tables show it: one beyond any fabric in its own
 // notation (it would print 300 digits), and saying the plot clamps it.
@@ -51,12 +50,6 @@ std::string why_text(const SourceOutcome& o, const std::string& details) {
   return o.outcome == Outcome::Pass ? details : esc(o.why) + "; " + details;
 }
 
-std::string status_cell(Status s) {
-  const char* word = to_string(s);
-  std::string cls = s == Status::Pass ? "pass" : s == Status::Fail ? "fail" : "skip";
-  return "<td><span class=\"badge " + cls + "\">" + word + "</span></td>";
-}
-
 std::string file_name(const std::string& file) { return std::filesystem::path(file).filename().string(); }
 
 // A run's name in the legend and its tables: its file, without ".json".
@@ -71,6 +64,23 @@ std::string join_words(const std::vector<std::string>& words, const char* sep = 
   std::string out;
   for (const auto& w : words) out += (out.empty() ? "" : sep) + w;
   return out;
+}
+
+// The section's heading; without `given`, the line saying so, and false.
+bool section(std::string& h, const char* title, bool given, const char* missing) {
+  h += std::string("<h2>") + title + "</h2>\n";
+  if (!given) h += std::string("<p class=\"missing\">") + missing + "</p>\n";
+  return given;
+}
+
+void checks_table(std::string& h, const std::vector<Check>& checks) {
+  h += "<table class=\"checks\">\n<tr><th>check</th><th>status</th><th>detail</th></tr>\n";
+  for (const auto& c : checks) {
+    const char* cls = c.status == Status::Pass ? "pass" : c.status == Status::Fail ? "fail" : "skip";
+    h += "<tr><td>" + esc(c.name) + "</td><td><span class=\"badge " + cls + "\">" + to_string(c.status) + "</span></td><td>" +
+         esc(c.detail) + "</td></tr>\n";
+  }
+  h += "</table>\n";
 }
 
 constexpr const char* k_style = R"CSS(
@@ -127,11 +137,7 @@ void summary_section(std::string& h, const Results& r, const Verdict& overall) {
 }
 
 void identity_section(std::string& h, const Results& r) {
-  h += "<h2>Bundle and versions</h2>\n";
-  if (!r.kit) {
-    h += "<p class=\"missing\">No install kit given (gpubundle report --kit DIR).</p>\n";
-    return;
-  }
+  if (!section(h, "Bundle and versions", r.kit.has_value(), "No install kit given (gpubundle report --kit DIR).")) return;
   const KitIdentity& k = *r.kit;
   auto row = [&](const char* name, const std::string& value, bool mono = false) {
     h += std::string("<tr><th>") + name + "</th><td" + (mono ? " class=\"mono\"" : "") + ">" + esc(value) + "</td></tr>\n";
@@ -156,11 +162,7 @@ void identity_section(std::string& h, const Results& r) {
 }
 
 void nccl_plot_section(std::string& h, const Results& r) {
-  h += "<h2>NCCL bus bandwidth</h2>\n";
-  if (r.nccl.empty()) {
-    h += "<p class=\"missing\">No NCCL all-reduce results given.</p>\n";
-    return;
-  }
+  if (!section(h, "NCCL bus bandwidth", !r.nccl.empty(), "No NCCL all-reduce results given.")) return;
   std::vector<PlotSeries> series;
   bool any = false;
   for (const auto& run : r.nccl) {
@@ -195,26 +197,16 @@ void nccl_plot_section(std::string& h, const Results& r) {
 }
 
 void verify_section(std::string& h, const Results& r) {
-  h += "<h2>verify.sh</h2>\n";
-  if (r.verify.empty()) {
-    h += "<p class=\"missing\">No verify.sh results given (run the kit's verify.sh --json FILE).</p>\n";
-    return;
-  }
+  if (!section(h, "verify.sh", !r.verify.empty(), "No verify.sh results given (run the kit's verify.sh --json FILE).")) return;
   for (const auto& v : r.verify) {
     h += "<h3><span class=\"mono\">" + esc(file_name(v.file)) + "</span>: " + counts_text(count(v.checks)) + "</h3>\n";
     h += "<p class=\"meta\">namespace " + esc(v.namespace_name) + ", started " + esc(v.started_at) + ", " + esc(v.generator) + "</p>\n";
-    h += "<table class=\"checks\">\n<tr><th>check</th><th>status</th><th>detail</th></tr>\n";
-    for (const auto& c : v.checks) h += "<tr><td>" + esc(c.name) + "</td>" + status_cell(c.status) + "<td>" + esc(c.detail) + "</td></tr>\n";
-    h += "</table>\n";
+    checks_table(h, v.checks);
   }
 }
 
 void nodes_section(std::string& h, const Results& r) {
-  h += "<h2>Node checks</h2>\n";
-  if (r.nodes.empty()) {
-    h += "<p class=\"missing\">No node check results given (gpubundle node check --json, one file per node).</p>\n";
-    return;
-  }
+  if (!section(h, "Node checks", !r.nodes.empty(), "No node check results given (gpubundle node check --json, one file per node).")) return;
   for (const auto& n : r.nodes) {
     h += "<h3>" + esc(n.node) + ": " + counts_text(count(n.checks)) + ", exit " + std::to_string(n.exit_code) + "</h3>\n";
     std::map<std::string, int> models;
@@ -223,9 +215,7 @@ void nodes_section(std::string& h, const Results& r) {
     for (const auto& [model, k] : models) gpus.push_back(std::to_string(k) + " x " + model);
     h += "<p class=\"meta\">" + esc(gpus.empty() ? "no GPU found" : join_words(gpus)) + "; driver " + esc(n.driver.empty() ? "none loaded" : n.driver) +
          "; " + esc(n.os) + ", kernel " + esc(n.kernel) + "</p>\n";
-    h += "<table class=\"checks\">\n<tr><th>check</th><th>status</th><th>detail</th></tr>\n";
-    for (const auto& c : n.checks) h += "<tr><td>" + esc(c.name) + "</td>" + status_cell(c.status) + "<td>" + esc(c.detail) + "</td></tr>\n";
-    h += "</table>\n";
+    checks_table(h, n.checks);
   }
 }
 
@@ -287,8 +277,7 @@ std::string report_html(const Results& r, const std::string& generated_at) {
   h += "<h1>" + esc(title) + "</h1>\n";
   h += "<p class=\"meta\">Made by gpubundle " GPUBUNDLE_VERSION " at " + esc(generated_at) + "</p>\n";
   Verdict v = verdict(r);
-  const char* cls = v.outcome == Outcome::Pass ? "pass" : v.outcome == Outcome::Fail ? "fail" : "incomplete";
-  h += std::string("<div class=\"verdict ") + cls + "\">" + esc(v.line()) + "</div>\n";
+  h += std::string("<div class=\"verdict ") + css_class(v.outcome) + "\">" + esc(v.line()) + "</div>\n";
   summary_section(h, r, v);
   identity_section(h, r);
   nccl_plot_section(h, r);

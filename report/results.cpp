@@ -22,29 +22,24 @@ struct BadField {
 
 std::string field_path(const std::string& at, std::string_view key) { return at.empty() ? std::string(key) : at + "." + std::string(key); }
 
-const json& need(const json& obj, const std::string& at, const char* key) {
+// The field key of obj; with `is`, of the type it accepts ("must be <what>").
+const json& need(const json& obj, const std::string& at, const char* key, bool (json::*is)() const noexcept = nullptr,
+                 const char* what = "") {
   if (!obj.is_object()) throw BadField{at, "must be an object"};
   auto it = obj.find(key);
   if (it == obj.end()) throw BadField{field_path(at, key), "missing"};
+  if (is && !((*it).*is)()) throw BadField{field_path(at, key), std::string("must be ") + what};
   return *it;
 }
 
 std::string str(const json& obj, const std::string& at, const char* key) {
-  const json& v = need(obj, at, key);
-  if (!v.is_string()) throw BadField{field_path(at, key), "must be a string"};
-  return v.get<std::string>();
+  return need(obj, at, key, &json::is_string, "a string").get<std::string>();
 }
 
-bool boolean(const json& obj, const std::string& at, const char* key) {
-  const json& v = need(obj, at, key);
-  if (!v.is_boolean()) throw BadField{field_path(at, key), "must be true or false"};
-  return v.get<bool>();
-}
+bool boolean(const json& obj, const std::string& at, const char* key) { return need(obj, at, key, &json::is_boolean, "true or false").get<bool>(); }
 
 double number(const json& obj, const std::string& at, const char* key) {
-  const json& v = need(obj, at, key);
-  if (!v.is_number()) throw BadField{field_path(at, key), "must be a number"};
-  double d = v.get<double>();
+  double d = need(obj, at, key, &json::is_number, "a number").get<double>();
   if (!std::isfinite(d) || d < 0) throw BadField{field_path(at, key), "must be a finite number from 0"};
   return d;
 }
@@ -70,23 +65,23 @@ std::int64_t natural(const json& obj, const std::string& at, const char* key) {
   return n;
 }
 
-const json& array(const json& obj, const std::string& at, const char* key) {
-  const json& v = need(obj, at, key);
-  if (!v.is_array()) throw BadField{field_path(at, key), "must be a list"};
-  return v;
+const json& array(const json& obj, const std::string& at, const char* key) { return need(obj, at, key, &json::is_array, "a list"); }
+
+// Calls read(element, its field path) for each element of the list at key.
+template <typename F>
+void each(const json& obj, const std::string& at, const char* key, F&& read) {
+  const json& list = array(obj, at, key);
+  for (std::size_t n = 0; n < list.size(); ++n) read(list[n], field_path(at, key) + "[" + std::to_string(n) + "]");
 }
 
 std::vector<std::string> strings(const json& obj, const std::string& at, const char* key) {
   std::vector<std::string> out;
-  const json& list = array(obj, at, key);
-  for (std::size_t n = 0; n < list.size(); ++n) {
-    if (!list[n].is_string()) throw BadField{field_path(at, key) + "[" + std::to_string(n) + "]", "must be a string"};
-    out.push_back(list[n].get<std::string>());
-  }
+  each(obj, at, key, [&](const json& s, const std::string& here) {
+    if (!s.is_string()) throw BadField{here, "must be a string"};
+    out.push_back(s.get<std::string>());
+  });
   return out;
 }
-
-std::string item(const std::string& at, const char* key, std::size_t n) { return field_path(at, key) + "[" + std::to_string(n) + "]"; }
 
 Status status(const json& obj, const std::string& at, const char* key) {
   std::string s = str(obj, at, key);
@@ -119,18 +114,23 @@ void check_summary(const json& j, const std::vector<Check>& checks) {
   agree("skip", c.skip, "SKIP");
 }
 
+// The checks, each named by name_key, and the summary that must agree with them.
+std::vector<Check> read_checks(const json& j, const char* name_key) {
+  std::vector<Check> out;
+  each(j, "", "checks", [&](const json& c, const std::string& at) {
+    out.push_back({str(c, at, name_key), status(c, at, "status"), str(c, at, "detail")});
+  });
+  check_summary(j, out);
+  return out;
+}
+
 VerifyRun verify_run(const json& j, const std::string& file) {
   VerifyRun v;
   v.file = file;
   v.generator = str(j, "", "generator");
   v.started_at = str(j, "", "startedAt");
   v.namespace_name = str(j, "", "namespace");
-  const json& checks = array(j, "", "checks");
-  for (std::size_t n = 0; n < checks.size(); ++n) {
-    std::string at = item("", "checks", n);
-    v.checks.push_back({str(checks[n], at, "name"), status(checks[n], at, "status"), str(checks[n], at, "detail")});
-  }
-  check_summary(j, v.checks);
+  v.checks = read_checks(j, "name");
   return v;
 }
 
@@ -142,14 +142,8 @@ NodeCheck node_check(const json& j, const std::string& file) {
   c.os = str(node, "node", "os");
   c.kernel = str(node, "node", "kernel");
   c.driver = str(node, "node", "driver");
-  const json& gpus = array(node, "node", "gpus");
-  for (std::size_t n = 0; n < gpus.size(); ++n) c.gpus.push_back(str(gpus[n], item("node", "gpus", n), "name"));
-  const json& checks = array(j, "", "checks");
-  for (std::size_t n = 0; n < checks.size(); ++n) {
-    std::string at = item("", "checks", n);
-    c.checks.push_back({str(checks[n], at, "check"), status(checks[n], at, "status"), str(checks[n], at, "detail")});
-  }
-  check_summary(j, c.checks);
+  each(node, "node", "gpus", [&](const json& g, const std::string& at) { c.gpus.push_back(str(g, at, "name")); });
+  c.checks = read_checks(j, "check");
   c.exit_code = static_cast<int>(std::clamp<std::int64_t>(integer(j, "", "exitCode"), -1, 255));
   return c;
 }
@@ -179,20 +173,13 @@ NcclRun nccl_run(const json& j, const std::string& file) {
   r.nccl_version = str(j, "", "ncclVersion");
   r.data_type = str(j, "", "dataType");
   r.red_op = str(j, "", "redOp");
-  const json& rows = array(j, "", "rows");
-  if (rows.size() > k_nccl_max_rows) throw BadField{"rows", "more than " + std::to_string(k_nccl_max_rows) + " rows"};
-  for (std::size_t n = 0; n < rows.size(); ++n) {
-    std::string at = item("", "rows", n);
-    NcclRow row;
-    row.bytes = static_cast<std::uint64_t>(natural(rows[n], at, "bytes"));
-    row.count = static_cast<std::uint64_t>(natural(rows[n], at, "count"));
-    row.type = str(rows[n], at, "type");
-    row.redop = str(rows[n], at, "redop");
-    row.root = integer(rows[n], at, "root");
-    row.out_of_place = nccl_side(rows[n], at, "outOfPlace");
-    row.in_place = nccl_side(rows[n], at, "inPlace");
-    r.rows.push_back(std::move(row));
-  }
+  if (array(j, "", "rows").size() > k_nccl_max_rows) throw BadField{"rows", "more than " + std::to_string(k_nccl_max_rows) + " rows"};
+  // A braced list is read left to right: the first bad field is the one named.
+  each(j, "", "rows", [&](const json& row, const std::string& at) {
+    r.rows.push_back({static_cast<std::uint64_t>(natural(row, at, "bytes")), static_cast<std::uint64_t>(natural(row, at, "count")),
+                      str(row, at, "type"), str(row, at, "redop"), integer(row, at, "root"), nccl_side(row, at, "outOfPlace"),
+                      nccl_side(row, at, "inPlace")});
+  });
   r.avg_bus_bw = number(j, "", "avgBusBw");
   r.out_of_bounds = natural(j, "", "outOfBounds");
   if (j.contains("minBusBw")) r.min_bus_bw = number(j, "", "minBusBw");
@@ -230,11 +217,9 @@ KitIdentity kit_identity(const json& j, const std::string& file) {
   k.gpus = strings(target, "target", "gpus");
   k.os = str(target, "target", "os");
   k.kernels = strings(target, "target", "kernels");
-  const json& images = array(j, "", "images");
-  for (std::size_t n = 0; n < images.size(); ++n) {
-    std::string at = item("", "images", n);
-    k.images.push_back({str(images[n], at, "source"), str(images[n], at, "destination"), str(images[n], at, "digest")});
-  }
+  each(j, "", "images", [&](const json& i, const std::string& at) {
+    k.images.push_back({str(i, at, "source"), str(i, at, "destination"), str(i, at, "digest")});
+  });
   k.files = strings(j, "", "files");
   return k;
 }

@@ -187,15 +187,14 @@ Verdict verdict(const Results& r) {
 }
 
 std::string Verdict::line() const {
-  std::vector<std::string> why;
   if (outcome == Outcome::Pass) return "PASS: " + n_of(passed_sources, "result", "results") + " passed, none failed";
-  for (const auto& f : failed) why.push_back(f);
+  std::vector<std::string> why = failed;
   // The files only: each one's rows say what differs.
   std::vector<std::string> files;
   for (const auto& m : mismatches) files.push_back(m.substr(0, m.find(": ")));
   if (!mismatches.empty()) why.push_back(n_of(static_cast<long>(mismatches.size()), "result names", "results name") + " another kit (" + joined(files, ", ") + ")");
-  for (const auto& m : missing) why.push_back(m);
-  for (const auto& p : passed_nothing) why.push_back(p);
+  why.insert(why.end(), missing.begin(), missing.end());
+  why.insert(why.end(), passed_nothing.begin(), passed_nothing.end());
   return std::string(to_string(outcome)) + ": " + joined(why, "; ");
 }
 
