@@ -136,27 +136,54 @@ n=$(pull_all "127.0.0.1:$serve_port/gpu" --src-tls-verify=false)
 stop_serve delta
 pass "a delta served with its base: $n images; alone it is refused"
 
-# TLS and basic auth.
+# TLS and basic auth, every client: the kit for the serving host (its CA
+# carried for the nodes), credentials given each client's own way.
 "$PY" -c 'import sys; sys.path.insert(0, sys.argv[1]); import registry; registry.make_tls(sys.argv[2])' "$TOOLS" "$W" >/dev/null
 htpasswd -Bbn site 's3cret pass' > "$W/htpasswd"
-start_serve tls "$W/a.bundle" --pubkey "$W/release.pub" --prefix gpu --tls-cert "$W/server.pem" --tls-key "$W/server.key" \
-  --htpasswd "$W/htpasswd"
+kport=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+printf 'hosts:\n  "127.0.0.1:%s":\n    caFile: %s\n' "$kport" "$W/ca.pem" > "$W/site-tls.yaml"
+"$GB" -q import "$W/a.bundle" --serve "127.0.0.1:$kport/gpu" --registry-config "$W/site-tls.yaml" --pubkey "$W/release.pub" -o "$W/kit-tls"
+cmp -s "$W/ca.pem" "$W/kit-tls/containerd/certs.d/127.0.0.1:$kport/ca.crt" || fail "the TLS serve kit does not carry the CA for containerd"
+SERVE_LISTEN=127.0.0.1:$kport start_serve tls "$W/a.bundle" --pubkey "$W/release.pub" --prefix gpu --tls-cert "$W/server.pem" \
+  --tls-key "$W/server.key" --htpasswd "$W/htpasswd"
 [[ $(curl -s -o /dev/null -w '%{http_code}' --cacert "$W/ca.pem" "https://127.0.0.1:$serve_port/v2/") == 401 ]] ||
   fail "no credentials must get 401"
 [[ $(curl -s -o /dev/null -w '%{http_code}' --cacert "$W/ca.pem" -u site:wrong "https://127.0.0.1:$serve_port/v2/") == 401 ]] ||
   fail "a wrong password must get 401"
 if curl -s -o /dev/null "https://127.0.0.1:$serve_port/v2/"; then fail "TLS verification should refuse a server no CA vouches for"; fi
 n=$(pull_all "127.0.0.1:$serve_port/gpu" --src-cert-dir "$W/certs.d" --src-creds 'site:s3cret pass')
+clients="skopeo"
+if command -v containerd >/dev/null && command -v podman >/dev/null; then
+  h=$(podman_kit tls "$W/kit-tls")
+  # containers/image keys credentials by the host it talks to: the mirror's, as a node's auth file holds them.
+  printf '{"auths": {"127.0.0.1:%s": {"auth": "%s"}}}\n' "$kport" "$(printf 'site:s3cret pass' | base64 -w0)" > "$W/auth.json"
+  for line in "${images[@]}"; do
+    read -r ref digest <<<"$line"
+    ctr_ -n tls images pull --platform linux/amd64 --snapshotter native --hosts-dir "$W/kit-tls/containerd/certs.d" \
+      --user 'site:s3cret pass' "$ref" > "$W/ctr.out" 2>&1 || { cat "$W/ctr.out"; fail "ctr pull $ref over TLS with basic auth"; }
+    got=$(ctr_ -n tls images ls 2>/dev/null | awk -v r="$ref" '$1 == r {print $3}')
+    [[ $got == "$digest" ]] || fail "ctr (TLS): $ref is $got, the bundle carries $digest"
+    podman_ "$h" pull -q --arch amd64 --authfile "$W/auth.json" "$ref" > "$W/podman.out" 2>&1 ||
+      { cat "$W/podman.out" >&2; fail "podman pull $ref over TLS with basic auth (the kit's drop-in and CA)"; }
+    got=$(podman_ "$h" image inspect --format '{{.Digest}}' "$ref")
+    [[ $got == "$digest" ]] || fail "podman (TLS): $ref is $got, the bundle carries $digest"
+  done
+  clients+=", ctr, podman"
+  if "$PY" -c 'import grpc' 2>/dev/null && start_cri_containerd "$W/kit-tls/containerd/certs.d" cri-tls; then
+    for line in "${images[@]}"; do
+      read -r ref digest <<<"$line"
+      CRI=cri-tls cri_pull "$ref" --user 'site:s3cret pass' > "$W/cri.json" || fail "CRI PullImage of $ref over TLS with basic auth"
+      [[ $(jget "$W/cri.json" 'd["repoDigests"]') == *"@$digest'"* ]] || fail "CRI (TLS): $ref stored as $(cat "$W/cri.json")"
+    done
+    clients+=", containerd's CRI plugin"
+  fi
+fi
 stop_serve tls
-pass "TLS (the test CA) and basic auth (bcrypt htpasswd): $n images"
+pass "TLS (the kit's CA) and basic auth (bcrypt htpasswd): $n images to $clients"
 
 # The kit's systemd unit: systemd-analyze verify accepts it, and its command
 # line, run with the files where the unit says they are, serves over TLS.
-kport=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-printf 'hosts:\n  "127.0.0.1:%s":\n    caFile: %s\n' "$kport" "$W/ca.pem" > "$W/site-tls.yaml"
-"$GB" -q import "$W/a.bundle" --serve "127.0.0.1:$kport/gpu" --registry-config "$W/site-tls.yaml" --pubkey "$W/release.pub" -o "$W/kit-tls"
 unit=$W/kit-tls/serve/gpubundle-serve.service
-cmp -s "$W/ca.pem" "$W/kit-tls/containerd/certs.d/127.0.0.1:$kport/ca.crt" || fail "the TLS serve kit does not carry the CA for containerd"
 if command -v systemd-analyze >/dev/null; then
   root=$W/sdroot
   mkdir -p "$root/usr/local/bin" "$root/etc/systemd/system" "$root/usr/lib/systemd"
@@ -234,8 +261,15 @@ fi
 
 # gpubundle mirror with serve as the upstream: no prefix, so the upstream
 # paths are served as they are; the bundle made again is the same bundle.
-start_serve upstream "$W/a.bundle" --pubkey "$W/release.pub"
-upstream_config "$W/via-serve.yaml" "127.0.0.1:$serve_port"
+start_serve upstream "$W/a.bundle" --pubkey "$W/release.pub" --tls-cert "$W/server.pem" --tls-key "$W/server.key" \
+  --htpasswd "$W/htpasswd"
+printf 's3cret pass\n' > "$W/serve.pw"
+cat > "$W/via-serve.yaml" <<YAML
+hosts:
+  nvcr.io: {mirrors: ["https://127.0.0.1:$serve_port"], fallback: false}
+  registry.k8s.io: {mirrors: ["https://127.0.0.1:$serve_port"], fallback: false}
+  "127.0.0.1:$serve_port": {caFile: $W/ca.pem, username: site, passwordFile: $W/serve.pw}
+YAML
 "$GB" --store "$W/store2" -q mirror "$W/site.lock.json" --registry-config "$W/via-serve.yaml" -o "$W/again.lock.json" ||
   fail "mirror from serve"
 "$GB" --store "$W/store2" -q bundle create "$W/again.lock.json" -o "$W/again.bundle" --key "$W/release.key"
@@ -256,7 +290,7 @@ blobs_of "$W/a.bundle" > "$W/served.blobs"
 blobs_of "$W/again.bundle" > "$W/again.blobs"
 cmp -s "$W/served.blobs" "$W/again.blobs" || { diff "$W/served.blobs" "$W/again.blobs" | cut -c1-300; fail "the bundle made from what serve gave differs from the one served"; }
 stop_serve upstream
-pass "gpubundle mirror from serve as its upstream: the same images and blobs, byte for byte, in the bundle made again"
+pass "gpubundle mirror from serve as its upstream (TLS, basic auth): the same images and blobs, byte for byte, in the bundle made again"
 
 # A tampered layer: serve starts (blobs are hashed on first read), the blob's
 # pull is an error with no bytes of it, the rest is served; --verify-all refuses at start.

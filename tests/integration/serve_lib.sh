@@ -3,13 +3,13 @@
 serve_log_dir=$W/serve
 mkdir -p "$serve_log_dir"
 
-# start_serve NAME ARGS...: serve ARGS on 127.0.0.1, any free port; waits for
-# its ready file and sets $serve_port and $serve_pid.
+# start_serve NAME ARGS...: serve ARGS on $SERVE_LISTEN (default 127.0.0.1,
+# any free port); waits for its ready file and sets $serve_port and $serve_pid.
 start_serve() {
   local name=$1
   shift
   rm -f "$serve_log_dir/$name.ready"
-  "$PY" - "$TOOLS" "$W/reg" "$name" "$serve_log_dir/$name.log" "$GB" serve "$@" --listen 127.0.0.1:0 \
+  "$PY" - "$TOOLS" "$W/reg" "$name" "$serve_log_dir/$name.log" "$GB" serve "$@" --listen "${SERVE_LISTEN:-127.0.0.1:0}" \
     --ready-file "$serve_log_dir/$name.ready" --access-log "$serve_log_dir/$name.access" <<'PYEOF'
 import sys
 sys.path.insert(0, sys.argv[1])
@@ -32,12 +32,12 @@ stop_serve() {
   [[ ! -e $serve_log_dir/$name.ready ]] || fail "serve $name left its ready file"
 }
 
-# start_cri_containerd HOSTS_DIR: a private containerd with its CRI plugin on
+# start_cri_containerd HOSTS_DIR [NAME]: a private containerd with its CRI plugin on
 # (the kubelet's way in), resolving registries through HOSTS_DIR (the kit's
-# containerd/certs.d, as a node's config_path); `cri_pull REF [--user U:P]`
+# containerd/certs.d, as a node's config_path); `cri_pull [NAME] REF [--user U:P]`
 # then pulls through it. Returns 1 when the plugin does not come up here.
 start_cri_containerd() {
-  local d=$W/cri
+  local d=$W/${2:-cri}
   mkdir -p "$d/cni-bin" "$d/cni-conf"
   cat > "$d/config.toml" <<TOML
 version = 2
@@ -64,9 +64,9 @@ TOML
 import sys
 sys.path.insert(0, sys.argv[1])
 import harness
-harness.spawn(sys.argv[2], "containerd", "cri", ["containerd", "--config", sys.argv[3] + "/config.toml"], sys.argv[3] + "/containerd.log")
+harness.spawn(sys.argv[2], "containerd", sys.argv[3].rsplit("/", 1)[1], ["containerd", "--config", sys.argv[3] + "/config.toml"], sys.argv[3] + "/containerd.log")
 PYEOF
   for _ in $(seq 100); do ctr --address "$d/c.sock" plugins ls 2>/dev/null | grep -q 'grpc.v1 *cri .* ok' && return 0; sleep 0.2; done
   return 1
 }
-cri_pull() { "$PY" "$TOOLS/cri_pull.py" "$W/cri/c.sock" "$@"; }
+cri_pull() { "$PY" "$TOOLS/cri_pull.py" "$W/${CRI:-cri}/c.sock" "$@"; }
