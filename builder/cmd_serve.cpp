@@ -76,7 +76,10 @@ int run_serve(Globals& g, const ServeArgs& a) {
     so.tls_key_pem = read_file(a.tls_key, 1 << 20).value_or_throw();
   }
   std::optional<serve::Users> users;
-  if (!a.htpasswd.empty()) users = serve::Users::parse(read_file(a.htpasswd, 16 << 20).value_or_throw(), a.htpasswd).value_or_throw();
+  if (!a.htpasswd.empty()) {
+    users = serve::Users::parse(read_file(a.htpasswd, 16 << 20).value_or_throw(), a.htpasswd).value_or_throw();
+    if (so.tls_cert_pem.empty()) log::warn("serve: --htpasswd without TLS: clients send their passwords in the clear");
+  }
 
   std::unique_ptr<serve::Content> content;
   if (!a.bundles.empty()) {
