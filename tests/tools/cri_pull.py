@@ -3,7 +3,7 @@
 CRI ImageService's PullImage over gRPC (k8s.io/cri-api runtime.v1), then
 ImageStatus for what it stored. The plugin resolves the registry through its
 registry.config_path (the kit's hosts.toml). Debian 12 has no crictl, so the
-two messages are encoded here by hand (protobuf wire format).
+two requests are encoded here by hand (protobuf wire format).
 
   cri_pull.py SOCKET REF [--user USER:PASSWORD]
 prints the image id and its repo digests as JSON; exits 1 with the error."""
@@ -12,6 +12,8 @@ import json
 import sys
 
 import grpc
+
+from kube_api import pb_fields  # the protobuf reader the API stand-in already has
 
 
 def varint(n):
@@ -26,38 +28,6 @@ def varint(n):
 
 def field(number, payload):  # length-delimited (wire type 2)
     return varint(number << 3 | 2) + varint(len(payload)) + payload
-
-
-def fields(data):
-    """(number, bytes) of a message's length-delimited fields; others skipped."""
-    i, out = 0, []
-    while i < len(data):
-        key, i = read_varint(data, i)
-        number, wire = key >> 3, key & 7
-        if wire == 2:
-            n, i = read_varint(data, i)
-            out.append((number, data[i:i + n]))
-            i += n
-        elif wire == 0:
-            _, i = read_varint(data, i)
-        elif wire == 1:
-            i += 8
-        elif wire == 5:
-            i += 4
-        else:
-            raise ValueError(f"wire type {wire}")
-    return out
-
-
-def read_varint(data, i):
-    shift = n = 0
-    while True:
-        b = data[i]
-        i += 1
-        n |= (b & 0x7F) << shift
-        shift += 7
-        if not b & 0x80:
-            return n, i
 
 
 def main():
@@ -79,9 +49,9 @@ def main():
     except grpc.RpcError as e:
         print(f"cri_pull: {a.ref}: {e.code().name}: {e.details()}", file=sys.stderr)
         return 1
-    image_ref = dict(fields(pulled)).get(1, b"").decode()
-    image = dict(fields(status)).get(1, b"")  # ImageStatusResponse.image
-    parts = fields(image)
+    image_ref = dict(pb_fields(pulled)).get(1, b"").decode()
+    image = dict(pb_fields(status)).get(1, b"")  # ImageStatusResponse.image
+    parts = pb_fields(image)
     print(json.dumps({"imageRef": image_ref, "id": dict(parts).get(1, b"").decode(),
                       "repoDigests": [v.decode() for n, v in parts if n == 3]}))
     return 0
