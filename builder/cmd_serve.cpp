@@ -2,6 +2,7 @@
 #include <pthread.h>
 #include <unistd.h>
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <cstdio>
 #include <mutex>
@@ -107,6 +108,12 @@ int run_serve(Globals& g, const ServeArgs& a) {
     std::fflush(log_file);
   };
 
+  // Every connection is a descriptor: take the hard limit, so --max-connections
+  // and not a default soft limit of 1024 is what bounds them.
+  if (rlimit nofile{}; getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+    nofile.rlim_cur = nofile.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &nofile);
+  }
   sigset_t stop = block_stop_signals();
   serve::RegistryApi api(content->catalog(), *content, users ? &*users : nullptr);
   auto server = serve::HttpServer::start(so, [&api](const serve::HttpRequest& r) { return api.handle(r); }, access).value_or_throw();
