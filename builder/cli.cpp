@@ -64,11 +64,11 @@ void print_failure(const std::string& message) {
   for (int printed = 0; start <= message.size(); ++printed) {
     size_t end = message.find('\n', start);
     if (printed == k_max_lines) {
-      log::error("... (" + std::to_string(std::count(message.begin() + static_cast<long>(start), message.end(), '\n') + 1) +
+      log_error("... (" + std::to_string(std::count(message.begin() + static_cast<long>(start), message.end(), '\n') + 1) +
                  " more lines)");
       break;
     }
-    log::error(message.substr(start, end == std::string::npos ? std::string::npos : end - start));
+    log_error(message.substr(start, end == std::string::npos ? std::string::npos : end - start));
     if (end == std::string::npos) break;
     start = end + 1;
   }
@@ -196,7 +196,7 @@ int run(int argc, char** argv) {
   } catch (const CLI::Success& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    if (std::string unknown = unknown_argument(app); !unknown.empty()) log::error(unknown);
+    if (std::string unknown = unknown_argument(app); !unknown.empty()) log_error(unknown);
     else app.exit(e);
     return 2;
   }
@@ -204,7 +204,7 @@ int run(int argc, char** argv) {
   const char* env_store = std::getenv("GPUBUNDLE_STORE");
   g.store_flag = app.count("--store") > 0;
   g.store_given = g.store_flag || (env_store && *env_store);
-  log::set_level(g.quiet ? log::Level::Quiet : g.verbose ? log::Level::Verbose : log::Level::Normal);
+  set_log_level(g.quiet ? LogLevel::Quiet : g.verbose ? LogLevel::Verbose : LogLevel::Normal);
   try {
     return action ? action() : 2;
   } catch (const Error& e) {
@@ -216,17 +216,17 @@ int run(int argc, char** argv) {
   }
 }
 
-const Keyring* bundle_trust(Keyring& storage, const std::vector<std::string>& pubkeys, const std::string& keyring, bool skip_signature,
+const signing::Keyring* bundle_trust(signing::Keyring& storage, const std::vector<std::string>& pubkeys, const std::string& keyring, bool skip_signature,
                             const std::string& command) {
   if (skip_signature) {
-    log::warn("--insecure-skip-signature: the bundle's signature is NOT checked; anyone could have written it");
+    log_warn("--insecure-skip-signature: the bundle's signature is NOT checked; anyone could have written it");
     return nullptr;
   }
   if (pubkeys.empty() && keyring.empty())
     throw Error(ErrorKind::Input, command + " needs --pubkey or --keyring (the keys you trust), or --insecure-skip-signature; "
                                             "a bundle never vouches for itself");
-  if (!keyring.empty()) storage = Keyring::load_dir(keyring).value_or_throw();
-  for (const auto& p : pubkeys) storage.add(PublicKey::load(p).value_or_throw());
+  if (!keyring.empty()) storage = signing::Keyring::load_dir(keyring).value_or_throw();
+  for (const auto& p : pubkeys) storage.add(signing::PublicKey::load(p).value_or_throw());
   return &storage;
 }
 

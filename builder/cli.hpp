@@ -12,7 +12,7 @@
 namespace CLI {
 class App;
 }
-namespace gb {
+namespace gb::signing {
 class Keyring;
 }
 
@@ -68,7 +68,7 @@ void add_platforms_option(CLI::App& app, bool& all);
 // The keys a bundle reader trusts (--pubkey files plus a --keyring folder),
 // loaded into `storage`; nullptr with --insecure-skip-signature (warned).
 // Neither given is a usage error naming `command`.
-const Keyring* bundle_trust(Keyring& storage, const std::vector<std::string>& pubkeys, const std::string& keyring, bool skip_signature,
+const signing::Keyring* bundle_trust(signing::Keyring& storage, const std::vector<std::string>& pubkeys, const std::string& keyring, bool skip_signature,
                             const std::string& command);
 
 // --package-repo-url and --package-repo-ca (overrides, import): the site

@@ -23,78 +23,78 @@ namespace gb::cli {
 
 namespace {
 
-Passphrase passphrase(const std::string& env, const std::string& file) {
-  if (!env.empty()) return Passphrase::from_env(env).value_or_throw();
-  if (!file.empty()) return Passphrase::from_file(file).value_or_throw();
+signing::Passphrase passphrase(const std::string& env, const std::string& file) {
+  if (!env.empty()) return signing::Passphrase::from_env(env).value_or_throw();
+  if (!file.empty()) return signing::Passphrase::from_file(file).value_or_throw();
   return {};
 }
 
 int create(Globals& g, const std::string& input, const std::string& output, const std::string& key_path, const std::string& split,
            const std::string& since, const std::string& pass_env, const std::string& pass_file, bool no_compress) {
-  auto [lock, lock_file] = lock_for(input).value_or_throw();
-  PrivateKey key = PrivateKey::load(key_path, passphrase(pass_env, pass_file)).value_or_throw();
-  Store store = Store::open(g.store, StoreAccess::Shared).value_or_throw();
+  auto [lock, lock_file] = recipes::lock_for(input).value_or_throw();
+  signing::PrivateKey key = signing::PrivateKey::load(key_path, passphrase(pass_env, pass_file)).value_or_throw();
+  mirror::Store store = mirror::Store::open(g.store, mirror::StoreAccess::Shared).value_or_throw();
   if (auto chart = store.chart_path(lock.chart.name, lock.chart.version); !std::filesystem::exists(chart))
     throw Error(input_error(lock_file.string() + ": chart " + lock.chart.name + " " + lock.chart.version + " is not in the store (" +
                             chart.string() + "): run `gpubundle mirror " + input + "` first"));
   // The chart the bundle carries, checked against the lock; the kit is made from it.
-  LoadedChart chart = lock_chart(lock, lock_file, "", ChartAccess{g.store}).value_or_throw();
-  CreateOptions o;
+  mirror::LoadedChart chart = mirror::lock_chart(lock, lock_file, "", mirror::ChartAccess{g.store}).value_or_throw();
+  bundles::CreateOptions o;
   o.output = output;
   if (!split.empty()) o.split_bytes = parse_size(split).value_or_throw();
   o.compress = !no_compress;
   if (!since.empty()) {
-    o.have_blobs = blobs_site_has(since, store).value_or_throw();
+    o.have_blobs = bundles::blobs_site_has(since, store).value_or_throw();
     o.delta_base = std::filesystem::path(since).filename().string();
   }
-  apply_source_date_epoch(o).value_or_throw();
+  bundles::apply_source_date_epoch(o).value_or_throw();
   // The kit rides along when the lock names the site registry.
   ScratchDir scratch(std::filesystem::path(output).parent_path() / (".gpubundle-kit." + std::to_string(::getpid())));
-  std::optional<LoadedChart> network_chart;
-  if (lock.network) network_chart = lock_network_chart(lock, lock_file, ChartAccess{g.store}).value_or_throw();
-  add_kit_files(lock, chart.chart, "", scratch.path(), o.extra, network_chart ? &network_chart->chart : nullptr).value_or_throw();
+  std::optional<mirror::LoadedChart> network_chart;
+  if (lock.network) network_chart = mirror::lock_network_chart(lock, lock_file, mirror::ChartAccess{g.store}).value_or_throw();
+  bundles::add_kit_files(lock, chart.chart, "", scratch.path(), o.extra, network_chart ? &network_chart->chart : nullptr).value_or_throw();
   auto progress = make_progress(g.json ? ProgressStyle::Json : g.quiet ? ProgressStyle::None : ProgressStyle::Auto);
-  CreateReport r = create_bundle(store, lock, key, o, *progress).value_or_throw();
+  bundles::CreateReport r = bundles::create_bundle(store, lock, key, o, *progress).value_or_throw();
   if (g.json) {
     nlohmann::json j = {{"bundleId", r.bundle_id},       {"bytes", r.bytes_written}, {"blobs", r.blobs},
                         {"blobsOmitted", r.blobs_omitted}, {"zstdSaved", r.bytes_saved_by_zstd}, {"volumes", nlohmann::json::array()}};
     for (const auto& v : r.volumes) j["volumes"].push_back(v.string());
     std::printf("%s\n", j.dump(2).c_str());
   } else {
-    log::info("bundle " + r.bundle_id + ": " + std::to_string(r.blobs) + " blobs, " + human_bytes(r.bytes_written) + " in " +
+    log_info("bundle " + r.bundle_id + ": " + std::to_string(r.blobs) + " blobs, " + human_bytes(r.bytes_written) + " in " +
               std::to_string(r.volumes.size()) + " volume(s)" +
               (r.blobs_omitted ? ", " + std::to_string(r.blobs_omitted) + " blobs left out (the site has them)" : "") +
               ", signed by " + key.id().substr(0, 16));
-    for (const auto& v : r.volumes) log::info("  " + v.string());
+    for (const auto& v : r.volumes) log_info("  " + v.string());
   }
   return 0;
 }
 
 int verify(Globals& g, const std::vector<std::string>& files, const std::vector<std::string>& pubkeys, const std::string& keyring,
            bool skip_signature) {
-  Keyring keys;
-  const Keyring* trusted = bundle_trust(keys, pubkeys, keyring, skip_signature, "bundle verify");
+  signing::Keyring keys;
+  const signing::Keyring* trusted = bundle_trust(keys, pubkeys, keyring, skip_signature, "bundle verify");
   std::vector<std::filesystem::path> paths(files.begin(), files.end());
-  require_volume_files(paths).value_or_throw();
-  VerifyOptions o;
+  bundles::require_volume_files(paths).value_or_throw();
+  bundles::VerifyOptions o;
   o.trusted = trusted;
-  VerifyReport r = verify_bundle(paths, o);
+  bundles::VerifyReport r = bundles::verify_bundle(paths, o);
   if (g.json) {
     nlohmann::json j = {{"ok", r.problems.empty()}, {"bundleId", r.bundle_id}, {"signer", r.signer},
                         {"entries", r.entries},      {"bytes", r.bytes},        {"problems", r.problems}};
     std::printf("%s\n", j.dump(2).c_str());
   }
-  for (const auto& p : r.problems) log::error(p);
+  for (const auto& p : r.problems) log_error(p);
   if (!r.problems.empty()) return 1;
-  log::info("bundle " + r.bundle_id + ": OK, " + std::to_string(r.entries) + " entries, " + human_bytes(r.bytes) +
+  log_info("bundle " + r.bundle_id + ": OK, " + std::to_string(r.entries) + " entries, " + human_bytes(r.bytes) +
             (skip_signature ? "" : ", signed by " + r.signer.substr(0, 16)));
   return 0;
 }
 
 int inspect(Globals& g, const std::string& file) {
   std::string signer;
-  VolumeManifest m = read_volume_manifest(file, &signer).value_or_throw();
-  Lock lock = parse_lock(m.lock_json, file + ":lock").value_or_throw();
+  bundles::VolumeManifest m = bundles::read_volume_manifest(file, &signer).value_or_throw();
+  recipes::Lock lock = recipes::parse_lock(m.lock_json, file + ":lock").value_or_throw();
   std::map<std::string, std::uint64_t> size_of;
   for (const auto& f : m.files)
     if (!f.blob.empty()) size_of[f.blob] += f.size;

@@ -18,13 +18,13 @@ struct DiffArgs {
 
 // Blobs of a lock image as the store holds it: only at the lock's own digest
 // (a lock never mirrored has none, so its images stay unknown).
-ImageBlobs store_blobs(const Store& store) {
-  return [&store](const LockImage& image) -> std::optional<std::map<std::string, std::uint64_t>> {
+recipes::ImageBlobs store_blobs(const mirror::Store& store) {
+  return [&store](const recipes::LockImage& image) -> std::optional<std::map<std::string, std::uint64_t>> {
     if (image.digest.empty()) return std::nullopt;
     auto stored = store.find_image(image.source);
     if (!stored || stored->digest != image.digest) return std::nullopt;
-    std::map<std::string, ClosureBlob> blobs;
-    if (!image_closure(store, image.source, stored->digest, stored->media_type, blobs)) return std::nullopt;
+    std::map<std::string, bundles::ClosureBlob> blobs;
+    if (!bundles::image_closure(store, image.source, stored->digest, stored->media_type, blobs)) return std::nullopt;
     std::map<std::string, std::uint64_t> sizes;
     for (const auto& [digest, blob] : blobs) sizes[digest] = blob.size;
     return sizes;
@@ -32,22 +32,22 @@ ImageBlobs store_blobs(const Store& store) {
 }
 
 int run_diff(Globals& g, const DiffArgs& a) {
-  Lock old_lock = load_lock(a.old_lock).value_or_throw();
-  Lock new_lock = load_lock(a.new_lock).value_or_throw();
+  recipes::Lock old_lock = recipes::load_lock(a.old_lock).value_or_throw();
+  recipes::Lock new_lock = recipes::load_lock(a.new_lock).value_or_throw();
   // The store sizes the images: diff's --store, else the global one (--store,
   // $GPUBUNDLE_STORE), else ./gpubundle-store when there is one.
   std::string store_dir = a.store_dir.empty() ? g.store.string() : a.store_dir;
   bool named = !a.store_dir.empty() || g.store_given;
-  std::optional<Store> store;
+  std::optional<mirror::Store> store;
   if (std::filesystem::is_regular_file(std::filesystem::path(store_dir) / "index.json"))
-    store = Store::open(store_dir, StoreAccess::Read).value_or_throw();
+    store = mirror::Store::open(store_dir, mirror::StoreAccess::Read).value_or_throw();
   else if (named)
     throw Error(ErrorKind::Input, (a.store_dir.empty() && !g.store_flag ? "$GPUBUNDLE_STORE " : "--store ") + store_dir +
                                       ": not a gpubundle store (no index.json)");
-  LockDiff d = diff_locks(old_lock, new_lock, store ? store_blobs(*store) : ImageBlobs{}, store ? "store " + store_dir : "");
+  recipes::LockDiff d = recipes::diff_locks(old_lock, new_lock, store ? store_blobs(*store) : recipes::ImageBlobs{}, store ? "store " + store_dir : "");
   d.old_file = a.old_lock;
   d.new_file = a.new_lock;
-  std::string text = g.json ? lock_diff_json(d, old_lock, new_lock) : lock_diff_text(d, old_lock, new_lock);
+  std::string text = g.json ? recipes::lock_diff_json(d, old_lock, new_lock) : recipes::lock_diff_text(d, old_lock, new_lock);
   std::fwrite(text.data(), 1, text.size(), stdout);
   return a.exit_code && d.differs() ? 1 : 0;
 }

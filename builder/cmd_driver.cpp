@@ -16,20 +16,20 @@
 
 namespace gb::cli {
 
-void add_driver_input_options(CLI::App& app, DriverInputs& in);  // cmd_node_image.cpp
+void add_driver_input_options(CLI::App& app, node_images::DriverInputs& in);  // cmd_node_image.cpp
 
 namespace {
 
 struct BuildArgs {
   std::string recipe;
-  DriverInputs in;
-  DriverImageOptions image;
+  node_images::DriverInputs in;
+  node_images::DriverImageOptions image;
   std::string lock;
   std::vector<std::string> kernels;  // --kernel
 };
 
 // The driver repository and OS tag the lock's precompiled tags use.
-void take_from_lock(const Lock& lock, BuildArgs& a, bool repo_given, bool os_given) {
+void take_from_lock(const recipes::Lock& lock, BuildArgs& a, bool repo_given, bool os_given) {
   if (!os_given && !lock.os_tag.empty()) a.image.os_tag = lock.os_tag;
   if (repo_given) return;
   for (const auto& img : lock.images)
@@ -71,10 +71,10 @@ CommandSpec driver_command() {
         build->add_option("--lock", a->lock, "Lock file to update: the images become origin \"built\" with their digests");
         (void)base;
         return [&g, a, repo, os]() -> int {
-          Recipe recipe = load_recipe(a->recipe).value_or_throw();
-          std::optional<Lock> lock;
+          recipes::Recipe recipe = recipes::load_recipe(a->recipe).value_or_throw();
+          std::optional<recipes::Lock> lock;
           if (!a->lock.empty()) {
-            lock = load_lock(a->lock).value_or_throw();
+            lock = recipes::load_lock(a->lock).value_or_throw();
             take_from_lock(*lock, *a, repo->count() > 0, os->count() > 0);
           }
           if (a->image.os_tag.empty()) a->image.os_tag = recipe.os;
@@ -92,16 +92,16 @@ CommandSpec driver_command() {
             recipe.kernels = a->kernels;
           }
           // A failed build leaves the store as it was, but for fetched headers (a cache).
-          Store store = Store::open(g.store, StoreAccess::Exclusive).value_or_throw();
+          mirror::Store store = mirror::Store::open(g.store, mirror::StoreAccess::Exclusive).value_or_throw();
           ScratchDir work(std::filesystem::temp_directory_path() / ("gpubundle-headers-" + std::to_string(::getpid())));
           auto progress = make_progress(g.quiet || g.json ? ProgressStyle::None : ProgressStyle::Auto);
-          add_fetched_headers(recipe, recipe.kernels, store, work.path(), a->in, progress.get()).value_or_throw();
-          auto driver = prepare_driver(recipe, a->in).value_or_throw();
-          auto images = build_driver_images(*driver, store, a->image).value_or_throw();
+          node_images::add_fetched_headers(recipe, recipe.kernels, store, work.path(), a->in, progress.get()).value_or_throw();
+          auto driver = node_images::prepare_driver(recipe, a->in).value_or_throw();
+          auto images = node_images::build_driver_images(*driver, store, a->image).value_or_throw();
           if (lock) {
             for (const auto& img : images) record_built(*lock, img.built());
-            write_atomic(a->lock, lock_to_json(*lock)).value_or_throw();
-            log::info("updated " + a->lock);
+            write_atomic(a->lock, recipes::lock_to_json(*lock)).value_or_throw();
+            log_info("updated " + a->lock);
           }
           for (const auto& img : images) {
             if (g.json)

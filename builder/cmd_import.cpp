@@ -32,7 +32,7 @@ struct ImportArgs {
 };
 
 int run_import(Globals& g, const ImportArgs& a) {
-  ImportOptions o;
+  bundles::ImportOptions o;
   if (a.registry.empty() == a.serve.empty()) throw Error(ErrorKind::Input, "import needs --registry or --serve (one of them)");
   o.serve = !a.serve.empty();
   o.site = kit::SiteRegistry::parse(o.serve ? a.serve : a.registry).value_or_throw();
@@ -41,13 +41,13 @@ int run_import(Globals& g, const ImportArgs& a) {
   o.check_blobs = a.check_blobs;
   o.package_repo_url = a.repo_site.url;
   o.package_repo_ca = a.repo_site.ca_pem();
-  if (!a.registry_config.empty()) o.config = RegistryConfig::load(a.registry_config).value_or_throw();
-  Keyring keys;
+  if (!a.registry_config.empty()) o.config = mirror::RegistryConfig::load(a.registry_config).value_or_throw();
+  signing::Keyring keys;
   o.trusted = bundle_trust(keys, a.pubkeys, a.keyring, a.skip_signature, "import");
   std::vector<std::filesystem::path> volumes(a.bundles.begin(), a.bundles.end());
   if (!a.no_kit) o.kit_dir = a.out.empty() ? default_kit_dir(volumes.front()) : std::filesystem::path(a.out);
   auto progress = make_progress(g.json ? ProgressStyle::Json : g.quiet ? ProgressStyle::None : ProgressStyle::Auto);
-  ImportReport r = import_bundle(volumes, o, *progress).value_or_throw();
+  bundles::ImportReport r = bundles::import_bundle(volumes, o, *progress).value_or_throw();
   if (g.json) {
     nlohmann::json j = {{"bundleId", r.bundle_id},           {"images", r.destinations},
                         {"blobsPushed", r.blobs_pushed},     {"blobsMounted", r.blobs_mounted},
@@ -59,19 +59,19 @@ int run_import(Globals& g, const ImportArgs& a) {
     return 0;
   }
   if (o.serve) {
-    log::info("verified bundle " + r.bundle_id + " (" + std::to_string(r.images) + " images, every blob hashed); nothing pushed: " +
-              o.site.str() + " serves it with `gpubundle serve` (docs/serve.md)");
+    log_info("verified bundle " + r.bundle_id + " (" + std::to_string(r.images) + " images, every blob hashed); nothing pushed: " +
+             o.site.str() + " serves it with `gpubundle serve` (docs/serve.md)");
     if (!o.kit_dir.empty())
-      log::info("install kit: " + o.kit_dir.string() + " (serve/gpubundle-serve.service runs serve on that host)");
+      log_info("install kit: " + o.kit_dir.string() + " (serve/gpubundle-serve.service runs serve on that host)");
     return 0;
   }
-  log::info("imported bundle " + r.bundle_id + " into " + o.site.str() + ": " + std::to_string(r.images) + " images, " +
+  log_info("imported bundle " + r.bundle_id + " into " + o.site.str() + ": " + std::to_string(r.images) + " images, " +
             std::to_string(r.blobs_pushed) + " blobs pushed (" + human_bytes(r.bytes_pushed) + "), " +
             std::to_string(r.blobs_mounted) + " mounted, " + std::to_string(r.blobs_present) + " already there, " +
             std::to_string(r.manifests_pushed) + " manifests pushed");
   if (!o.kit_dir.empty()) {
-    log::info("install kit: " + o.kit_dir.string());
-    log::info("next: review " + (o.kit_dir / "values.yaml").string() + ", copy the containerd or CRI-O mirror config to the nodes, then run " +
+    log_info("install kit: " + o.kit_dir.string());
+    log_info("next: review " + (o.kit_dir / "values.yaml").string() + ", copy the containerd or CRI-O mirror config to the nodes, then run " +
               (o.kit_dir / "install.sh").string() + " --dry-run and " + (o.kit_dir / "install.sh").string());
   }
   return 0;

@@ -23,28 +23,28 @@ int run_inventory(Globals& g, const InventoryArgs& a) {
   // (--store before the command, $GPUBUNDLE_STORE), else ./gpubundle-store.
   if (!a.registry.empty() && !a.store_dir.empty()) throw Error(ErrorKind::Input, "inventory needs exactly one of --registry or --store");
   std::string store_dir = a.store_dir.empty() ? g.store.string() : a.store_dir;
-  Inventory inv;
+  bundles::Inventory inv;
   if (a.registry.empty()) {
     if (a.store_dir.empty() && !g.store_given && !std::filesystem::exists(g.store / "oci-layout"))
       throw Error(ErrorKind::Input, "inventory needs --registry, or --store (no store at " + store_dir + ")");
-    Store store = Store::open(store_dir, StoreAccess::Read).value_or_throw();
-    inv = store_inventory(store, store_dir).value_or_throw();
+    mirror::Store store = mirror::Store::open(store_dir, mirror::StoreAccess::Read).value_or_throw();
+    inv = bundles::store_inventory(store, store_dir).value_or_throw();
   } else {
     auto site = kit::SiteRegistry::parse(a.registry).value_or_throw();
     auto layout = kit::parse_layout(a.layout).value_or_throw();
-    std::optional<Lock> lock;
-    if (!a.lock.empty()) lock = load_lock(a.lock).value_or_throw();
-    if (!a.bundle.empty()) lock = parse_lock(read_volume_manifest(a.bundle).value_or_throw().lock_json, a.bundle).value_or_throw();
-    RegistryConfig config;
-    if (!a.registry_config.empty()) config = RegistryConfig::load(a.registry_config).value_or_throw();
+    std::optional<recipes::Lock> lock;
+    if (!a.lock.empty()) lock = recipes::load_lock(a.lock).value_or_throw();
+    if (!a.bundle.empty()) lock = recipes::parse_lock(bundles::read_volume_manifest(a.bundle).value_or_throw().lock_json, a.bundle).value_or_throw();
+    mirror::RegistryConfig config;
+    if (!a.registry_config.empty()) config = mirror::RegistryConfig::load(a.registry_config).value_or_throw();
     if (site.plain_http) config.hosts[site.host].plain_http = true;
-    RegistryClient client(config);
-    inv = registry_inventory(client, site, layout, lock).value_or_throw();
+    mirror::RegistryClient client(config);
+    inv = bundles::registry_inventory(client, site, layout, lock).value_or_throw();
   }
-  std::string text = inventory_json(inv);
+  std::string text = bundles::inventory_json(inv);
   if (!a.out.empty()) write_atomic(a.out, text).value_or_throw();
   if (g.json || a.out.empty()) std::fwrite(text.data(), 1, text.size(), stdout);
-  log::info("inventory of " + inv.source + ": " + std::to_string(inv.blobs.size()) + " blobs in " + std::to_string(inv.repositories) +
+  log_info("inventory of " + inv.source + ": " + std::to_string(inv.blobs.size()) + " blobs in " + std::to_string(inv.repositories) +
             " repositories" + (a.out.empty() ? "" : ", written to " + a.out));
   return 0;
 }

@@ -22,9 +22,9 @@ struct PassphraseSource {
     auto* f = app.add_option("--passphrase-file", file, "Read the key's passphrase from the first line of this file");
     e->excludes(f);
   }
-  Passphrase get() const {
-    if (!env.empty()) return Passphrase::from_env(env).value_or_throw();
-    if (!file.empty()) return Passphrase::from_file(file).value_or_throw();
+  signing::Passphrase get() const {
+    if (!env.empty()) return signing::Passphrase::from_env(env).value_or_throw();
+    if (!file.empty()) return signing::Passphrase::from_file(file).value_or_throw();
     return {};
   }
 };
@@ -130,79 +130,79 @@ CommandSpec keys_command() {
                 vm_cmd]() -> int {
           if (vm_cmd->parsed()) {
             std::string data = read_file(vm->first).value_or_throw();
-            verify_module_signature(data, vm->first, vm->second).value_or_throw();
-            log::info(vm->first + ": good signature by the key of " + vm->second);
+            signing::verify_module_signature(data, vm->first, vm->second).value_or_throw();
+            log_info(vm->first + ": good signature by the key of " + vm->second);
             return 0;
           }
           if (gen_cmd->parsed()) {
-            auto type = parse_key_type(gen->type);
-            if (!type || (*type != KeyType::Ed25519 && *type != KeyType::EcdsaP256))
+            auto type = signing::parse_key_type(gen->type);
+            if (!type || (*type != signing::KeyType::Ed25519 && *type != signing::KeyType::EcdsaP256))
               throw Error(input_error("--type " + gen->type + ": use ed25519 or ecdsa-p256"));
             std::filesystem::path key_path = gen->out + ".key", pub_path = gen->out + ".pub";
             if (!gen->force)
               for (const auto& p : {key_path, pub_path})
                 if (path_taken(p)) throw Error(input_error(p.string() + " exists; use --force to replace it"));
-            Passphrase pass = gen->pass.get();
-            PrivateKey key = PrivateKey::generate(*type).value_or_throw();
+            signing::Passphrase pass = gen->pass.get();
+            signing::PrivateKey key = signing::PrivateKey::generate(*type).value_or_throw();
             std::string pem = key.to_pem(pass).value_or_throw();
             auto written = write_atomic(key_path, pem, 0600);
-            wipe_secret(pem);
+            signing::wipe_secret(pem);
             written.value_or_throw();
             write_atomic(pub_path, key.public_key().to_pem(), 0644).value_or_throw();
             std::string id = key.id();
-            log::info("wrote " + key_path.string() + " (" + std::string(key_type_name(*type)) +
+            log_info("wrote " + key_path.string() + " (" + std::string(signing::key_type_name(*type)) +
                       (pass.set() ? ", encrypted" : ", not encrypted") + ") and " + pub_path.string());
             if (g.json)
-              print_json({{"keyId", id}, {"type", key_type_name(*type)}, {"privateKey", key_path.string()},
+              print_json({{"keyId", id}, {"type", signing::key_type_name(*type)}, {"privateKey", key_path.string()},
                           {"publicKey", pub_path.string()}, {"encrypted", pass.set()}});
             else
               std::printf("%s\n", id.c_str());
             return 0;
           }
           if (id_cmd->parsed()) {
-            PublicKey key = PublicKey::load(*id_path).value_or_throw();
-            if (g.json) print_json({{"keyId", key.id()}, {"type", key_type_name(key.type())}});
+            signing::PublicKey key = signing::PublicKey::load(*id_path).value_or_throw();
+            if (g.json) print_json({{"keyId", key.id()}, {"type", signing::key_type_name(key.type())}});
             else std::printf("%s\n", key.id().c_str());
             return 0;
           }
           if (sign_cmd->parsed()) {
-            PrivateKey key = PrivateKey::load(sign->key, sign->pass.get()).value_or_throw();
-            std::string sig = sign_file(key, sign->file).value_or_throw();
+            signing::PrivateKey key = signing::PrivateKey::load(sign->key, sign->pass.get()).value_or_throw();
+            std::string sig = signing::sign_file(key, sign->file).value_or_throw();
             std::string out = sign->out.empty() ? sign->file + ".sig" : sign->out;
             write_atomic(out, sig).value_or_throw();
-            log::info("wrote " + out + " (key " + key.id() + ")");
+            log_info("wrote " + out + " (key " + key.id() + ")");
             return 0;
           }
           if (verify_cmd->parsed()) {
             if (verify->pubkeys.empty() && verify->keyring.empty())
               throw Error(input_error("keys verify: give the trusted keys with --pubkey or --keyring"));
-            Keyring ring;
-            if (!verify->keyring.empty()) ring = Keyring::load_dir(verify->keyring).value_or_throw();
-            for (const auto& p : verify->pubkeys) ring.add(PublicKey::load(p).value_or_throw());
+            signing::Keyring ring;
+            if (!verify->keyring.empty()) ring = signing::Keyring::load_dir(verify->keyring).value_or_throw();
+            for (const auto& p : verify->pubkeys) ring.add(signing::PublicKey::load(p).value_or_throw());
             std::string sig = verify->sig.empty() ? verify->file + ".sig" : verify->sig;
-            std::string id = verify_file(ring, verify->file, sig).value_or_throw();
+            std::string id = signing::verify_file(ring, verify->file, sig).value_or_throw();
             if (g.json) print_json({{"verified", true}, {"keyId", id}});
             else std::printf("%s\n", id.c_str());
-            log::info(verify->file + ": good signature by key " + id);
+            log_info(verify->file + ": good signature by key " + id);
             return 0;
           }
           if (sm_cmd->parsed()) {
             if (sm->key.empty()) throw Error(input_error("keys sign-module: --sign-key is required"));
-            ModuleSigner signer = ModuleSigner::load(sm->key, sm->cert, sm->pass.get()).value_or_throw();
-            ModuleSignOptions opts;
+            signing::ModuleSigner signer = signing::ModuleSigner::load(sm->key, sm->cert, sm->pass.get()).value_or_throw();
+            signing::ModuleSignOptions opts;
             opts.hash = sm->hash;
             opts.strip_debug = !sm->no_strip;
             opts.strip_program = sm->strip;
             std::string out = sm->out.empty() ? sm->module : sm->out;
-            ModuleSignReport r = sign_module_file(signer, sm->module, out, opts).value_or_throw();
-            log::info("signed " + out + (r.had_signature ? " (old signature replaced)" : "") + " by \"" +
+            signing::ModuleSignReport r = signing::sign_module_file(signer, sm->module, out, opts).value_or_throw();
+            log_info("signed " + out + (r.had_signature ? " (old signature replaced)" : "") + " by \"" +
                       signer.subject() + "\", certificate sha256 " + signer.fingerprint());
             if (g.json)
               print_json({{"module", out},
                           {"signer", signer.common_name()},
                           {"subject", signer.subject()},
                           {"fingerprint", "sha256:" + signer.fingerprint()},
-                          {"keyType", key_type_name(signer.key_type())},
+                          {"keyType", signing::key_type_name(signer.key_type())},
                           {"replacedSignature", r.had_signature},
                           {"stripped", opts.strip_debug},
                           {"size", r.signed_size}});

@@ -57,55 +57,55 @@ CommandSpec mirror_command() {
         app.add_option("-o,--output", o->out, "Write the lock with digests here");
         app.add_option("--chart", o->chart, "Chart .tgz or folder; overrides the recipe's operator.chart");
         return [&g, o]() -> int {
-          auto in = read_recipe_or_lock(o->input).value_or_throw();
-          RegistryConfig config;
-          if (!o->registry_config.empty()) config = RegistryConfig::load(o->registry_config).value_or_throw();
-          ClientOptions copts;
+          auto in = recipes::read_recipe_or_lock(o->input).value_or_throw();
+          mirror::RegistryConfig config;
+          if (!o->registry_config.empty()) config = mirror::RegistryConfig::load(o->registry_config).value_or_throw();
+          mirror::ClientOptions copts;
           copts.max_parallel = o->jobs;
           copts.max_per_host = o->jobs;
-          auto source = registry_source(config, copts);
-          Store store = Store::open(g.store, StoreAccess::Exclusive, store_lock_wait_seconds()).value_or_throw();
+          auto source = mirror::registry_source(config, copts);
+          mirror::Store store = mirror::Store::open(g.store, mirror::StoreAccess::Exclusive, store_lock_wait_seconds()).value_or_throw();
           if (const auto& sw = store.swept(); sw.temps_removed)
-            log::info("removed " + std::to_string(sw.temps_removed) + " temp files of interrupted runs (" + human_bytes(sw.bytes_freed) + ")");
+            log_info("removed " + std::to_string(sw.temps_removed) + " temp files of interrupted runs (" + human_bytes(sw.bytes_freed) + ")");
 
-          Lock lock;
+          recipes::Lock lock;
           fs::path out = o->out;
-          ChartAccess access{store.root(), &store, source.get()};
-          std::optional<LoadedChart> chart;
+          mirror::ChartAccess access{store.root(), &store, source.get()};
+          std::optional<mirror::LoadedChart> chart;
           if (in.lock) {
             lock = std::move(*in.lock);
             if (out.empty()) out = o->input;
             // A hand-made lock may name no chart: its images still mirror.
             if (o->chart.empty() && lock.chart.source.empty() && !fs::exists(store.chart_path(lock.chart.name, lock.chart.version)))
-              log::warn(o->input + ": names no chart source and chart " + lock.chart.name + " " + lock.chart.version +
+              log_warn(o->input + ": names no chart source and chart " + lock.chart.name + " " + lock.chart.version +
                         " is not in the store; `bundle create` needs it: mirror again with --chart FILE");
             else
-              chart = lock_chart(lock, o->input, o->chart, access).value_or_throw();
+              chart = mirror::lock_chart(lock, o->input, o->chart, access).value_or_throw();
           } else {
-            if (out.empty()) out = default_lock_path(*in.recipe);
-            auto r = resolve_recipe(*in.recipe, o->chart, access).value_or_throw();
+            if (out.empty()) out = recipes::default_lock_path(*in.recipe);
+            auto r = mirror::resolve_recipe(*in.recipe, o->chart, access).value_or_throw();
             lock = std::move(r.lock);
-            set_chart_sources_for_lock(lock, *in.recipe, out);
+            recipes::set_chart_sources_for_lock(lock, *in.recipe, out);
             chart = std::move(r.chart);
-            for (const auto& w : lock.warnings) log::warn(w);
+            for (const auto& w : lock.warnings) log_warn(w);
             if (o->locked) {
               // The digests to hold upstream to are the ones in the existing lock.
-              auto old = load_lock(out.string());
+              auto old = recipes::load_lock(out.string());
               if (!old) throw Error(input_error("--locked needs the existing lock " + out.string() + ": " + old.error().message));
               for (auto& i : lock.images)
                 if (auto* prev = old->find(i.source)) i.digest = prev->digest;
             }
           }
-          if (chart && chart->fetched) log::info("fetched chart " + lock.chart.name + " " + lock.chart.version + " from " + chart->chart.path.string());
-          if (chart && chart->stored) log::info("stored chart in " + store.chart_path(lock.chart.name, lock.chart.version).string());
+          if (chart && chart->fetched) log_info("fetched chart " + lock.chart.name + " " + lock.chart.version + " from " + chart->chart.path.string());
+          if (chart && chart->stored) log_info("stored chart in " + store.chart_path(lock.chart.name, lock.chart.version).string());
 
           auto progress = make_progress(progress_style(g));
-          MirrorOptions mopts;
+          mirror::MirrorOptions mopts;
           mopts.jobs = o->jobs;
           mopts.locked = o->locked;
           mopts.all_platforms = o->all_platforms;
-          MirrorSummary s = mirror_images(lock, store, *source, *progress, mopts).value_or_throw();
-          write_atomic(out, lock_to_json(lock)).value_or_throw();
+          mirror::MirrorSummary s = mirror::mirror_images(lock, store, *source, *progress, mopts).value_or_throw();
+          write_atomic(out, recipes::lock_to_json(lock)).value_or_throw();
 
           std::size_t up = 0;
           std::uint64_t total = 0;
@@ -133,8 +133,8 @@ CommandSpec mirror_command() {
               j["images"].push_back({{"ref", i.ref}, {"digest", i.digest}, {"mediaType", i.media_type}, {"bytes", i.bytes}, {"upToDate", i.up_to_date}});
             std::printf("%s\n", j.dump(2).c_str());
           } else {
-            log::info(line);
-            log::info("wrote " + out.string());
+            log_info(line);
+            log_info("wrote " + out.string());
           }
           return 0;
         };

@@ -20,7 +20,7 @@ namespace {
 std::string detect_json(const node::NodeFacts& f) {
   nlohmann::json gpus = nlohmann::json::array(), counts = nlohmann::json::object(), unknown = nlohmann::json::array();
   for (const auto& gpu : f.gpus) {
-    const GpuInfo* known = Catalog::builtin().find_gpu(gpu.pci_id);
+    const recipes::GpuInfo* known = recipes::Catalog::builtin().find_gpu(gpu.pci_id);
     std::string name = known ? known->name : gpu.pci_id;
     if (!known && std::find(unknown.begin(), unknown.end(), name) == unknown.end()) unknown.push_back(name);
     if (!counts.contains(name)) gpus.push_back(name);

@@ -20,7 +20,7 @@
 namespace gb::cli {
 
 // Options shared by `node-image bake` and `driver build`.
-void add_driver_input_options(CLI::App& app, DriverInputs& in) {
+void add_driver_input_options(CLI::App& app, node_images::DriverInputs& in) {
   app.add_option("--installer", in.installer, "NVIDIA-Linux-<arch>-<ver>.run or a folder extracted from it (never executed)")
       ->required();
   app.add_option("--kernel-build", in.kernel_builds, "Kernel build tree (/lib/modules/<kver>/build); repeat per kernel");
@@ -36,9 +36,9 @@ namespace {
 
 struct BakeArgs {
   std::string recipe;
-  DriverInputs in;
-  BakeOptions opts;
-  std::string repository = k_node_overlay_repository;
+  node_images::DriverInputs in;
+  node_images::BakeOptions opts;
+  std::string repository = node_images::k_node_overlay_repository;
   std::string os_tag;
   std::string lock;
   bool no_store = false;
@@ -54,25 +54,25 @@ struct ExportArgs {
 };
 
 int bake(Globals& g, BakeArgs& a) {
-  Recipe recipe = load_recipe(a.recipe).value_or_throw();
-  std::optional<Lock> lock;
-  if (!a.lock.empty()) lock = load_lock(a.lock).value_or_throw();
+  recipes::Recipe recipe = recipes::load_recipe(a.recipe).value_or_throw();
+  std::optional<recipes::Lock> lock;
+  if (!a.lock.empty()) lock = recipes::load_lock(a.lock).value_or_throw();
   if (a.no_store && lock) throw Error(ErrorKind::Input, "--lock records the stored overlay; it cannot go with --no-store");
   std::string os_tag = !a.os_tag.empty() ? a.os_tag : lock && !lock->os_tag.empty() ? lock->os_tag : recipe.os;
   const bool known_version = !recipe.driver_version.empty() && !starts_with(recipe.driver_version, "sha256:");
-  check_bake_options(a.opts, known_version ? recipe.driver_version : "").value_or_throw();
-  auto driver = prepare_driver(recipe, a.in).value_or_throw();
-  auto result = bake_node_overlay(recipe, *driver, a.opts).value_or_throw();
-  std::optional<StoredOverlay> stored;
+  node_images::check_bake_options(a.opts, known_version ? recipe.driver_version : "").value_or_throw();
+  auto driver = node_images::prepare_driver(recipe, a.in).value_or_throw();
+  auto result = node_images::bake_node_overlay(recipe, *driver, a.opts).value_or_throw();
+  std::optional<node_images::StoredOverlay> stored;
   if (!a.no_store) {
-    std::string ref = a.repository + ":" + overlay_tag(driver->installer.manifest.version, os_tag);
-    Reference::parse(ref).value_or_throw();
-    Store store = Store::open(g.store, StoreAccess::Exclusive).value_or_throw();
-    stored = store_overlay(store, a.opts.output, ref).value_or_throw();
+    std::string ref = a.repository + ":" + node_images::overlay_tag(driver->installer.manifest.version, os_tag);
+    recipes::Reference::parse(ref).value_or_throw();
+    mirror::Store store = mirror::Store::open(g.store, mirror::StoreAccess::Exclusive).value_or_throw();
+    stored = node_images::store_overlay(store, a.opts.output, ref).value_or_throw();
     if (lock) {
-      record_built(*lock, stored->built());
-      write_atomic(a.lock, lock_to_json(*lock)).value_or_throw();
-      log::info("updated " + a.lock);
+      recipes::record_built(*lock, stored->built());
+      write_atomic(a.lock, recipes::lock_to_json(*lock)).value_or_throw();
+      log_info("updated " + a.lock);
     }
   }
   if (g.json) {
@@ -89,15 +89,15 @@ int bake(Globals& g, BakeArgs& a) {
 }
 
 int export_overlay(Globals& g, const ExportArgs& a) {
-  ExportedOverlay out;
+  node_images::ExportedOverlay out;
   if (!a.bundle.empty()) {
-    Keyring keys;
-    const Keyring* trusted = bundle_trust(keys, a.pubkeys, a.keyring, a.skip_signature, "node-image export --bundle");
+    signing::Keyring keys;
+    const signing::Keyring* trusted = bundle_trust(keys, a.pubkeys, a.keyring, a.skip_signature, "node-image export --bundle");
     std::vector<std::filesystem::path> volumes(a.bundle.begin(), a.bundle.end());
-    out = export_overlay_from_bundle(volumes, trusted, a.ref, a.output).value_or_throw();
+    out = node_images::export_overlay_from_bundle(volumes, trusted, a.ref, a.output).value_or_throw();
   } else {
-    Store store = Store::open(g.store, StoreAccess::Shared).value_or_throw();
-    out = export_overlay_from_store(store, a.ref, a.output).value_or_throw();
+    mirror::Store store = mirror::Store::open(g.store, mirror::StoreAccess::Shared).value_or_throw();
+    out = node_images::export_overlay_from_store(store, a.ref, a.output).value_or_throw();
   }
   if (g.json) {
     std::printf("%s\n", nlohmann::json({{"ref", out.ref}, {"digest", out.digest}, {"files", out.files}}).dump(2).c_str());

@@ -44,7 +44,7 @@ CommandSpec overrides_command() {
         repo_site->declare(app);
         return [&g, lock_path, registry, serve, registry_ca, out, chart_flag, layout, repo_site]() -> int {
           if (registry->empty() == serve->empty()) throw Error(ErrorKind::Input, "overrides needs --registry or --serve (one of them)");
-          auto [lock, lock_file] = lock_for(*lock_path).value_or_throw();
+          auto [lock, lock_file] = recipes::lock_for(*lock_path).value_or_throw();
           kit::KitOptions options;
           options.serve = !serve->empty();
           options.registry = kit::SiteRegistry::parse(options.serve ? *serve : *registry).value_or_throw();
@@ -56,10 +56,10 @@ CommandSpec overrides_command() {
           options.layout = kit::parse_layout(*layout).value_or_throw();
           options.package_repo_url = repo_site->url;
           options.package_repo_ca = repo_site->ca_pem();
-          LoadedChart chart = lock_chart(lock, lock_file, *chart_flag, ChartAccess{g.store}).value_or_throw();
-          std::optional<LoadedChart> network_chart;
+          mirror::LoadedChart chart = mirror::lock_chart(lock, lock_file, *chart_flag, mirror::ChartAccess{g.store}).value_or_throw();
+          std::optional<mirror::LoadedChart> network_chart;
           if (lock.network) {
-            network_chart = lock_network_chart(lock, lock_file, ChartAccess{g.store}).value_or_throw();
+            network_chart = mirror::lock_network_chart(lock, lock_file, mirror::ChartAccess{g.store}).value_or_throw();
             options.network_chart = &network_chart->chart;
           }
           kit::Kit k = kit::make_kit(lock, chart.chart, options).value_or_throw();
@@ -67,7 +67,7 @@ CommandSpec overrides_command() {
           // install.sh expects the chart archive next to it.
           write_atomic(fs::path(*out) / kit::kit_chart_file(lock), chart.archive).value_or_throw();
           if (network_chart)
-            write_atomic(fs::path(*out) / chart_file_name(lock.network->chart.name, lock.network->chart.version), network_chart->archive)
+            write_atomic(fs::path(*out) / recipes::chart_file_name(lock.network->chart.name, lock.network->chart.version), network_chart->archive)
                 .value_or_throw();
           if (g.json) {
             nlohmann::json j;
@@ -79,7 +79,7 @@ CommandSpec overrides_command() {
             std::string s = j.dump(2) + "\n";
             std::fwrite(s.data(), 1, s.size(), stdout);
           } else {
-            log::info("wrote the install kit for " + options.registry.str() + " to " + *out + " (" +
+            log_info("wrote the install kit for " + options.registry.str() + " to " + *out + " (" +
                       std::to_string(k.files.size() + 1) + " files)");
           }
           return 0;

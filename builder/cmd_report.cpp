@@ -40,9 +40,9 @@ int run_report(const Globals& g, const ReportArgs& a) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     return 0;
   }
-  log::info("report " + v.line());
-  for (const auto& m : v.mismatches) log::warn(m);
-  log::info(std::to_string(results.verify.size()) + " verify.sh result(s), " + std::to_string(results.nodes.size()) + " node check(s), " +
+  log_info("report " + v.line());
+  for (const auto& m : v.mismatches) log_warn(m);
+  log_info(std::to_string(results.verify.size()) + " verify.sh result(s), " + std::to_string(results.nodes.size()) + " node check(s), " +
             std::to_string(results.nccl.size()) + " NCCL run(s)" + (results.kit ? ", kit " + results.kit->recipe_name : "") +
             "; written to " + a.out);
   return 0;

@@ -11,7 +11,7 @@ namespace gb::cli {
 
 namespace {
 
-void print_table(const Lock& lock) {
+void print_table(const recipes::Lock& lock) {
   std::printf("%s: GPU Operator %s, %s driver", lock.recipe_name.c_str(), lock.operator_version.c_str(),
               lock.driver.mode.c_str());
   if (!lock.driver.version.empty()) std::printf(" %s", lock.driver.version.c_str());
@@ -58,18 +58,18 @@ CommandSpec resolve_command() {
         app.add_option("--chart", *chart, "Chart .tgz or folder; overrides the recipe's operator.chart");
         app.add_option("-o,--output", *out, "Write the lock file here");
         return [&g, recipe_path, chart, out]() -> int {
-          auto in = read_recipe_or_lock(*recipe_path).value_or_throw();
+          auto in = recipes::read_recipe_or_lock(*recipe_path).value_or_throw();
           if (!in.recipe)
             throw Error(input_error(*recipe_path + ": is a lock; resolve reads a recipe (mirror, build, bundle create and overrides take a lock)"));
-          ChartAccess offline{g.store};
-          Lock lock = resolve_recipe(*in.recipe, *chart, offline).value_or_throw().lock;
-          for (const auto& w : lock.warnings) log::warn(w);
-          std::string json = lock_to_json(lock);
+          mirror::ChartAccess offline{g.store};
+          recipes::Lock lock = mirror::resolve_recipe(*in.recipe, *chart, offline).value_or_throw().lock;
+          for (const auto& w : lock.warnings) log_warn(w);
+          std::string json = recipes::lock_to_json(lock);
           if (!out->empty()) {
-            set_chart_sources_for_lock(lock, *in.recipe, *out);
-            json = lock_to_json(lock);
+            recipes::set_chart_sources_for_lock(lock, *in.recipe, *out);
+            json = recipes::lock_to_json(lock);
             write_atomic(*out, json).value_or_throw();
-            log::info("wrote " + *out);
+            log_info("wrote " + *out);
           }
           if (g.json) {
             std::fwrite(json.data(), 1, json.size(), stdout);

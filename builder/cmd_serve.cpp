@@ -79,13 +79,13 @@ int run_serve(Globals& g, const ServeArgs& a) {
   std::optional<serve::Users> users;
   if (!a.htpasswd.empty()) {
     users = serve::Users::parse(read_file(a.htpasswd, 16 << 20).value_or_throw(), a.htpasswd).value_or_throw();
-    if (so.tls_cert_pem.empty()) log::warn("serve: --htpasswd without TLS: clients send their passwords in the clear");
+    if (so.tls_cert_pem.empty()) log_warn("serve: --htpasswd without TLS: clients send their passwords in the clear");
   }
 
   std::unique_ptr<serve::Content> content;
   if (!a.bundles.empty()) {
     if (g.store_flag) throw Error(ErrorKind::Input, "serve takes bundles or --store, not both");
-    Keyring keys;
+    signing::Keyring keys;
     co.trusted = bundle_trust(keys, a.pubkeys, a.keyring, a.skip_signature, "serve");
     std::vector<std::filesystem::path> volumes(a.bundles.begin(), a.bundles.end());
     content = serve::Content::from_bundles(volumes, co).value_or_throw();
@@ -120,7 +120,7 @@ int run_serve(Globals& g, const ServeArgs& a) {
   std::string scheme = so.tls_cert_pem.empty() ? "http" : "https";
   std::string host = address.find(':') != std::string::npos ? "[" + address + "]" : address;
   std::string url = scheme + "://" + host + ":" + std::to_string(server.port());
-  log::info("serve: " + std::to_string(content->images()) + " images in " + std::to_string(content->catalog().repositories.size()) +
+  log_info("serve: " + std::to_string(content->images()) + " images in " + std::to_string(content->catalog().repositories.size()) +
             " repositories at " + url + "/v2/" + (users ? " (basic auth)" : "") + "; read-only; SIGTERM stops it");
   if (!a.ready_file.empty()) {
     nlohmann::json ready = {{"url", url}, {"port", server.port()}, {"images", content->images()}, {"pid", ::getpid()}};
@@ -128,7 +128,7 @@ int run_serve(Globals& g, const ServeArgs& a) {
   }
   int sig = 0;
   sigwait(&stop, &sig);
-  log::info(std::string("serve: ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") + ", stopping");
+  log_info(std::string("serve: ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") + ", stopping");
   server.stop();
   if (!a.ready_file.empty()) std::filesystem::remove(a.ready_file);
   if (log_file != stdout) std::fclose(log_file);

@@ -15,10 +15,10 @@ namespace gb::cli {
 namespace {
 
 int store_ls(const Globals& g) {
-  Store store = Store::open(g.store, StoreAccess::Read).value_or_throw();
+  mirror::Store store = mirror::Store::open(g.store, mirror::StoreAccess::Read).value_or_throw();
   auto images = store.images().value_or_throw();
-  std::map<std::string, ImageRow> rows;
-  std::vector<ChartRow> charts;
+  std::map<std::string, mirror::ImageRow> rows;
+  std::vector<mirror::ChartRow> charts;
   if (auto cat = store.catalog(); cat) {
     if (auto r = (*cat)->images(); r)
       for (auto& row : *r) rows[row.ref] = row;
@@ -57,7 +57,7 @@ int store_ls(const Globals& g) {
 }
 
 int store_fsck(const Globals& g, bool repair) {
-  Store store = Store::open(g.store, repair ? StoreAccess::Exclusive : StoreAccess::Shared, store_lock_wait_seconds()).value_or_throw();
+  mirror::Store store = mirror::Store::open(g.store, repair ? mirror::StoreAccess::Exclusive : mirror::StoreAccess::Shared, store_lock_wait_seconds()).value_or_throw();
   auto rep = store.fsck(repair).value_or_throw();
   if (g.json) {
     nlohmann::json j = {{"ok", rep.problems.empty()}, {"blobs", rep.blobs},       {"bytes", rep.bytes},
@@ -67,16 +67,16 @@ int store_fsck(const Globals& g, bool repair) {
     for (const auto& r : rep.repaired) std::printf("removed %s (corrupt)\n", r.c_str());
     for (const auto& p : rep.problems) std::printf("%s\n", p.c_str());
     if (!rep.repaired.empty())
-      log::info("fsck --repair: removed " + std::to_string(rep.repaired.size()) +
+      log_info("fsck --repair: removed " + std::to_string(rep.repaired.size()) +
                 " corrupt blobs; run `gpubundle mirror LOCK` with each lock that needs them to fetch them again");
-    log::info("fsck: " + std::to_string(rep.images) + " images, " + std::to_string(rep.blobs) + " blobs (" + human_bytes(rep.bytes) +
+    log_info("fsck: " + std::to_string(rep.images) + " images, " + std::to_string(rep.blobs) + " blobs (" + human_bytes(rep.bytes) +
               ") checked, " + std::to_string(rep.problems.size()) + " problems");
   }
   return rep.problems.empty() ? 0 : 1;
 }
 
 int store_gc(const Globals& g) {
-  Store store = Store::open(g.store, StoreAccess::Exclusive, store_lock_wait_seconds()).value_or_throw();
+  mirror::Store store = mirror::Store::open(g.store, mirror::StoreAccess::Exclusive, store_lock_wait_seconds()).value_or_throw();
   auto rep = store.gc().value_or_throw();
   // Temp files were already swept when the exclusive lock was taken: they count too.
   rep.temps_removed += store.swept().temps_removed;

@@ -44,8 +44,8 @@ auto step(BuildSummary& s, const std::string& name, const std::string& hint, F&&
   }
 }
 
-DriverInputs driver_inputs(const BuildRequest& q) {
-  DriverInputs in;
+node_images::DriverInputs driver_inputs(const BuildRequest& q) {
+  node_images::DriverInputs in;
   in.installer = q.installer;
   in.kernel_builds = q.kernel_builds;
   in.kernel_headers = q.kernel_headers;
@@ -59,39 +59,39 @@ DriverInputs driver_inputs(const BuildRequest& q) {
 BuildSummary run_build(const BuildRequest& q, const std::filesystem::path& store_dir, Progress& progress) {
   BuildSummary s;
   // Inputs first: a bad key or recipe must not cost a download.
-  Passphrase pass;
-  if (!q.passphrase_env.empty()) pass = Passphrase::from_env(q.passphrase_env).value_or_throw();
-  if (!q.passphrase_file.empty()) pass = Passphrase::from_file(q.passphrase_file).value_or_throw();
-  PrivateKey key = PrivateKey::load(q.key, pass).value_or_throw();
+  signing::Passphrase pass;
+  if (!q.passphrase_env.empty()) pass = signing::Passphrase::from_env(q.passphrase_env).value_or_throw();
+  if (!q.passphrase_file.empty()) pass = signing::Passphrase::from_file(q.passphrase_file).value_or_throw();
+  signing::PrivateKey key = signing::PrivateKey::load(q.key, pass).value_or_throw();
   s.signer = key.id();
-  auto in = read_recipe_or_lock(q.input).value_or_throw();
+  auto in = recipes::read_recipe_or_lock(q.input).value_or_throw();
   if (!q.repo_key.empty() && !std::filesystem::is_regular_file(q.repo_key))
     throw Error(ErrorKind::Input, "--repo-key " + q.repo_key.string() + ": no such key file");
   if (in.lock && !q.installer.empty())
     throw Error(ErrorKind::Input, q.input.string() + ": --installer needs the recipe (driver and kernels), not a lock");
-  RegistryConfig config;
-  if (!q.registry_config.empty()) config = RegistryConfig::load(q.registry_config).value_or_throw();
-  ClientOptions co;
+  mirror::RegistryConfig config;
+  if (!q.registry_config.empty()) config = mirror::RegistryConfig::load(q.registry_config).value_or_throw();
+  mirror::ClientOptions co;
   co.max_parallel = q.jobs;
-  auto source = registry_source(config, co);
-  Store store = Store::open(store_dir, StoreAccess::Exclusive).value_or_throw();
-  s.lock = !q.lock.empty() ? q.lock : in.lock ? q.input : default_lock_path(*in.recipe);
+  auto source = mirror::registry_source(config, co);
+  mirror::Store store = mirror::Store::open(store_dir, mirror::StoreAccess::Exclusive).value_or_throw();
+  s.lock = !q.lock.empty() ? q.lock : in.lock ? q.input : recipes::default_lock_path(*in.recipe);
 
   // The chart is parsed once, here, and handed to the kit step.
   auto resolved = step(s, "resolve", "fix the recipe or the chart source, then run again", [&] {
-    ChartAccess access{store.root(), &store, source.get()};
+    mirror::ChartAccess access{store.root(), &store, source.get()};
     if (in.lock) {
-      LoadedChart c = lock_chart(*in.lock, q.input, q.chart.string(), access).value_or_throw();
+      mirror::LoadedChart c = mirror::lock_chart(*in.lock, q.input, q.chart.string(), access).value_or_throw();
       return std::pair{std::move(*in.lock), std::move(c.chart)};
     }
-    ResolvedRecipe r = resolve_recipe(*in.recipe, q.chart.string(), access).value_or_throw();
-    set_chart_sources_for_lock(r.lock, *in.recipe, s.lock);
-    for (const auto& w : r.lock.warnings) log::warn(w);
+    mirror::ResolvedRecipe r = mirror::resolve_recipe(*in.recipe, q.chart.string(), access).value_or_throw();
+    recipes::set_chart_sources_for_lock(r.lock, *in.recipe, s.lock);
+    for (const auto& w : r.lock.warnings) log_warn(w);
     return std::pair{std::move(r.lock), std::move(r.chart.chart)};
   });
-  Lock& lock = resolved.first;
-  const Chart& chart = resolved.second;
-  const Recipe* recipe = in.recipe ? &*in.recipe : nullptr;  // set whenever --installer is
+  recipes::Lock& lock = resolved.first;
+  const recipes::Chart& chart = resolved.second;
+  const recipes::Recipe* recipe = in.recipe ? &*in.recipe : nullptr;  // set whenever --installer is
 
   // --installer: precompiled driver images (driver.mode precompiled), or a
   // baked node overlay (driver.mode host: the driver is in the node image).
@@ -101,13 +101,13 @@ BuildSummary run_build(const BuildRequest& q, const std::filesystem::path& store
     throw Error(ErrorKind::Input, "--installer builds precompiled driver images (driver.mode precompiled) or a node overlay "
                                   "(driver.mode host), but the recipe's driver.mode is " + lock.driver.mode);
   if (build_drivers)  // made here, so the mirror leaves them alone
-    for (auto* img : lock.precompiled_driver_images()) img->built = BuiltKind::DriverImage;
+    for (auto* img : lock.precompiled_driver_images()) img->built = recipes::BuiltKind::DriverImage;
 
   auto mirrored = step(s, "mirror", "check the registry config and credentials; a re-run continues where this stopped", [&] {
-    MirrorOptions mo;
+    mirror::MirrorOptions mo;
     mo.jobs = q.jobs;
     mo.all_platforms = q.all_platforms;
-    return mirror_images(lock, store, *source, progress, mo).value_or_throw();
+    return mirror::mirror_images(lock, store, *source, progress, mo).value_or_throw();
   });
   s.bytes_downloaded = mirrored.bytes_downloaded;
   s.blobs_fetched = mirrored.blobs_fetched;
@@ -116,39 +116,39 @@ BuildSummary run_build(const BuildRequest& q, const std::filesystem::path& store
 
   if (build_drivers) {
     step(s, "driver", "check the installer, the kernel trees (or packages.sources) and the signing key and certificate", [&] {
-      DriverInputs di = driver_inputs(q);
+      node_images::DriverInputs di = driver_inputs(q);
       ScratchDir work(std::filesystem::temp_directory_path() / ("gpubundle-headers-" + std::to_string(::getpid())));
-      add_fetched_headers(*recipe, recipe->kernels, store, work.path(), di, &progress).value_or_throw();
-      auto prepared = prepare_driver(*recipe, di).value_or_throw();
-      DriverImageOptions io;
+      node_images::add_fetched_headers(*recipe, recipe->kernels, store, work.path(), di, &progress).value_or_throw();
+      auto prepared = node_images::prepare_driver(*recipe, di).value_or_throw();
+      node_images::DriverImageOptions io;
       io.os_tag = lock.os_tag;
       io.base = q.driver_base;
-      for (const auto* img : lock.precompiled_driver_images()) io.repository = Reference::parse(img->source).value_or_throw().name();
-      auto built = build_driver_images(*prepared, store, io).value_or_throw();
+      for (const auto* img : lock.precompiled_driver_images()) io.repository = recipes::Reference::parse(img->source).value_or_throw().name();
+      auto built = node_images::build_driver_images(*prepared, store, io).value_or_throw();
       for (const auto& b : built) {
         if (!lock.find(b.ref)) throw Error(ErrorKind::Failed, "built " + b.ref + ", which the lock does not list");
-        record_built(lock, b.built());
+        recipes::record_built(lock, b.built());
         s.images.push_back({b.ref, b.size, false});
         ++s.built_driver_images;
       }
       for (const auto& img : lock.images)
-        if (img.built == BuiltKind::DriverImage && img.digest.empty())
+        if (img.built == recipes::BuiltKind::DriverImage && img.digest.empty())
           throw Error(ErrorKind::Failed, "no driver image was built for " + img.source + ": is its kernel in --kernel-build/--kernel-headers?");
     });
   }
 
   if (bake_overlay) {
     step(s, "bake", "check the installer, the kernel trees (or packages.sources) and the signing key and certificate", [&] {
-      DriverInputs di = driver_inputs(q);
+      node_images::DriverInputs di = driver_inputs(q);
       ScratchDir work(std::filesystem::temp_directory_path() / ("gpubundle-headers-" + std::to_string(::getpid())));
-      add_fetched_headers(*recipe, recipe->kernels, store, work.path(), di, &progress).value_or_throw();
-      auto prepared = prepare_driver(*recipe, di).value_or_throw();
-      BakeOptions bo;
+      node_images::add_fetched_headers(*recipe, recipe->kernels, store, work.path(), di, &progress).value_or_throw();
+      auto prepared = node_images::prepare_driver(*recipe, di).value_or_throw();
+      node_images::BakeOptions bo;
       bo.output = s.overlay_dir = q.output.parent_path() / (recipe->name + "-node-overlay");
-      bake_node_overlay(*recipe, *prepared, bo).value_or_throw();
-      std::string ref = std::string(k_node_overlay_repository) + ":" + overlay_tag(prepared->installer.manifest.version, lock.os_tag);
-      auto stored = store_overlay(store, bo.output, ref).value_or_throw();
-      record_built(lock, stored.built());
+      node_images::bake_node_overlay(*recipe, *prepared, bo).value_or_throw();
+      std::string ref = std::string(node_images::k_node_overlay_repository) + ":" + node_images::overlay_tag(prepared->installer.manifest.version, lock.os_tag);
+      auto stored = node_images::store_overlay(store, bo.output, ref).value_or_throw();
+      recipes::record_built(lock, stored.built());
       s.images.push_back({stored.ref, stored.size, false});
     });
   }
@@ -161,34 +161,34 @@ BuildSummary run_build(const BuildRequest& q, const std::filesystem::path& store
     });
   }
   // Once, when every image has its digest: a failed step leaves the lock as it was.
-  write_atomic(s.lock, lock_to_json(lock)).value_or_throw();
+  write_atomic(s.lock, recipes::lock_to_json(lock)).value_or_throw();
 
   ScratchDir scratch(q.output.parent_path() / (".gpubundle-kit." + std::to_string(::getpid())));
-  CreateOptions co2;
+  bundles::CreateOptions co2;
   step(s, "kit", "the install kit needs the lock's destination registry to be valid", [&] {
-    std::optional<LoadedChart> network_chart;
-    if (lock.network) network_chart = lock_network_chart(lock, s.lock, ChartAccess{store.root()}).value_or_throw();
-    add_kit_files(lock, chart, "", scratch.path(), co2.extra, network_chart ? &network_chart->chart : nullptr).value_or_throw();
+    std::optional<mirror::LoadedChart> network_chart;
+    if (lock.network) network_chart = mirror::lock_network_chart(lock, s.lock, mirror::ChartAccess{store.root()}).value_or_throw();
+    bundles::add_kit_files(lock, chart, "", scratch.path(), co2.extra, network_chart ? &network_chart->chart : nullptr).value_or_throw();
   });
 
   auto report = step(s, "bundle", "check free space at the output and the signing key", [&] {
     co2.output = q.output;
     if (!q.split.empty()) co2.split_bytes = parse_size(q.split).value_or_throw();
     if (!q.since.empty()) {
-      co2.have_blobs = blobs_site_has(q.since, store).value_or_throw();
+      co2.have_blobs = bundles::blobs_site_has(q.since, store).value_or_throw();
       co2.delta_base = q.since.filename().string();
     }
-    apply_source_date_epoch(co2).value_or_throw();
-    return create_bundle(store, lock, key, co2, progress).value_or_throw();
+    bundles::apply_source_date_epoch(co2).value_or_throw();
+    return bundles::create_bundle(store, lock, key, co2, progress).value_or_throw();
   });
   s.volumes = report.volumes;
   s.bundle_id = report.bundle_id;
 
   step(s, "verify", "the bundle just written does not verify: check the disk, then run again", [&] {
-    VerifyOptions vo;
-    Keyring trusted = Keyring::of(key.public_key());
+    bundles::VerifyOptions vo;
+    signing::Keyring trusted = signing::Keyring::of(key.public_key());
     vo.trusted = &trusted;
-    auto v = verify_bundle(s.volumes, vo);
+    auto v = bundles::verify_bundle(s.volumes, vo);
     if (!v.problems.empty()) {
       std::string all;
       for (const auto& p : v.problems) all += (all.empty() ? "" : "\n") + p;

@@ -14,17 +14,22 @@
 #include <filesystem>
 #include <string>
 
-namespace gb {
-class Progress;
+namespace gb::mirror {
 class Store;
+}
+namespace gb::recipes {
 struct Lock;
 struct Recipe;
+}
+
+namespace gb {
+class Progress;
 }  // namespace gb
 
 namespace gb::cli {
 
 // True when the recipe asks for a site package repository.
-bool wants_package_repo(const Recipe& recipe);
+bool wants_package_repo(const recipes::Recipe& recipe);
 
 struct PackageRepoBuilt {
   std::string ref;
@@ -33,10 +38,10 @@ struct PackageRepoBuilt {
   std::string fingerprint;
 };
 
-PackageRepoBuilt build_package_repo(const Recipe& recipe, Lock& lock, Store& store, const std::filesystem::path& repo_key,
+PackageRepoBuilt build_package_repo(const recipes::Recipe& recipe, recipes::Lock& lock, mirror::Store& store, const std::filesystem::path& repo_key,
                                     int jobs, Progress& progress);
 
 // The repository signing key's file: `repo_key` when given, else the store's.
-std::filesystem::path package_repo_key_path(const Store& store, const std::filesystem::path& repo_key);
+std::filesystem::path package_repo_key_path(const mirror::Store& store, const std::filesystem::path& repo_key);
 
 }  // namespace gb::cli

@@ -75,12 +75,18 @@
 #include "common/error.hpp"
 #include "recipes/lock.hpp"
 
-namespace gb {
-
+namespace gb::mirror {
 class Store;
+}
+namespace gb::signing {
 class PrivateKey;
 class Keyring;
+}
+namespace gb {
 class Progress;
+}
+
+namespace gb::bundles {
 
 inline constexpr int k_bundle_format_version = 1;
 inline constexpr std::string_view k_volume_manifest = "gpubundle.json";
@@ -161,7 +167,7 @@ struct CreateReport {
 // Writes the bundle for `lock` (digests filled) from the store. Each volume is
 // written to a temp file, checked as it is written (every blob re-hashed) and
 // renamed into place only when complete.
-Result<CreateReport> create_bundle(const Store& store, const Lock& lock, const PrivateKey& key, const CreateOptions& options,
+Result<CreateReport> create_bundle(const mirror::Store& store, const recipes::Lock& lock, const signing::PrivateKey& key, const CreateOptions& options,
                                    Progress& progress);
 
 // Sets mtime and created from $SOURCE_DATE_EPOCH when it is set, so builds
@@ -196,7 +202,7 @@ struct VerifyReport {
 };
 
 struct VerifyOptions {
-  const Keyring* trusted = nullptr;  // nullptr: signatures not checked (--insecure-skip-signature)
+  const signing::Keyring* trusted = nullptr;  // nullptr: signatures not checked (--insecure-skip-signature)
   // Hash a blob only when it is read: here, the manifests the closure check
   // walks; the rest when hash_blobs() is asked for them. Headers, the
   // manifest, non-blob entries and the closure are checked as always. Import
@@ -224,4 +230,4 @@ VerifyReport verify_bundle(const std::vector<std::filesystem::path>& volumes, co
 // does not adds its problems to the report.
 void hash_blobs(VerifyReport& report, const std::set<std::string>& digests);
 
-}  // namespace gb
+}  // namespace gb::bundles

@@ -11,7 +11,7 @@
 #include "mirror/registry.hpp"
 #include "signing/digest.hpp"
 
-namespace gb {
+namespace gb::bundles {
 
 namespace {
 
@@ -30,7 +30,7 @@ private:
 };
 
 // Reads a blob's stored bytes straight from the verified volumes.
-class SegmentSource final : public BlobSource {
+class SegmentSource final : public mirror::BlobSource {
 public:
   SegmentSource(const BundleBlob& b, std::function<void(std::uint64_t)> on_new_bytes) : m_blob(b), m_on(std::move(on_new_bytes)) {}
   std::uint64_t size() const override { return m_blob.stored_size(); }
@@ -74,7 +74,7 @@ private:
 
 // A zstd blob's content for a push, decoded as the registry client reads it;
 // reading back (a retry) decodes again from the start.
-class ZstdSource final : public BlobSource {
+class ZstdSource final : public mirror::BlobSource {
 public:
   ZstdSource(const BundleBlob& b, std::uint64_t size, std::function<void(std::uint64_t)> on) : m_stored(b, std::move(on)), m_size(size) {}
   std::uint64_t size() const override { return m_size; }
@@ -195,7 +195,7 @@ Result<void> BundleBlobs::stream_content(const BundleBlob& b, std::string_view d
   auto src = source(b, nullptr);
   std::optional<detail::ZstdDecoder> dec;
   if (!b.encoding.empty()) dec.emplace();
-  Sha256 hash;
+  signing::Sha256 hash;
   auto emit = [&](std::string_view chunk) -> Result<void> {
     hash.update(chunk);
     return out(chunk);
@@ -216,11 +216,11 @@ Result<void> BundleBlobs::stream_content(const BundleBlob& b, std::string_view d
   return {};
 }
 
-std::unique_ptr<BlobSource> BundleBlobs::source(const BundleBlob& blob, std::function<void(std::uint64_t)> on_new_bytes) {
+std::unique_ptr<mirror::BlobSource> BundleBlobs::source(const BundleBlob& blob, std::function<void(std::uint64_t)> on_new_bytes) {
   return std::make_unique<SegmentSource>(blob, std::move(on_new_bytes));
 }
 
-Result<std::unique_ptr<BlobSource>> BundleBlobs::content_source(const BundleBlob& blob, std::function<void(std::uint64_t)> on_stored_bytes) {
+Result<std::unique_ptr<mirror::BlobSource>> BundleBlobs::content_source(const BundleBlob& blob, std::function<void(std::uint64_t)> on_stored_bytes) {
   if (blob.encoding.empty()) return source(blob, std::move(on_stored_bytes));
   SegmentSource head_src(blob, nullptr);
   std::string head(detail::k_zstd_frame_header_max, '\0');
@@ -229,7 +229,7 @@ Result<std::unique_ptr<BlobSource>> BundleBlobs::content_source(const BundleBlob
   head.resize(*n);
   auto size = detail::ZstdDecoder::declared_size(head);
   if (!size) return size.error();
-  return std::unique_ptr<BlobSource>(std::make_unique<ZstdSource>(blob, *size, std::move(on_stored_bytes)));
+  return std::unique_ptr<mirror::BlobSource>(std::make_unique<ZstdSource>(blob, *size, std::move(on_stored_bytes)));
 }
 
-}  // namespace gb
+}  // namespace gb::bundles

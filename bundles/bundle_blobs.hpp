@@ -17,10 +17,13 @@
 
 #include "common/error.hpp"
 
-namespace gb {
+namespace gb::mirror {
+class BlobSource;
+}
+
+namespace gb::bundles {
 
 struct VerifyReport;
-class BlobSource;
 
 // One piece of a blob's stored bytes inside a volume.
 struct BlobSegment {
@@ -51,13 +54,13 @@ public:
   static Result<void> stream_content(const BundleBlob& blob, std::string_view digest,
                                      const std::function<Result<void>(std::string_view)>& out);
   // Stored bytes for a push; on_new_bytes counts each byte once across retries.
-  static std::unique_ptr<BlobSource> source(const BundleBlob& blob, std::function<void(std::uint64_t)> on_new_bytes);
+  static std::unique_ptr<mirror::BlobSource> source(const BundleBlob& blob, std::function<void(std::uint64_t)> on_new_bytes);
   // The content for a push: stored bytes, or a zstd blob decoded as it is
   // read (never whole in memory); on_stored_bytes counts stored bytes once.
-  static Result<std::unique_ptr<BlobSource>> content_source(const BundleBlob& blob, std::function<void(std::uint64_t)> on_stored_bytes);
+  static Result<std::unique_ptr<mirror::BlobSource>> content_source(const BundleBlob& blob, std::function<void(std::uint64_t)> on_stored_bytes);
 
 private:
   std::map<std::string, BundleBlob, std::less<>> m_blobs;
 };
 
-}  // namespace gb
+}  // namespace gb::bundles

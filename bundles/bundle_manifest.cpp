@@ -15,7 +15,7 @@
 #include "mirror/oci.hpp"
 #include "signing/digest.hpp"
 
-namespace gb {
+namespace gb::bundles {
 
 using nlohmann::json;
 
@@ -79,14 +79,14 @@ bool is_safe_word(std::string_view s) {
 // What import and node-image export take from the lock: it parses, its chart
 // names a plain file, its images are references, and it holds every image.
 Result<void> check_lock(const VolumeManifest& m, const std::string& label) {
-  auto lock = parse_lock(m.lock_json, label + ": lock");
+  auto lock = recipes::parse_lock(m.lock_json, label + ": lock");
   if (!lock) return op_error(lock.error().message);
   if (!is_safe_word(kit::kit_chart_file(*lock)))
     return op_error(label + ": lock chart '" + lock->chart.name.substr(0, 80) + "' '" + lock->chart.version.substr(0, 80) +
                     "': name or version holds characters a file name cannot");
   std::set<std::string> sources;
   for (const auto& i : lock->images) {
-    if (auto ref = Reference::parse(i.source); !ref) return op_error(label + ": lock image " + i.source.substr(0, 200) + ": " + ref.error().message);
+    if (auto ref = recipes::Reference::parse(i.source); !ref) return op_error(label + ": lock image " + i.source.substr(0, 200) + ": " + ref.error().message);
     sources.insert(i.source);
   }
   for (const auto& img : m.images)
@@ -107,7 +107,7 @@ std::int64_t int_in(const json& v, std::int64_t lo, std::int64_t hi, const std::
 
 std::string digest_field(const json& v, const std::string& what) {
   std::string d = v.get<std::string>();
-  if (!is_sha256_digest(d)) throw Error(ErrorKind::Failed, what + " '" + d.substr(0, 80) + "' is not a sha256 digest");
+  if (!signing::is_sha256_digest(d)) throw Error(ErrorKind::Failed, what + " '" + d.substr(0, 80) + "' is not a sha256 digest");
   return d;
 }
 
@@ -182,13 +182,13 @@ Result<VolumeManifest> parse_volume_manifest(std::string_view text, const std::s
     m.lock_json = j.at("lock").dump();
     for (const auto& i : list_field(j.at("images"), "images")) {
       BundleImage img{i.at("ref").get<std::string>(), i.at("mediaType").get<std::string>(), digest_field(i.at("digest"), "images[].digest"), {}, {}, {}};
-      if (!oci::is_index(img.media_type) && !oci::is_manifest(img.media_type))
+      if (!mirror::oci::is_index(img.media_type) && !mirror::oci::is_manifest(img.media_type))
         return op_error(label + ": image " + img.ref + ": mediaType '" + img.media_type + "' is not a manifest or index type");
       for (const auto& p : list_field(i.at("platforms"), "images[].platforms")) img.platforms.push_back(p.get<std::string>());
       for (const auto& b : list_field(i.at("blobs"), "images[].blobs")) img.blobs.push_back(digest_field(b, "image " + img.ref + " blob"));
       if (i.contains("upstreamDigest")) {
         img.upstream_digest = digest_field(i.at("upstreamDigest"), "image " + img.ref + " upstreamDigest");
-        if (img.upstream_digest == img.digest || !oci::is_index(img.media_type))
+        if (img.upstream_digest == img.digest || !mirror::oci::is_index(img.media_type))
           return op_error(label + ": image " + img.ref + ": upstreamDigest is only for an index the bundle filtered");
         if (std::find(img.blobs.begin(), img.blobs.end(), img.upstream_digest) == img.blobs.end())
           return op_error(label + ": image " + img.ref + ": upstreamDigest " + img.upstream_digest + " is not among its blobs");
@@ -247,4 +247,4 @@ std::filesystem::path volume_path(const std::filesystem::path& first, int n, int
   return first.string() + suffix;
 }
 
-}  // namespace gb
+}  // namespace gb::bundles

@@ -22,7 +22,7 @@
 #include "signing/keys.hpp"
 #include "signing/signature.hpp"
 
-namespace gb {
+namespace gb::bundles {
 
 namespace {
 
@@ -30,7 +30,7 @@ constexpr std::size_t k_walk_block = 64 << 10;  // header walk: entry data is sk
 constexpr std::size_t k_chunk = 1 << 20;        // hashing: one pread
 constexpr la_int64_t k_max_manifest = static_cast<la_int64_t>(k_max_manifest_bytes);
 constexpr la_int64_t k_max_signature = static_cast<la_int64_t>(k_max_signature_bytes);
-constexpr std::size_t k_keep_json = oci::k_max_manifest_bytes;  // manifests kept for the closure check
+constexpr std::size_t k_keep_json = mirror::oci::k_max_manifest_bytes;  // manifests kept for the closure check
 constexpr std::size_t k_max_path = k_max_bundle_path;
 constexpr std::size_t k_max_problems = 100;  // lines kept; a hostile volume could make millions
 
@@ -113,6 +113,14 @@ struct Hashed {
   std::uint64_t bytes = 0;
 };
 
+// Reads the whole current entry into `out` (bounded by the caller).
+bool read_all(archive* a, std::string& out) {
+  la_ssize_t n;
+  char buf[65536];
+  while ((n = archive_read_data(a, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+  return n == 0;
+}
+
 std::string where(const Placed& p) { return p.at.volume.filename().string() + ": entry " + p.file->path + ": "; }
 
 Hashed hash(const HashJob& job) {
@@ -123,7 +131,7 @@ Hashed hash(const HashJob& job) {
   if (job.whole && head.encoding == "zstd") zstd.emplace();
   // A whole plain entry's stored hash is its content hash; otherwise the content has its own.
   const bool own_content = job.whole && (zstd || joined);
-  Sha256 content;
+  signing::Sha256 content;
   bool keep = job.whole && (zstd || job.size() <= k_keep_json);
   auto decoded = [&](std::string_view chunk) -> Result<void> {
     if (own_content) content.update(chunk);
@@ -141,7 +149,7 @@ Hashed hash(const HashJob& job) {
   std::string decode_error, stored_hex;
   std::uint64_t at = 0;
   for (const auto& p : job.pieces) {
-    Sha256 hash;
+    signing::Sha256 hash;
     for (const std::uint64_t end = at + p.file->size; at < end;) {
       auto n = src->read(at, buf.get(), static_cast<std::size_t>(std::min<std::uint64_t>(k_chunk, end - at)));
       if (!n) {
@@ -163,7 +171,7 @@ Hashed hash(const HashJob& job) {
     if (auto r = zstd->finish(decoded); !r) decode_error = r.error().message;
   std::string blob_hex = own_content ? content.hex() : stored_hex;
   std::string why = !decode_error.empty()      ? decode_error
-                    : blob_hex == digest_hex(head.blob) ? std::string()
+                    : blob_hex == signing::digest_hex(head.blob) ? std::string()
                     : joined                   ? "content does not match its digest"
                                                : "content sha256 " + blob_hex + " does not match blob " + head.blob;
   if (!why.empty())
@@ -243,20 +251,12 @@ private:
     m_dropped = 0;
   }
 
-  // Reads the whole current entry into `out` (bounded by the caller).
-  bool read_all(archive* a, std::string& out) {
-    la_ssize_t n;
-    char buf[65536];
-    while ((n = archive_read_data(a, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
-    return n == 0;
-  }
-
   void volume(const std::filesystem::path& path) {
     std::string label = path.filename().string();
-    detail::ArchiveReader a(archive_read_new());
+    gb::detail::ArchiveReader a(archive_read_new());
     archive_read_support_format_tar(a.get());  // tar (ustar, pax, gnu) only; no filters: bundles are never compressed outside
     if (archive_read_open_filename(a.get(), path.c_str(), k_walk_block) != ARCHIVE_OK) {
-      problem(label + ": cannot open: " + detail::archive_error(a.get()));
+      problem(label + ": cannot open: " + gb::detail::archive_error(a.get()));
       return;
     }
     archive_entry* e = nullptr;
@@ -266,7 +266,7 @@ private:
                                     std::tuple{k_volume_signature, &signature_text, k_max_signature}}) {
       int rc = archive_read_next_header(a.get(), &e);
       if (rc != ARCHIVE_OK) {
-        problem(label + ": not a gpubundle volume: " + (rc == ARCHIVE_EOF ? "empty" : detail::archive_error(a.get())));
+        problem(label + ": not a gpubundle volume: " + (rc == ARCHIVE_EOF ? "empty" : gb::detail::archive_error(a.get())));
         return;
       }
       std::string why = unsafe_reason(e);
@@ -280,13 +280,13 @@ private:
         return;
       }
       if (!read_all(a.get(), *out)) {
-        problem(label + ": truncated in " + std::string(name) + ": " + detail::archive_error(a.get()));
+        problem(label + ": truncated in " + std::string(name) + ": " + gb::detail::archive_error(a.get()));
         return;
       }
       m_report.bytes += out->size();
     }
     if (m_o.trusted) {
-      auto signer = verify_detached(*m_o.trusted, manifest_text, signature_text);
+      auto signer = signing::verify_detached(*m_o.trusted, manifest_text, signature_text);
       if (!signer) {
         const std::string& why = signer.error().message;  // signing/ names the signature already
         problem(label + ": " + (starts_with(why, "signature: ") ? why : "signature: " + why));
@@ -392,7 +392,7 @@ private:
       }
       m_placed.push_back({&f, {volume, *offset}});
     }
-    if (rc != ARCHIVE_EOF) problem(label + ": truncated or damaged after " + std::to_string(names.size()) + " entries: " + detail::archive_error(a));
+    if (rc != ARCHIVE_EOF) problem(label + ": truncated or damaged after " + std::to_string(names.size()) + " entries: " + gb::detail::archive_error(a));
     std::vector<std::string> missing;
     for (const auto& [path, f] : expected)
       if (!names.count(path)) missing.push_back(path);
@@ -502,12 +502,12 @@ private:
       if (!m_failed.count(up)) problem("image " + img.ref + ": upstream index " + up + " could not be read");
       return;
     }
-    auto upstream = oci::parse_manifest(*json, "");  // its own mediaType: the filtered index keeps it
+    auto upstream = mirror::oci::parse_manifest(*json, "");  // its own mediaType: the filtered index keeps it
     if (!upstream || !upstream->index()) {
       problem("image " + img.ref + ": upstream " + up + " is not an index" + (upstream ? "" : ": " + upstream.error().message));
       return;
     }
-    auto site = oci::site_index(*upstream, img.platforms);
+    auto site = mirror::oci::site_index(*upstream, img.platforms);
     if (!site) problem("image " + img.ref + ": " + site.error().message);
     else if (!*site || (*site)->digest != img.digest)
       problem("image " + img.ref + ": index " + img.digest + " is not what upstream index " + up + " filtered to " +
@@ -517,13 +517,13 @@ private:
   // The signed lock and the images list name the same digests: the lock's
   // digest upstream, its siteDigest (or digest) what the bundle pushes.
   void agrees_with_lock(const VolumeManifest& m) {
-    auto lock = parse_lock(m.lock_json, "bundle lock");
+    auto lock = recipes::parse_lock(m.lock_json, "bundle lock");
     if (!lock) {
       problem("bundle " + m.bundle_id + ": " + lock.error().message);
       return;
     }
     for (const auto& img : m.images) {
-      const LockImage* li = lock->find(img.ref);
+      const recipes::LockImage* li = lock->find(img.ref);
       if (!li) {
         problem("image " + img.ref + " is not in the bundle's lock");
         continue;
@@ -558,14 +558,14 @@ private:
         if (!m_failed.count(t.digest)) problem("image " + img.ref + ": manifest " + t.digest + " could not be read");
         continue;
       }
-      auto parsed = oci::parse_manifest(*json, t.media_type);
+      auto parsed = mirror::oci::parse_manifest(*json, t.media_type);
       if (!parsed) {
         problem("image " + img.ref + ": " + parsed.error().message);
         continue;
       }
       if (parsed->index()) {
-        if (t.depth >= oci::k_max_index_depth) {
-          problem("image " + img.ref + ": index " + t.digest + " nests deeper than " + std::to_string(oci::k_max_index_depth) + " levels");
+        if (t.depth >= mirror::oci::k_max_index_depth) {
+          problem("image " + img.ref + ": index " + t.digest + " nests deeper than " + std::to_string(mirror::oci::k_max_index_depth) + " levels");
           return;
         }
         bool any = false;
@@ -582,7 +582,7 @@ private:
         if (!any) problem("image " + img.ref + ": index " + t.digest + " has none of its platforms in the bundle");
         continue;
       }
-      std::vector<oci::Descriptor> refs = parsed->layers;
+      std::vector<mirror::oci::Descriptor> refs = parsed->layers;
       refs.insert(refs.begin(), parsed->config);
       for (const auto& d : refs)
         if (!present.count(d.digest) && !omitted.count(d.digest))
@@ -628,11 +628,11 @@ Result<void> require_volume_files(const std::vector<std::filesystem::path>& volu
 
 Result<VolumeManifest> read_volume_manifest(const std::filesystem::path& volume, std::string* signer) {
   if (auto r = require_volume_files({volume}); !r) return r.error();
-  detail::ArchiveReader a(archive_read_new());
+  gb::detail::ArchiveReader a(archive_read_new());
   archive_read_support_format_tar(a.get());
   std::string label = volume.filename().string();
   if (archive_read_open_filename(a.get(), volume.c_str(), k_walk_block) != ARCHIVE_OK)
-    return input_error(volume.string() + ": cannot open: " + detail::archive_error(a.get()));
+    return input_error(volume.string() + ": cannot open: " + gb::detail::archive_error(a.get()));
   archive_entry* e = nullptr;
   std::string texts[2];
   for (int i = 0; i < 2; ++i) {
@@ -640,16 +640,13 @@ Result<VolumeManifest> read_volume_manifest(const std::filesystem::path& volume,
     if (archive_read_next_header(a.get(), &e) != ARCHIVE_OK || archive_entry_pathname(e) != want ||
         archive_entry_size(e) > (i == 0 ? k_max_manifest : k_max_signature))
       return op_error(label + ": not a gpubundle volume (no " + want + " at its start)");
-    la_ssize_t n;
-    char buf[65536];
-    while ((n = archive_read_data(a.get(), buf, sizeof buf)) > 0) texts[i].append(buf, static_cast<size_t>(n));
-    if (n < 0) return op_error(label + ": truncated in " + want);
+    if (!read_all(a.get(), texts[i])) return op_error(label + ": truncated in " + want);
   }
   if (signer) {
-    auto sig = parse_signature(texts[1]);
+    auto sig = signing::parse_signature(texts[1]);
     *signer = sig ? sig->key_id : "";
   }
   return parse_volume_manifest(texts[0], label);
 }
 
-}  // namespace gb
+}  // namespace gb::bundles

@@ -19,7 +19,7 @@
 #include "signing/keys.hpp"
 #include "signing/signature.hpp"
 
-namespace gb {
+namespace gb::bundles {
 
 namespace {
 
@@ -54,7 +54,7 @@ struct Entry {
 
 class Writer {
 public:
-  Writer(const Store& store, const Lock& lock, const PrivateKey& key, const CreateOptions& o, Progress& p)
+  Writer(const mirror::Store& store, const recipes::Lock& lock, const signing::PrivateKey& key, const CreateOptions& o, Progress& p)
       : m_store(store), m_lock(lock), m_key(key), m_o(o), m_progress(p) {}
 
   Result<CreateReport> run() {
@@ -69,7 +69,7 @@ private:
     // A conventional recipe with packages.sources: without its repository the
     // driver pods at the site would find no kernel packages.
     for (const auto& li : m_lock.images)
-      if (std::find(li.components.begin(), li.components.end(), k_package_server_component) != li.components.end() &&
+      if (std::find(li.components.begin(), li.components.end(), recipes::k_package_server_component) != li.components.end() &&
           !m_lock.package_repo)
         return input_error("lock lists the package server image " + li.source +
                            " but no site package repository: make it with `gpubundle build` from the recipe");
@@ -80,7 +80,7 @@ private:
       if (!site) return site.error();
       auto& blobs = site->blobs;
       // A node overlay is exported from this bundle alone (node-image export): a delta never leaves its blobs out.
-      if (std::find(li.components.begin(), li.components.end(), k_node_overlay_component) != li.components.end())
+      if (std::find(li.components.begin(), li.components.end(), recipes::k_node_overlay_component) != li.components.end())
         m_whole.insert(blobs.begin(), blobs.end());
       if (!site->index_bytes.empty()) m_made[site->digest] = std::move(site->index_bytes);
       BundleImage image{li.source, site->media_type, site->digest, m_lock.platforms_of(li), std::move(blobs), li.site_digest.empty() ? "" : li.digest};
@@ -95,7 +95,7 @@ private:
     Entry e;
     e.file.path = path;
     e.file.size = bytes.size();
-    e.file.sha256 = sha256_hex(bytes);
+    e.file.sha256 = signing::sha256_hex(bytes);
     e.memory = std::move(bytes);
     e.from_memory = true;
     m_entries.push_back(std::move(e));
@@ -105,7 +105,7 @@ private:
     std::error_code ec;
     auto size = std::filesystem::file_size(file, ec);
     if (ec) return input_error(file.string() + ": cannot read: " + ec.message());
-    auto hex = sha256_file_hex(file);
+    auto hex = signing::sha256_file_hex(file);
     if (!hex) return hex.error();
     Entry e;
     e.file.path = path;
@@ -118,28 +118,25 @@ private:
 
   Result<void> plan_entries() {
     // The lock, the chart, extra files, and the bundle's own OCI layout.
-    add_memory("lock.json", lock_to_json(m_lock));
-    auto chart = m_store.chart_path(m_lock.chart.name, m_lock.chart.version);
-    if (!std::filesystem::exists(chart))
-      return op_error("chart " + m_lock.chart.name + " " + m_lock.chart.version + " is not in the store (" + chart.string() +
-                      "): run `gpubundle mirror`");
-    if (auto r = add_disk("charts/" + chart.filename().string(), chart); !r) return r;
-    if (const auto& net = m_lock.network) {  // the Network Operator's chart rides along the same way
-      auto net_chart = m_store.chart_path(net->chart.name, net->chart.version);
-      if (!std::filesystem::exists(net_chart))
-        return op_error("chart " + net->chart.name + " " + net->chart.version + " is not in the store (" + net_chart.string() +
-                        "): run `gpubundle mirror`");
-      if (auto r = add_disk("charts/" + net_chart.filename().string(), net_chart); !r) return r;
-    }
+    add_memory("lock.json", recipes::lock_to_json(m_lock));
+    auto add_chart = [&](const recipes::LockChart& c) -> Result<void> {
+      auto chart = m_store.chart_path(c.name, c.version);
+      if (!std::filesystem::exists(chart))
+        return op_error("chart " + c.name + " " + c.version + " is not in the store (" + chart.string() + "): run `gpubundle mirror`");
+      return add_disk("charts/" + chart.filename().string(), chart);
+    };
+    if (auto r = add_chart(m_lock.chart); !r) return r;
+    if (m_lock.network)  // the Network Operator's chart rides along the same way
+      if (auto r = add_chart(m_lock.network->chart); !r) return r;
     for (const auto& [path, file] : m_o.extra)
       if (auto r = add_disk(path, file); !r) return r;
     add_memory("oci/oci-layout", "{\"imageLayoutVersion\":\"1.0.0\"}");
-    nlohmann::json index = {{"schemaVersion", 2}, {"mediaType", std::string(oci::k_oci_index)}, {"manifests", nlohmann::json::array()}};
+    nlohmann::json index = {{"schemaVersion", 2}, {"mediaType", std::string(mirror::oci::k_oci_index)}, {"manifests", nlohmann::json::array()}};
     for (const auto& img : m_images) {
       index["manifests"].push_back({{"mediaType", img.media_type},
                                     {"digest", img.digest},
                                     {"size", m_blobs.at(img.digest).size},
-                                    {"annotations", {{std::string(k_ref_name_annotation), img.ref}}}});
+                                    {"annotations", {{std::string(mirror::k_ref_name_annotation), img.ref}}}});
     }
     add_memory("oci/index.json", index.dump() + "\n");
 
@@ -151,10 +148,10 @@ private:
         continue;
       }
       Entry e;
-      e.file.path = "oci/blobs/sha256/" + digest_hex(digest);
+      e.file.path = "oci/blobs/sha256/" + signing::digest_hex(digest);
       e.file.blob = digest;
       e.file.size = info.size;
-      e.file.sha256 = digest_hex(digest);
+      e.file.sha256 = signing::digest_hex(digest);
       e.disk = m_store.blob_path(digest);
       m_report.blob_bytes += info.size;
       ++m_report.blobs;
@@ -166,7 +163,7 @@ private:
           zstd_held + info.size <= k_zstd_budget) {
         auto raw = m_store.read_blob(digest);
         if (!raw) return raw.error();
-        if (sha256_digest(raw.value()) != digest) return op_error("store blob " + digest + " is corrupt: run `gpubundle store fsck`");
+        if (signing::sha256_digest(raw.value()) != digest) return op_error("store blob " + digest + " is corrupt: run `gpubundle store fsck`");
         std::string out(ZSTD_compressBound(raw->size()), '\0');
         size_t n = ZSTD_compress(out.data(), out.size(), raw->data(), raw->size(), k_zstd_level);
         // Keep it only when it saves at least a tar block and a tenth.
@@ -177,7 +174,7 @@ private:
           e.file.path += ".zst";
           e.file.encoding = "zstd";
           e.file.size = n;
-          e.file.sha256 = sha256_hex(out);
+          e.file.sha256 = signing::sha256_hex(out);
           e.memory = std::move(out);
           e.from_memory = true;
           e.disk.clear();
@@ -189,7 +186,7 @@ private:
     std::sort(m_entries.begin(), m_entries.end(), [](const Entry& a, const Entry& b) { return a.file.path < b.file.path; });
 
     // The id names the content, whatever the split or the compression.
-    Sha256 id;
+    signing::Sha256 id;
     for (const auto& e : m_entries) id.update((e.file.blob.empty() ? e.file.path + " " + e.file.sha256 : e.file.blob) + "\n");
     for (const auto& d : m_omitted) id.update("omitted " + d + "\n");
     m_report.bundle_id = id.hex().substr(0, 16);
@@ -206,7 +203,7 @@ private:
     m.delta = !m_o.have_blobs.empty();
     m.delta_base = m_o.delta_base;
     m.omitted = m_omitted;
-    m.lock_json = lock_to_json(m_lock);
+    m.lock_json = recipes::lock_to_json(m_lock);
     m.images = m_images;
     for (const auto& e : m_entries) m.files.push_back(e.file);
     return m;
@@ -226,17 +223,17 @@ private:
       m_entries.clear();
       int vol = 1;
       std::uint64_t used = reserve;
+      // Starts the next volume; the payload room a part has there.
+      auto next_volume = [&] {
+        ++vol;
+        used = reserve;
+        return (S - reserve - 1536) / 512 * 512;
+      };
       for (const auto& w : whole) {
         std::uint64_t c = tar_cost(w.file.size);
-        if (used + c <= S) {
-          m_entries.push_back(w);
-          m_entries.back().file.volume = vol;
+        if (used + c <= S || c <= S - reserve) {  // whole, in this volume or the next
+          if (used + c > S) next_volume();
           used += c;
-          continue;
-        }
-        if (c <= S - reserve) {
-          ++vol;
-          used = reserve + c;
           m_entries.push_back(w);
           m_entries.back().file.volume = vol;
           continue;
@@ -244,22 +241,13 @@ private:
         // Parts: fill this volume, then whole volumes.
         std::vector<std::pair<int, std::uint64_t>> parts;
         std::uint64_t left = w.file.size;
-        std::uint64_t avail = used + 1536 + k_min_volume_data <= S ? (S - used - 1536) / 512 * 512 : 0;
-        if (avail == 0) {
-          ++vol;
-          used = reserve;
-          avail = (S - reserve - 1536) / 512 * 512;
-        }
+        std::uint64_t avail = used + 1536 + k_min_volume_data <= S ? (S - used - 1536) / 512 * 512 : next_volume();
         while (left > 0) {
           std::uint64_t n = std::min(left, avail);
           parts.push_back({vol, n});
           left -= n;
           used += tar_cost(n);
-          if (left > 0) {
-            ++vol;
-            used = reserve;
-            avail = (S - reserve - 1536) / 512 * 512;
-          }
+          if (left > 0) avail = next_volume();
         }
         std::uint64_t offset = 0;
         for (size_t i = 0; i < parts.size(); ++i) {
@@ -295,10 +283,10 @@ private:
         continue;
       }
       size_t count = static_cast<size_t>(first.file.parts);
-      Sha256 whole;
+      signing::Sha256 whole;
       for (size_t k = i; k < i + count; ++k) {
         Entry& p = m_entries[k];
-        Sha256 h;
+        signing::Sha256 h;
         auto r = read_slice(p, [&](std::string_view chunk) {
           h.update(chunk);
           whole.update(chunk);
@@ -307,7 +295,7 @@ private:
         if (!r) return r;
         p.file.sha256 = h.hex();
       }
-      std::string expect = first.file.encoding.empty() && !first.file.blob.empty() ? digest_hex(first.file.blob) : "";
+      std::string expect = first.file.encoding.empty() && !first.file.blob.empty() ? signing::digest_hex(first.file.blob) : "";
       if (!expect.empty() && whole.hex() != expect)
         return op_error("store blob " + first.file.blob + " is corrupt: run `gpubundle store fsck`");
       i += count;
@@ -362,7 +350,7 @@ private:
   }
 
   Result<void> add_entry(archive* a, const std::string& path, std::uint64_t size) {
-    detail::ArchiveEntry e(archive_entry_new());
+    gb::detail::ArchiveEntry e(archive_entry_new());
     archive_entry_set_pathname(e.get(), path.c_str());
     archive_entry_set_filetype(e.get(), AE_IFREG);
     archive_entry_set_perm(e.get(), 0644);
@@ -389,14 +377,14 @@ private:
   }
 
   Result<void> write_tar(int v, VolumeOut& out) {
-    detail::ArchiveWriter a(archive_write_new());
+    gb::detail::ArchiveWriter a(archive_write_new());
     archive_write_set_format_pax_restricted(a.get());
     archive_write_set_bytes_per_block(a.get(), 1 << 20);
     archive_write_set_bytes_in_last_block(a.get(), 1);
     if (archive_write_open(a.get(), &out, nullptr, write_cb, nullptr) != ARCHIVE_OK)
       return tar_error(a.get());
     std::string manifest = manifest_to_json(manifest_for(v));
-    auto sig = sign_detached(m_key, manifest);
+    auto sig = signing::sign_detached(m_key, manifest);
     if (!sig) return sig.error();
     for (auto [path, bytes] : {std::pair{std::string(k_volume_manifest), &manifest}, std::pair{std::string(k_volume_signature), &sig.value()}}) {
       if (auto r = add_entry(a.get(), path, bytes->size()); !r) return r;
@@ -405,7 +393,7 @@ private:
     for (const auto& e : m_entries) {
       if (e.file.volume != v) continue;
       if (auto r = add_entry(a.get(), e.file.path, e.file.size); !r) return r;
-      Sha256 h;
+      signing::Sha256 h;
       bool check = !e.from_memory;
       auto r = read_slice(e, [&](std::string_view chunk) {
         if (check) h.update(chunk);
@@ -466,9 +454,9 @@ private:
     }
   }
 
-  const Store& m_store;
-  const Lock& m_lock;
-  const PrivateKey& m_key;
+  const mirror::Store& m_store;
+  const recipes::Lock& m_lock;
+  const signing::PrivateKey& m_key;
   const CreateOptions& m_o;
   Progress& m_progress;
   std::vector<BundleImage> m_images;
@@ -485,9 +473,9 @@ private:
 
 }  // namespace
 
-Result<CreateReport> create_bundle(const Store& store, const Lock& lock, const PrivateKey& key, const CreateOptions& options,
+Result<CreateReport> create_bundle(const mirror::Store& store, const recipes::Lock& lock, const signing::PrivateKey& key, const CreateOptions& options,
                                    Progress& progress) {
   return Writer(store, lock, key, options, progress).run();
 }
 
-}  // namespace gb
+}  // namespace gb::bundles

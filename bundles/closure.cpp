@@ -6,18 +6,18 @@
 #include "mirror/oci.hpp"
 #include "mirror/store.hpp"
 
-namespace gb {
+namespace gb::bundles {
 
 namespace {
 
-Result<void> walk(const Store& store, const std::string& ref, const std::string& digest, const std::string& media_type,
+Result<void> walk(const mirror::Store& store, const std::string& ref, const std::string& digest, const std::string& media_type,
                   std::map<std::string, ClosureBlob>& out, std::vector<std::string>& order, int depth) {
   if (std::find(order.begin(), order.end(), digest) != order.end()) return {};
-  if (depth > oci::k_max_index_depth)
-    return op_error("image " + ref + ": index " + digest + " nests deeper than " + std::to_string(oci::k_max_index_depth) + " levels");
+  if (depth > mirror::oci::k_max_index_depth)
+    return op_error("image " + ref + ": index " + digest + " nests deeper than " + std::to_string(mirror::oci::k_max_index_depth) + " levels");
   auto bytes = store.read_blob(digest);
   if (!bytes) return op_error("image " + ref + ": manifest " + digest + " is not in the store: run `gpubundle mirror`");
-  auto m = oci::parse_manifest(bytes.value(), media_type);
+  auto m = mirror::oci::parse_manifest(bytes.value(), media_type);
   if (!m) return op_error("image " + ref + ": " + m.error().message);
   order.push_back(digest);
   out[digest] = {bytes->size(), m->media_type, true};
@@ -31,7 +31,7 @@ Result<void> walk(const Store& store, const std::string& ref, const std::string&
     if (!any) return op_error("image " + ref + ": no platform of index " + digest + " is in the store: run `gpubundle mirror`");
     return {};
   }
-  std::vector<oci::Descriptor> refs = m->layers;
+  std::vector<mirror::oci::Descriptor> refs = m->layers;
   refs.insert(refs.begin(), m->config);
   for (const auto& d : refs) {
     if (!store.has_blob(d.digest, d.size))
@@ -44,14 +44,14 @@ Result<void> walk(const Store& store, const std::string& ref, const std::string&
 
 }  // namespace
 
-Result<std::vector<std::string>> image_closure(const Store& store, const std::string& ref, const std::string& digest,
+Result<std::vector<std::string>> image_closure(const mirror::Store& store, const std::string& ref, const std::string& digest,
                                                const std::string& media_type, std::map<std::string, ClosureBlob>& out) {
   std::vector<std::string> order;
   if (auto r = walk(store, ref, digest, media_type, out, order, 0); !r) return r.error();
   return order;
 }
 
-Result<SiteImage> site_image_closure(const Store& store, const Lock& lock, const LockImage& image, std::map<std::string, ClosureBlob>& out) {
+Result<SiteImage> site_image_closure(const mirror::Store& store, const recipes::Lock& lock, const recipes::LockImage& image, std::map<std::string, ClosureBlob>& out) {
   auto stored = store.find_image(image.source);
   if (!stored) return op_error("image " + image.source + " is not in the store " + store.root().string() + ": run `gpubundle mirror`");
   if (stored->digest != image.digest)
@@ -64,15 +64,15 @@ Result<SiteImage> site_image_closure(const Store& store, const Lock& lock, const
     site.blobs = std::move(blobs.value());
     return site;
   };
-  if (image.built || !oci::is_index(stored->media_type)) {
+  if (image.built || !mirror::oci::is_index(stored->media_type)) {
     if (!image.site_digest.empty()) return op_error("image " + image.source + ": a siteDigest, but the store holds no index for it");
     return whole();
   }
   auto bytes = store.read_blob(stored->digest);
   if (!bytes) return op_error("image " + image.source + ": index " + stored->digest + " is not in the store: run `gpubundle mirror`");
-  auto upstream = oci::parse_manifest(std::move(bytes.value()), stored->media_type);
+  auto upstream = mirror::oci::parse_manifest(std::move(bytes.value()), stored->media_type);
   if (!upstream) return op_error("image " + image.source + ": " + upstream.error().message);
-  auto filtered = oci::site_index(*upstream, lock.platforms_of(image));
+  auto filtered = mirror::oci::site_index(*upstream, lock.platforms_of(image));
   if (!filtered) return op_error("image " + image.source + ": " + filtered.error().message);
   if (!*filtered && image.site_digest.empty()) return whole();
   // A lock mirrored before filtered indexes names none: its bundle would carry
@@ -84,7 +84,7 @@ Result<SiteImage> site_image_closure(const Store& store, const Lock& lock, const
     return op_error("image " + image.source + ": its platforms give the site " +
                     (*filtered ? (*filtered)->digest : upstream->digest + " (the whole index)") + ", not the lock's siteDigest " +
                     image.site_digest + ": run `gpubundle mirror` with this lock");
-  const oci::Manifest& index = **filtered;
+  const mirror::oci::Manifest& index = **filtered;
   site.digest = index.digest;
   site.index_bytes = index.bytes;
   out[upstream->digest] = {upstream->bytes.size(), upstream->media_type, true};
@@ -99,4 +99,4 @@ Result<SiteImage> site_image_closure(const Store& store, const Lock& lock, const
   return site;
 }
 
-}  // namespace gb
+}  // namespace gb::bundles

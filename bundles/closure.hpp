@@ -10,9 +10,11 @@
 #include "common/error.hpp"
 #include "recipes/lock.hpp"
 
-namespace gb {
-
+namespace gb::mirror {
 class Store;
+}
+
+namespace gb::bundles {
 
 struct ClosureBlob {
   std::uint64_t size = 0;
@@ -22,7 +24,7 @@ struct ClosureBlob {
 
 // Adds every blob `digest` reaches to `out` (keyed by digest) and returns
 // them in walk order. Fails naming `ref` when the store lacks one.
-Result<std::vector<std::string>> image_closure(const Store& store, const std::string& ref, const std::string& digest,
+Result<std::vector<std::string>> image_closure(const mirror::Store& store, const std::string& ref, const std::string& digest,
                                                const std::string& media_type, std::map<std::string, ClosureBlob>& out);
 
 // One lock image as the site gets it. Without a siteDigest: image_closure of
@@ -36,6 +38,6 @@ struct SiteImage {
   std::string index_bytes;  // the filtered index, when there is one (it is in no store)
   std::vector<std::string> blobs;  // walk order
 };
-Result<SiteImage> site_image_closure(const Store& store, const Lock& lock, const LockImage& image, std::map<std::string, ClosureBlob>& out);
+Result<SiteImage> site_image_closure(const mirror::Store& store, const recipes::Lock& lock, const recipes::LockImage& image, std::map<std::string, ClosureBlob>& out);
 
-}  // namespace gb
+}  // namespace gb::bundles

@@ -6,9 +6,9 @@
 #include "common/files.hpp"
 #include "mirror/store.hpp"
 
-namespace gb {
+namespace gb::bundles {
 
-Result<std::set<std::string>> blobs_site_has(const std::string& since, const Store& store) {
+Result<std::set<std::string>> blobs_site_has(const std::string& since, const mirror::Store& store) {
   auto text = read_file(since);
   if (!text) return text.error();
   std::set<std::string> have;
@@ -16,7 +16,7 @@ Result<std::set<std::string>> blobs_site_has(const std::string& since, const Sto
     auto inventory = parse_inventory(text.value(), since);
     if (!inventory) return inventory.error();
     if (*inventory) return std::move((*inventory)->blobs);
-    auto old = parse_lock(text.value(), since);
+    auto old = recipes::parse_lock(text.value(), since);
     if (!old) return input_error(since + ": neither an inventory nor a lock: " + old.error().message);
     // What the site got of each: a filtered index's children only, never
     // other platforms the store may hold of the same index.
@@ -33,4 +33,4 @@ Result<std::set<std::string>> blobs_site_has(const std::string& since, const Sto
   return have;
 }
 
-}  // namespace gb
+}  // namespace gb::bundles

@@ -8,10 +8,12 @@
 
 #include "common/error.hpp"
 
-namespace gb {
-
+namespace gb::mirror {
 class Store;
+}
 
-Result<std::set<std::string>> blobs_site_has(const std::string& since, const Store& store);
+namespace gb::bundles {
 
-}  // namespace gb
+Result<std::set<std::string>> blobs_site_has(const std::string& since, const mirror::Store& store);
+
+}  // namespace gb::bundles

@@ -18,7 +18,7 @@
 #include "signing/digest.hpp"
 #include "signing/keys.hpp"
 
-namespace gb {
+namespace gb::bundles {
 
 namespace {
 
@@ -26,17 +26,17 @@ namespace {
 struct SiteKit {
   kit::Kit kit;
   std::string chart;  // the GPU Operator chart's archive
-  std::optional<LoadedChart> network_chart;
+  std::optional<mirror::LoadedChart> network_chart;
 };
 
-Result<SiteKit> make_site_kit(const VerifyReport& verified, const Lock& lock, const kit::SiteRegistry& site, const ImportOptions& o,
+Result<SiteKit> make_site_kit(const VerifyReport& verified, const recipes::Lock& lock, const kit::SiteRegistry& site, const ImportOptions& o,
                               const std::vector<std::filesystem::path>& volumes) {
   const VolumeManifest& m = verified.manifest;
   SiteKit out;
   // The GPU Operator's chart by its name; a bundle of a lock with a network
   // section carries the network-operator chart too (bundle_writer.cpp).
   const std::string network_file =
-      lock.network ? "charts/" + chart_file_name(lock.network->chart.name, lock.network->chart.version) : "";
+      lock.network ? "charts/" + recipes::chart_file_name(lock.network->chart.name, lock.network->chart.version) : "";
   const BundleFile* chart_file = nullptr;
   const BundleFile* network_chart_file = nullptr;
   for (const auto& f : m.files) {
@@ -55,12 +55,12 @@ Result<SiteKit> make_site_kit(const VerifyReport& verified, const Lock& lock, co
   };
   auto stored = read_chart(*chart_file);
   if (!stored) return stored.error();
-  auto chart = lock_chart_archive(lock, std::move(stored.value()), chart_file->path);
+  auto chart = mirror::lock_chart_archive(lock, std::move(stored.value()), chart_file->path);
   if (!chart) return chart.error();
   if (network_chart_file) {
     auto net_stored = read_chart(*network_chart_file);
     if (!net_stored) return net_stored.error();
-    auto net = locked_chart_archive(lock.network->chart, std::move(net_stored.value()), network_chart_file->path);
+    auto net = mirror::locked_chart_archive(lock.network->chart, std::move(net_stored.value()), network_chart_file->path);
     if (!net) return net.error();
     out.network_chart = std::move(*net);
   }
@@ -75,7 +75,7 @@ Result<SiteKit> make_site_kit(const VerifyReport& verified, const Lock& lock, co
   if (o.serve)
     for (const auto& v : volumes) ko.serve_bundles.push_back(v.filename().string());
   // The CA gpubundle was told to trust for the site is the one its nodes need.
-  if (const HostConfig* h = o.config.host(site.host); h && !h->ca_file.empty() && !site.plain_http) {
+  if (const mirror::HostConfig* h = o.config.host(site.host); h && !h->ca_file.empty() && !site.plain_http) {
     auto pem = read_file(h->ca_file);
     if (!pem) return pem.error();
     ko.registry_ca = pem.value();
@@ -96,11 +96,11 @@ Result<SiteKit> make_site_kit(const VerifyReport& verified, const Lock& lock, co
   return out;
 }
 
-Result<void> write_site_kit(const SiteKit& k, const Lock& lock, const std::filesystem::path& dir) {
+Result<void> write_site_kit(const SiteKit& k, const recipes::Lock& lock, const std::filesystem::path& dir) {
   if (auto w = kit::write_kit(k.kit, dir); !w) return w.error();
   if (auto w = write_atomic(dir / kit::kit_chart_file(lock), k.chart); !w) return w.error();
   if (k.network_chart)
-    if (auto w = write_atomic(dir / chart_file_name(lock.network->chart.name, lock.network->chart.version), k.network_chart->archive); !w)
+    if (auto w = write_atomic(dir / recipes::chart_file_name(lock.network->chart.name, lock.network->chart.version), k.network_chart->archive); !w)
       return w.error();
   return {};
 }
@@ -122,11 +122,11 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
   std::map<std::string, std::uint64_t> stored_size;  // blob -> bytes in the bundle, whether hashed yet or not
   for (const auto& f : m.files)
     if (!f.blob.empty()) stored_size[f.blob] += f.size;
-  Lock lock = parse_lock(m.lock_json, "bundle lock").value_or_throw();
+  recipes::Lock lock = recipes::parse_lock(m.lock_json, "bundle lock").value_or_throw();
   // Plain HTTP when --registry says http:// or the registry config says
   // plainHttp for the site host: the push and the kit's node config agree.
   kit::SiteRegistry site = o.site;
-  if (const HostConfig* h = o.config.host(site.host); h && h->plain_http) site.plain_http = true;
+  if (const mirror::HostConfig* h = o.config.host(site.host); h && h->plain_http) site.plain_http = true;
 
   if (o.serve) {
     // Nothing leaves: every blob is hashed now, and the kit is for the host
@@ -161,27 +161,27 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
   const std::vector<SiteImage>& plans = placed->images;
   const std::map<std::string, SiteManifest>& manifests = placed->manifests;
 
-  RegistryConfig config = o.config;
+  mirror::RegistryConfig config = o.config;
   if (site.plain_http) {
     config.hosts[site.host].plain_http = true;
   }
-  ClientOptions co;
+  mirror::ClientOptions co;
   co.max_parallel = o.jobs;
-  RegistryClient client(config, co);
+  mirror::RegistryClient client(config, co);
 
   // 3. Blob jobs: the first repository needing a digest uploads it, the rest mount.
   struct BlobJob {
-    Reference repo;
+    recipes::Reference repo;
     std::string digest;
-    std::optional<Reference> mount_from;
+    std::optional<recipes::Reference> mount_from;
     std::size_t plan;  // the image it is for
   };
   std::vector<BlobJob> uploads, mounts;
-  std::map<std::string, Reference> first_repo;
+  std::map<std::string, recipes::Reference> first_repo;
   std::set<std::string> omitted(m.omitted.begin(), m.omitted.end());
   for (std::size_t i = 0; i < plans.size(); ++i)
     for (const auto& d : plans[i].blobs) {
-      const Reference& repo = plans[i].repo;
+      const recipes::Reference& repo = plans[i].repo;
       auto [it, fresh] = first_repo.emplace(d, repo);
       if (fresh) uploads.push_back({repo, d, std::nullopt, i});
       else if (!(it->second == repo)) mounts.push_back({repo, d, it->second, i});
@@ -192,7 +192,7 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
   report.images = plans.size();
   // Manifests, pushed last: children by digest, then the top one by tag (or digest).
   struct ManifestJob {
-    Reference ref;
+    recipes::Reference ref;
     std::string digest;
   };
   std::vector<ManifestJob> manifest_jobs;
@@ -201,7 +201,7 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
     first_manifest.push_back(manifest_jobs.size());
     for (const auto& d : p.manifests) {
       bool top = d == p.manifests.back();
-      Reference ref = top && !p.tagged.tag.empty() ? p.tagged : p.repo;
+      recipes::Reference ref = top && !p.tagged.tag.empty() ? p.tagged : p.repo;
       if (!top || p.tagged.tag.empty()) ref.digest = d;
       manifest_jobs.push_back({ref, d});
     }
@@ -398,4 +398,4 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
   return report;
 }
 
-}  // namespace gb
+}  // namespace gb::bundles

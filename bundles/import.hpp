@@ -19,16 +19,20 @@
 #include "common/error.hpp"
 #include "mirror/registry_config.hpp"
 
-namespace gb {
-
+namespace gb::signing {
 class Keyring;
+}
+namespace gb {
 class Progress;
+}
+
+namespace gb::bundles {
 
 struct ImportOptions {
   kit::SiteRegistry site;
   kit::Layout layout = kit::Layout::StripHost;
-  const Keyring* trusted = nullptr;  // nullptr: --insecure-skip-signature
-  RegistryConfig config;             // TLS and credentials; the site host is added when plain HTTP;
+  const signing::Keyring* trusted = nullptr;  // nullptr: --insecure-skip-signature
+  mirror::RegistryConfig config;             // TLS and credentials; the site host is added when plain HTTP;
                                      // its plainHttp makes the site plain HTTP (push and kit) as
                                      // http:// does; its caFile also goes into the kit, for the nodes
   int jobs = 8;
@@ -63,4 +67,4 @@ struct ImportReport {
 Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& volumes, const ImportOptions& options,
                                    Progress& progress);
 
-}  // namespace gb
+}  // namespace gb::bundles

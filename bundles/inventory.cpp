@@ -9,20 +9,20 @@
 #include "mirror/registry.hpp"
 #include "mirror/store.hpp"
 
-namespace gb {
+namespace gb::bundles {
 
 namespace {
 
 // Repositories to walk: those the lock places at the site, else the
 // registry's catalog under the prefix.
-Result<std::vector<Reference>> repositories(RegistryClient& client, const kit::SiteRegistry& site, kit::Layout layout,
-                                            const std::optional<Lock>& lock) {
-  std::vector<Reference> repos;
+Result<std::vector<recipes::Reference>> repositories(mirror::RegistryClient& client, const kit::SiteRegistry& site, kit::Layout layout,
+                                            const std::optional<recipes::Lock>& lock) {
+  std::vector<recipes::Reference> repos;
   if (lock) {
     auto placements = kit::place_images(*lock, site, layout);
     if (!placements) return placements.error();
     for (const auto& p : *placements) {
-      Reference r = p.destination;
+      recipes::Reference r = p.destination;
       r.tag.clear();
       r.digest.clear();
       if (std::find(repos.begin(), repos.end(), r) == repos.end()) repos.push_back(r);
@@ -40,7 +40,7 @@ Result<std::vector<Reference>> repositories(RegistryClient& client, const kit::S
       if (!name.is_string()) return op_error(site.str() + ": malformed _catalog answer");
       std::string n = name.get<std::string>();
       if (!site.prefix.empty() && !starts_with(n, site.prefix + "/")) continue;
-      Reference r;
+      recipes::Reference r;
       r.registry = site.host;
       r.repository = n;
       repos.push_back(r);
@@ -54,9 +54,9 @@ Result<std::vector<Reference>> repositories(RegistryClient& client, const kit::S
 
 // Each manifest is fetched once (`seen`), and indexes nest at most
 // oci::k_max_index_depth levels, so a hostile registry cannot keep us here.
-Result<void> walk(RegistryClient& client, const Reference& ref, std::set<std::string>& out, std::set<std::string>& seen, int depth = 0) {
-  if (depth > oci::k_max_index_depth)
-    return op_error(ref.str() + ": index nesting deeper than " + std::to_string(oci::k_max_index_depth) + " levels");
+Result<void> walk(mirror::RegistryClient& client, const recipes::Reference& ref, std::set<std::string>& out, std::set<std::string>& seen, int depth = 0) {
+  if (depth > mirror::oci::k_max_index_depth)
+    return op_error(ref.str() + ": index nesting deeper than " + std::to_string(mirror::oci::k_max_index_depth) + " levels");
   auto m = client.get_manifest(ref);
   if (!m) return op_error(ref.str() + ": " + m.error().message);
   out.insert(m->digest);
@@ -64,7 +64,7 @@ Result<void> walk(RegistryClient& client, const Reference& ref, std::set<std::st
   if (m->index()) {
     for (const auto& c : m->manifests) {
       if (seen.count(c.digest)) continue;
-      Reference child = ref;
+      recipes::Reference child = ref;
       child.tag.clear();
       child.digest = c.digest;
       auto exists = client.head_manifest(child);
@@ -102,7 +102,7 @@ Result<std::optional<Inventory>> parse_inventory(const std::string& text, const 
   return std::optional<Inventory>{std::move(inv)};
 }
 
-Result<Inventory> store_inventory(Store& store, const std::string& label) {
+Result<Inventory> store_inventory(mirror::Store& store, const std::string& label) {
   Inventory inv;
   inv.source = "store " + label;
   auto reachable = store.reachable();
@@ -114,8 +114,8 @@ Result<Inventory> store_inventory(Store& store, const std::string& label) {
   return inv;
 }
 
-Result<Inventory> registry_inventory(RegistryClient& client, const kit::SiteRegistry& site, kit::Layout layout,
-                                     const std::optional<Lock>& lock) {
+Result<Inventory> registry_inventory(mirror::RegistryClient& client, const kit::SiteRegistry& site, kit::Layout layout,
+                                     const std::optional<recipes::Lock>& lock) {
   Inventory inv;
   inv.source = site.str();
   auto repos = repositories(client, site, layout, lock);
@@ -125,11 +125,11 @@ Result<Inventory> registry_inventory(RegistryClient& client, const kit::SiteRegi
     std::set<std::string> seen;  // per repository: a digest is reachable in each
     auto tags = client.list_tags(repo);
     if (!tags) {
-      log::verbose(repo.str() + ": " + tags.error().message + " (not there yet)");
+      log_verbose(repo.str() + ": " + tags.error().message + " (not there yet)");
       continue;
     }
     for (const auto& t : tags.value()) {
-      Reference ref = repo;
+      recipes::Reference ref = repo;
       ref.tag = t;
       if (auto r = walk(client, ref, inv.blobs, seen); !r) return r.error();
     }
@@ -137,4 +137,4 @@ Result<Inventory> registry_inventory(RegistryClient& client, const kit::SiteRegi
   return inv;
 }
 
-}  // namespace gb
+}  // namespace gb::bundles

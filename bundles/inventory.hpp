@@ -15,10 +15,12 @@
 #include "kit/kit.hpp"
 #include "recipes/lock.hpp"
 
-namespace gb {
-
+namespace gb::mirror {
 class RegistryClient;
 class Store;
+}
+
+namespace gb::bundles {
 
 struct Inventory {
   std::string source;            // "registry.site:5000/gpu" or "store DIR"
@@ -32,13 +34,13 @@ std::string inventory_json(const Inventory& inventory);
 Result<std::optional<Inventory>> parse_inventory(const std::string& text, const std::string& label);
 
 // Every blob the store's images reach.
-Result<Inventory> store_inventory(Store& store, const std::string& label);
+Result<Inventory> store_inventory(mirror::Store& store, const std::string& label);
 
 // Every blob the site registry's repositories reach, through every tag and
 // manifest: the repositories `lock` places at the site when given, else the
 // registry's catalog under the site prefix. A repository that is not there
 // yet is skipped.
-Result<Inventory> registry_inventory(RegistryClient& client, const kit::SiteRegistry& site, kit::Layout layout,
-                                     const std::optional<Lock>& lock);
+Result<Inventory> registry_inventory(mirror::RegistryClient& client, const kit::SiteRegistry& site, kit::Layout layout,
+                                     const std::optional<recipes::Lock>& lock);
 
-}  // namespace gb
+}  // namespace gb::bundles

@@ -2,10 +2,10 @@
 
 #include "kit/kit.hpp"
 
-namespace gb {
+namespace gb::bundles {
 
-Result<void> add_kit_files(const Lock& lock, const Chart& chart, const std::string& bundle_id,
-                           const std::filesystem::path& scratch, ExtraFiles& extra, const Chart* network_chart) {
+Result<void> add_kit_files(const recipes::Lock& lock, const recipes::Chart& chart, const std::string& bundle_id,
+                           const std::filesystem::path& scratch, ExtraFiles& extra, const recipes::Chart* network_chart) {
   if (lock.destination_registry.empty()) return {};
   kit::KitOptions o;
   auto site = kit::SiteRegistry::parse(lock.destination_registry +
@@ -22,4 +22,4 @@ Result<void> add_kit_files(const Lock& lock, const Chart& chart, const std::stri
   return {};
 }
 
-}  // namespace gb
+}  // namespace gb::bundles

@@ -10,12 +10,12 @@
 #include "recipes/chart.hpp"
 #include "recipes/lock.hpp"
 
-namespace gb {
+namespace gb::bundles {
 
 // Adds "kit/<file>" entries to `extra` (nothing when the lock has no
 // destination). Files are written below `scratch`, which the caller removes.
 // `network_chart`: the network-operator chart, for a lock with a network section.
-Result<void> add_kit_files(const Lock& lock, const Chart& chart, const std::string& bundle_id,
-                           const std::filesystem::path& scratch, ExtraFiles& extra, const Chart* network_chart = nullptr);
+Result<void> add_kit_files(const recipes::Lock& lock, const recipes::Chart& chart, const std::string& bundle_id,
+                           const std::filesystem::path& scratch, ExtraFiles& extra, const recipes::Chart* network_chart = nullptr);
 
-}  // namespace gb
+}  // namespace gb::bundles

@@ -7,14 +7,14 @@
 #include "bundles/bundle_blobs.hpp"
 #include "mirror/oci.hpp"
 
-namespace gb {
+namespace gb::bundles {
 
 Result<SiteImages> site_images(const VolumeManifest& m, const BundleBlobs& blobs, const kit::SiteRegistry& site, kit::Layout layout) {
-  auto lock = parse_lock(m.lock_json, "bundle lock");
+  auto lock = recipes::parse_lock(m.lock_json, "bundle lock");
   if (!lock) return lock.error();
   auto placements = kit::place_images(lock.value(), site, layout);
   if (!placements) return placements.error();
-  std::map<std::string, Reference> dest_of;
+  std::map<std::string, recipes::Reference> dest_of;
   for (const auto& p : placements.value()) dest_of[p.source.str()] = p.destination;
 
   SiteImages out;
@@ -26,15 +26,15 @@ Result<SiteImages> site_images(const VolumeManifest& m, const BundleBlobs& blobs
     p.repo.digest.clear();
     p.tagged.digest.clear();
     std::set<std::string> seen;
-    // Recursion is bounded: verify refused indexes nested deeper than oci::k_max_index_depth.
+    // Recursion is bounded: verify refused indexes nested deeper than mirror::oci::k_max_index_depth.
     std::function<Result<void>(const std::string&, const std::string&, int)> walk = [&](const std::string& digest, const std::string& media,
                                                                                         int depth) -> Result<void> {
-      if (depth > oci::k_max_index_depth) return op_error("image " + img.ref + ": index nesting deeper than " + std::to_string(oci::k_max_index_depth));
+      if (depth > mirror::oci::k_max_index_depth) return op_error("image " + img.ref + ": index nesting deeper than " + std::to_string(mirror::oci::k_max_index_depth));
       if (!seen.insert(digest).second) return {};
       if (!blobs.find(digest)) return op_error("image " + img.ref + ": manifest " + digest + " is not in the bundle");
       auto bytes = blobs.content(digest);
       if (!bytes) return bytes.error();
-      auto parsed = oci::parse_manifest(bytes.value(), media);
+      auto parsed = mirror::oci::parse_manifest(bytes.value(), media);
       if (!parsed) return op_error("image " + img.ref + ": " + parsed.error().message);
       if (parsed->index()) {
         for (const auto& c : parsed->manifests) {
@@ -60,4 +60,4 @@ Result<SiteImages> site_images(const VolumeManifest& m, const BundleBlobs& blobs
   return out;
 }
 
-}  // namespace gb
+}  // namespace gb::bundles

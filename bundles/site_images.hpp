@@ -12,14 +12,14 @@
 #include "common/error.hpp"
 #include "kit/kit.hpp"
 
-namespace gb {
+namespace gb::bundles {
 
 class BundleBlobs;
 
 struct SiteImage {
   const BundleImage* image = nullptr;
-  Reference repo;    // at the site, no tag or digest
-  Reference tagged;  // at the site, with its tag when it has one, no digest
+  recipes::Reference repo;    // at the site, no tag or digest
+  recipes::Reference tagged;  // at the site, with its tag when it has one, no digest
   std::vector<std::string> manifests;  // children first, top last
   std::vector<std::string> blobs;      // configs and layers, sorted, once each
   bool sparse = false;  // an index naming children the bundle lacks (bundles before filtered indexes)
@@ -40,4 +40,4 @@ struct SiteImages {
 Result<SiteImages> site_images(const VolumeManifest& manifest, const BundleBlobs& blobs, const kit::SiteRegistry& site,
                                kit::Layout layout);
 
-}  // namespace gb
+}  // namespace gb::bundles

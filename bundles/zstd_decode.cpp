@@ -2,7 +2,7 @@
 
 #include "bundles/bundle.hpp"
 
-namespace gb::detail {
+namespace gb::bundles::detail {
 
 namespace {
 constexpr std::size_t k_head = k_zstd_frame_header_max;
@@ -80,4 +80,4 @@ Result<void> ZstdDecoder::decode(std::string_view in, const Sink& out) {
   return {};
 }
 
-}  // namespace gb::detail
+}  // namespace gb::bundles::detail

@@ -15,7 +15,7 @@
 #include "common/error.hpp"
 #include "common/zstd_raii.hpp"
 
-namespace gb::detail {
+namespace gb::bundles::detail {
 
 // Bytes that always hold a frame header (ZSTD_FRAMEHEADERSIZE_MAX, which
 // zstd.h declares only for static linking).
@@ -38,7 +38,7 @@ public:
 
 private:
   Result<void> decode(std::string_view in, const Sink& out);
-  ZstdDCtx m_ctx;
+  gb::detail::ZstdDCtx m_ctx;
   std::string m_head;  // the frame header, until the declared size is known
   std::string m_out;
   bool m_known = false;
@@ -47,4 +47,4 @@ private:
   std::size_t m_last = 0;  // ZSTD_decompressStream's last hint: 0 at a frame's end
 };
 
-}  // namespace gb::detail
+}  // namespace gb::bundles::detail

@@ -4,7 +4,6 @@
 #include <cstring>
 #include <fcntl.h>
 #include <fstream>
-#include <sstream>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,15 +12,6 @@ namespace gb {
 namespace {
 std::string errno_text() { return std::strerror(errno); }
 }  // namespace
-
-Result<std::string> read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return input_error(path.string() + ": cannot read: " + errno_text());
-  std::ostringstream out;
-  out << in.rdbuf();
-  if (in.bad()) return op_error(path.string() + ": read failed");
-  return out.str();
-}
 
 Result<std::string> read_file(const fs::path& path, size_t max_bytes) {
   std::ifstream in(path, std::ios::binary);

@@ -3,6 +3,7 @@
 // disk: a temp file in the same folder ("NAME.tmp.XXXXXX"), fsync, rename,
 // fsync of the folder. A crash leaves either the old file or the new one.
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -13,10 +14,9 @@ namespace gb {
 
 namespace fs = std::filesystem;
 
-Result<std::string> read_file(const fs::path& path);
-// The same for input with a size limit: a larger file is refused before it is
-// read ("FILE: larger than N bytes"), and so is one that grows past it.
-Result<std::string> read_file(const fs::path& path, size_t max_bytes);
+// With a size limit, for input: a larger file is refused before it is read
+// ("FILE: larger than N bytes"), and so is one that grows past it.
+Result<std::string> read_file(const fs::path& path, size_t max_bytes = SIZE_MAX);
 Result<void> write_atomic(const fs::path& path, std::string_view data, int mode = 0644);
 
 // A file being written under a temporary name beside its final path. The

@@ -6,17 +6,17 @@
 
 #include "common/strings.hpp"
 
-namespace gb::log {
+namespace gb {
 
 namespace {
-std::atomic<Level> g_level{Level::Normal};
+std::atomic<LogLevel> g_log_level{LogLevel::Normal};
 std::atomic<int> g_warnings{0};
-std::mutex g_mutex;
+std::mutex g_log_mutex;
 
 // Messages quote untrusted values (names from recipes, bundles, registries):
 // each printed line is bounded and free of control characters. Info and
 // verbose text may span lines on purpose; a warning or error is one line.
-void emit(std::string_view prefix, std::string_view message, bool one_line) {
+void emit_log(std::string_view prefix, std::string_view message, bool one_line) {
   std::string text(prefix);
   size_t start = 0;
   while (true) {
@@ -26,25 +26,25 @@ void emit(std::string_view prefix, std::string_view message, bool one_line) {
     if (end == std::string_view::npos) break;
     start = end + 1;
   }
-  std::lock_guard lock(g_mutex);
+  std::lock_guard lock(g_log_mutex);
   std::fwrite(text.data(), 1, text.size(), stderr);
 }
 }  // namespace
 
-void set_level(Level level) { g_level = level; }
-Level level() { return g_level; }
+void set_log_level(LogLevel level) { g_log_level = level; }
+LogLevel log_level() { return g_log_level; }
 
-void info(std::string_view message) {
-  if (g_level >= Level::Normal) emit("", message, false);
+void log_info(std::string_view message) {
+  if (g_log_level >= LogLevel::Normal) emit_log("", message, false);
 }
-void verbose(std::string_view message) {
-  if (g_level >= Level::Verbose) emit("", message, false);
+void log_verbose(std::string_view message) {
+  if (g_log_level >= LogLevel::Verbose) emit_log("", message, false);
 }
-void warn(std::string_view message) {
+void log_warn(std::string_view message) {
   ++g_warnings;
-  emit("warning: ", message, true);
+  emit_log("warning: ", message, true);
 }
-void error(std::string_view message) { emit("error: ", message, true); }
+void log_error(std::string_view message) { emit_log("error: ", message, true); }
 int warning_count() { return g_warnings; }
 
 std::string redact_url(std::string_view url) {
@@ -65,4 +65,4 @@ std::string redact_url(std::string_view url) {
   return out;
 }
 
-}  // namespace gb::log
+}  // namespace gb

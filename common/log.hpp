@@ -7,17 +7,17 @@
 #include <string>
 #include <string_view>
 
-namespace gb::log {
+namespace gb {
 
-enum class Level { Quiet = 0, Normal = 1, Verbose = 2 };
+enum class LogLevel { Quiet = 0, Normal = 1, Verbose = 2 };
 
-void set_level(Level level);
-Level level();
+void set_log_level(LogLevel level);
+LogLevel log_level();
 
-void info(std::string_view message);     // hidden by --quiet
-void verbose(std::string_view message);  // shown with --verbose
-void warn(std::string_view message);     // always shown, "warning: " prefix
-void error(std::string_view message);    // always shown, "error: " prefix
+void log_info(std::string_view message);     // hidden by --quiet
+void log_verbose(std::string_view message);  // shown with --verbose
+void log_warn(std::string_view message);     // always shown, "warning: " prefix
+void log_error(std::string_view message);    // always shown, "error: " prefix
 
 // Count of warnings printed so far, for summaries.
 int warning_count();
@@ -25,4 +25,4 @@ int warning_count();
 // "https://user:pw@host/x?token=..." -> "https://***@host/x?token=***".
 std::string redact_url(std::string_view url);
 
-}  // namespace gb::log
+}  // namespace gb

@@ -34,6 +34,12 @@ std::string item_line(std::string_view name, std::string_view state) {
 using Clock = std::chrono::steady_clock;
 
 class Base : public Progress {
+public:
+  void advance(std::uint64_t bytes) override {
+    std::lock_guard l(m_mutex);
+    m_done += bytes;
+  }
+
 protected:
   std::mutex m_mutex;
   std::string m_phase;
@@ -97,10 +103,6 @@ public:
     reset(phase, total);
     std::fprintf(stderr, "%s: started%s\n", m_phase.c_str(), total ? (" (" + human_bytes(total) + ")").c_str() : "");
   }
-  void advance(std::uint64_t bytes) override {
-    std::lock_guard l(m_mutex);
-    m_done += bytes;
-  }
   void item(std::string_view name, std::string_view state) override {
     std::lock_guard l(m_mutex);
     std::fprintf(stderr, "  %s\n", item_line(name, state).c_str());
@@ -136,10 +138,6 @@ public:
     reset(phase, total);
     std::fprintf(stderr, "{\"event\":\"begin\",\"phase\":\"%s\",\"totalBytes\":%llu}\n", json_escape(phase).c_str(),
                  static_cast<unsigned long long>(total));
-  }
-  void advance(std::uint64_t bytes) override {
-    std::lock_guard l(m_mutex);
-    m_done += bytes;
   }
   void item(std::string_view name, std::string_view state) override {
     std::lock_guard l(m_mutex);

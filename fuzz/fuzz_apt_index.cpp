@@ -14,7 +14,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   auto body = gbfuzz::text(data + 1, size - 1);
   switch (data[0] % 4) {
     case 0: {
-      gb::PackageSource src;
+      gb::recipes::PackageSource src;
       src.name = "fuzz";
       src.url = "http://127.0.0.1/debian";
       apt::Index index("amd64");

@@ -6,6 +6,6 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   auto json = gbfuzz::text(data, size);
   for (const char* host : {"nvcr.io", "docker.io", "127.0.0.1:5000"})
-    (void)gb::credential_from_auth_file(json, host, "fuzz/auth.json");
+    (void)gb::mirror::credential_from_auth_file(json, host, "fuzz/auth.json");
   return 0;
 }

@@ -15,8 +15,8 @@
 
 namespace {
 
-void read_back(const gb::VerifyReport& verified) {
-  auto blobs = gb::BundleBlobs::from(verified);
+void read_back(const gb::bundles::VerifyReport& verified) {
+  auto blobs = gb::bundles::BundleBlobs::from(verified);
   if (!blobs) return;
   for (const auto& image : verified.manifest.images)
     for (const auto& digest : image.blobs)
@@ -31,21 +31,21 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::vector<std::filesystem::path> volumes;
   for (std::size_t i = 0; i < parts.size(); ++i)
     volumes.push_back(gbfuzz::scratch_file("fuzz.bundle." + std::to_string(i + 1), parts[i]));
-  for (const auto& v : volumes) (void)gb::read_volume_manifest(v);  // bundle inspect
+  for (const auto& v : volumes) (void)gb::bundles::read_volume_manifest(v);  // bundle inspect
 
-  gb::VerifyOptions options;  // what export passes, less the keyring
-  gb::VerifyReport verified = gb::verify_bundle(volumes, options);
+  gb::bundles::VerifyOptions options;  // what export passes, less the keyring
+  gb::bundles::VerifyReport verified = gb::bundles::verify_bundle(volumes, options);
   if (verified.problems.empty()) {
-    (void)gb::parse_lock(verified.manifest.lock_json, "bundle lock");
+    (void)gb::recipes::parse_lock(verified.manifest.lock_json, "bundle lock");
     read_back(verified);
   }
   options.defer_blobs = true;  // import: then every blob it would push
-  gb::VerifyReport deferred = gb::verify_bundle(volumes, options);
+  gb::bundles::VerifyReport deferred = gb::bundles::verify_bundle(volumes, options);
   if (!deferred.problems.empty()) return 0;
   read_back(deferred);  // manifests only, so far
   std::set<std::string> all;
   for (const auto& f : deferred.manifest.files) all.insert(f.blob);
-  gb::hash_blobs(deferred, all);
+  gb::bundles::hash_blobs(deferred, all);
   if (deferred.problems.empty()) read_back(deferred);
   return 0;
 }

@@ -9,16 +9,16 @@
 #include "signing/signature.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static const gb::Keyring trusted = gb::Keyring::of(gb::PrivateKey::generate(gb::KeyType::Ed25519).value_or_throw().public_key());
+  static const gb::signing::Keyring trusted = gb::signing::Keyring::of(gb::signing::PrivateKey::generate(gb::signing::KeyType::Ed25519).value_or_throw().public_key());
   auto in = gbfuzz::text(data, size);
   auto at = in.find(gbfuzz::k_volume_marker);
   auto manifest = in.substr(0, at);
-  auto m = gb::parse_volume_manifest(manifest, "fuzz/gpubundle.json");
-  if (m) (void)gb::parse_volume_manifest(gb::manifest_to_json(*m), "fuzz/gpubundle.json (written)");
+  auto m = gb::bundles::parse_volume_manifest(manifest, "fuzz/gpubundle.json");
+  if (m) (void)gb::bundles::parse_volume_manifest(gb::bundles::manifest_to_json(*m), "fuzz/gpubundle.json (written)");
   if (at != std::string_view::npos) {
     auto signature = in.substr(at + gbfuzz::k_volume_marker.size());
-    (void)gb::parse_signature(signature);
-    (void)gb::verify_detached(trusted, manifest, signature);
+    (void)gb::signing::parse_signature(signature);
+    (void)gb::signing::verify_detached(trusted, manifest, signature);
   }
   return 0;
 }

@@ -6,9 +6,9 @@
 #include "recipes/lock.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  auto lock = gb::parse_lock(std::string(gbfuzz::text(data, size)), "fuzz/lock.json");
+  auto lock = gb::recipes::parse_lock(std::string(gbfuzz::text(data, size)), "fuzz/lock.json");
   if (!lock) return 0;
-  auto again = gb::parse_lock(gb::lock_to_json(*lock), "fuzz/lock.json (written)");
-  if (!again || gb::lock_to_json(*again) != gb::lock_to_json(*lock)) std::abort();
+  auto again = gb::recipes::parse_lock(gb::recipes::lock_to_json(*lock), "fuzz/lock.json (written)");
+  if (!again || gb::recipes::lock_to_json(*again) != gb::recipes::lock_to_json(*lock)) std::abort();
   return 0;
 }

@@ -20,9 +20,9 @@ namespace fs = std::filesystem;
 
 // The unit tests' tiny chart (tests/unit/test_kit_files.cpp), with the values
 // keys of the other components a lock names.
-const gb::Chart& chart() {
-  static const gb::Chart c = [] {
-    gb::Chart c;
+const gb::recipes::Chart& chart() {
+  static const gb::recipes::Chart c = [] {
+    gb::recipes::Chart c;
     c.name = "gpu-operator";
     c.version = "v25.10.1";
     c.values_text = R"(
@@ -58,7 +58,7 @@ sandboxDevicePlugin: {enabled: false, repository: nvcr.io/nvidia, image: kubevir
 node-feature-discovery: {enableNodeFeatureApi: true}
 )";
     c.values = YAML::Load(c.values_text);
-    gb::Chart nfd;
+    gb::recipes::Chart nfd;
     nfd.name = "node-feature-discovery";
     nfd.values = YAML::Load("image: {repository: registry.k8s.io/nfd/node-feature-discovery, pullPolicy: IfNotPresent}\nimagePullSecrets: []\n");
     c.subcharts.push_back(nfd);
@@ -69,9 +69,9 @@ node-feature-discovery: {enableNodeFeatureApi: true}
 
 // The network-operator chart for a lock with a network section: no values, so
 // such a lock reaches the network files' key checks.
-const gb::Chart& network_chart() {
-  static const gb::Chart c = [] {
-    gb::Chart c;
+const gb::recipes::Chart& network_chart() {
+  static const gb::recipes::Chart c = [] {
+    gb::recipes::Chart c;
     c.name = "network-operator";
     c.version = "26.4.1";
     c.values = YAML::Load("{}");
@@ -85,7 +85,7 @@ bool ends_with(const std::string& s, std::string_view tail) { return s.size() >=
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  auto lock = gb::parse_lock(std::string(gbfuzz::text(data, size)), "fuzz/lock.json");
+  auto lock = gb::recipes::parse_lock(std::string(gbfuzz::text(data, size)), "fuzz/lock.json");
   if (!lock) return 0;
   gb::kit::KitOptions options;
   options.registry = gb::kit::SiteRegistry::parse("registry.site:5000/gpu").value_or_throw();

@@ -76,7 +76,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const gb::node::NodeFacts& f = report.facts;
 
   // The kernel release names lib/modules/<release>: one plain folder name.
-  if (!f.kernel.empty() && (!gb::is_kernel_release(f.kernel) || has(f.kernel, "/"))) std::abort();
+  if (!f.kernel.empty() && (!gb::recipes::is_kernel_release(f.kernel) || has(f.kernel, "/"))) std::abort();
   if (f.module_file && (f.module_file->path.rfind("/lib/modules/", 0) != 0 || has(f.module_file->path, "/../"))) std::abort();
   std::string text = report.text() + gb::node::detect_target(f);
   std::string json = report.json();

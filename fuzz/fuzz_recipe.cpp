@@ -3,7 +3,7 @@
 #include "recipes/recipe.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  auto r = gb::parse_recipe(std::string(gbfuzz::text(data, size)), "fuzz/recipe.yaml");
+  auto r = gb::recipes::parse_recipe(std::string(gbfuzz::text(data, size)), "fuzz/recipe.yaml");
   if (r) (void)r->where("driver.version");
   return 0;
 }

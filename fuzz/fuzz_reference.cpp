@@ -7,10 +7,10 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   auto in = gbfuzz::text(data, size);
-  (void)gb::is_valid_tag(in);
-  auto ref = gb::Reference::parse(in);
+  (void)gb::recipes::is_valid_tag(in);
+  auto ref = gb::recipes::Reference::parse(in);
   if (!ref) return 0;
-  auto again = gb::Reference::parse(ref->str());
+  auto again = gb::recipes::Reference::parse(ref->str());
   if (!again || !(*again == *ref)) std::abort();
   (void)ref->pinned();
   (void)ref->rehomed("registry.site.internal:5000", "gpu", true).str();

@@ -5,7 +5,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   auto file = gbfuzz::scratch_file("registries.yaml", gbfuzz::text(data, size));
-  auto cfg = gb::RegistryConfig::load(file);
+  auto cfg = gb::mirror::RegistryConfig::load(file);
   if (!cfg) return 0;
   for (const auto& [host, hc] : cfg->hosts) {
     (void)cfg->endpoints(host);

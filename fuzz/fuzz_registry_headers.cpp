@@ -8,15 +8,15 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   auto in = gbfuzz::text(data, size);
-  for (const auto& c : gb::registry::parse_www_authenticate(in)) {
+  for (const auto& c : gb::mirror::detail::parse_www_authenticate(in)) {
     (void)c.param("realm");
     (void)c.param("service");
     (void)c.param("scope");
   }
-  if (auto next = gb::registry::next_link(in)) (void)gb::net::url_host(gb::net::resolve_url("https://reg.example:5000/v2/a/tags/list", *next));
+  if (auto next = gb::mirror::detail::next_link(in)) (void)gb::net::url_host(gb::net::resolve_url("https://reg.example:5000/v2/a/tags/list", *next));
   (void)gb::net::resolve_url("https://reg.example:5000/v2/a/blobs/uploads/", in);
   (void)gb::net::url_host(in);
   (void)gb::net::retry_after_seconds(in, 1'700'000'000);
-  (void)gb::registry::parse_registry_error(in);
+  (void)gb::mirror::detail::parse_registry_error(in);
   return 0;
 }

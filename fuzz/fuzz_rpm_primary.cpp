@@ -11,9 +11,9 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace gb::packages;
-  gb::PackageSource source;
+  gb::recipes::PackageSource source;
   source.name = "fuzz";
-  source.format = gb::PackageFormat::RpmMd;
+  source.format = gb::recipes::PackageFormat::RpmMd;
   source.url = "http://fuzz.invalid";
   // The same bytes as a repomd.xml: what it names must be a safe href with a sha256.
   if (auto md = rpm_md::parse_repomd(gbfuzz::text(data, size), "fuzz/repomd.xml"))

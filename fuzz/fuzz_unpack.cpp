@@ -27,7 +27,7 @@ void check_inside(const fs::path& root) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const fs::path box = gbfuzz::scratch_dir() / "box";
   const fs::path out = box / "out";
-  gb::UnpackLimits limits;
+  gb::node_images::UnpackLimits limits;
   limits.max_bytes = 64 << 20;
   limits.max_entries = 10000;
   for (const char* name : {"p.rpm", "p.deb"}) {
@@ -35,7 +35,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     fs::remove_all(box, ec);
     fs::create_directories(box, ec);
     auto file = gbfuzz::scratch_file(name, gbfuzz::text(data, size));
-    auto r = name[2] == 'r' ? gb::unpack_rpm(file, out, limits) : gb::unpack_deb(file, out, limits);
+    auto r = name[2] == 'r' ? gb::node_images::unpack_rpm(file, out, limits) : gb::node_images::unpack_deb(file, out, limits);
     (void)r;
     if (fs::exists(out, ec)) check_inside(fs::canonical(out, ec));
     // Only the output folder may appear in the box.

@@ -19,6 +19,10 @@
 
 namespace fs = std::filesystem;
 using namespace gb;
+using namespace gb::bundles;
+using namespace gb::mirror;
+using namespace gb::recipes;
+using namespace gb::signing;
 
 namespace {
 

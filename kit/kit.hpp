@@ -86,18 +86,18 @@ std::string to_string(Layout layout);
 // or with KeepHost <host>/<prefix>/<source host>/<path>. A port colon in the
 // kept source host becomes "_" ("localhost:5000" -> "localhost_5000"), since a
 // repository path cannot hold a colon.
-Reference site_reference(const Reference& source, const SiteRegistry& site, Layout layout);
+recipes::Reference site_reference(const recipes::Reference& source, const SiteRegistry& site, Layout layout);
 
 // One lock image placed on the site registry.
 struct Placement {
-  const LockImage* image = nullptr;
-  Reference source;
-  Reference destination;  // tag kept; digest added when the lock has one
+  const recipes::LockImage* image = nullptr;
+  recipes::Reference source;
+  recipes::Reference destination;  // tag kept; digest added when the lock has one
 };
 
 // Fails when a source does not parse, or when two different source
 // repositories would land on one destination repository (naming both).
-Result<std::vector<Placement>> place_images(const Lock& lock, const SiteRegistry& site, Layout layout);
+Result<std::vector<Placement>> place_images(const recipes::Lock& lock, const SiteRegistry& site, Layout layout);
 
 // The recipe settings the kit needs, read from the lock's recipe.spec.
 struct KitRecipe {
@@ -127,9 +127,9 @@ struct KitRecipe {
   };
   std::optional<Nccl> nccl;
   // monitoring (recipes/recipe.hpp MonitoringLabels): defaults when the recipe has none.
-  MonitoringLabels monitoring;
+  recipes::MonitoringLabels monitoring;
 };
-Result<KitRecipe> kit_recipe(const Lock& lock);
+Result<KitRecipe> kit_recipe(const recipes::Lock& lock);
 
 struct KitOptions {
   SiteRegistry registry;
@@ -153,7 +153,7 @@ struct KitOptions {
   std::vector<std::string> serve_bundles;
   // The network-operator chart a lock's network section was resolved against
   // (mirror/chart_fetch.hpp lock_network_chart): required for such a lock.
-  const Chart* network_chart = nullptr;
+  const recipes::Chart* network_chart = nullptr;
 };
 
 struct KitFile {
@@ -184,9 +184,9 @@ constexpr const char* k_package_repo_ca_key = "gpubundle-repo-ca.crt";
 constexpr const char* k_rpm_ca_dir = "/etc/pki/ca-trust/extracted/pem";
 
 // The chart archive name install.sh expects next to it ("gpu-operator-v26.7.0.tgz").
-std::string kit_chart_file(const Lock& lock);
+std::string kit_chart_file(const recipes::Lock& lock);
 
-Result<Kit> make_kit(const Lock& lock, const Chart& chart, const KitOptions& options);
+Result<Kit> make_kit(const recipes::Lock& lock, const recipes::Chart& chart, const KitOptions& options);
 
 // Writes every file into dir (created when missing), each atomically.
 Result<void> write_kit(const Kit& kit, const std::filesystem::path& dir);
@@ -196,7 +196,7 @@ Result<void> write_kit(const Kit& kit, const std::filesystem::path& dir);
 // values.yaml text. Fails, naming each key, when a key it would write is
 // missing from the chart's values (and is no documented exception), or when
 // the lock names a component the chart does not have.
-Result<std::string> make_values_yaml(const Lock& lock, const Chart& chart, const KitOptions& options);
+Result<std::string> make_values_yaml(const recipes::Lock& lock, const recipes::Chart& chart, const KitOptions& options);
 
 // Keys the kit writes although the chart's values.yaml does not carry them,
 // each with the reason the chart still reads it.
@@ -210,8 +210,8 @@ const std::vector<KeyException>& values_key_exceptions();
 std::vector<std::string> leaf_paths(const YAML::Node& values);
 // True when the path exists in the chart's values (node-feature-discovery.*
 // is looked up in that subchart's values).
-bool chart_has_key(const Chart& chart, std::string_view path);
+bool chart_has_key(const recipes::Chart& chart, std::string_view path);
 // Every leaf path of `values` that is neither in the chart nor an exception.
-std::vector<std::string> unknown_keys(const YAML::Node& values, const Chart& chart);
+std::vector<std::string> unknown_keys(const YAML::Node& values, const recipes::Chart& chart);
 
 }  // namespace gb::kit

@@ -426,26 +426,26 @@ std::string site_image(const std::vector<Placement>& placements, const char* com
 
 }  // namespace
 
-Result<std::vector<KitFile>> acceptance_files(const Lock& lock, const std::vector<Placement>& placements,
+Result<std::vector<KitFile>> acceptance_files(const recipes::Lock& lock, const std::vector<Placement>& placements,
                                               const KitRecipe& recipe, const KitOptions& options) {
   const auto& n = *recipe.nccl;
-  std::string image = site_image(placements, k_nccl_tests_component);
+  std::string image = site_image(placements, recipes::k_nccl_tests_component);
   if (image.empty())
-    return input_error("lock recipe.spec has acceptance.nccl but no image of component " + std::string(k_nccl_tests_component) +
+    return input_error("lock recipe.spec has acceptance.nccl but no image of component " + std::string(recipes::k_nccl_tests_component) +
                        "; resolve the recipe again");
-  std::string operator_image = site_image(placements, k_mpi_operator_component);
+  std::string operator_image = site_image(placements, recipes::k_mpi_operator_component);
   if (n.mpi_operator_install && operator_image.empty())
     return input_error("lock recipe.spec has acceptance.nccl.mpiOperator.install but no image of component " +
-                       std::string(k_mpi_operator_component) + "; resolve the recipe again");
+                       std::string(recipes::k_mpi_operator_component) + "; resolve the recipe again");
   for (const auto& word : {n.min_bytes, n.max_bytes})
     if (word.empty() || word.find_first_not_of("0123456789KMG") != std::string::npos)
       return input_error("lock recipe.spec acceptance.nccl: " + quote(word) + " is not a size all_reduce_perf reads");
   // parse_lock holds these too; a KitRecipe made by hand is held here.
-  std::string rdma = lock.network ? rdma_resource(lock.network->operands) : "";
+  std::string rdma = lock.network ? recipes::rdma_resource(lock.network->operands) : "";
   if (lock.network && rdma.empty())
     return input_error("lock recipe.spec acceptance.nccl: the lock has a network section without an RDMA device plugin operand "
                        "(rdmaSharedDevicePlugin or sriovDevicePlugin), so the NCCL run could not use the fabric");
-  if (!n.network.empty() && (!lock.network || !is_network_attachment(n.network)))
+  if (!n.network.empty() && (!lock.network || !recipes::is_network_attachment(n.network)))
     return input_error("lock recipe.spec acceptance.nccl.network " + quote(n.network) +
                        (lock.network ? " is not a NetworkAttachmentDefinition name" : ": the lock has no network section"));
   // The worker's fabric lines: the RDMA resource in requests and limits,

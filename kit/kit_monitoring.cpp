@@ -76,7 +76,7 @@ void emit_groups(YAML::Emitter& out) {
   out << YAML::EndSeq << YAML::EndMap << YAML::EndSeq;
 }
 
-std::string alerts_yaml(const Lock& lock, const KitRecipe& recipe, const KitOptions& options) {
+std::string alerts_yaml(const recipes::Lock& lock, const KitRecipe& recipe, const KitOptions& options) {
   YAML::Emitter out;
   out << YAML::BeginMap;
   out << YAML::Key << "apiVersion" << YAML::Value << "monitoring.coreos.com/v1";
@@ -91,7 +91,7 @@ std::string alerts_yaml(const Lock& lock, const KitRecipe& recipe, const KitOpti
          out.c_str() + "\n";
 }
 
-std::string rules_yaml(const Lock& lock, const KitOptions& options) {
+std::string rules_yaml(const recipes::Lock& lock, const KitOptions& options) {
   YAML::Emitter out;
   out << YAML::BeginMap;
   emit_groups(out);
@@ -232,7 +232,7 @@ std::string label_list(const std::map<std::string, std::string>& labels) {
   return s.empty() ? "none" : s;
 }
 
-std::vector<KitFile> monitoring_files(const Lock& lock, const KitRecipe& recipe, const KitOptions& options) {
+std::vector<KitFile> monitoring_files(const recipes::Lock& lock, const KitRecipe& recipe, const KitOptions& options) {
   std::string dashboard = dashboard_json();
   std::string cm_text = yaml_header(lock, options,
                                     "The Grafana dashboard for the Grafana sidecar (labels " + label_list(recipe.monitoring.dashboard) +

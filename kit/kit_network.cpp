@@ -25,7 +25,7 @@ namespace {
 std::vector<std::string> network_keys(const Placement& p) {
   std::vector<std::string> out;
   for (const auto& c : p.image->components)
-    if (is_network_component(c)) out.push_back(c.substr(k_network_component_prefix.size()));
+    if (recipes::is_network_component(c)) out.push_back(c.substr(recipes::k_network_component_prefix.size()));
   return out;
 }
 
@@ -278,13 +278,13 @@ std::string operator_cannot_list(const SiteRegistry& site, bool private_ca) {
 
 }  // namespace
 
-bool doca_uses_site_packages(const Lock& lock) {
+bool doca_uses_site_packages(const recipes::Lock& lock) {
   if (!lock.network || !lock.package_repo || lock.network->doca_precompiled || lock.network->doca_version.empty()) return false;
   const auto& ops = lock.network->operands;
   return std::find(ops.begin(), ops.end(), "ofedDriver") != ops.end();
 }
 
-std::vector<KitFile> network_repo_files(const Lock& lock, const KitOptions& options) {
+std::vector<KitFile> network_repo_files(const recipes::Lock& lock, const KitOptions& options) {
   std::vector<KitFile> out;
   if (!doca_uses_site_packages(lock)) return out;
   for (auto& [name, text] : package_repo_config(lock, options)) out.push_back({std::string(k_network_repo_dir) + "/" + name, text, 0644});
@@ -293,35 +293,35 @@ std::vector<KitFile> network_repo_files(const Lock& lock, const KitOptions& opti
   return out;
 }
 
-bool gpu_operator_runs_nfd(const Lock& lock) {
+bool gpu_operator_runs_nfd(const recipes::Lock& lock) {
   for (const auto& img : lock.images)
     for (const auto& c : img.components)
       if (c == "node-feature-discovery" || starts_with(c, "node-feature-discovery.")) return true;
   return false;
 }
 
-Result<std::string> network_values_yaml(const Lock& lock, const Chart& chart, const std::vector<Placement>& placements,
+Result<std::string> network_values_yaml(const recipes::Lock& lock, const recipes::Chart& chart, const std::vector<Placement>& placements,
                                         const KitRecipe& recipe, const KitOptions& options) {
-  const LockNetwork& net = *lock.network;
-  const Catalog& catalog = Catalog::builtin();
+  const recipes::LockNetwork& net = *lock.network;
+  const recipes::Catalog& catalog = recipes::Catalog::builtin();
   std::vector<std::string> warnings;
-  auto images = network_chart_images(chart, net.operands, catalog, warnings);
+  auto images = recipes::network_chart_images(chart, net.operands, catalog, warnings);
   std::vector<std::string> problems;
   Overrides v(chart, problems);
   std::set<std::string> policy_paths;  // NicClusterPolicy images: nic-cluster-policy.yaml
   for (const auto& o : catalog.network_operands())
     for (const auto& pi : o.policy) policy_paths.insert(pi.path);
-  using Shape = NetworkChartImage::Shape;
+  using Shape = recipes::NetworkChartImage::Shape;
   for (const auto& p : placements) {
     for (const auto& key : network_keys(p)) {
       if (policy_paths.count(key)) continue;  // nic-cluster-policy.yaml
-      auto it = std::find_if(images.begin(), images.end(), [&](const NetworkChartImage& i) { return i.path == key; });
+      auto it = std::find_if(images.begin(), images.end(), [&](const recipes::NetworkChartImage& i) { return i.path == key; });
       if (it == images.end()) {
         problems.push_back("lock component network:" + key + " (image " + p.image->source + ") is no image of chart " +
                            v.chart_label() + "; was the lock resolved against another chart?");
         continue;
       }
-      const Reference& d = p.destination;
+      const recipes::Reference& d = p.destination;
       switch (it->shape) {
         case Shape::RepositoryImage:
         case Shape::RepositoryName:
@@ -365,10 +365,10 @@ Result<std::string> network_values_yaml(const Lock& lock, const Chart& chart, co
                                                     "): every image from the site registry " + options.registry.str() + "."));
 }
 
-Result<std::string> nic_cluster_policy_yaml(const Lock& lock, const std::vector<Placement>& placements, const KitRecipe& recipe,
+Result<std::string> nic_cluster_policy_yaml(const recipes::Lock& lock, const std::vector<Placement>& placements, const KitRecipe& recipe,
                                             const KitOptions& options) {
-  const LockNetwork& net = *lock.network;
-  const Catalog& catalog = Catalog::builtin();
+  const recipes::LockNetwork& net = *lock.network;
+  const recipes::Catalog& catalog = recipes::Catalog::builtin();
   if (net.doca_precompiled)
     if (auto why = operator_cannot_list(options.registry, !options.registry_ca.empty()); !why.empty())
       return input_error("network.ofedDriver.precompiled: the Network Operator keeps a precompiled DOCA driver only when its own "
@@ -378,7 +378,7 @@ Result<std::string> nic_cluster_policy_yaml(const Lock& lock, const std::vector<
   json spec = json::object();
   std::vector<std::string> problems;
   for (const auto& name : net.operands) {
-    const NetworkOperand* op = catalog.network_operand(name);
+    const recipes::NetworkOperand* op = catalog.network_operand(name);
     if (!op) continue;
     for (const auto& pi : op->policy) {  // none for a chart switch: network-operator-values.yaml
       auto p = std::find_if(placements.begin(), placements.end(), [&](const Placement& q) { return has_network_key(q, pi.path); });
@@ -386,7 +386,7 @@ Result<std::string> nic_cluster_policy_yaml(const Lock& lock, const std::vector<
         problems.push_back("network operand " + name + ": the lock has no image of component network:" + pi.path);
         continue;
       }
-      const Reference& d = p->destination;
+      const recipes::Reference& d = p->destination;
       json image = {{"repository", repository_of(d)}, {"image", image_of(d)}};
       if (name == "ofedDriver") {
         // The operator appends -<os>-<arch> (precompiled -<kernel>-<os>-<arch>) itself.
@@ -408,12 +408,12 @@ Result<std::string> nic_cluster_policy_yaml(const Lock& lock, const std::vector<
       if (!recipe.pull_secret.empty()) image["imagePullSecrets"] = json::array({recipe.pull_secret});
       // The resources the NCCL acceptance job asks for (rdma_resource()); as
       // text a site reads and narrows before applying.
-      if (name == k_rdma_shared_operand)
-        image["config"] = std::string(R"({"configList": [{"resourceName": ")") + k_rdma_shared_resource_name +
+      if (name == recipes::k_rdma_shared_operand)
+        image["config"] = std::string(R"({"configList": [{"resourceName": ")") + recipes::k_rdma_shared_resource_name +
                           R"(", "rdmaHcaMax": 63, "selectors": {"vendors": ["15b3"]}}]})";
-      if (name == k_sriov_device_operand)
-        image["config"] = std::string(R"({"resourceList": [{"resourcePrefix": ")") + k_sriov_resource_prefix + R"(", "resourceName": ")" +
-                          k_sriov_resource_name + R"(", "selectors": {"vendors": ["15b3"], "isRdma": true}}]})";
+      if (name == recipes::k_sriov_device_operand)
+        image["config"] = std::string(R"({"resourceList": [{"resourcePrefix": ")") + recipes::k_sriov_resource_prefix + R"(", "resourceName": ")" +
+                          recipes::k_sriov_resource_name + R"(", "selectors": {"vendors": ["15b3"], "isRdma": true}}]})";
       if (name == "nvIpam") image["enableWebhook"] = false;
       if (name == "ibKubernetes") {
         // The CRD requires these; the recipe gives them (network.ibKubernetes).
@@ -444,11 +444,11 @@ Result<std::string> nic_cluster_policy_yaml(const Lock& lock, const std::vector<
   return yaml_header(lock, options, note) + out.c_str() + "\n";
 }
 
-std::string network_chart_file(const Lock& lock) {
-  return chart_file_name(lock.network->chart.name, lock.network->chart.version);
+std::string network_chart_file(const recipes::Lock& lock) {
+  return recipes::chart_file_name(lock.network->chart.name, lock.network->chart.version);
 }
 
-std::string network_sh(const Lock& lock, const KitRecipe& recipe, const KitOptions& options) {
+std::string network_sh(const recipes::Lock& lock, const KitRecipe& recipe, const KitOptions& options) {
   return fill_script(k_network, lock, options,
                      {{"RELEASE", shell_quote(k_network_release)},
                       {"VERSION", shell_quote(lock.network->version)},

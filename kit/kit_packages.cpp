@@ -59,9 +59,9 @@ std::string deployment(const Placement& image, const KitRecipe& recipe) {
   out << YAML::Key << "image" << YAML::Value << image.destination.str();
   out << YAML::Key << "ports" << YAML::Value << YAML::BeginSeq << YAML::BeginMap;
   out << YAML::Key << "name" << YAML::Value << "http";
-  out << YAML::Key << "containerPort" << YAML::Value << k_package_repo_port << YAML::EndMap << YAML::EndSeq;
+  out << YAML::Key << "containerPort" << YAML::Value << recipes::k_package_repo_port << YAML::EndMap << YAML::EndSeq;
   out << YAML::Key << "readinessProbe" << YAML::Value << YAML::BeginMap << YAML::Key << "httpGet" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "path" << YAML::Value << std::string("/dists/") + k_package_repo_suite + "/InRelease";
+  out << YAML::Key << "path" << YAML::Value << std::string("/dists/") + recipes::k_package_repo_suite + "/InRelease";
   out << YAML::Key << "port" << YAML::Value << "http" << YAML::EndMap << YAML::EndMap;
   out << YAML::Key << "securityContext" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "allowPrivilegeEscalation" << YAML::Value << false;
@@ -84,14 +84,14 @@ std::string service() {
   out << YAML::Key << "app.kubernetes.io/name" << YAML::Value << k_package_repo_name << YAML::EndMap;
   out << YAML::Key << "ports" << YAML::Value << YAML::BeginSeq << YAML::BeginMap;
   out << YAML::Key << "name" << YAML::Value << "http";
-  out << YAML::Key << "port" << YAML::Value << k_package_repo_port;
+  out << YAML::Key << "port" << YAML::Value << recipes::k_package_repo_port;
   out << YAML::Key << "targetPort" << YAML::Value << "http" << YAML::EndMap << YAML::EndSeq;
   out << YAML::EndMap << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
 }
 
 // The sources file the driver container reads: an apt sources.list line or a yum .repo.
-std::string package_repo_sources(const Lock& lock, const KitOptions& options) {
+std::string package_repo_sources(const recipes::Lock& lock, const KitOptions& options) {
   std::vector<std::string> archs;
   for (const auto& p : lock.platforms) {
     auto parts = split(p, '/');
@@ -102,11 +102,11 @@ std::string package_repo_sources(const Lock& lock, const KitOptions& options) {
     // rpm-md: the repository metadata is signed (repo_gpgcheck), and it
     // holds every package's sha256; the packages keep their vendor's signature.
     return std::string("[gpubundle]\nname=gpubundle kernel packages\nbaseurl=") + url +
-           "\nenabled=1\ngpgcheck=0\nrepo_gpgcheck=1\ngpgkey=file://" + k_rpm_repo_config_dir + "/" + k_package_repo_key_file + "\n" +
+           "\nenabled=1\ngpgcheck=0\nrepo_gpgcheck=1\ngpgkey=file://" + k_rpm_repo_config_dir + "/" + recipes::k_package_repo_key_file + "\n" +
            (options.package_repo_ca.empty() ? "" : std::string("sslcacert=") + k_rpm_ca_dir + "/" + k_package_repo_ca_key + "\n");
   }
   return std::string("deb [") + (archs.empty() ? "" : "arch=" + join(archs, ",") + " ") + "signed-by=" + k_apt_repo_config_dir +
-         "/" + k_package_repo_key_file + "] " + url + " " + k_package_repo_suite + " " + k_package_repo_area + "\n";
+         "/" + recipes::k_package_repo_key_file + "] " + url + " " + recipes::k_package_repo_suite + " " + recipes::k_package_repo_area + "\n";
 }
 
 // The repository files the RHEL driver images bring (UBI's, the CUDA
@@ -121,13 +121,13 @@ constexpr const char* k_rpm_image_repo_files[] = {"ubi.repo", "cuda-rhel8.repo",
 std::string package_repo_url(const KitOptions& options) {
   if (!options.package_repo_url.empty()) return options.package_repo_url;
   return std::string("http://") + k_package_repo_name + "." + options.namespace_name + ".svc.cluster.local:" +
-         std::to_string(k_package_repo_port) + "/";
+         std::to_string(recipes::k_package_repo_port) + "/";
 }
 
-std::vector<std::pair<std::string, std::string>> package_repo_config(const Lock& lock, const KitOptions& options) {
+std::vector<std::pair<std::string, std::string>> package_repo_config(const recipes::Lock& lock, const KitOptions& options) {
   const bool apt = lock.package_repo->format != "rpm-md";
   std::vector<std::pair<std::string, std::string>> data = {{apt ? "gpubundle.list" : "gpubundle.repo", package_repo_sources(lock, options)},
-                                                           {k_package_repo_key_file, lock.package_repo->public_key}};
+                                                           {recipes::k_package_repo_key_file, lock.package_repo->public_key}};
   if (!apt)
     for (const char* f : k_rpm_image_repo_files)
       data.emplace_back(f, std::string("# Mounted over the driver image's ") + f +
@@ -135,7 +135,7 @@ std::vector<std::pair<std::string, std::string>> package_repo_config(const Lock&
   return data;
 }
 
-std::string package_repo_yaml(const Lock& lock, const std::vector<Placement>& placements, const KitRecipe& recipe,
+std::string package_repo_yaml(const recipes::Lock& lock, const std::vector<Placement>& placements, const KitRecipe& recipe,
                               const KitOptions& options) {
   std::string text = yaml_header(
       lock, options,
@@ -154,7 +154,7 @@ std::string package_repo_yaml(const Lock& lock, const std::vector<Placement>& pl
     text += "---\n" + config_map(k_package_repo_ca_config_map, {{k_package_repo_ca_key, pem_file(options.package_repo_ca)}});
   if (options.package_repo_url.empty()) {
     for (const auto& p : placements)
-      if (p.image->built == BuiltKind::PackageRepo) {
+      if (p.image->built == recipes::BuiltKind::PackageRepo) {
         text += "---\n" + deployment(p, recipe);
         text += "---\n" + service();
       }

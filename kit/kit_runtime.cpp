@@ -113,7 +113,7 @@ std::vector<KitFile> runtime_files(const std::vector<Placement>& placements, con
     const auto& c = p.image->components;
     // Nor for the package repository's images: its Deployment names the site registry itself.
     if (std::none_of(c.begin(), c.end(), [](const std::string& x) {
-          return x == k_node_overlay_component || x == k_package_repo_component || x == k_package_server_component;
+          return x == recipes::k_node_overlay_component || x == recipes::k_package_repo_component || x == recipes::k_package_server_component;
         }))
       hosts.insert(p.source.registry);
   }

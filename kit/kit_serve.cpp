@@ -115,7 +115,7 @@ std::string daemon_set(const KitOptions& o, const std::vector<std::string>& bund
 
 }  // namespace
 
-Result<std::vector<KitFile>> serve_files(const Lock& lock, const KitOptions& o) {
+Result<std::vector<KitFile>> serve_files(const recipes::Lock& lock, const KitOptions& o) {
   std::vector<std::string> bundles = o.serve_bundles.empty() ? std::vector<std::string>{"site.bundle"} : o.serve_bundles;
   // The names land in ExecStart and the DaemonSet's command as words: no quoting to get wrong.
   for (const auto& b : bundles)

@@ -336,7 +336,7 @@ say "run $here/verify.sh to check the GPU nodes"
 
 }  // namespace
 
-std::string upgrade_sh(const Lock& lock, const KitRecipe& /*recipe*/, const KitOptions& options) {
+std::string upgrade_sh(const recipes::Lock& lock, const KitRecipe& /*recipe*/, const KitOptions& options) {
   return fill_script(k_upgrade, lock, options, {{"RELEASE", shell_quote(k_release_name)}, {"CHART_FILE", kit_chart_file(lock)}});
 }
 

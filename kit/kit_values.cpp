@@ -74,8 +74,8 @@ YAML::Node node_at(const YAML::Node& root, const std::vector<std::string>& parts
 }
 
 // A subchart's own values first (node-feature-discovery.*, sriov-network-operator.*), then the chart's.
-YAML::Node chart_node(const Chart& chart, const std::vector<std::string>& parts) {
-  if (const Chart* sub = chart.subchart(parts[0]))
+YAML::Node chart_node(const recipes::Chart& chart, const std::vector<std::string>& parts) {
+  if (const recipes::Chart* sub = chart.subchart(parts[0]))
     if (YAML::Node n = node_at(sub->values, parts, 1); n.IsDefined()) return n;
   return node_at(chart.values, parts);
 }
@@ -90,7 +90,7 @@ bool takes_os_suffix(const std::string& component) {
 // helpers behind the operator Deployment, its CRD hooks and its
 // DRIVER_MANAGER_IMAGE and VALIDATOR_IMAGE env).
 bool helm_rendered(const std::string& component, const std::string& operator_version) {
-  const ComponentInfo* info = Catalog::builtin().component(component);
+  const recipes::ComponentInfo* info = recipes::Catalog::builtin().component(component);
   return info && !info->helm_rendered_from.empty() && !operator_version.empty() &&
          compare_versions(operator_version, info->helm_rendered_from) >= 0;
 }
@@ -133,7 +133,7 @@ struct ListImages {
 std::optional<ListImages> list_images_of(const std::string& component) {
   auto dot = component.rfind('.');
   if (dot == std::string::npos) return std::nullopt;
-  const ComponentInfo* info = Catalog::builtin().component(component.substr(0, dot));
+  const recipes::ComponentInfo* info = recipes::Catalog::builtin().component(component.substr(0, dot));
   if (!info) return std::nullopt;
   for (const auto& pattern : info->images) {
     auto parts = split(pattern, '.');
@@ -180,14 +180,14 @@ std::vector<std::string> leaf_paths(const YAML::Node& values) {
   return out;
 }
 
-bool chart_has_key(const Chart& chart, std::string_view path) {
+bool chart_has_key(const recipes::Chart& chart, std::string_view path) {
   auto parts = split(path, '.');
   return !parts.empty() && chart_node(chart, parts).IsDefined();
 }
 
 // A key below one whose chart default is an empty map ({}: labels,
 // annotations, selectors) is the user's to name.
-bool under_free_form_map(const Chart& chart, const std::string& path) {
+bool under_free_form_map(const recipes::Chart& chart, const std::string& path) {
   auto parts = split(path, '.');
   for (size_t n = parts.size() - 1; n >= 1; --n) {
     YAML::Node at = chart_node(chart, std::vector<std::string>(parts.begin(), parts.begin() + static_cast<long>(n)));
@@ -197,14 +197,14 @@ bool under_free_form_map(const Chart& chart, const std::string& path) {
   return false;
 }
 
-std::vector<std::string> unknown_keys(const YAML::Node& values, const Chart& chart) {
+std::vector<std::string> unknown_keys(const YAML::Node& values, const recipes::Chart& chart) {
   std::vector<std::string> out;
   for (const auto& p : leaf_paths(values))
     if (!chart_has_key(chart, p) && !detail::is_key_exception(p) && !under_free_form_map(chart, p)) out.push_back(p);
   return out;
 }
 
-Result<std::string> make_values_yaml(const Lock& lock, const Chart& chart, const KitOptions& options) {
+Result<std::string> make_values_yaml(const recipes::Lock& lock, const recipes::Chart& chart, const KitOptions& options) {
   auto placements = place_images(lock, options.registry, options.layout);
   if (!placements) return placements.error();
   auto recipe = kit_recipe(lock);
@@ -220,10 +220,10 @@ Result<std::string> make_values_yaml(const Lock& lock, const Chart& chart, const
     const std::string& digest = p.image->at_site();
     for (const auto& c : p.image->components) {
       if (c == "extraImages") continue;  // mirrored for workloads (verify.sh); no values key
-      if (c == k_node_overlay_component) continue;  // for node image pipelines; no values key
-      if (c == k_package_repo_component || c == k_package_server_component) continue;  // package-repo.yaml; no values key
-      if (is_network_component(c)) continue;  // network-operator-values.yaml, nic-cluster-policy.yaml
-      if (c == k_nccl_tests_component || c == k_mpi_operator_component) continue;  // acceptance/; no values key
+      if (c == recipes::k_node_overlay_component) continue;  // for node image pipelines; no values key
+      if (c == recipes::k_package_repo_component || c == recipes::k_package_server_component) continue;  // package-repo.yaml; no values key
+      if (recipes::is_network_component(c)) continue;  // network-operator-values.yaml, nic-cluster-policy.yaml
+      if (c == recipes::k_nccl_tests_component || c == recipes::k_mpi_operator_component) continue;  // acceptance/; no values key
       if (auto l = list_images_of(c); l && chart_has_key(chart, l->list_path)) {
         lists.emplace(l->list_path, *l).first->second.moved[p.source.str()] = p.destination.pinned();
         continue;
@@ -277,7 +277,7 @@ Result<std::string> make_values_yaml(const Lock& lock, const Chart& chart, const
       json* ref = &item;
       for (const auto& part : l.item_path) ref = ref && ref->is_object() && ref->contains(part) ? &(*ref)[part] : nullptr;
       if (!ref || !ref->is_string()) continue;
-      auto parsed = Reference::parse(ref->get<std::string>());
+      auto parsed = recipes::Reference::parse(ref->get<std::string>());
       if (auto it = parsed ? l.moved.find(parsed->str()) : l.moved.end(); it != l.moved.end()) {
         *ref = it->second;
         placed.insert(it->first);
@@ -329,7 +329,7 @@ Result<std::string> make_values_yaml(const Lock& lock, const Chart& chart, const
     // needs no switch but needs the open modules. With the proprietary ones only
     // the legacy nvidia-peermem works: driver.rdma starts it, against the host's
     // DOCA driver when the Network Operator does not run one.
-    if (lock.network && !rdma_resource(lock.network->operands).empty() && kmt != "open" && kmt != "auto") {
+    if (lock.network && !recipes::rdma_resource(lock.network->operands).empty() && kmt != "open" && kmt != "auto") {
       v.set_if_present("driver.rdma.enabled", true);
       const auto& ops = lock.network->operands;
       v.set_if_present("driver.rdma.useHostMofed", std::find(ops.begin(), ops.end(), "ofedDriver") == ops.end());
@@ -358,7 +358,7 @@ Result<std::string> make_values_yaml(const Lock& lock, const Chart& chart, const
   {
     std::set<std::string> carried;
     for (const auto& img : lock.images) carried.insert(img.components.begin(), img.components.end());
-    for (const auto& [key, info] : Catalog::builtin().components()) {
+    for (const auto& [key, info] : recipes::Catalog::builtin().components()) {
       if (key.find('.') != std::string::npos || !info.enabled_by.empty() || key == "driver" || key == "toolkit") continue;
       if (carried.count(key) || recipe->components.count(key)) continue;
       if (chart_has_key(chart, key + ".enabled")) v.set(key + ".enabled", false);
@@ -376,7 +376,7 @@ Result<std::string> make_values_yaml(const Lock& lock, const Chart& chart, const
     if (comp.has_enabled) {
       // A component without a switch of its own follows another values key
       // (draDriver: gpuCluster.deployCR).
-      const ComponentInfo* info = Catalog::builtin().component(base);
+      const recipes::ComponentInfo* info = recipes::Catalog::builtin().component(base);
       std::string gate = info && !info->enabled_by.empty() && !chart_has_key(chart, base + ".enabled") ? info->enabled_by : "";
       if (!gate.empty() && chart_has_key(chart, gate)) {
         v.set(gate, comp.enabled);
@@ -408,7 +408,7 @@ Result<std::string> make_values_yaml(const Lock& lock, const Chart& chart, const
                                                      ": every image from the site registry " + options.registry.str() + "."));
 }
 
-Result<std::string> detail::values_text(const Overrides& v, const Chart& chart, const std::string& file, std::string header) {
+Result<std::string> detail::values_text(const Overrides& v, const recipes::Chart& chart, const std::string& file, std::string header) {
   YAML::Emitter out;
   emit_node(out, v.root());
   std::string text = std::move(header) + out.c_str() + "\n";

@@ -5,10 +5,10 @@
 
 #include "mirror/sqlite.hpp"
 
-namespace gb {
+namespace gb::mirror {
 
 struct CatalogDb::Impl {
-  sqlite::Database db;
+  detail::Database db;
 };
 
 CatalogDb::CatalogDb() : m_impl(std::make_unique<Impl>()) {}
@@ -17,7 +17,7 @@ CatalogDb& CatalogDb::operator=(CatalogDb&&) noexcept = default;
 CatalogDb::~CatalogDb() = default;
 
 Result<CatalogDb> CatalogDb::open(const std::filesystem::path& file) {
-  auto db = sqlite::Database::open(file.string());
+  auto db = detail::Database::open(file.string());
   if (!db) return db.error();
   CatalogDb c;
   c.m_impl->db = std::move(db).value();
@@ -45,19 +45,12 @@ Result<void> CatalogDb::record(const std::vector<ImageRow>& images, const std::v
   auto blob = db.prepare("INSERT OR REPLACE INTO blobs VALUES(?,?)");
   if (!img || !blob) return fail(db.errmsg());
   for (const auto& i : images) {
-    img->bind(1, i.ref);
-    img->bind(2, i.digest);
-    img->bind(3, i.media_type);
-    img->bind(4, static_cast<std::int64_t>(i.size));
-    img->bind(5, i.source);
-    img->bind(6, i.platforms);
-    img->bind(7, i.fetched_at);
+    img->bind_all(i.ref, i.digest, i.media_type, static_cast<std::int64_t>(i.size), i.source, i.platforms, i.fetched_at);
     if (img->step() != SQLITE_DONE) return fail(db.errmsg());
     img->reset();
   }
   for (const auto& b : blobs) {
-    blob->bind(1, b.digest);
-    blob->bind(2, static_cast<std::int64_t>(b.size));
+    blob->bind_all(b.digest, static_cast<std::int64_t>(b.size));
     if (blob->step() != SQLITE_DONE) return fail(db.errmsg());
     blob->reset();
   }
@@ -67,12 +60,7 @@ Result<void> CatalogDb::record(const std::vector<ImageRow>& images, const std::v
 Result<void> CatalogDb::record_chart(const ChartRow& c) {
   auto st = m_impl->db.prepare("INSERT OR REPLACE INTO charts VALUES(?,?,?,?,?,?)");
   if (!st) return st.error();
-  st->bind(1, c.name);
-  st->bind(2, c.version);
-  st->bind(3, c.file);
-  st->bind(4, c.sha256);
-  st->bind(5, c.source);
-  st->bind(6, c.fetched_at);
+  st->bind_all(c.name, c.version, c.file, c.sha256, c.source, c.fetched_at);
   if (st->step() != SQLITE_DONE) return op_error("catalog: " + m_impl->db.errmsg());
   return {};
 }
@@ -103,32 +91,28 @@ Result<std::vector<ChartRow>> CatalogDb::charts() {
 Result<void> CatalogDb::prune(const std::vector<std::string>& live_refs, const std::vector<std::string>& live_blobs) {
   auto& db = m_impl->db;
   if (auto r = db.exec("BEGIN IMMEDIATE"); !r) return r;
-  std::set<std::string> refs(live_refs.begin(), live_refs.end()), blobs(live_blobs.begin(), live_blobs.end());
-  std::vector<std::string> dead_refs, dead_blobs;
-  {
-    auto st = db.prepare("SELECT ref FROM images");
-    if (!st) return st.error();
-    while (st->step() == SQLITE_ROW)
-      if (!refs.count(st->text(0))) dead_refs.push_back(st->text(0));
-    auto sb = db.prepare("SELECT digest FROM blobs");
-    if (!sb) return sb.error();
-    while (sb->step() == SQLITE_ROW)
-      if (!blobs.count(sb->text(0))) dead_blobs.push_back(sb->text(0));
-  }
-  auto di = db.prepare("DELETE FROM images WHERE ref = ?");
-  auto dbl = db.prepare("DELETE FROM blobs WHERE digest = ?");
-  if (!di || !dbl) return op_error("catalog: " + db.errmsg());
-  for (const auto& r : dead_refs) {
-    di->bind(1, r);
-    di->step();
-    di->reset();
-  }
-  for (const auto& b : dead_blobs) {
-    dbl->bind(1, b);
-    dbl->step();
-    dbl->reset();
-  }
+  // Deletes the rows of `table` whose `key` is not in `live`.
+  auto drop = [&](const std::string& table, const std::string& key, const std::vector<std::string>& live) -> Result<void> {
+    std::set<std::string> keep(live.begin(), live.end());
+    std::vector<std::string> dead;
+    {
+      auto st = db.prepare("SELECT " + key + " FROM " + table);
+      if (!st) return st.error();
+      while (st->step() == SQLITE_ROW)
+        if (!keep.count(st->text(0))) dead.push_back(st->text(0));
+    }
+    auto del = db.prepare("DELETE FROM " + table + " WHERE " + key + " = ?");
+    if (!del) return op_error("catalog: " + db.errmsg());
+    for (const auto& d : dead) {
+      del->bind(1, d);
+      del->step();
+      del->reset();
+    }
+    return {};
+  };
+  if (auto r = drop("images", "ref", live_refs); !r) return r;
+  if (auto r = drop("blobs", "digest", live_blobs); !r) return r;
   return db.exec("COMMIT");
 }
 
-}  // namespace gb
+}  // namespace gb::mirror

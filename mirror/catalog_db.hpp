@@ -22,7 +22,7 @@
 
 #include "common/error.hpp"
 
-namespace gb {
+namespace gb::mirror {
 
 // ImageRow::source of an image gpubundle made (driver image, node overlay).
 inline constexpr const char* k_built_here = "built here";
@@ -72,4 +72,4 @@ private:
   std::unique_ptr<Impl> m_impl;
 };
 
-}  // namespace gb
+}  // namespace gb::mirror

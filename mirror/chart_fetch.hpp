@@ -25,7 +25,7 @@
 #include "recipes/lock.hpp"
 #include "recipes/recipe.hpp"
 
-namespace gb {
+namespace gb::mirror {
 
 inline constexpr std::string_view k_helm_chart_layer = "application/vnd.cncf.helm.chart.content.v1.tar+gzip";
 
@@ -38,17 +38,17 @@ struct ChartAccess {
 };
 
 struct LoadedChart {
-  Chart chart;
+  recipes::Chart chart;
   std::string archive;   // the .tgz bytes
   bool fetched = false;  // downloaded by this call
   bool stored = false;   // written into the store by this call
 };
 
 // The .tgz bytes of a remote chart, downloaded (no store involved).
-Result<std::string> fetch_chart_archive(const ChartSource& source, const std::string& name, const std::string& version, ImageSource& network);
+Result<std::string> fetch_chart_archive(const recipes::ChartSource& source, const std::string& name, const std::string& version, ImageSource& network);
 
 struct ResolvedRecipe {
-  Lock lock;
+  recipes::Lock lock;
   LoadedChart chart;
   std::optional<LoadedChart> network_chart;  // the recipe's network section
 };
@@ -58,27 +58,27 @@ struct ResolvedRecipe {
 // the store the same way) and its release image list (network.releaseFile:
 // a local path, else the store's STORE/charts/<network_release_file_name>,
 // else downloaded when the network is allowed, and kept there).
-Result<ResolvedRecipe> resolve_recipe(const Recipe& recipe, const std::string& chart_flag, const ChartAccess& access);
+Result<ResolvedRecipe> resolve_recipe(const recipes::Recipe& recipe, const std::string& chart_flag, const ChartAccess& access);
 
 // The chart a lock was resolved against: --chart, else the store's copy, else
 // the lock's chart.source (relative to the lock's folder). Refused when its
 // sha256 differs from the lock's chart.sha256. Every command that needs a
 // lock's chart (the install kit above all) gets it here or from
 // lock_chart_archive below.
-Result<LoadedChart> lock_chart(const Lock& lock, const std::filesystem::path& lock_file, const std::string& chart_flag,
+Result<LoadedChart> lock_chart(const recipes::Lock& lock, const std::filesystem::path& lock_file, const std::string& chart_flag,
                                const ChartAccess& access);
 
 // The network-operator chart of a lock's network section, by the same rules
 // (the store's copy, else network.chart.source) and the same sha256 check.
-Result<LoadedChart> lock_network_chart(const Lock& lock, const std::filesystem::path& lock_file, const ChartAccess& access);
+Result<LoadedChart> lock_network_chart(const recipes::Lock& lock, const std::filesystem::path& lock_file, const ChartAccess& access);
 
 // The same, for chart bytes the caller already has (a bundle's charts/ entry,
 // named by `label`): parsed, and refused when its sha256 differs from the lock's.
-Result<LoadedChart> lock_chart_archive(const Lock& lock, std::string archive, const std::string& label);
+Result<LoadedChart> lock_chart_archive(const recipes::Lock& lock, std::string archive, const std::string& label);
 // The same against one chart entry of the lock (lock.network->chart).
-Result<LoadedChart> locked_chart_archive(const LockChart& locked, std::string archive, const std::string& label);
+Result<LoadedChart> locked_chart_archive(const recipes::LockChart& locked, std::string archive, const std::string& label);
 
 // Resolves a chart URL from index.yaml against the repository URL.
 std::string resolve_chart_url(const std::string& repo_url, const std::string& url);
 
-}  // namespace gb
+}  // namespace gb::mirror

@@ -9,13 +9,13 @@
 #include "common/parallel.hpp"
 #include "common/strings.hpp"
 
-namespace gb {
+namespace gb::mirror {
 
 namespace {
 
 // "REF: message", naming the reference once: a leading "REF: " or
 // "NAME@DIGEST: " that the client already put in front is dropped.
-std::string about(const std::string& ref, std::string_view message, const Reference* parsed = nullptr) {
+std::string about(const std::string& ref, std::string_view message, const recipes::Reference* parsed = nullptr) {
   std::vector<std::string> heads = {ref + ": "};
   if (parsed) {
     heads.push_back(parsed->str() + ": ");
@@ -33,8 +33,8 @@ std::string about(const std::string& ref, std::string_view message, const Refere
 class RegistrySource final : public ImageSource {
 public:
   RegistrySource(RegistryConfig config, ClientOptions options) : m_client(std::move(config), options) {}
-  Result<oci::Manifest> get_manifest(const Reference& ref) override { return m_client.get_manifest(ref); }
-  Result<std::optional<std::string>> head_manifest(const Reference& ref) override { return m_client.head_manifest(ref); }
+  Result<oci::Manifest> get_manifest(const recipes::Reference& ref) override { return m_client.get_manifest(ref); }
+  Result<std::optional<std::string>> head_manifest(const recipes::Reference& ref) override { return m_client.head_manifest(ref); }
   Result<void> fetch_blobs(std::vector<BlobRequest> requests, const std::function<void(std::uint64_t)>& on_bytes) override {
     return m_client.fetch_blobs(std::move(requests), on_bytes);
   }
@@ -47,8 +47,8 @@ private:
 };
 
 struct ImagePlan {
-  LockImage* entry = nullptr;
-  Reference ref;
+  recipes::LockImage* entry = nullptr;
+  recipes::Reference ref;
   std::vector<std::string> platforms;
   oci::Manifest top;
   std::vector<oci::Manifest> children;  // kept child manifests of an index
@@ -59,7 +59,7 @@ struct ImagePlan {
 };
 
 // Reads a manifest from the store when present, else from the source; checks its digest.
-Result<oci::Manifest> load_manifest(Store& store, ImageSource& source, const Reference& repo, const oci::Descriptor& d) {
+Result<oci::Manifest> load_manifest(Store& store, ImageSource& source, const recipes::Reference& repo, const oci::Descriptor& d) {
   if (store.has_blob(d.digest, d.size)) {
     auto bytes = store.read_blob(d.digest);
     if (bytes) {
@@ -67,7 +67,7 @@ Result<oci::Manifest> load_manifest(Store& store, ImageSource& source, const Ref
       if (m && m->digest == d.digest) return m;
     }
   }
-  Reference r = repo;
+  recipes::Reference r = repo;
   r.tag.clear();
   r.digest = d.digest;
   auto m = source.get_manifest(r);
@@ -80,42 +80,27 @@ void check_image(ImagePlan& plan, Store& store, ImageSource& source, const std::
   const std::string& src = plan.entry->source;
   const std::string not_found = src + ": not found (no such tag or repository)";
   bool fetched = false;
-  if (!stored) {  // nothing stored to compare with: GET at once, no HEAD round trip first
-    auto m = source.get_manifest(plan.ref);
-    if (!m) {
-      auto head = source.head_manifest(plan.ref);  // only to word a 404 as below
-      plan.problems.push_back(head && !head->has_value() ? not_found : about(src, m.error().message, &plan.ref));
-      return;
-    }
-    plan.top = std::move(m).value();
-    fetched = true;
-  }
-  if (!fetched) {
+  if (stored) {  // HEAD first: the stored copy serves when the digest is the same
     auto head = source.head_manifest(plan.ref);
-    if (!head) {
-      plan.problems.push_back(about(src, head.error().message, &plan.ref));
-      return;
-    }
-    if (!head->has_value()) {
-      plan.problems.push_back(not_found);
+    if (!head || !head->has_value()) {
+      plan.problems.push_back(head ? not_found : about(src, head.error().message, &plan.ref));
       return;
     }
     const std::string& upstream = **head;
-    if (stored && !upstream.empty() && stored->digest == upstream && store.has_blob(upstream, stored->size)) {
-      auto bytes = store.read_blob(upstream);
-      if (bytes) {
-        auto m = oci::parse_manifest(std::move(bytes).value(), stored->media_type);
-        if (m && m->digest == upstream) {
+    if (!upstream.empty() && stored->digest == upstream && store.has_blob(upstream, stored->size))
+      if (auto bytes = store.read_blob(upstream))
+        if (auto m = oci::parse_manifest(std::move(bytes).value(), stored->media_type); m && m->digest == upstream) {
           plan.top = std::move(m).value();
           fetched = true;
         }
-      }
-    }
   }
-  if (!fetched) {
+  if (!fetched) {  // nothing stored (no HEAD round trip first), or not upstream's
     auto m = source.get_manifest(plan.ref);
     if (!m) {
-      plan.problems.push_back(about(src, m.error().message, &plan.ref));
+      bool absent = false;  // a HEAD only to word a 404, where none came first
+      if (!stored)
+        if (auto head = source.head_manifest(plan.ref)) absent = !head->has_value();
+      plan.problems.push_back(absent ? not_found : about(src, m.error().message, &plan.ref));
       return;
     }
     plan.top = std::move(m).value();
@@ -141,7 +126,7 @@ void check_image(ImagePlan& plan, Store& store, ImageSource& source, const std::
     for (const auto* c : carried) {
       std::string what = oci::is_attestation(*c) ? "attestation " + c->digest : c->platform.str();
       if (!taken.insert(c->digest).second) continue;
-      if (!is_sha256_digest(c->digest)) {  // never into a URL or a store path
+      if (!signing::is_sha256_digest(c->digest)) {  // never into a URL or a store path
         plan.problems.push_back(src + " (" + what + "): unsupported child digest '" + c->digest.substr(0, 80) + "'");
         continue;
       }
@@ -177,7 +162,7 @@ void check_image(ImagePlan& plan, Store& store, ImageSource& source, const std::
     for (const auto& l : m->layers) plan.blobs.push_back(l);
   }
   for (const auto& b : plan.blobs) {
-    if (!is_sha256_digest(b.digest)) plan.problems.push_back(src + ": unsupported blob digest '" + b.digest.substr(0, 80) + "'");
+    if (!signing::is_sha256_digest(b.digest)) plan.problems.push_back(src + ": unsupported blob digest '" + b.digest.substr(0, 80) + "'");
     plan.bytes += b.size;
   }
 }
@@ -188,7 +173,7 @@ std::unique_ptr<ImageSource> registry_source(RegistryConfig config, ClientOption
   return std::make_unique<RegistrySource>(std::move(config), options);
 }
 
-Result<MirrorSummary> mirror_images(Lock& lock, Store& store, ImageSource& source, Progress& progress, const MirrorOptions& options) {
+Result<MirrorSummary> mirror_images(recipes::Lock& lock, Store& store, ImageSource& source, Progress& progress, const MirrorOptions& options) {
   auto start = std::chrono::steady_clock::now();
   std::uint64_t downloaded_before = source.bytes_downloaded();
   MirrorSummary summary;
@@ -201,12 +186,12 @@ Result<MirrorSummary> mirror_images(Lock& lock, Store& store, ImageSource& sourc
     if (li.built) continue;  // made here: nothing upstream to pull
     ImagePlan p;
     p.entry = &li;
-    auto ref = Reference::parse(li.source);
+    auto ref = recipes::Reference::parse(li.source);
     if (!ref) {
       bad_refs.push_back(ref.error().message);  // names the reference once
       continue;
     }
-    if (!li.digest.empty() && !is_sha256_digest(li.digest)) {
+    if (!li.digest.empty() && !signing::is_sha256_digest(li.digest)) {
       bad_refs.push_back(li.source + ": lock digest '" + li.digest.substr(0, 80) + "' is not sha256:<64 hex digits>");
       continue;
     }
@@ -260,17 +245,13 @@ Result<MirrorSummary> mirror_images(Lock& lock, Store& store, ImageSource& sourc
   // re-run reads them from here), then every missing config and layer once;
   // all of them get their names in one sync_blobs() (publish, or on failure).
   for (auto& p : plans) {
-    for (const auto* m : [&] {
-           std::vector<const oci::Manifest*> v{&p.top};
-           for (const auto& c : p.children) v.push_back(&c);
-           return v;
-         }()) {
-      if (auto r = store.stage_blob(m->digest, m->bytes); !r) return r.error();
-    }
+    if (auto r = store.stage_blob(p.top.digest, p.top.bytes); !r) return r.error();
+    for (const auto& c : p.children)
+      if (auto r = store.stage_blob(c.digest, c.bytes); !r) return r.error();
   }
   struct Want {
     oci::Descriptor desc;
-    Reference repo;
+    recipes::Reference repo;
     std::vector<std::size_t> images;
   };
   std::map<std::string, Want> wanted;
@@ -354,4 +335,4 @@ Result<MirrorSummary> mirror_images(Lock& lock, Store& store, ImageSource& sourc
   return summary;
 }
 
-}  // namespace gb
+}  // namespace gb::mirror

@@ -30,14 +30,14 @@
 #include "recipes/lock.hpp"
 #include "recipes/reference.hpp"
 
-namespace gb {
+namespace gb::mirror {
 
 class ImageSource {
 public:
   virtual ~ImageSource() = default;
-  virtual Result<oci::Manifest> get_manifest(const Reference& ref) = 0;
+  virtual Result<oci::Manifest> get_manifest(const recipes::Reference& ref) = 0;
   // The digest, or nullopt when the registry says 404.
-  virtual Result<std::optional<std::string>> head_manifest(const Reference& ref) = 0;
+  virtual Result<std::optional<std::string>> head_manifest(const recipes::Reference& ref) = 0;
   // Calls each request's on_done after its digest matched; returns every failure.
   virtual Result<void> fetch_blobs(std::vector<BlobRequest> requests, const std::function<void(std::uint64_t)>& on_bytes) = 0;
   virtual Result<std::string> get_url(const std::string& url) = 0;
@@ -76,6 +76,6 @@ struct MirrorSummary {
 
 // Mirrors every upstream image of the lock into the store and fills
 // lock.images[].digest. Built images (LockImage::built) are skipped.
-Result<MirrorSummary> mirror_images(Lock& lock, Store& store, ImageSource& source, Progress& progress, const MirrorOptions& options);
+Result<MirrorSummary> mirror_images(recipes::Lock& lock, Store& store, ImageSource& source, Progress& progress, const MirrorOptions& options);
 
-}  // namespace gb
+}  // namespace gb::mirror

@@ -8,7 +8,7 @@
 #include "common/strings.hpp"
 #include "signing/digest.hpp"
 
-namespace gb::oci {
+namespace gb::mirror::oci {
 
 using nlohmann::json;
 
@@ -64,7 +64,7 @@ Result<Descriptor> descriptor(const json& j, const std::string& where) {
   auto colon = d.digest.find(':');
   if (colon == std::string::npos || colon == 0 || colon + 1 == d.digest.size())
     return input_error(where + ".digest '" + d.digest + "' is not a digest");
-  if (starts_with(d.digest, "sha256:") && !is_sha256_digest(d.digest))
+  if (starts_with(d.digest, "sha256:") && !signing::is_sha256_digest(d.digest))
     return input_error(where + ".digest '" + d.digest + "' is not a sha256 digest");
   auto sz = j.find("size");
   if (sz == j.end() || !sz->is_number_integer() || sz->get<std::int64_t>() < 0)
@@ -89,7 +89,7 @@ Result<Descriptor> descriptor(const json& j, const std::string& where) {
 
 Result<Manifest> parse_manifest(std::string bytes, std::string_view media_type) {
   Manifest m;
-  m.digest = sha256_digest(bytes);
+  m.digest = signing::sha256_digest(bytes);
   if (bytes.size() > k_max_manifest_bytes)
     return input_error("manifest " + m.digest + " is " + std::to_string(bytes.size()) + " bytes, more than the " +
                        std::to_string(k_max_manifest_bytes) + " a manifest may have");
@@ -206,4 +206,4 @@ Result<std::optional<Manifest>> site_index(const Manifest& index, const std::vec
   return filter_index(index, carried);
 }
 
-}  // namespace gb::oci
+}  // namespace gb::mirror::oci

@@ -15,13 +15,12 @@
 
 #include "common/error.hpp"
 
-namespace gb::oci {
+namespace gb::mirror::oci {
 
 inline constexpr std::string_view k_oci_manifest = "application/vnd.oci.image.manifest.v1+json";
 inline constexpr std::string_view k_oci_index = "application/vnd.oci.image.index.v1+json";
 inline constexpr std::string_view k_docker_manifest = "application/vnd.docker.distribution.manifest.v2+json";
 inline constexpr std::string_view k_docker_list = "application/vnd.docker.distribution.manifest.list.v2+json";
-inline constexpr std::string_view k_oci_layout_version = "1.0.0";
 // Artifacts (image-spec 1.1): the empty config, and the annotation naming a layer's file.
 inline constexpr const char* k_oci_empty = "application/vnd.oci.empty.v1+json";
 inline constexpr const char* k_oci_title = "org.opencontainers.image.title";
@@ -103,4 +102,4 @@ Result<std::optional<Manifest>> filter_index(const Manifest& index, const std::v
 // that mirror, bundle create, bundle verify and import each apply.
 Result<std::optional<Manifest>> site_index(const Manifest& index, const std::vector<std::string>& platforms);
 
-}  // namespace gb::oci
+}  // namespace gb::mirror::oci

@@ -1,5 +1,5 @@
 // The pull side of RegistryClient: manifests, tag lists, blobs, URLs. Every
-// call that walks a host's endpoints goes through registry::walk (the one
+// call that walks a host's endpoints goes through detail::walk (the one
 // fall-through rule, registry_session.hpp).
 #include "mirror/registry.hpp"
 
@@ -15,11 +15,11 @@
 #include "mirror/registry_session.hpp"
 #include "signing/digest.hpp"
 
-namespace gb {
+namespace gb::mirror {
 
-using registry::Answer;
-using registry::check_digest;
-using registry::pull_scope;
+using detail::Answer;
+using detail::check_digest;
+using detail::pull_scope;
 
 RegistryClient::RegistryClient(RegistryConfig config, ClientOptions options)
     : RegistryClient(std::move(config), std::move(options), nullptr, net::Clock{}) {}
@@ -59,7 +59,7 @@ std::vector<std::string> RegistryClient::by_host(const std::vector<std::string>&
 namespace {
 
 // The tag or digest a manifest call names, checked.
-Result<std::string> manifest_target(const Reference& ref) {
+Result<std::string> manifest_target(const recipes::Reference& ref) {
   std::string target = ref.digest.empty() ? ref.tag : ref.digest;
   if (target.empty()) return input_error(ref.str() + ": needs a tag or a digest");
   if (!ref.digest.empty())
@@ -72,13 +72,13 @@ net::Request manifest_request(const char* method, std::string url) {
   req.method = method;
   req.url = std::move(url);
   req.headers.push_back("Accept: " + oci::accept_header());
-  req.body_cap = registry::k_manifest_cap;
+  req.body_cap = detail::k_manifest_cap;
   return req;
 }
 
 }  // namespace
 
-Result<oci::Manifest> RegistryClient::get_manifest(const Reference& ref) {
+Result<oci::Manifest> RegistryClient::get_manifest(const recipes::Reference& ref) {
   auto& im = *m_impl;
   auto target = manifest_target(ref);
   if (!target) return target.error();
@@ -86,24 +86,24 @@ Result<oci::Manifest> RegistryClient::get_manifest(const Reference& ref) {
   auto one = [&](const Endpoint& ep) -> Answer<oci::Manifest> {
     net::Request req = manifest_request("GET", im.api(ep, ref, "/manifests/" + *target));
     auto sent = im.send(ep, {pull_scope(ref)}, req);
-    if (!sent) return Answer<oci::Manifest>::sent(registry::about(what, sent.error()));
+    if (!sent) return Answer<oci::Manifest>::sent(detail::about(what, sent.error()));
     net::Response& r = sent.value();
     if (r.error == net::NetError::TooLarge) return Answer<oci::Manifest>::stop(op_error(what + ": manifest larger than 16 MiB"));
     if (!r.ok()) return Answer<oci::Manifest>::refused(what, r, req.url, r.status == 404 ? "manifest unknown" : "");
-    std::string got = sha256_digest(r.body);
+    std::string got = signing::sha256_digest(r.body);
     std::string served = r.header("docker-content-digest");
     if (!served.empty() && starts_with(served, "sha256:") && served != got)
       return Answer<oci::Manifest>::stop(op_error(what + ": Docker-Content-Digest " + served + " does not match the bytes served (" + got + ")"));
     if (!ref.digest.empty() && got != ref.digest)
       return Answer<oci::Manifest>::stop(op_error(what + ": the bytes served hash to " + got + ", not the requested digest"));
     auto m = oci::parse_manifest(std::move(r.body), r.header("content-type"));
-    if (!m) return Answer<oci::Manifest>::stop(registry::about(what, m.error()));
+    if (!m) return Answer<oci::Manifest>::stop(detail::about(what, m.error()));
     return Answer<oci::Manifest>::of(std::move(m).value());
   };
-  return registry::walk<oci::Manifest>(im.config.endpoints(ref.registry), what, one).result();
+  return detail::walk<oci::Manifest>(im.config.endpoints(ref.registry), what, one).result();
 }
 
-Result<std::optional<std::string>> RegistryClient::head_manifest(const Reference& ref) {
+Result<std::optional<std::string>> RegistryClient::head_manifest(const recipes::Reference& ref) {
   auto& im = *m_impl;
   auto target = manifest_target(ref);
   if (!target) return target.error();
@@ -111,12 +111,12 @@ Result<std::optional<std::string>> RegistryClient::head_manifest(const Reference
   auto one = [&](const Endpoint& ep) -> Answer<std::string> {
     net::Request req = manifest_request("HEAD", im.api(ep, ref, "/manifests/" + *target));
     auto sent = im.send(ep, {pull_scope(ref)}, req);
-    if (!sent) return Answer<std::string>::sent(registry::about(what, sent.error()));
+    if (!sent) return Answer<std::string>::sent(detail::about(what, sent.error()));
     net::Response& r = sent.value();
     if (!r.ok()) return Answer<std::string>::refused(what, r, req.url);
     return Answer<std::string>::of(r.header("docker-content-digest"));
   };
-  auto a = registry::walk<std::string>(im.config.endpoints(ref.registry), what, one);
+  auto a = detail::walk<std::string>(im.config.endpoints(ref.registry), what, one);
   if (!a.value) {
     if (a.not_found) return std::optional<std::string>{};  // the last endpoint has no such manifest
     return a.failure;
@@ -132,7 +132,7 @@ Result<std::optional<std::string>> RegistryClient::head_manifest(const Reference
   return std::optional<std::string>(d);
 }
 
-Result<std::vector<std::string>> RegistryClient::list_tags(const Reference& repo, int page_size) {
+Result<std::vector<std::string>> RegistryClient::list_tags(const recipes::Reference& repo, int page_size) {
   auto& im = *m_impl;
   const std::string what = repo.name();
   using Tags = std::vector<std::string>;
@@ -142,9 +142,9 @@ Result<std::vector<std::string>> RegistryClient::list_tags(const Reference& repo
     for (int page = 0; page < 100000 && !url.empty(); ++page) {
       net::Request req;
       req.url = url;
-      req.body_cap = registry::k_small_cap;
+      req.body_cap = detail::k_small_cap;
       auto sent = im.send(ep, {pull_scope(repo)}, req);
-      if (!sent) return Answer<Tags>::sent(registry::about(what, sent.error()));
+      if (!sent) return Answer<Tags>::sent(detail::about(what, sent.error()));
       net::Response& r = sent.value();
       if (!r.ok()) return Answer<Tags>::refused(what + ": listing tags", r, url, r.status == 404 ? "repository unknown" : "");
       auto j = nlohmann::json::parse(r.body, nullptr, false);
@@ -152,12 +152,12 @@ Result<std::vector<std::string>> RegistryClient::list_tags(const Reference& repo
       if (j.contains("tags") && j["tags"].is_array())
         for (const auto& t : j["tags"])
           if (t.is_string()) tags.push_back(t.get<std::string>());
-      auto next = registry::next_link(r.header("link"));
+      auto next = detail::next_link(r.header("link"));
       url = next ? net::resolve_url(url, *next) : std::string();
     }
     return Answer<Tags>::of(std::move(tags));
   };
-  return registry::walk<Tags>(im.config.endpoints(repo.registry), what, one).result();
+  return detail::walk<Tags>(im.config.endpoints(repo.registry), what, one).result();
 }
 
 // Streams one blob from one endpoint. Resumes with Range after a broken
@@ -165,7 +165,7 @@ Result<std::vector<std::string>> RegistryClient::list_tags(const Reference& repo
 struct RegistryClient::Impl::BlobFetch {
   RegistryClient::Impl& im;
   const Endpoint& ep;
-  const Reference& repo;
+  const recipes::Reference& repo;
   const std::string& digest;
   std::uint64_t size;
   BlobSink& sink;
@@ -176,12 +176,12 @@ struct RegistryClient::Impl::BlobFetch {
 
   Done run() {
     const std::string what = repo.name() + "@" + digest;
-    Sha256 hasher;  // unless the sink hashes
+    signing::Sha256 hasher;  // unless the sink hashes
     const bool own_hash = !sink.hashes();
     std::uint64_t got = 0;
     std::string sink_error;
     auto restart = [&]() -> bool {
-      hasher = Sha256();
+      hasher = signing::Sha256();
       got = 0;
       auto t = sink.truncate();
       if (!t) sink_error = t.error().message;
@@ -191,12 +191,12 @@ struct RegistryClient::Impl::BlobFetch {
     // Bytes an earlier run left: hashed here, the rest asked for with Range,
     // the whole checked at the end like any download.
     if (auto held = sink.resume(hasher); !held) {
-      return Done::stop(registry::about(what, held.error()));
+      return Done::stop(detail::about(what, held.error()));
     } else if (*held > size) {
       if (!restart()) return local();
     } else if (*held > 0) {
       got = *held;
-      log::verbose(what + ": resuming at byte " + std::to_string(got) + " of " + std::to_string(size) + " (left by an earlier run)");
+      log_verbose(what + ": resuming at byte " + std::to_string(got) + " of " + std::to_string(size) + " (left by an earlier run)");
     }
     // Whole already (a run stopped before it named its blobs): no request,
     // and none for docker-registry to answer with a 416 whose body is short.
@@ -209,7 +209,7 @@ struct RegistryClient::Impl::BlobFetch {
     while (true) {
       net::Request req;
       req.url = im.api(ep, repo, "/blobs/" + digest);
-      req.body_cap = registry::k_small_cap;
+      req.body_cap = detail::k_small_cap;
       std::uint64_t start = got;
       if (start > 0) req.headers.push_back("Range: bytes=" + std::to_string(start) + "-");
       bool first = true;
@@ -238,7 +238,7 @@ struct RegistryClient::Impl::BlobFetch {
         return true;
       };
       auto sent = im.send(ep, {pull_scope(repo)}, req, {.follow = true, .retry = false});
-      if (!sent) return Done::sent(registry::about(what, sent.error()));
+      if (!sent) return Done::sent(detail::about(what, sent.error()));
       net::Response& r = sent.value();
       if (!sink_error.empty()) return local();
       if (r.answered() && r.status == 416 && got == size && size > 0) {
@@ -258,7 +258,7 @@ struct RegistryClient::Impl::BlobFetch {
           return Done::refused(what, r, req.url, r.status == 404 ? "blob unknown" : "");
         ++failures;
         ++im.n_retries;
-        log::verbose(what + ": transfer broke at byte " + std::to_string(got) + ", resuming");
+        log_verbose(what + ": transfer broke at byte " + std::to_string(got) + ", resuming");
         continue;
       }
       std::string hex = own_hash ? hasher.hex() : sink.sha256_hex();
@@ -269,20 +269,20 @@ struct RegistryClient::Impl::BlobFetch {
         return Done::stop(op_error(what + ": the bytes served hash to sha256:" + hex + " (corrupt download)"));
       ++failures;
       ++im.n_retries;
-      log::warn(what + ": digest mismatch, downloading it again");
+      log_warn(what + ": digest mismatch, downloading it again");
       if (!restart()) return local();
     }
   }
 };
 
-Result<void> RegistryClient::fetch_blob(const Reference& repo, const std::string& digest, std::uint64_t size, BlobSink& sink,
+Result<void> RegistryClient::fetch_blob(const recipes::Reference& repo, const std::string& digest, std::uint64_t size, BlobSink& sink,
                                         const std::function<void(std::uint64_t)>& on_bytes) {
   auto& im = *m_impl;
   if (auto c = check_digest(repo.name(), digest); !c) return c.error();
   if (!starts_with(digest, "sha256:")) return input_error(repo.name() + ": unsupported blob digest '" + digest + "' (sha256 only)");
   std::uint64_t reported = 0;
   auto one = [&](const Endpoint& ep) { return Impl::BlobFetch{im, ep, repo, digest, size, sink, on_bytes, reported}.run(); };
-  auto a = registry::walk<bool>(im.config.endpoints(repo.registry), repo.name() + "@" + digest, one);
+  auto a = detail::walk<bool>(im.config.endpoints(repo.registry), repo.name() + "@" + digest, one);
   if (a.value) return {};
   return a.failure;
 }
@@ -308,7 +308,7 @@ Result<void> RegistryClient::fetch_blobs(std::vector<BlobRequest> requests, cons
 
 Result<std::string> RegistryClient::get_url(const std::string& url) {
   auto& im = *m_impl;
-  std::string shown = log::redact_url(url);
+  std::string shown = redact_url(url);
   if (!starts_with(url, "https://") && !starts_with(url, "http://"))
     return input_error(shown + ": only http:// and https:// URLs can be fetched");
   if (!net::url_origin(url)) return input_error(shown + ": not a valid URL");
@@ -320,12 +320,12 @@ Result<std::string> RegistryClient::get_url(const std::string& url) {
   req.url = url;
   req.body_cap = k_url_max_bytes;
   auto sent = im.send(ep, {}, req, {.follow = true});
-  if (!sent) return registry::about(shown, sent.error());
+  if (!sent) return detail::about(shown, sent.error());
   net::Response& r = sent.value();
   if (r.error == net::NetError::TooLarge)
     return op_error(shown + ": larger than " + std::to_string(k_url_max_bytes >> 20) + " MiB (refused)");
-  if (!r.ok()) return registry::failure(shown, r, url);
+  if (!r.ok()) return detail::failure(shown, r, url);
   return std::move(r.body);
 }
 
-}  // namespace gb
+}  // namespace gb::mirror

@@ -34,7 +34,7 @@
 #include "recipes/reference.hpp"
 #include "signing/digest.hpp"
 
-namespace gb {
+namespace gb::mirror {
 
 struct ClientOptions {
   int max_parallel = 8;                 // blob transfers at once, all hosts
@@ -63,8 +63,7 @@ public:
   virtual Result<void> write(std::string_view chunk) = 0;
   virtual std::uint64_t size() const = 0;  // bytes written so far (resume offset)
   virtual Result<void> truncate() = 0;     // start over (server ignored Range, bytes corrupt)
-  virtual Result<std::uint64_t> resume(Sha256& hasher) {
-    (void)hasher;
+  virtual Result<std::uint64_t> resume(signing::Sha256& /*hasher*/) {
     if (auto t = truncate(); !t) return t.error();
     return std::uint64_t{0};
   }
@@ -101,7 +100,7 @@ public:
 };
 
 struct BlobRequest {
-  Reference repo;  // registry + repository; tag/digest ignored
+  recipes::Reference repo;  // registry + repository; tag/digest ignored
   std::string digest;
   std::uint64_t size = 0;
   std::function<std::unique_ptr<BlobSink>()> open_sink;
@@ -127,16 +126,16 @@ public:
 
   // GET by tag or digest; checks Docker-Content-Digest and, for a digest
   // reference, that the bytes hash to it.
-  Result<oci::Manifest> get_manifest(const Reference& ref);
+  Result<oci::Manifest> get_manifest(const recipes::Reference& ref);
   // HEAD; the digest, or nullopt when the registry answers 404.
-  Result<std::optional<std::string>> head_manifest(const Reference& ref);
+  Result<std::optional<std::string>> head_manifest(const recipes::Reference& ref);
   // All tags, following Link pagination; page_size > 0 asks for pages of n.
-  Result<std::vector<std::string>> list_tags(const Reference& repo, int page_size = 0);
+  Result<std::vector<std::string>> list_tags(const recipes::Reference& repo, int page_size = 0);
 
   // One blob, streamed into sink, sha256 and size checked while it streams.
   // `size` is the exact size from the descriptor. on_bytes gets new bytes only
   // (a restart never makes the total go backwards).
-  Result<void> fetch_blob(const Reference& repo, const std::string& digest, std::uint64_t size, BlobSink& sink,
+  Result<void> fetch_blob(const recipes::Reference& repo, const std::string& digest, std::uint64_t size, BlobSink& sink,
                           const std::function<void(std::uint64_t)>& on_bytes = {});
   // Many blobs in parallel (options.max_parallel, options.max_per_host per
   // registry). on_bytes is called from worker threads, one call at a time.
@@ -150,18 +149,18 @@ public:
   Result<std::string> get_url(const std::string& url);
 
   // Push side.
-  Result<bool> blob_exists(const Reference& repo, const std::string& digest);
+  Result<bool> blob_exists(const recipes::Reference& repo, const std::string& digest);
   // Tries a cross-repository mount from `mount_from` first when given (same
   // registry only). Blobs up to options.monolithic_max go in one PUT, larger
   // ones in PATCH chunks that resume from the registry's Range on failure.
-  Result<void> push_blob(const Reference& repo, const std::string& digest, BlobSource& source,
-                         const std::optional<Reference>& mount_from = std::nullopt);
+  Result<void> push_blob(const recipes::Reference& repo, const std::string& digest, BlobSource& source,
+                         const std::optional<recipes::Reference>& mount_from = std::nullopt);
   // Only a cross-repository mount (same registry): true when mounted; false
   // when the registry refused and opened an upload instead (cancelled here),
   // so the caller uploads the bytes itself.
-  Result<bool> mount_blob(const Reference& repo, const std::string& digest, const Reference& from);
+  Result<bool> mount_blob(const recipes::Reference& repo, const std::string& digest, const recipes::Reference& from);
   // PUT by ref's tag, else its digest, with Content-Type media_type.
-  Result<void> put_manifest(const Reference& ref, std::string_view media_type, std::string_view bytes);
+  Result<void> put_manifest(const recipes::Reference& ref, std::string_view media_type, std::string_view bytes);
 
   // Counters for summaries and tests.
   struct Stats {
@@ -190,4 +189,4 @@ private:
   std::unique_ptr<Impl> m_impl;
 };
 
-}  // namespace gb
+}  // namespace gb::mirror

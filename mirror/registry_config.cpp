@@ -10,7 +10,7 @@
 #include "common/strings.hpp"
 #include "recipes/yaml_input.hpp"
 
-namespace gb {
+namespace gb::mirror {
 
 namespace {
 
@@ -64,7 +64,7 @@ Result<RegistryConfig> RegistryConfig::load(const std::filesystem::path& file) {
   auto rel = [&](const std::string& p) { return p.empty() ? p : (dir / p).lexically_normal().string(); };
   RegistryConfig cfg;
   cfg.file = file;
-  auto loaded = load_yaml_input(text.value(), file.string());  // refuses a host or field written twice
+  auto loaded = recipes::load_yaml_input(text.value(), file.string());  // refuses a host or field written twice
   if (!loaded) return loaded.error();
   YAML::Node root = *loaded;
   if (root.IsNull()) return cfg;
@@ -85,6 +85,11 @@ Result<RegistryConfig> RegistryConfig::load(const std::filesystem::path& file) {
       return rd.fail(it->first, path, "host names are written without scheme or path (e.g. 'nvcr.io', '127.0.0.1:5000')");
     YAML::Node h = it->second;  // a copy: it->second lives in a temporary proxy
     HostConfig hc;
+    const std::map<std::string, std::string*> texts = {{"caFile", &hc.ca_file},     {"clientCert", &hc.client_cert},
+                                                       {"clientKey", &hc.client_key}, {"username", &hc.username},
+                                                       {"passwordFile", &hc.password_file}};
+    const std::map<std::string, bool*> flags = {
+        {"fallback", &hc.fallback}, {"insecureSkipVerify", &hc.insecure_skip_verify}, {"plainHttp", &hc.plain_http}};
     if (!h.IsNull()) {
       if (!h.IsMap()) return rd.fail(h, path, "must be a mapping");
       for (auto f = h.begin(); f != h.end(); ++f) {
@@ -92,16 +97,6 @@ Result<RegistryConfig> RegistryConfig::load(const std::filesystem::path& file) {
         std::string field = f->first.as<std::string>();
         std::string fpath = path + "." + field;
         YAML::Node v = f->second;
-        auto str = [&](std::string& out) -> std::optional<Failure> {
-          if (!v.IsScalar()) return rd.fail(v, fpath, "must be a string");
-          out = v.as<std::string>();
-          return std::nullopt;
-        };
-        auto boolean = [&](bool& out) -> std::optional<Failure> {
-          if (!v.IsScalar() || !YAML::convert<bool>::decode(v, out)) return rd.fail(v, fpath, "must be true or false");
-          return std::nullopt;
-        };
-        std::optional<Failure> err;
         if (field == "mirrors") {
           if (!v.IsSequence()) return rd.fail(v, fpath, "must be a list of URLs");
           for (std::size_t i = 0; i < v.size(); ++i) {
@@ -109,26 +104,15 @@ Result<RegistryConfig> RegistryConfig::load(const std::filesystem::path& file) {
             auto url = v[i].as<std::string>();
             if (!starts_with(url, "https://") && !starts_with(url, "http://"))
               return rd.fail(v[i], fpath + "[" + std::to_string(i) + "]",
-                             quote(log::redact_url(url)) + " must start with https:// or http://");
+                             quote(redact_url(url)) + " must start with https:// or http://");
             while (ends_with(url, "/")) url.pop_back();
             hc.mirrors.push_back(url);
           }
-        } else if (field == "fallback") {
-          err = boolean(hc.fallback);
-        } else if (field == "caFile") {
-          err = str(hc.ca_file);
-        } else if (field == "clientCert") {
-          err = str(hc.client_cert);
-        } else if (field == "clientKey") {
-          err = str(hc.client_key);
-        } else if (field == "insecureSkipVerify") {
-          err = boolean(hc.insecure_skip_verify);
-        } else if (field == "plainHttp") {
-          err = boolean(hc.plain_http);
-        } else if (field == "username") {
-          err = str(hc.username);
-        } else if (field == "passwordFile") {
-          err = str(hc.password_file);
+        } else if (auto t = texts.find(field); t != texts.end()) {
+          if (!v.IsScalar()) return rd.fail(v, fpath, "must be a string");
+          *t->second = v.as<std::string>();
+        } else if (auto b = flags.find(field); b != flags.end()) {
+          if (!v.IsScalar() || !YAML::convert<bool>::decode(v, *b->second)) return rd.fail(v, fpath, "must be true or false");
         } else if (field == "password") {
           return rd.fail(f->first, fpath, "passwords are not written inline; use passwordFile");
         } else {
@@ -136,7 +120,6 @@ Result<RegistryConfig> RegistryConfig::load(const std::filesystem::path& file) {
                          "unknown field (expected mirrors, fallback, caFile, clientCert, clientKey, "
                          "insecureSkipVerify, plainHttp, username, passwordFile)");
         }
-        if (err) return *err;
       }
     }
     if (hc.client_cert.empty() != hc.client_key.empty())
@@ -266,4 +249,4 @@ Result<std::optional<Credential>> find_credential(const RegistryConfig& config, 
   return std::optional<Credential>{};
 }
 
-}  // namespace gb
+}  // namespace gb::mirror

@@ -28,7 +28,7 @@
 #include "common/error.hpp"
 #include "net/transport.hpp"
 
-namespace gb {
+namespace gb::mirror {
 
 constexpr std::size_t k_registry_config_max_bytes = 1 << 20;
 
@@ -80,4 +80,4 @@ Result<std::optional<Credential>> find_credential(const RegistryConfig& config, 
 Result<std::optional<Credential>> credential_from_auth_file(std::string_view json_text, const std::string& host,
                                                             const std::string& file_name);
 
-}  // namespace gb
+}  // namespace gb::mirror

@@ -11,11 +11,11 @@
 #include "mirror/registry_session.hpp"
 #include "signing/digest.hpp"
 
-namespace gb {
+namespace gb::mirror {
 
-using registry::check_digest;
-using registry::pull_scope;
-using registry::push_scope;
+using detail::check_digest;
+using detail::pull_scope;
+using detail::push_scope;
 
 namespace {
 
@@ -23,13 +23,13 @@ std::string with_query(const std::string& url, const std::string& param) {
   return url + (url.find('?') == std::string::npos ? "?" : "&") + param;
 }
 
-std::string mount_query(const std::string& digest, const Reference& from) {
+std::string mount_query(const std::string& digest, const recipes::Reference& from) {
   return "?mount=" + net::url_encode(digest) + "&from=" + net::url_encode(from.repository);
 }
 
 }  // namespace
 
-Result<bool> RegistryClient::blob_exists(const Reference& repo, const std::string& digest) {
+Result<bool> RegistryClient::blob_exists(const recipes::Reference& repo, const std::string& digest) {
   auto& im = *m_impl;
   if (auto c = check_digest(repo.name(), digest); !c) return c.error();
   std::string what = repo.name() + "@" + digest;
@@ -38,14 +38,14 @@ Result<bool> RegistryClient::blob_exists(const Reference& repo, const std::strin
   req.method = "HEAD";
   req.url = im.api(ep, repo, "/blobs/" + digest);
   auto sent = im.send(ep, {push_scope(repo)}, req);
-  if (!sent) return registry::about(what, sent.error());
+  if (!sent) return detail::about(what, sent.error());
   net::Response& r = sent.value();
   if (r.answered() && r.status == 404) return false;
-  if (!r.ok()) return registry::failure(what, r, req.url);
+  if (!r.ok()) return detail::failure(what, r, req.url);
   return true;
 }
 
-Result<bool> RegistryClient::mount_blob(const Reference& repo, const std::string& digest, const Reference& from) {
+Result<bool> RegistryClient::mount_blob(const recipes::Reference& repo, const std::string& digest, const recipes::Reference& from) {
   auto& im = *m_impl;
   std::string what = repo.name() + "@" + digest;
   if (auto c = check_digest(repo.name(), digest); !c) return c.error();
@@ -55,13 +55,13 @@ Result<bool> RegistryClient::mount_blob(const Reference& repo, const std::string
   req.method = "POST";
   req.url = im.api(ep, repo, "/blobs/uploads/") + mount_query(digest, from);
   auto sent = im.send(ep, {push_scope(repo), pull_scope(from)}, req);
-  if (!sent) return registry::about(what, sent.error());
+  if (!sent) return detail::about(what, sent.error());
   net::Response& r = sent.value();
   if (r.answered() && r.status == 201) {
     ++im.n_mounted;
     return true;
   }
-  if (!r.answered() || r.status != 202) return registry::failure(what + ": mounting from " + from.repository, r, req.url);
+  if (!r.answered() || r.status != 202) return detail::failure(what + ": mounting from " + from.repository, r, req.url);
   // Refused: the registry opened an upload session instead. Close it; registries expire it anyway.
   if (std::string loc = r.header("location"); !loc.empty()) {
     net::Request cancel;
@@ -72,8 +72,8 @@ Result<bool> RegistryClient::mount_blob(const Reference& repo, const std::string
   return false;
 }
 
-Result<void> RegistryClient::push_blob(const Reference& repo, const std::string& digest, BlobSource& source,
-                                       const std::optional<Reference>& mount_from) {
+Result<void> RegistryClient::push_blob(const recipes::Reference& repo, const std::string& digest, BlobSource& source,
+                                       const std::optional<recipes::Reference>& mount_from) {
   auto& im = *m_impl;
   std::string what = repo.name() + "@" + digest;
   if (auto c = check_digest(repo.name(), digest); !c) return c.error();
@@ -81,7 +81,7 @@ Result<void> RegistryClient::push_blob(const Reference& repo, const std::string&
   std::vector<std::string> scopes = {push_scope(repo)};
   const std::uint64_t size = source.size();
   auto fail = [&](const std::string& step, const net::Response& r, const std::string& url) {
-    return registry::failure(what + ": " + step, r, url);
+    return detail::failure(what + ": " + step, r, url);
   };
 
   // Opens an upload session; with a mount source, may finish at once (201).
@@ -95,7 +95,7 @@ Result<void> RegistryClient::push_blob(const Reference& repo, const std::string&
       sc.push_back(pull_scope(*mount_from));
     }
     auto sent = im.send(ep, sc, req);
-    if (!sent) return registry::about(what, sent.error());
+    if (!sent) return detail::about(what, sent.error());
     net::Response& r = sent.value();
     if (try_mount && r.answered() && r.status == 201) {
       mounted = true;
@@ -126,10 +126,10 @@ Result<void> RegistryClient::push_blob(const Reference& repo, const std::string&
     net::Request req;
     req.method = "PUT";
     req.url = with_query(location, "digest=" + net::url_encode(digest));
-    registry::body_from(req, source, offset, size - offset);
+    detail::body_from(req, source, offset, size - offset);
     req.headers.push_back("Content-Type: application/octet-stream");
     auto sent = im.send(ep, scopes, req, {.retry = false});
-    if (!sent) return registry::about(what, sent.error());
+    if (!sent) return detail::about(what, sent.error());
     net::Response& r = sent.value();
     if (!r.answered() || r.status != 201) return fail("completing the upload", r, req.url);
     return {};
@@ -142,7 +142,7 @@ Result<void> RegistryClient::push_blob(const Reference& repo, const std::string&
     if (attempt > 0) {
       if (!im.backoff(attempt - 1, net::Response{}, waited)) break;
       ++im.n_retries;
-      log::verbose(last.message + "; starting the upload again");
+      log_verbose(last.message + "; starting the upload again");
     }
     bool mounted = false;
     auto loc = start(try_mount && attempt == 0, mounted);
@@ -173,11 +173,11 @@ Result<void> RegistryClient::push_blob(const Reference& repo, const std::string&
       net::Request req;
       req.method = "PATCH";
       req.url = location;
-      registry::body_from(req, source, offset, len);
+      detail::body_from(req, source, offset, len);
       req.headers.push_back("Content-Type: application/octet-stream");
       req.headers.push_back("Content-Range: " + std::to_string(offset) + "-" + std::to_string(offset + len - 1));
       auto sent = im.send(ep, scopes, req, {.retry = false});
-      if (!sent) return registry::about(what, sent.error());
+      if (!sent) return detail::about(what, sent.error());
       net::Response& r = sent.value();
       if (r.answered() && r.status == 202) {
         if (auto l = r.header("location"); !l.empty()) location = net::resolve_url(location, l);
@@ -209,31 +209,31 @@ Result<void> RegistryClient::push_blob(const Reference& repo, const std::string&
   return last;
 }
 
-Result<void> RegistryClient::put_manifest(const Reference& ref, std::string_view media_type, std::string_view bytes) {
+Result<void> RegistryClient::put_manifest(const recipes::Reference& ref, std::string_view media_type, std::string_view bytes) {
   auto& im = *m_impl;
   std::string what = ref.str();
   std::string target = !ref.tag.empty() ? ref.tag : ref.digest;
   if (target.empty()) return input_error(what + ": needs a tag or a digest to push to");
   if (!ref.digest.empty())
     if (auto c = check_digest(ref.name(), ref.digest); !c) return c.error();
-  std::string digest = sha256_digest(bytes);
+  std::string digest = signing::sha256_digest(bytes);
   if (!ref.digest.empty() && ref.digest != digest)
     return input_error(what + ": the manifest bytes hash to " + digest + ", not the reference's digest");
   Endpoint ep = im.config.push_endpoint(ref.registry);
   net::Request req;
   req.method = "PUT";
   req.url = im.api(ep, ref, "/manifests/" + target);
-  registry::body_from(req, bytes);
+  detail::body_from(req, bytes);
   req.headers.push_back("Content-Type: " + std::string(media_type));
   auto sent = im.send(ep, {push_scope(ref)}, req);
-  if (!sent) return registry::about(what, sent.error());
+  if (!sent) return detail::about(what, sent.error());
   net::Response& r = sent.value();
-  if (!r.answered()) return registry::failure(what, r, req.url);
-  if (r.status != 201 && r.status != 200) return registry::failure(what + ": pushing the manifest", r, req.url);
+  if (!r.answered()) return detail::failure(what, r, req.url);
+  if (r.status != 201 && r.status != 200) return detail::failure(what + ": pushing the manifest", r, req.url);
   std::string served = r.header("docker-content-digest");
   if (!served.empty() && starts_with(served, "sha256:") && served != digest)
     return op_error(what + ": the registry stored the manifest as " + served + ", not " + digest);
   return {};
 }
 
-}  // namespace gb
+}  // namespace gb::mirror

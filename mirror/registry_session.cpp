@@ -11,9 +11,9 @@
 #include "net/retry.hpp"
 #include "net/url.hpp"
 
-namespace gb {
+namespace gb::mirror {
 
-namespace registry {
+namespace detail {
 
 namespace {
 
@@ -37,7 +37,7 @@ std::string status_text(long status) {
 
 // "manifest unknown (404 MANIFEST_UNKNOWN)"
 std::string http_problem(const net::Response& r, const std::string& fallback) {
-  auto e = registry::parse_registry_error(r.body);
+  auto e = detail::parse_registry_error(r.body);
   std::string what = e && !e->message.empty() ? e->message : (fallback.empty() ? status_text(r.status) : fallback);
   std::string detail = std::to_string(r.status);
   if (e && !e->code.empty()) detail += " " + e->code;
@@ -86,14 +86,14 @@ Failure failure(const std::string& what, const net::Response& r, const std::stri
 }
 
 Result<void> check_digest(const std::string& what, std::string_view digest) {
-  if (registry::is_valid_digest(digest)) return {};
+  if (detail::is_valid_digest(digest)) return {};
   std::string shown(digest.substr(0, 80));
   if (digest.size() > 80) shown += "...";
   return input_error(what + ": invalid digest '" + shown + "' (expected sha256:<64 hex digits>)");
 }
 
-std::string pull_scope(const Reference& r) { return "repository:" + r.repository + ":pull"; }
-std::string push_scope(const Reference& r) { return "repository:" + r.repository + ":pull,push"; }
+std::string pull_scope(const recipes::Reference& r) { return "repository:" + r.repository + ":pull"; }
+std::string push_scope(const recipes::Reference& r) { return "repository:" + r.repository + ":pull,push"; }
 
 void body_from(net::Request& req, std::string_view bytes) {
   req.body_size = bytes.size();
@@ -109,9 +109,9 @@ void body_from(net::Request& req, BlobSource& source, std::uint64_t offset, std:
   req.read_body = [&source, offset](std::uint64_t at, char* buf, std::size_t n) { return source.read(offset + at, buf, n); };
 }
 
-}  // namespace registry
+}  // namespace detail
 
-using registry::SendMode;
+using detail::SendMode;
 
 RegistryClient::Impl::Impl(RegistryConfig c, ClientOptions o, std::shared_ptr<net::Transport> t, net::Clock k)
     : config(std::move(c)), options(std::move(o)), transport(std::move(t)), clock(std::move(k)) {
@@ -158,7 +158,7 @@ std::optional<net::Response> RegistryClient::Impl::known_down(const std::string&
 
 void RegistryClient::Impl::note_down(const std::string& url, const net::Response& r) {
   if (!net::host_level(r.error)) return;
-  HostDown d{r, registry::transport_problem(r, url), {}};
+  HostDown d{r, detail::transport_problem(r, url), {}};
   d.line = d.summary;
   if (r.error == net::NetError::PlainHttp) {
     // The fix depends on what the URL was: a configured mirror, or the host itself.
@@ -189,8 +189,8 @@ net::Response RegistryClient::Impl::perform(const net::Request& req) {
   if (auto down = known_down(req.url)) return *down;
   ++n_requests;
   net::Response r = transport->perform(req);
-  if (log::level() >= log::Level::Verbose)
-    log::verbose(req.method + " " + log::redact_url(req.url) + " -> " + (r.answered() ? std::to_string(r.status) : r.error_text));
+  if (log_level() >= LogLevel::Verbose)
+    log_verbose(req.method + " " + redact_url(req.url) + " -> " + (r.answered() ? std::to_string(r.status) : r.error_text));
   if (!net::retryable(r)) note_down(req.url, r);
   return r;
 }
@@ -206,7 +206,7 @@ net::Response RegistryClient::Impl::with_retries(const net::Request& req) {
       return r;
     }
     ++n_retries;
-    log::verbose("retrying " + req.method + " " + log::redact_url(req.url) + " (" +
+    log_verbose("retrying " + req.method + " " + redact_url(req.url) + " (" +
                  (r.answered() ? std::to_string(r.status) : r.error_text) + ")");
   }
 }
@@ -238,7 +238,7 @@ Result<std::string> RegistryClient::Impl::fetch_token(const Endpoint& ep, const 
   net::Request req;
   req.tls = config.host(net::url_host(ha.realm));
   if (!req.tls) req.tls = ep.tls;
-  req.body_cap = registry::k_small_cap;
+  req.body_cap = detail::k_small_cap;
   std::string query;
   if (!ha.service.empty()) query += "service=" + net::url_encode(ha.service);
   for (const auto& s : scopes) query += std::string(query.empty() ? "" : "&") + "scope=" + net::url_encode(s);
@@ -248,7 +248,7 @@ Result<std::string> RegistryClient::Impl::fetch_token(const Endpoint& ep, const 
     req.url = ha.realm;
     form = "grant_type=refresh_token&client_id=gpubundle&refresh_token=" + net::url_encode(cred.value()->identity_token) +
            (query.empty() ? "" : "&" + query);
-    registry::body_from(req, form);
+    detail::body_from(req, form);
     req.headers.push_back("Content-Type: application/x-www-form-urlencoded");
   } else {
     req.url = ha.realm + (query.empty() ? "" : std::string(ha.realm.find('?') == std::string::npos ? "?" : "&") + query);
@@ -259,7 +259,7 @@ Result<std::string> RegistryClient::Impl::fetch_token(const Endpoint& ep, const 
   std::string who = cred.value() ? " for user " + cred.value()->username : std::string();
   if (r.answered() && (r.status == 401 || r.status == 403))
     return op_error(ep.host + ": authentication failed" + who + " (" + std::to_string(r.status) + ")");
-  if (!r.ok()) return registry::failure(ep.host + ": token service", r, req.url);
+  if (!r.ok()) return detail::failure(ep.host + ": token service", r, req.url);
   auto j = nlohmann::json::parse(r.body, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return op_error(ep.host + ": token service sent no JSON");
   std::string tok;
@@ -304,7 +304,7 @@ Result<std::string> RegistryClient::Impl::auth_header(const Endpoint& ep, const 
 
 // Learns the host's scheme from a 401. False when nothing new can be tried.
 Result<bool> RegistryClient::Impl::learn_challenge(const Endpoint& ep, const net::Response& r, std::vector<std::string>& scopes) {
-  auto challenges = registry::parse_www_authenticate(r.header("www-authenticate"));
+  auto challenges = detail::parse_www_authenticate(r.header("www-authenticate"));
   HostAuth ha;
   for (const auto& c : challenges) {
     if (c.scheme == "bearer" && !c.param("realm").empty()) {
@@ -349,7 +349,7 @@ net::Response RegistryClient::Impl::exchange(net::Request& req, const Endpoint& 
   for (int hop = 0; mode.follow && hop < net::k_max_redirects; ++hop) {
     auto next = net::redirect_target(req.url, r);
     if (!next) break;
-    log::verbose(req.method + " " + log::redact_url(req.url) + " -> " + std::to_string(r.status) + " " + log::redact_url(*next));
+    log_verbose(req.method + " " + redact_url(req.url) + " -> " + std::to_string(r.status) + " " + redact_url(*next));
     net::follow(req, r, std::move(*next));
     address(req, ep, base_headers, auth);
     r = mode.retry ? with_retries(req) : perform(req);
@@ -375,11 +375,11 @@ Result<net::Response> RegistryClient::Impl::send(const Endpoint& ep, std::vector
     auto cred = credential(ep.host);
     if (!cred) return cred.error();
     if (cred.value()) return op_error(ep.host + ": authentication failed for user " + cred.value()->username + " (401)");
-    return op_error(registry::failure(ep.host, r, hop.url).message +
+    return op_error(detail::failure(ep.host, r, hop.url).message +
                     "; no credentials for this host (registry config, $REGISTRY_AUTH_FILE, "
                     "$DOCKER_CONFIG/config.json, ~/.docker/config.json)");
   }
   return op_error(ep.host + ": authentication failed (401)");
 }
 
-}  // namespace gb
+}  // namespace gb::mirror

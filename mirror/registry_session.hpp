@@ -35,9 +35,9 @@
 #include "net/transport.hpp"
 #include "mirror/registry.hpp"
 
-namespace gb {
+namespace gb::mirror {
 
-namespace registry {
+namespace detail {
 
 inline constexpr std::uint64_t k_manifest_cap = 16ull << 20;  // larger "manifests" are refused
 inline constexpr std::uint64_t k_small_cap = 8ull << 20;      // error bodies, tag lists, tokens
@@ -55,8 +55,8 @@ inline Failure about(const std::string& what, const Failure& f) { return {f.kind
 // reaches a URL; the message quotes at most 80 characters of it.
 Result<void> check_digest(const std::string& what, std::string_view digest);
 
-std::string pull_scope(const Reference& r);
-std::string push_scope(const Reference& r);
+std::string pull_scope(const recipes::Reference& r);
+std::string push_scope(const recipes::Reference& r);
 
 // Request bodies: bytes in memory (kept alive by the caller) or a BlobSource range.
 void body_from(net::Request& req, std::string_view bytes);
@@ -71,31 +71,18 @@ struct Answer {
   bool next = false;       // fall through to the next endpoint
   bool not_found = false;  // the endpoint answered 404
 
-  static Answer of(T v) {
-    Answer a;
-    a.value = std::move(v);
-    return a;
-  }
-  static Answer stop(Failure f) {
-    Answer a;
-    a.failure = std::move(f);
-    return a;
-  }
+  static Answer of(T v) { return {std::move(v), {}, false, false}; }
+  static Answer stop(Failure f) { return {std::nullopt, std::move(f), false, false}; }
   // A failure from send(): bad input stops; auth and token failures are the endpoint's.
   static Answer sent(Failure f) {
-    Answer a;
-    a.next = f.kind != ErrorKind::Input;
-    a.failure = std::move(f);
-    return a;
+    const bool next = f.kind != ErrorKind::Input;
+    return {std::nullopt, std::move(f), next, false};
   }
   // An unsuccessful response: the endpoint's, except a body over its cap
   // (content) or a sink that stopped (local).
   static Answer refused(const std::string& what, const net::Response& r, const std::string& url, const std::string& fallback = {}) {
-    Answer a;
-    a.failure = registry::failure(what, r, url, fallback);
-    a.next = r.error != net::NetError::TooLarge && r.error != net::NetError::Aborted;
-    a.not_found = r.answered() && r.status == 404;
-    return a;
+    return {std::nullopt, detail::failure(what, r, url, fallback),
+            r.error != net::NetError::TooLarge && r.error != net::NetError::Aborted, r.answered() && r.status == 404};
   }
   Result<T> result() && {
     if (value) return std::move(*value);
@@ -111,7 +98,7 @@ Answer<T> walk(const std::vector<Endpoint>& endpoints, const std::string& what, 
   for (std::size_t i = 0; i < endpoints.size(); ++i) {
     a = one(endpoints[i]);
     if (a.value || !a.next) return a;
-    if (i + 1 < endpoints.size()) log::verbose(a.failure.message + "; trying the next endpoint");
+    if (i + 1 < endpoints.size()) log_verbose(a.failure.message + "; trying the next endpoint");
   }
   return a;
 }
@@ -121,7 +108,7 @@ struct SendMode {
   bool retry = true;    // retry transport failures and 429/5xx here
 };
 
-}  // namespace registry
+}  // namespace detail
 
 struct RegistryClient::Impl {
   Impl(RegistryConfig c, ClientOptions o, std::shared_ptr<net::Transport> t, net::Clock k);
@@ -136,7 +123,7 @@ struct RegistryClient::Impl {
   // One request with auth: sends, answers a 401 challenge once (a fresh
   // token), follows redirects when asked, and turns a final 401 into a clear
   // failure. The response may still be any status or a transport failure.
-  Result<net::Response> send(const Endpoint& ep, std::vector<std::string> scopes, net::Request req, registry::SendMode mode = {});
+  Result<net::Response> send(const Endpoint& ep, std::vector<std::string> scopes, net::Request req, detail::SendMode mode = {});
 
   // Sleeps before retry number `attempt`; `waited` sums the sleeps of one
   // request. False (no sleep) when the server asks for longer than
@@ -144,7 +131,7 @@ struct RegistryClient::Impl {
   // up and reports the last answer.
   bool backoff(int attempt, const net::Response& r, std::chrono::milliseconds& waited);
 
-  std::string api(const Endpoint& ep, const Reference& r, const std::string& rest) const {
+  std::string api(const Endpoint& ep, const recipes::Reference& r, const std::string& rest) const {
     return ep.base_url + "/v2/" + r.repository + rest;
   }
 
@@ -154,7 +141,7 @@ struct RegistryClient::Impl {
   // requests to it get its failure without a request.
   struct HostDown {
     net::Response response;
-    std::string summary;  // what each request's failure ends with (registry::transport_problem)
+    std::string summary;  // what each request's failure ends with (detail::transport_problem)
     std::string line;     // the host's one line, with the fix for what it was (a mirror, the host itself)
   };
   std::vector<HostDown> hosts_down() const;  // sorted by line
@@ -178,7 +165,7 @@ private:
   net::Response perform(const net::Request& req);
   net::Response with_retries(const net::Request& req);
   net::Response exchange(net::Request& req, const Endpoint& ep, const std::vector<std::string>& base_headers,
-                          const std::string& auth, registry::SendMode mode);
+                          const std::string& auth, detail::SendMode mode);
   void address(net::Request& req, const Endpoint& ep, const std::vector<std::string>& base_headers, const std::string& auth) const;
   Result<std::optional<Credential>> credential(const std::string& host);
   Result<std::string> fetch_token(const Endpoint& ep, const HostAuth& ha, const std::vector<std::string>& scopes);
@@ -194,4 +181,4 @@ private:
   std::map<std::string, HostDown> m_down;  // by origin ("https://host:443")
 };
 
-}  // namespace gb
+}  // namespace gb::mirror

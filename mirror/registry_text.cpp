@@ -4,7 +4,7 @@
 
 #include "common/strings.hpp"
 
-namespace gb::registry {
+namespace gb::mirror::detail {
 
 std::vector<Challenge> parse_www_authenticate(std::string_view h) {
   std::vector<Challenge> out;
@@ -89,4 +89,4 @@ bool is_valid_digest(std::string_view d) {
   return hex.size() == hex_len && hex.find_first_not_of("0123456789abcdef") == std::string_view::npos;
 }
 
-}  // namespace gb::registry
+}  // namespace gb::mirror::detail

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-namespace gb::registry {
+namespace gb::mirror::detail {
 
 // One challenge of a WWW-Authenticate header: scheme lower-cased ("bearer",
 // "basic"), parameter names lower-cased, values unquoted.
@@ -39,4 +39,4 @@ std::optional<std::string> next_link(std::string_view link_header);
 // manifest, a header or a lock names is refused before it is used.
 bool is_valid_digest(std::string_view digest);
 
-}  // namespace gb::registry
+}  // namespace gb::mirror::detail

@@ -11,7 +11,7 @@
 
 #include "common/error.hpp"
 
-namespace gb::sqlite {
+namespace gb::mirror::detail {
 
 class Statement {
 public:
@@ -29,6 +29,12 @@ public:
 
   void bind(int i, std::string_view v) { sqlite3_bind_text(m_stmt, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT); }
   void bind(int i, std::int64_t v) { sqlite3_bind_int64(m_stmt, i, v); }
+  // Binds the values to parameters 1, 2, ...
+  template <typename... V>
+  void bind_all(const V&... v) {
+    int i = 0;
+    (bind(++i, v), ...);
+  }
   // SQLITE_ROW, SQLITE_DONE or an error code.
   int step() { return sqlite3_step(m_stmt); }
   void reset() {
@@ -85,4 +91,4 @@ private:
   sqlite3* m_db = nullptr;
 };
 
-}  // namespace gb::sqlite
+}  // namespace gb::mirror::detail

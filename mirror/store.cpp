@@ -22,12 +22,10 @@
 #include "common/time.hpp"
 #include "recipes/chart_source.hpp"
 
-namespace gb {
+namespace gb::mirror {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
-
-// ---- BlobWriter ----
 
 namespace {
 
@@ -38,7 +36,7 @@ bool is_partial_name(std::string_view name) {
 }
 
 // Feeds the first `len` bytes of fd to each hasher.
-Result<void> hash_prefix(int fd, std::uint64_t len, const fs::path& path, std::initializer_list<Sha256*> hashers) {
+Result<void> hash_prefix(int fd, std::uint64_t len, const fs::path& path, std::initializer_list<signing::Sha256*> hashers) {
   std::string buf(1 << 16, '\0');
   std::uint64_t off = 0;
   while (off < len) {
@@ -52,7 +50,89 @@ Result<void> hash_prefix(int fd, std::uint64_t len, const fs::path& path, std::i
   return {};
 }
 
+bool wanted_platform(const oci::Platform& p, const std::vector<std::string>& wanted) {
+  if (wanted.empty()) return true;
+  for (const auto& w : wanted)
+    if (p.matches(w)) return true;
+  return false;
+}
+
+Result<json> load_index(const fs::path& path) {
+  auto text = read_file(path);
+  if (!text) return text.error();
+  try {
+    json j = json::parse(*text);
+    if (!j.is_object() || !j.contains("manifests") || !j["manifests"].is_array())
+      return op_error(path.string() + ": not an OCI index (no manifests array)");
+    return j;
+  } catch (const std::exception& e) {
+    return op_error(path.string() + ": not valid JSON: " + e.what());
+  }
+}
+
+StoredImage entry_to_image(const json& m) {
+  StoredImage s;
+  s.media_type = m.value("mediaType", "");
+  s.digest = m.value("digest", "");
+  s.size = m.value("size", std::uint64_t{0});
+  if (m.contains("annotations") && m["annotations"].is_object()) {
+    const auto& a = m["annotations"];
+    s.ref = a.value(std::string(k_ref_name_annotation), "");
+    // The served media type, when index.json had to carry the OCI equivalent.
+    s.media_type = a.value(std::string(k_media_type_annotation), s.media_type);
+    auto p = a.value(std::string(k_platforms_annotation), "");
+    if (!p.empty()) s.platforms = split(p, ',');
+  }
+  return s;
+}
+
+// The image manifests of a publication: the top one, or an index's children.
+std::vector<const oci::Manifest*> image_manifests(const Publication& p) {
+  std::vector<const oci::Manifest*> out;
+  if (!p.top.index()) out.push_back(&p.top);
+  for (const auto& c : p.children) out.push_back(&c);
+  return out;
+}
+
+// Walks what one index.json entry reaches; records present digests in `seen`
+// and problems (when non-null) one per line.
+void walk(const Store& store, const std::string& ref, const std::string& digest, std::uint64_t size, const std::string& media_type,
+          const std::vector<std::string>& platforms, bool required, std::set<std::string>& seen, std::vector<std::string>* problems) {
+  auto report = [&](const std::string& p) {
+    if (problems) problems->push_back(ref + ": " + p);
+  };
+  if (!store.has_blob(digest)) {
+    if (required) report(media_type + " " + digest + " is missing");
+    return;
+  }
+  if (size && !store.has_blob(digest, size)) report(digest + " has the wrong size (expected " + std::to_string(size) + ")");
+  bool first = seen.insert(digest).second;
+  if (!first && !problems) return;
+  if (!oci::is_index(media_type) && !oci::is_manifest(media_type)) return;  // a config or layer
+  auto bytes = store.read_blob(digest);
+  if (!bytes) {
+    report(bytes.error().message);
+    return;
+  }
+  auto m = oci::parse_manifest(std::move(bytes).value(), media_type);
+  if (!m) {
+    report("manifest " + digest + " does not parse: " + m.error().message);
+    return;
+  }
+  if (m->index()) {
+    for (const auto& c : m->manifests) {
+      bool want = wanted_platform(c.platform, platforms) && c.platform.os != "unknown";
+      walk(store, ref, c.digest, c.size, c.media_type, platforms, want, seen, problems);
+    }
+  } else {
+    walk(store, ref, m->config.digest, m->config.size, "config", platforms, true, seen, problems);
+    for (const auto& l : m->layers) walk(store, ref, l.digest, l.size, "layer", platforms, true, seen, problems);
+  }
+}
+
 }  // namespace
+
+// ---- BlobWriter ----
 
 namespace detail {
 // Complete, verified blobs waiting for Store::sync_blobs(): partial -> final.
@@ -128,12 +208,12 @@ Result<void> BlobWriter::truncate() {
   m_buffer.clear();
   m_hex.clear();
   if (::ftruncate(m_fd, 0) != 0) return op_error(m_partial.string() + ": cannot truncate: " + std::strerror(errno));
-  m_hash = Sha256();
+  m_hash = signing::Sha256();
   m_written = m_flushed = 0;
   return {};
 }
 
-Result<std::uint64_t> BlobWriter::resume(Sha256& hasher) {
+Result<std::uint64_t> BlobWriter::resume(signing::Sha256& hasher) {
   if (auto r = flush(); !r) return r.error();
   struct stat st {};
   if (::fstat(m_fd, &st) != 0) return op_error(m_partial.string() + ": " + std::strerror(errno));
@@ -142,7 +222,7 @@ Result<std::uint64_t> BlobWriter::resume(Sha256& hasher) {
     if (auto t = truncate(); !t) return t.error();
     return std::uint64_t{0};
   }
-  m_hash = Sha256();
+  m_hash = signing::Sha256();
   m_hex.clear();
   if (auto r = hash_prefix(m_fd, held, m_partial, {&m_hash, &hasher}); !r) return r.error();
   m_written = m_flushed = held;
@@ -164,19 +244,6 @@ Result<void> BlobWriter::publish() {
 }
 
 // ---- Store ----
-
-namespace {
-
-std::string join_platforms(const std::vector<std::string>& p) { return join(p, ","); }
-
-bool wanted_platform(const oci::Platform& p, const std::vector<std::string>& wanted) {
-  if (wanted.empty()) return true;
-  for (const auto& w : wanted)
-    if (p.matches(w)) return true;
-  return false;
-}
-
-}  // namespace
 
 struct Store::Impl {
   fs::path root;
@@ -264,30 +331,30 @@ void Store::sweep() {
   }
 }
 
-fs::path Store::blob_path(std::string_view digest) const { return m_impl->root / "blobs" / "sha256" / digest_hex(digest); }
+fs::path Store::blob_path(std::string_view digest) const { return m_impl->root / "blobs" / "sha256" / signing::digest_hex(digest); }
 
 bool Store::has_blob(std::string_view digest, std::uint64_t size) const {
-  if (!is_sha256_digest(digest)) return false;  // never a path outside blobs/sha256
+  if (!signing::is_sha256_digest(digest)) return false;  // never a path outside blobs/sha256
   std::error_code ec;
   auto sz = fs::file_size(blob_path(digest), ec);
   return !ec && (size == 0 || sz == size);
 }
 
 Result<std::string> Store::read_blob(std::string_view digest) const {
-  if (!is_sha256_digest(digest)) return op_error("not a sha256 digest: " + std::string(digest.substr(0, 80)));
+  if (!signing::is_sha256_digest(digest)) return op_error("not a sha256 digest: " + std::string(digest.substr(0, 80)));
   auto r = read_file(blob_path(digest));
   if (!r) return op_error(m_impl->root.string() + ": blob " + std::string(digest) + " is missing");
   return r;
 }
 
 Result<void> Store::stage_blob(std::string_view digest, std::string_view bytes) {
-  if (!is_sha256_digest(digest)) return op_error("not a sha256 digest: " + std::string(digest.substr(0, 80)));
+  if (!signing::is_sha256_digest(digest)) return op_error("not a sha256 digest: " + std::string(digest.substr(0, 80)));
   if (has_blob(digest, bytes.size())) {
-    auto held = sha256_file_hex(blob_path(digest));
+    auto held = signing::sha256_file_hex(blob_path(digest));
     if (held && "sha256:" + *held == digest) return {};
-    log::warn(blob_path(digest).string() + ": stored bytes do not match " + std::string(digest) + "; replacing them");
+    log_warn(blob_path(digest).string() + ": stored bytes do not match " + std::string(digest) + "; replacing them");
   }
-  if (sha256_digest(bytes) != digest) return op_error(std::string(digest) + ": content hashes to " + sha256_digest(bytes));
+  if (signing::sha256_digest(bytes) != digest) return op_error(std::string(digest) + ": content hashes to " + signing::sha256_digest(bytes));
   auto w = open_blob(std::string(digest), bytes.size());
   if (!w) return w.error();
   if (auto r = (*w)->truncate(); !r) return r;
@@ -327,7 +394,7 @@ Result<void> Store::sync_blobs() {
 }
 
 Result<std::unique_ptr<BlobWriter>> Store::open_blob(const std::string& digest, std::uint64_t size) {
-  if (!is_sha256_digest(digest)) return op_error("not a sha256 digest: " + digest.substr(0, 80));
+  if (!signing::is_sha256_digest(digest)) return op_error("not a sha256 digest: " + digest.substr(0, 80));
   fs::path final_path = blob_path(digest);
   fs::path partial = final_path;
   partial += k_partial_suffix;
@@ -362,39 +429,6 @@ Result<void> Store::put_blob_file(const std::string& digest, std::uint64_t size,
   return sync_blobs();
 }
 
-namespace {
-
-Result<json> load_index(const fs::path& path) {
-  auto text = read_file(path);
-  if (!text) return text.error();
-  try {
-    json j = json::parse(*text);
-    if (!j.is_object() || !j.contains("manifests") || !j["manifests"].is_array())
-      return op_error(path.string() + ": not an OCI index (no manifests array)");
-    return j;
-  } catch (const std::exception& e) {
-    return op_error(path.string() + ": not valid JSON: " + e.what());
-  }
-}
-
-StoredImage entry_to_image(const json& m) {
-  StoredImage s;
-  s.media_type = m.value("mediaType", "");
-  s.digest = m.value("digest", "");
-  s.size = m.value("size", std::uint64_t{0});
-  if (m.contains("annotations") && m["annotations"].is_object()) {
-    const auto& a = m["annotations"];
-    s.ref = a.value(std::string(k_ref_name_annotation), "");
-    // The served media type, when index.json had to carry the OCI equivalent.
-    s.media_type = a.value(std::string(k_media_type_annotation), s.media_type);
-    auto p = a.value(std::string(k_platforms_annotation), "");
-    if (!p.empty()) s.platforms = split(p, ',');
-  }
-  return s;
-}
-
-}  // namespace
-
 Result<std::vector<StoredImage>> Store::images() const {
   auto idx = load_index(m_impl->index_path());
   if (!idx) return idx.error();
@@ -424,7 +458,7 @@ Result<void> Store::add_images(const std::vector<StoredImage>& add) {
   for (const auto& i : add) {
     if (!has_blob(i.digest, i.size)) return op_error(i.ref + ": manifest " + i.digest + " is not in the store");
     json a = {{std::string(k_ref_name_annotation), i.ref}};
-    if (!i.platforms.empty()) a[std::string(k_platforms_annotation)] = join_platforms(i.platforms);
+    if (!i.platforms.empty()) a[std::string(k_platforms_annotation)] = join(i.platforms, ",");
     std::string layout_type = i.media_type;
     if (i.media_type == oci::k_docker_list) layout_type = oci::k_oci_index;
     if (i.media_type == oci::k_docker_manifest) layout_type = oci::k_oci_manifest;
@@ -437,18 +471,6 @@ Result<void> Store::add_images(const std::vector<StoredImage>& add) {
   out["manifests"] = list;
   return write_atomic(m_impl->index_path(), out.dump(2) + "\n");
 }
-
-namespace {
-
-// The image manifests of a publication: the top one, or an index's children.
-std::vector<const oci::Manifest*> image_manifests(const Publication& p) {
-  std::vector<const oci::Manifest*> out;
-  if (!p.top.index()) out.push_back(&p.top);
-  for (const auto& c : p.children) out.push_back(&c);
-  return out;
-}
-
-}  // namespace
 
 std::uint64_t Publication::bytes() const {
   std::uint64_t n = top.bytes.size();
@@ -496,7 +518,7 @@ Result<void> Store::publish(const std::vector<Publication>& items) {
   std::vector<BlobRow> blob_rows;
   const std::string now = rfc3339_utc_now();
   for (const auto& p : items) {
-    rows.push_back({p.ref, p.top.digest, p.top.media_type, p.bytes(), p.source, join_platforms(p.platforms), now});
+    rows.push_back({p.ref, p.top.digest, p.top.media_type, p.bytes(), p.source, join(p.platforms, ","), now});
     blob_rows.push_back({p.top.digest, p.top.bytes.size()});
     for (const auto& c : p.children) blob_rows.push_back({c.digest, c.bytes.size()});
     for (const auto* m : image_manifests(p)) {
@@ -510,7 +532,7 @@ Result<void> Store::publish(const std::vector<Publication>& items) {
 }
 
 fs::path Store::chart_path(const std::string& name, const std::string& version) const {
-  return m_impl->root / "charts" / chart_file_name(name, version);
+  return m_impl->root / "charts" / recipes::chart_file_name(name, version);
 }
 
 Result<void> Store::put_chart(const std::string& name, const std::string& version, std::string_view bytes, const std::string& source) {
@@ -518,7 +540,7 @@ Result<void> Store::put_chart(const std::string& name, const std::string& versio
   if (auto r = write_atomic(path, bytes); !r) return r;
   auto cat = catalog();
   if (!cat) return cat.error();
-  return (*cat)->record_chart({name, version, path.filename().string(), sha256_hex(bytes), source, rfc3339_utc_now()});
+  return (*cat)->record_chart({name, version, path.filename().string(), signing::sha256_hex(bytes), source, rfc3339_utc_now()});
 }
 
 Result<CatalogDb*> Store::catalog() {
@@ -529,46 +551,6 @@ Result<CatalogDb*> Store::catalog() {
   }
   return &*m_impl->catalog;
 }
-
-namespace {
-
-// Walks what one index.json entry reaches; records present digests in `seen`
-// and problems (when non-null) one per line.
-void walk(const Store& store, const std::string& ref, const std::string& digest, std::uint64_t size, const std::string& media_type,
-          const std::vector<std::string>& platforms, bool required, std::set<std::string>& seen, std::vector<std::string>* problems) {
-  auto report = [&](const std::string& p) {
-    if (problems) problems->push_back(ref + ": " + p);
-  };
-  if (!store.has_blob(digest)) {
-    if (required) report(media_type + " " + digest + " is missing");
-    return;
-  }
-  if (size && !store.has_blob(digest, size)) report(digest + " has the wrong size (expected " + std::to_string(size) + ")");
-  bool first = seen.insert(digest).second;
-  if (!first && !problems) return;
-  if (!oci::is_index(media_type) && !oci::is_manifest(media_type)) return;  // a config or layer
-  auto bytes = store.read_blob(digest);
-  if (!bytes) {
-    report(bytes.error().message);
-    return;
-  }
-  auto m = oci::parse_manifest(std::move(bytes).value(), media_type);
-  if (!m) {
-    report("manifest " + digest + " does not parse: " + m.error().message);
-    return;
-  }
-  if (m->index()) {
-    for (const auto& c : m->manifests) {
-      bool want = wanted_platform(c.platform, platforms) && c.platform.os != "unknown";
-      walk(store, ref, c.digest, c.size, c.media_type, platforms, want, seen, problems);
-    }
-  } else {
-    walk(store, ref, m->config.digest, m->config.size, "config", platforms, true, seen, problems);
-    for (const auto& l : m->layers) walk(store, ref, l.digest, l.size, "layer", platforms, true, seen, problems);
-  }
-}
-
-}  // namespace
 
 Result<std::vector<std::string>> Store::reachable() {
   auto imgs = images();
@@ -589,11 +571,11 @@ Result<Store::FsckReport> Store::fsck(bool repair) {
   for (const auto& e : fs::directory_iterator(root / "blobs" / "sha256", ec)) {
     auto name = e.path().filename().string();
     if (is_temp_name(name) || is_partial_name(name)) continue;  // a writer's (or a crash's) leftover; gc removes it
-    if (!e.is_regular_file() || !is_sha256_digest("sha256:" + name)) {
+    if (!e.is_regular_file() || !signing::is_sha256_digest("sha256:" + name)) {
       rep.problems.push_back("blobs/sha256/" + name + ": not a blob");
       continue;
     }
-    auto h = sha256_file_hex(e.path());
+    auto h = signing::sha256_file_hex(e.path());
     ++rep.blobs;
     rep.bytes += e.file_size(ec);
     if (!h) {
@@ -618,7 +600,7 @@ Result<Store::FsckReport> Store::fsck(bool repair) {
   for (const auto& i : *imgs) {
     ++rep.images;
     std::string ref = i.ref.empty() ? "index.json entry " + i.digest : i.ref;
-    if (!is_sha256_digest(i.digest)) {
+    if (!signing::is_sha256_digest(i.digest)) {
       rep.problems.push_back(ref + ": invalid digest '" + i.digest + "'");
       continue;
     }
@@ -635,7 +617,7 @@ Result<Store::GcReport> Store::gc() {
   auto live = reachable();
   if (!live) return live.error();
   std::set<std::string> keep;
-  for (const auto& d : *live) keep.insert(digest_hex(d));
+  for (const auto& d : *live) keep.insert(signing::digest_hex(d));
   bool own_lock = m_impl->access == StoreAccess::Exclusive;
   auto now = fs::file_time_type::clock::now();
   auto is_stale_temp = [&](const fs::directory_entry& e) {
@@ -696,4 +678,4 @@ Result<Store::GcReport> Store::gc() {
   return rep;
 }
 
-}  // namespace gb
+}  // namespace gb::mirror

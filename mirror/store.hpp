@@ -66,7 +66,7 @@
 #include "mirror/registry.hpp"
 #include "signing/digest.hpp"
 
-namespace gb {
+namespace gb::mirror {
 
 inline constexpr std::string_view k_ref_name_annotation = "org.opencontainers.image.ref.name";
 inline constexpr std::string_view k_platforms_annotation = "io.gpubundle.platforms";
@@ -99,7 +99,7 @@ public:
   Result<void> write(std::string_view chunk) override;
   std::uint64_t size() const override { return m_written; }
   Result<void> truncate() override;
-  Result<std::uint64_t> resume(Sha256& hasher) override;
+  Result<std::uint64_t> resume(signing::Sha256& hasher) override;
   bool hashes() const override { return true; }
   std::string sha256_hex() override;
   // Checks size and sha256; the blob gets its name at the next sync_blobs().
@@ -120,7 +120,7 @@ private:
   std::filesystem::path m_final;
   std::filesystem::path m_partial;
   int m_fd = -1;
-  Sha256 m_hash;
+  signing::Sha256 m_hash;
   std::string m_hex;  // m_hash's result, once taken
   detail::PendingBlobs& m_pending;
 };
@@ -236,4 +236,4 @@ private:
   std::unique_ptr<Impl> m_impl;
 };
 
-}  // namespace gb
+}  // namespace gb::mirror

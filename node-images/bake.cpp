@@ -8,7 +8,7 @@
 #include "common/log.hpp"
 #include "common/strings.hpp"
 
-namespace gb {
+namespace gb::node_images {
 
 namespace fs = std::filesystem;
 
@@ -107,7 +107,7 @@ Result<void> check_bake_options(const BakeOptions& options, const std::string& d
   return {};
 }
 
-Result<BakeResult> bake_node_overlay(const Recipe& recipe, const PreparedDriver& driver, const BakeOptions& options) {
+Result<BakeResult> bake_node_overlay(const recipes::Recipe& recipe, const PreparedDriver& driver, const BakeOptions& options) {
   const auto& version = driver.installer.manifest.version;
   std::error_code ec;
   fs::create_directories(options.output, ec);
@@ -137,7 +137,7 @@ Result<BakeResult> bake_node_overlay(const Recipe& recipe, const PreparedDriver&
     units.push_back("nvidia-fabricmanager.service");
     if (options.fabric_manager_packages.empty()) {
       layer.add_data("usr/lib/systemd/system/nvidia-fabricmanager.service", fabricmanager_unit());
-      log::warn("fabric manager: the NVIDIA installer does not ship nv-fabricmanager; the unit is in the overlay, but "
+      log_warn("fabric manager: the NVIDIA installer does not ship nv-fabricmanager; the unit is in the overlay, but "
                 "the binary must come from the nvidia-fabricmanager " + version +
                 " package (--fabric-manager-packages DIR, or install it in the image)");
     }
@@ -147,7 +147,7 @@ Result<BakeResult> bake_node_overlay(const Recipe& recipe, const PreparedDriver&
     layer.add_data(k_mok_path, driver.signer->certificate_der);
     mok = std::string("/") + k_mok_path;
   }
-  bool host_toolkit = recipe.toolkit_mode == ToolkitMode::Host;
+  bool host_toolkit = recipe.toolkit_mode == recipes::ToolkitMode::Host;
   if (host_toolkit) layer.add_data("etc/containerd/conf.d/99-nvidia.toml", containerd_dropin());
 
   fs::path overlay = options.output / "overlay.tar";
@@ -186,7 +186,7 @@ Result<BakeResult> bake_node_overlay(const Recipe& recipe, const PreparedDriver&
   if (!options.toolkit_packages.empty()) {
     if (auto r = take(options.toolkit_packages, "--toolkit-packages", ""); !r) return r.error();
   } else if (host_toolkit) {
-    log::warn("toolkit mode host: no --toolkit-packages given, so the overlay has the containerd drop-in but not "
+    log_warn("toolkit mode host: no --toolkit-packages given, so the overlay has the containerd drop-in but not "
               "nvidia-container-toolkit itself; install it in the image");
   }
   if (!options.fabric_manager_packages.empty())
@@ -226,4 +226,4 @@ Result<BakeResult> bake_node_overlay(const Recipe& recipe, const PreparedDriver&
   return BakeResult{overlay, blob->sha256, records.size(), packages};
 }
 
-}  // namespace gb
+}  // namespace gb::node_images

@@ -37,7 +37,7 @@
 #include "node-images/driver_files.hpp"
 #include "recipes/recipe.hpp"
 
-namespace gb {
+namespace gb::node_images {
 
 struct BakeOptions {
   std::filesystem::path output;
@@ -61,6 +61,6 @@ bool is_package_file_name(std::string_view name);
 
 Result<void> check_bake_options(const BakeOptions& options, const std::string& driver_version);
 
-Result<BakeResult> bake_node_overlay(const Recipe& recipe, const PreparedDriver& driver, const BakeOptions& options);
+Result<BakeResult> bake_node_overlay(const recipes::Recipe& recipe, const PreparedDriver& driver, const BakeOptions& options);
 
-}  // namespace gb
+}  // namespace gb::node_images

@@ -6,7 +6,7 @@
 #include "mirror/store.hpp"
 #include "signing/digest.hpp"
 
-namespace gb {
+namespace gb::node_images {
 
 namespace fs = std::filesystem;
 using json = nlohmann::ordered_json;
@@ -29,7 +29,7 @@ Result<BaseImage> load_base(const BaseSource& src, const std::string& manifest_d
   json m = json::parse(*bytes, nullptr, false);
   if (m.is_discarded()) return input_error("base image " + ref + ": manifest " + manifest_digest + " is not JSON");
   std::string mt = m.value("mediaType", media_type);
-  if (oci::is_index(mt) || m.contains("manifests")) {
+  if (mirror::oci::is_index(mt) || m.contains("manifests")) {
     for (const auto& child : m["manifests"]) {
       const auto& p = child.value("platform", json::object());
       if (p.value("os", "") == "linux" && p.value("architecture", "") == arch)
@@ -50,7 +50,7 @@ Result<BaseImage> load_base(const BaseSource& src, const std::string& manifest_d
   return b;
 }
 
-Result<std::pair<BaseSource, std::pair<std::string, std::string>>> open_base(Store& store, const std::string& ref) {
+Result<std::pair<BaseSource, std::pair<std::string, std::string>>> open_base(mirror::Store& store, const std::string& ref) {
   BaseSource src;
   if (starts_with(ref, "oci:")) {
     std::string rest = ref.substr(4);
@@ -62,12 +62,12 @@ Result<std::pair<BaseSource, std::pair<std::string, std::string>>> open_base(Sto
     json idx = json::parse(*index, nullptr, false);
     if (idx.is_discarded() || !idx.contains("manifests")) return input_error("--base " + ref + ": bad index.json");
     for (const auto& e : idx["manifests"]) {
-      auto name = e.value("annotations", json::object()).value(std::string(k_ref_name_annotation), "");
+      auto name = e.value("annotations", json::object()).value(std::string(mirror::k_ref_name_annotation), "");
       if (name == tag) {
         src.in_store = false;
         src.path = [dir](const std::string& d) { return dir / "blobs/sha256" / d.substr(7); };
         src.read = [dir, ref](const std::string& d) -> Result<std::string> {
-          if (!is_sha256_digest(d)) return input_error("--base " + ref + ": bad digest '" + d + "'");
+          if (!signing::is_sha256_digest(d)) return input_error("--base " + ref + ": bad digest '" + d + "'");
           auto r = read_file(dir / "blobs/sha256" / d.substr(7));
           if (!r) return input_error("--base " + ref + ": blob " + d + " is missing");
           return r;
@@ -97,11 +97,10 @@ void set_env(json& cfg, const std::string& key, const std::string& value) {
   env.push_back(key + "=" + value);
 }
 
-
 std::string image_manifest(const BaseImage& base, const std::string& config_bytes, const LayerBlob& layer,
                            const std::string& base_ref) {
-  json man = {{"schemaVersion", 2}, {"mediaType", std::string(oci::k_oci_manifest)}};
-  man["config"] = {{"mediaType", std::string(k_oci_config)}, {"digest", sha256_digest(config_bytes)}, {"size", config_bytes.size()}};
+  json man = {{"schemaVersion", 2}, {"mediaType", std::string(mirror::oci::k_oci_manifest)}};
+  man["config"] = {{"mediaType", std::string(k_oci_config)}, {"digest", signing::sha256_digest(config_bytes)}, {"size", config_bytes.size()}};
   json layers = json::array();
   for (const auto& l : base.layers) layers.push_back({{"mediaType", l["mediaType"]}, {"digest", l["digest"]}, {"size", l["size"]}});
   layers.push_back({{"mediaType", std::string(k_oci_layer_gzip)}, {"digest", "sha256:" + layer.sha256}, {"size", layer.size}});
@@ -110,4 +109,4 @@ std::string image_manifest(const BaseImage& base, const std::string& config_byte
   return man.dump();
 }
 
-}  // namespace gb
+}  // namespace gb::node_images

@@ -14,9 +14,11 @@
 #include "common/error.hpp"
 #include "node-images/layer.hpp"
 
-namespace gb {
-
+namespace gb::mirror {
 class Store;
+}
+
+namespace gb::node_images {
 
 inline constexpr std::string_view k_oci_config = "application/vnd.oci.image.config.v1+json";
 inline constexpr std::string_view k_oci_layer_gzip = "application/vnd.oci.image.layer.v1.tar+gzip";
@@ -36,7 +38,7 @@ struct BaseImage {
 
 // `ref` in the store, or oci:DIR[:TAG]; returns the source and its top
 // manifest's (digest, media type).
-Result<std::pair<BaseSource, std::pair<std::string, std::string>>> open_base(Store& store, const std::string& ref);
+Result<std::pair<BaseSource, std::pair<std::string, std::string>>> open_base(mirror::Store& store, const std::string& ref);
 // The linux/<arch> image below that manifest or index.
 Result<BaseImage> load_base(const BaseSource& src, const std::string& manifest_digest, const std::string& media_type,
                             const std::string& arch, const std::string& ref);
@@ -49,4 +51,4 @@ void set_env(nlohmann::ordered_json& cfg, const std::string& key, const std::str
 std::string image_manifest(const BaseImage& base, const std::string& config_bytes, const LayerBlob& layer,
                            const std::string& base_ref);
 
-}  // namespace gb
+}  // namespace gb::node_images

@@ -13,7 +13,7 @@
 #include "recipes/catalog.hpp"
 #include "signing/module_sign.hpp"
 
-namespace gb {
+namespace gb::node_images {
 
 namespace fs = std::filesystem;
 
@@ -37,14 +37,14 @@ PreparedDriver::PreparedDriver(PreparedDriver&& o) noexcept
 
 std::string driver_branch(const std::string& version) { return version.substr(0, version.find('.')); }
 
-std::string effective_module_type(const Recipe& recipe, const std::string& type, const std::string& version) {
+std::string effective_module_type(const recipes::Recipe& recipe, const std::string& type, const std::string& version) {
   if (type == "open" || type == "proprietary") return type;
-  const Catalog& cat = Catalog::builtin();
-  if (recipe.driver_mode == DriverMode::Host)
+  const recipes::Catalog& cat = recipes::Catalog::builtin();
+  if (recipe.driver_mode == recipes::DriverMode::Host)
     return std::atoi(driver_branch(version).c_str()) >= cat.auto_open_from_branch() ? "open" : "proprietary";
-  std::vector<const GpuInfo*> gpus;
+  std::vector<const recipes::GpuInfo*> gpus;
   for (const auto& name : recipe.gpus)
-    if (const GpuInfo* g = cat.find_gpu(name)) gpus.push_back(g);
+    if (const recipes::GpuInfo* g = cat.find_gpu(name)) gpus.push_back(g);
   // The recipe's version, not the installer's: a branch-only recipe is pinned
   // from the branch, and the image must carry what the lock pins.
   return cat.auto_module_type(gpus, recipe.driver_version, driver_branch(version)).type;
@@ -91,7 +91,7 @@ Result<void> check_driver_inputs(const DriverInputs& in) {
   return {};
 }
 
-Result<std::unique_ptr<PreparedDriver>> prepare_driver(const Recipe& recipe, const DriverInputs& in) {
+Result<std::unique_ptr<PreparedDriver>> prepare_driver(const recipes::Recipe& recipe, const DriverInputs& in) {
   // Input checks first: nothing is extracted or built for a bad command line.
   if (auto r = check_driver_inputs(in); !r) return r.error();
   if (in.kernel_builds.empty() && in.kernel_headers.empty())
@@ -103,9 +103,9 @@ Result<std::unique_ptr<PreparedDriver>> prepare_driver(const Recipe& recipe, con
   if (!arch.empty() && arch != "x86_64")
     return input_error(in.installer.string() + ": installer for " + arch + "; driver artifacts are built for x86_64 only so far");
 
-  std::optional<ModuleSigner> signer;
+  std::optional<signing::ModuleSigner> signer;
   if (!in.sign_key.empty()) {
-    auto s = ModuleSigner::load(in.sign_key, in.sign_cert);
+    auto s = signing::ModuleSigner::load(in.sign_key, in.sign_cert);
     if (!s) return s.error();
     signer = std::move(*s);
   }
@@ -139,7 +139,7 @@ Result<std::unique_ptr<PreparedDriver>> prepare_driver(const Recipe& recipe, con
     return input_error(recipe.where("driver.branch") + "driver.branch " + recipe.driver_branch + " but the installer " +
                        out->installer.source + " is " + version);
   out->module_type = effective_module_type(recipe, in.module_type.empty() ? recipe.kernel_module_type : in.module_type, version);
-  log::info("installer " + out->installer.source + ": driver " + version + ", " + out->module_type + " modules" +
+  log_info("installer " + out->installer.source + ": driver " + version + ", " + out->module_type + " modules" +
             (out->installer.header ? std::string(" (") + std::string(to_string(out->installer.header->flavour)) + ", " +
                                          std::string(to_string(out->installer.header->compression)) + ")"
                                    : std::string()));
@@ -168,11 +168,11 @@ Result<std::unique_ptr<PreparedDriver>> prepare_driver(const Recipe& recipe, con
       fs::create_directories(dir);
       for (auto& m : km.modules) {
         fs::path dst = dir / (m.name + ".ko");
-        auto r = sign_module_file(*signer, m.file, dst);
+        auto r = signing::sign_module_file(*signer, m.file, dst);
         if (!r) return r.error();
         m.file = dst;
       }
-      log::info("signed " + std::to_string(km.modules.size()) + " modules for " + kernel + " with " + signer->subject());
+      log_info("signed " + std::to_string(km.modules.size()) + " modules for " + kernel + " with " + signer->subject());
     }
     out->kernels.push_back(std::move(km));
   }
@@ -234,4 +234,4 @@ Result<void> add_depmod_output(LayerBuilder& layer, const KernelModules& km, con
   return {};
 }
 
-}  // namespace gb
+}  // namespace gb::node_images

@@ -22,7 +22,7 @@
 #include "node-images/layer.hpp"
 #include "recipes/recipe.hpp"
 
-namespace gb {
+namespace gb::node_images {
 
 struct DriverInputs {
   std::filesystem::path installer;                 // .run or extracted folder
@@ -68,7 +68,7 @@ Result<void> check_driver_inputs(const DriverInputs& in);
 
 // Checks the inputs (key without cert and the like) before any work, then
 // extracts, builds, checks vermagic and signs, for every recipe kernel.
-Result<std::unique_ptr<PreparedDriver>> prepare_driver(const Recipe& recipe, const DriverInputs& in);
+Result<std::unique_ptr<PreparedDriver>> prepare_driver(const recipes::Recipe& recipe, const DriverInputs& in);
 
 // ARCH of an installer named NVIDIA-Linux-ARCH-VERSION[...].run (ARCH is
 // [A-Za-z0-9_]+, VERSION starts with a digit or '.'); "" for other names.
@@ -77,7 +77,7 @@ std::string installer_arch(std::string_view file_name);
 // "auto" resolved as the resolver pins it in the lock: the driver
 // container's rule for the recipe's GPUs and driver (Catalog::auto_module_type),
 // a host driver's by its branch. `version` is the installer's.
-std::string effective_module_type(const Recipe& recipe, const std::string& type, const std::string& version);
+std::string effective_module_type(const recipes::Recipe& recipe, const std::string& type, const std::string& version);
 std::string driver_branch(const std::string& version);  // "580.95.05" -> "580"
 
 inline constexpr const char* k_libdir = "usr/lib/x86_64-linux-gnu";
@@ -100,4 +100,4 @@ Result<void> add_depmod_output(LayerBuilder& layer, const KernelModules& km, con
 const std::string& nvidia_driver_script();
 const std::string& node_install_script();
 
-}  // namespace gb
+}  // namespace gb::node_images

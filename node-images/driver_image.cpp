@@ -19,7 +19,7 @@
 #include "node-images/base_image.hpp"
 #include "signing/digest.hpp"
 
-namespace gb {
+namespace gb::node_images {
 
 namespace fs = std::filesystem;
 using json = nlohmann::ordered_json;
@@ -35,11 +35,11 @@ Result<bool> lib_is_symlink(const BaseImage& base, const BaseSource& src) {
   bool link = false;
   for (const auto& l : base.layers) {
     fs::path p = src.path(l.value("digest", ""));
-    detail::ArchiveReader a(archive_read_new());
-    detail::support_builtin_filters(a.get());
+    gb::detail::ArchiveReader a(archive_read_new());
+    gb::detail::support_builtin_filters(a.get());
     archive_read_support_format_tar(a.get());
     if (archive_read_open_filename(a.get(), p.c_str(), 1 << 16) != ARCHIVE_OK)
-      return op_error("base layer " + l.value("digest", "") + ": " + detail::archive_error(a.get()));
+      return op_error("base layer " + l.value("digest", "") + ": " + gb::detail::archive_error(a.get()));
     archive_entry* e;
     while (archive_read_next_header(a.get(), &e) == ARCHIVE_OK) {
       std::string name = archive_entry_pathname(e);
@@ -54,7 +54,7 @@ Result<bool> lib_is_symlink(const BaseImage& base, const BaseSource& src) {
 
 }  // namespace
 
-Result<std::vector<BuiltDriverImage>> build_driver_images(const PreparedDriver& driver, Store& store, const DriverImageOptions& options) {
+Result<std::vector<BuiltDriverImage>> build_driver_images(const PreparedDriver& driver, mirror::Store& store, const DriverImageOptions& options) {
   const auto& version = driver.installer.manifest.version;
   const std::string branch = driver_branch(version);
   if (options.os_tag.empty()) return input_error("no OS tag for the driver image tags (recipe target.os)");
@@ -127,7 +127,7 @@ Result<std::vector<BuiltDriverImage>> build_driver_images(const PreparedDriver& 
     BuiltDriverImage img;
     img.kernel = km.kernel;
     img.ref = options.repository + ":" + precompiled_tag(branch, km.kernel, options.os_tag);
-    img.digest = sha256_digest(manifest_bytes);
+    img.digest = signing::sha256_digest(manifest_bytes);
     img.size = manifest_bytes.size();
     img.layer_digest = "sha256:" + gz->sha256;
     img.platform = "linux/" + options.architecture;
@@ -141,18 +141,18 @@ Result<std::vector<BuiltDriverImage>> build_driver_images(const PreparedDriver& 
       std::string d = l.value("digest", "");
       if (auto r = store.put_blob_file(d, l.value("size", std::uint64_t(0)), src.path(d)); !r) return r.error();
     }
-  std::vector<Publication> published;
+  std::vector<mirror::Publication> published;
   std::vector<BuiltDriverImage> out;
   for (auto& p : pending) {
     if (auto r = store.put_blob_file(p.image.layer_digest, p.layer.size, p.layer.file); !r) return r.error();
-    if (auto r = store.put_blob(sha256_digest(p.config), p.config); !r) return r.error();
-    auto manifest = oci::parse_manifest(p.manifest, oci::k_oci_manifest);
+    if (auto r = store.put_blob(signing::sha256_digest(p.config), p.config); !r) return r.error();
+    auto manifest = mirror::oci::parse_manifest(p.manifest, mirror::oci::k_oci_manifest);
     if (!manifest) return manifest.error();
-    published.push_back({p.image.ref, std::move(*manifest), {}, {p.image.platform}, k_built_here});
+    published.push_back({p.image.ref, std::move(*manifest), {}, {p.image.platform}, mirror::k_built_here});
     out.push_back(p.image);
   }
   if (auto r = store.publish(published); !r) return r.error();
   return out;
 }
 
-}  // namespace gb
+}  // namespace gb::node_images

@@ -31,9 +31,11 @@
 #include "node-images/driver_files.hpp"
 #include "recipes/lock.hpp"
 
-namespace gb {
-
+namespace gb::mirror {
 class Store;
+}
+
+namespace gb::node_images {
 
 struct DriverImageOptions {
   std::string repository = "nvcr.io/nvidia/driver";
@@ -51,12 +53,12 @@ struct BuiltDriverImage {
   std::string platform;  // "linux/<architecture>"
 
   // What record_built() (recipes/lock.hpp) puts in a lock.
-  BuiltImage built() const { return {BuiltKind::DriverImage, ref, digest, platform}; }
+  recipes::BuiltImage built() const { return {recipes::BuiltKind::DriverImage, ref, digest, platform}; }
 };
 
 std::string precompiled_tag(const std::string& branch, const std::string& kernel, const std::string& os_tag);
 
-Result<std::vector<BuiltDriverImage>> build_driver_images(const PreparedDriver& driver, Store& store,
+Result<std::vector<BuiltDriverImage>> build_driver_images(const PreparedDriver& driver, mirror::Store& store,
                                                           const DriverImageOptions& options);
 
-}  // namespace gb
+}  // namespace gb::node_images

@@ -15,7 +15,7 @@
 #include "common/strings.hpp"
 #include "signing/digest.hpp"
 
-namespace gb {
+namespace gb::node_images {
 
 namespace fs = std::filesystem;
 
@@ -74,78 +74,6 @@ PayloadCompression sniff(std::string_view p) {
   return PayloadCompression::None;
 }
 
-}  // namespace
-
-Result<MakeselfHeader> parse_makeself_header(std::string_view bytes, std::uint64_t file_size, const std::string& source) {
-  if (!starts_with(bytes, "#!")) return input_error(source + ": not a makeself installer (no #! line)");
-  MakeselfHeader h;
-  h.file_size = file_size;
-  std::optional<std::uint64_t> skip;
-  bool fork = false;
-  std::uint64_t filesizes = 0;
-  bool have_filesizes = false;
-  // Only the first lines hold the variables; stop at the first function or
-  // 200 lines so that a payload that happens to contain "skip=" is not read.
-  std::size_t pos = 0;
-  for (int n = 1; n <= 200 && pos < bytes.size(); ++n) {
-    auto nl = bytes.find('\n', pos);
-    std::string_view line = bytes.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
-    pos = nl == std::string_view::npos ? bytes.size() : nl + 1;
-    if (auto v = header_value(line, "skip"); v && !skip) {
-      skip = to_u64(*v);
-      if (!skip) return input_error(source + ": makeself header line " + std::to_string(n) + ": bad skip value '" + *v + "'");
-    } else if (header_value(line, "skip_decompress") || header_value(line, "version_string")) {
-      fork = true;
-    } else if (auto fv = header_value(line, "filesizes")) {
-      have_filesizes = true;
-      for (const auto& part : split(*fv, ' ')) {
-        if (part.empty()) continue;
-        auto s = to_u64(part);
-        if (!s) return input_error(source + ": makeself header: bad filesizes '" + *fv + "'");
-        filesizes += *s;
-      }
-    } else if (auto lv = header_value(line, "label"); lv && h.label.empty()) {
-      h.label = *lv;
-    }
-    if (nl == std::string_view::npos) break;
-  }
-  if (!skip) {
-    if (file_size <= bytes.size() && bytes.size() < 512)
-      return input_error(source + ": truncated: the makeself header ends before its skip= line");
-    return input_error(source + ": not a makeself installer: no skip= line in its header (makeself before 2.4 is not supported)");
-  }
-  h.flavour = fork ? MakeselfFlavour::NvidiaFork : MakeselfFlavour::Upstream;
-  // Upstream: payload after `skip` lines; NVIDIA's fork: at line `skip`.
-  auto off = line_start(bytes, fork ? *skip : *skip + 1);
-  if (!off || *off >= file_size)
-    return input_error(source + ": truncated: the header says the archive starts at line " + std::to_string(fork ? *skip : *skip + 1) +
-                       " but the file has only " + std::to_string(file_size) + " bytes");
-  h.payload_offset = *off;
-  if (have_filesizes) {
-    h.payload_size = filesizes;
-    if (h.payload_offset + filesizes > file_size)
-      return input_error(source + ": truncated: the header says the payload is " + std::to_string(filesizes) +
-                         " bytes from offset " + std::to_string(h.payload_offset) + ", but the file has only " +
-                         std::to_string(file_size) + " bytes");
-  }
-  if (*off < bytes.size()) h.compression = sniff(bytes.substr(*off));
-  return h;
-}
-
-Result<MakeselfHeader> read_makeself_header(const fs::path& run) {
-  std::error_code ec;
-  auto size = fs::file_size(run, ec);
-  if (ec) return input_error(run.string() + ": " + ec.message());
-  std::ifstream in(run, std::ios::binary);
-  if (!in) return input_error(run.string() + ": cannot open");
-  std::string buf(std::min<std::uint64_t>(size, k_header_window), '\0');
-  in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-  buf.resize(static_cast<std::size_t>(in.gcount()));
-  return parse_makeself_header(buf, size, run.string());
-}
-
-namespace {
-
 struct PayloadSource {
   std::FILE* f = nullptr;
   std::uint64_t left = 0;  // bytes still allowed
@@ -162,35 +90,6 @@ la_ssize_t payload_read(archive*, void* data, const void** out) {
   *out = s->buf;
   return static_cast<la_ssize_t>(got);
 }
-
-}  // namespace
-
-Result<void> extract_makeself(const fs::path& run, const MakeselfHeader& header, const fs::path& dest) {
-  std::error_code ec;
-  fs::create_directories(dest, ec);
-  if (ec) return op_error(dest.string() + ": " + ec.message());
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(run.c_str(), "rb"), &std::fclose);
-  if (!f) return input_error(run.string() + ": cannot open");
-  if (std::fseek(f.get(), static_cast<long>(header.payload_offset), SEEK_SET) != 0)
-    return input_error(run.string() + ": cannot seek to the payload");
-  auto src = std::make_unique<PayloadSource>();
-  src->f = f.get();
-  src->left = header.payload_size ? header.payload_size : header.file_size - header.payload_offset;
-
-  detail::ArchiveReader a(archive_read_new());
-  detail::support_builtin_filters(a.get());
-  archive_read_support_format_tar(a.get());
-  if (archive_read_open(a.get(), src.get(), nullptr, payload_read, nullptr) != ARCHIVE_OK)
-    return input_error(run.string() + ": truncated or damaged payload at byte " + std::to_string(header.payload_offset) +
-                       ": " + detail::archive_error(a.get()));
-  // unpack.hpp: no entry, link or hard link resolves outside dest.
-  auto entries = detail::unpack_entries(a.get(), dest, run.string(), {});
-  if (!entries) return entries.error();
-  if (*entries == 0) return input_error(run.string() + ": the payload holds no files");
-  return {};
-}
-
-namespace {
 
 struct TypeFlags {
   bool arch = false, path = false, symlink = false, inherit = false;
@@ -266,18 +165,102 @@ std::vector<std::string> tokens(std::string_view line) {
 
 }  // namespace
 
-bool is_known_manifest_type(std::string_view type) { return type_table().count(type) > 0; }
+Result<MakeselfHeader> parse_makeself_header(std::string_view bytes, std::uint64_t file_size, const std::string& source) {
+  if (!starts_with(bytes, "#!")) return input_error(source + ": not a makeself installer (no #! line)");
+  MakeselfHeader h;
+  h.file_size = file_size;
+  std::optional<std::uint64_t> skip;
+  bool fork = false;
+  std::uint64_t filesizes = 0;
+  bool have_filesizes = false;
+  // Only the first lines hold the variables; stop at the first function or
+  // 200 lines so that a payload that happens to contain "skip=" is not read.
+  std::size_t pos = 0;
+  for (int n = 1; n <= 200 && pos < bytes.size(); ++n) {
+    auto nl = bytes.find('\n', pos);
+    std::string_view line = bytes.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
+    pos = nl == std::string_view::npos ? bytes.size() : nl + 1;
+    if (auto v = header_value(line, "skip"); v && !skip) {
+      skip = to_u64(*v);
+      if (!skip) return input_error(source + ": makeself header line " + std::to_string(n) + ": bad skip value '" + *v + "'");
+    } else if (header_value(line, "skip_decompress") || header_value(line, "version_string")) {
+      fork = true;
+    } else if (auto fv = header_value(line, "filesizes")) {
+      have_filesizes = true;
+      for (const auto& part : split(*fv, ' ')) {
+        if (part.empty()) continue;
+        auto s = to_u64(part);
+        if (!s) return input_error(source + ": makeself header: bad filesizes '" + *fv + "'");
+        filesizes += *s;
+      }
+    } else if (auto lv = header_value(line, "label"); lv && h.label.empty()) {
+      h.label = *lv;
+    }
+    if (nl == std::string_view::npos) break;
+  }
+  if (!skip) {
+    if (file_size <= bytes.size() && bytes.size() < 512)
+      return input_error(source + ": truncated: the makeself header ends before its skip= line");
+    return input_error(source + ": not a makeself installer: no skip= line in its header (makeself before 2.4 is not supported)");
+  }
+  h.flavour = fork ? MakeselfFlavour::NvidiaFork : MakeselfFlavour::Upstream;
+  // Upstream: payload after `skip` lines; NVIDIA's fork: at line `skip`.
+  auto off = line_start(bytes, fork ? *skip : *skip + 1);
+  if (!off || *off >= file_size)
+    return input_error(source + ": truncated: the header says the archive starts at line " + std::to_string(fork ? *skip : *skip + 1) +
+                       " but the file has only " + std::to_string(file_size) + " bytes");
+  h.payload_offset = *off;
+  if (have_filesizes) {
+    h.payload_size = filesizes;
+    if (h.payload_offset + filesizes > file_size)
+      return input_error(source + ": truncated: the header says the payload is " + std::to_string(filesizes) +
+                         " bytes from offset " + std::to_string(h.payload_offset) + ", but the file has only " +
+                         std::to_string(file_size) + " bytes");
+  }
+  if (*off < bytes.size()) h.compression = sniff(bytes.substr(*off));
+  return h;
+}
+
+Result<MakeselfHeader> read_makeself_header(const fs::path& run) {
+  std::error_code ec;
+  auto size = fs::file_size(run, ec);
+  if (ec) return input_error(run.string() + ": " + ec.message());
+  std::ifstream in(run, std::ios::binary);
+  if (!in) return input_error(run.string() + ": cannot open");
+  std::string buf(std::min<std::uint64_t>(size, k_header_window), '\0');
+  in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+  buf.resize(static_cast<std::size_t>(in.gcount()));
+  return parse_makeself_header(buf, size, run.string());
+}
+
+Result<void> extract_makeself(const fs::path& run, const MakeselfHeader& header, const fs::path& dest) {
+  std::error_code ec;
+  fs::create_directories(dest, ec);
+  if (ec) return op_error(dest.string() + ": " + ec.message());
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(run.c_str(), "rb"), &std::fclose);
+  if (!f) return input_error(run.string() + ": cannot open");
+  if (std::fseek(f.get(), static_cast<long>(header.payload_offset), SEEK_SET) != 0)
+    return input_error(run.string() + ": cannot seek to the payload");
+  auto src = std::make_unique<PayloadSource>();
+  src->f = f.get();
+  src->left = header.payload_size ? header.payload_size : header.file_size - header.payload_offset;
+
+  gb::detail::ArchiveReader a(archive_read_new());
+  gb::detail::support_builtin_filters(a.get());
+  archive_read_support_format_tar(a.get());
+  if (archive_read_open(a.get(), src.get(), nullptr, payload_read, nullptr) != ARCHIVE_OK)
+    return input_error(run.string() + ": truncated or damaged payload at byte " + std::to_string(header.payload_offset) +
+                       ": " + gb::detail::archive_error(a.get()));
+  // unpack.hpp: no entry, link or hard link resolves outside dest.
+  auto entries = detail::unpack_entries(a.get(), dest, run.string(), {});
+  if (!entries) return entries.error();
+  if (*entries == 0) return input_error(run.string() + ": the payload holds no files");
+  return {};
+}
 
 Result<InstallerManifest> parse_manifest(std::string_view text, const std::string& source) {
   InstallerManifest m;
-  std::vector<std::string_view> lines;
-  std::size_t pos = 0;
-  while (pos <= text.size()) {
-    auto nl = text.find('\n', pos);
-    lines.push_back(text.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos));
-    if (nl == std::string_view::npos) break;
-    pos = nl + 1;
-  }
+  const std::vector<std::string> lines = split(text, '\n');
   if (lines.size() < 9) return input_error(source + ": truncated: fewer than the 8 header lines");
   m.description = std::string(trim(lines[0]));
   m.version = std::string(trim(lines[1]));
@@ -385,7 +368,7 @@ Result<Installer> open_installer(const fs::path& run_or_dir, const fs::path& san
   } else if (fs::is_regular_file(run_or_dir, ec)) {
     auto header = read_makeself_header(run_or_dir);
     if (!header) return header.error();
-    auto sum = sha256_file_hex(run_or_dir);
+    auto sum = signing::sha256_file_hex(run_or_dir);
     if (!sum) return sum.error();
     inst.sha256 = *sum;
     inst.root = sandbox / "installer";
@@ -407,4 +390,4 @@ Result<Installer> open_installer(const fs::path& run_or_dir, const fs::path& san
   return inst;
 }
 
-}  // namespace gb
+}  // namespace gb::node_images

@@ -30,7 +30,7 @@
 
 #include "common/error.hpp"
 
-namespace gb {
+namespace gb::node_images {
 
 enum class MakeselfFlavour { Upstream, NvidiaFork };
 enum class PayloadCompression { Gzip, Xz, Zstd, Bzip2, None };
@@ -77,7 +77,6 @@ struct InstallerManifest {
 };
 
 Result<InstallerManifest> parse_manifest(std::string_view text, const std::string& source);
-bool is_known_manifest_type(std::string_view type);
 
 // Where an entry goes on the target root ("usr/bin/nvidia-smi", no leading
 // slash), or nullopt when a headless compute node does not need it (sources,
@@ -100,4 +99,4 @@ struct Installer {
 // A .run is extracted into sandbox/installer; a folder is used in place.
 Result<Installer> open_installer(const std::filesystem::path& run_or_dir, const std::filesystem::path& sandbox);
 
-}  // namespace gb
+}  // namespace gb::node_images

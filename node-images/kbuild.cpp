@@ -15,7 +15,7 @@
 #include "common/strings.hpp"
 #include "node-images/unpack.hpp"
 
-namespace gb {
+namespace gb::node_images {
 
 namespace fs = std::filesystem;
 
@@ -187,7 +187,7 @@ Result<std::vector<BuiltModule>> build_modules(const Installer& installer, const
   std::vector<std::string> cmd = {"make", "-C", (work / dir).string(), "modules", "SYSSRC=" + tree.dir.string(),
                                   "KCFLAGS=-ffile-prefix-map=" + work.string() + "=/usr/src/nvidia-" + installer.manifest.version,
                                   "-j", std::to_string(std::max(1, options.jobs))};
-  log::info("building " + dir + " modules for " + tree.release + " (log: " + log.string() + ")");
+  log_info("building " + dir + " modules for " + tree.release + " (log: " + log.string() + ")");
   auto rc = run_logged(cmd, work / dir, log, options.runner);
   if (!rc) return rc.error();
   if (*rc != 0)
@@ -214,4 +214,4 @@ Result<std::vector<BuiltModule>> build_modules(const Installer& installer, const
   return out;
 }
 
-}  // namespace gb
+}  // namespace gb::node_images

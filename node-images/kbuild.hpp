@@ -18,8 +18,10 @@
 #include "node-images/installer.hpp"
 
 namespace gb {
-
 class CommandRunner;
+}
+
+namespace gb::node_images {
 
 // A kernel build tree (what /lib/modules/<kver>/build points at).
 struct KernelTree {
@@ -65,4 +67,4 @@ Result<int> run_logged(const std::vector<std::string>& argv, const std::filesyst
                        const std::filesystem::path& log, CommandRunner* runner = nullptr);
 std::string tail_lines(const std::filesystem::path& file, int n);
 
-}  // namespace gb
+}  // namespace gb::node_images

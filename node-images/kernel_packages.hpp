@@ -34,9 +34,13 @@
 #include "recipes/recipe.hpp"
 
 namespace gb {
-
 class Progress;
+}
+namespace gb::mirror {
 class Store;
+}
+
+namespace gb::node_images {
 
 // The build's one cache of fetched package files: the store's blobs, by
 // sha256. The kernel header artifacts reach theirs; the site repository's
@@ -44,13 +48,13 @@ class Store;
 // again before it is used; one whose bytes went bad is dropped and fetched again.
 class StorePackageCache final : public packages::PackageCache {
 public:
-  explicit StorePackageCache(Store& store) : m_store(store) {}
+  explicit StorePackageCache(mirror::Store& store) : m_store(store) {}
   std::optional<std::filesystem::path> find(const std::string& sha256, std::uint64_t size) override;
   Result<std::filesystem::path> keep(const std::filesystem::path& file, const std::string& sha256,
                                      std::uint64_t size) override;
 
 private:
-  Store& m_store;
+  mirror::Store& m_store;
 };
 
 inline constexpr const char* k_kernel_packages_artifact_type = "application/vnd.gpubundle.kernel-packages.v1";
@@ -59,13 +63,13 @@ inline constexpr const char* k_kernel_packages_repository = "localhost/gpubundle
 // The header package files for `kernel`, from the store when it has them,
 // else fetched and stored first. Files are written under `work` (checked
 // against their digests on the way out).
-Result<std::vector<std::filesystem::path>> kernel_header_packages(const Recipe& recipe, const std::string& kernel, Store& store,
+Result<std::vector<std::filesystem::path>> kernel_header_packages(const recipes::Recipe& recipe, const std::string& kernel, mirror::Store& store,
                                                                   const std::filesystem::path& work, Progress* progress);
 
 // When `in` names no kernel tree and no header package, fetches the header
 // packages of every kernel in `kernels` (kernel_header_packages) into `work`
 // and lists them in in.kernel_headers. Otherwise leaves `in` alone.
-Result<void> add_fetched_headers(const Recipe& recipe, const std::vector<std::string>& kernels, Store& store,
+Result<void> add_fetched_headers(const recipes::Recipe& recipe, const std::vector<std::string>& kernels, mirror::Store& store,
                                  const std::filesystem::path& work, DriverInputs& in, Progress* progress);
 
-}  // namespace gb
+}  // namespace gb::node_images

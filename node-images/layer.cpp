@@ -15,7 +15,7 @@
 #include "common/time.hpp"
 #include "signing/digest.hpp"
 
-namespace gb {
+namespace gb::node_images {
 
 namespace fs = std::filesystem;
 
@@ -24,7 +24,7 @@ namespace {
 // Sink that hashes and counts what libarchive writes into an AtomicFile.
 struct HashingSink {
   AtomicFile* file = nullptr;
-  Sha256 hash;
+  signing::Sha256 hash;
   std::uint64_t size = 0;
   std::string error;
 };
@@ -50,37 +50,22 @@ std::string LayerBuilder::normalise(const std::string& path) {
   return p;
 }
 
-void LayerBuilder::add_parents(const std::string& path) {
-  auto slash = path.rfind('/');
-  while (slash != std::string::npos && slash > 0) {
-    std::string parent = path.substr(0, slash);
-    if (!m_entries.count(parent)) m_entries[parent] = LayerEntry{LayerEntry::Kind::Dir, 0755, {}, {}, {}};
-    slash = parent.rfind('/');
-  }
-}
-
-void LayerBuilder::add_dir(const std::string& path, unsigned mode) {
+void LayerBuilder::put(const std::string& path, LayerEntry e) {
   auto p = normalise(path);
-  add_parents(p);
-  m_entries[p] = LayerEntry{LayerEntry::Kind::Dir, mode, {}, {}, {}};
+  for (auto slash = p.rfind('/'); slash != std::string::npos && slash > 0; slash = p.rfind('/', slash - 1))
+    m_entries.try_emplace(p.substr(0, slash), LayerEntry{LayerEntry::Kind::Dir, 0755, {}, {}, {}});
+  m_entries[p] = std::move(e);
 }
 
+void LayerBuilder::add_dir(const std::string& path, unsigned mode) { put(path, {LayerEntry::Kind::Dir, mode, {}, {}, {}}); }
 void LayerBuilder::add_file(const std::string& path, const fs::path& source, unsigned mode) {
-  auto p = normalise(path);
-  add_parents(p);
-  m_entries[p] = LayerEntry{LayerEntry::Kind::File, mode, source, {}, {}};
+  put(path, {LayerEntry::Kind::File, mode, source, {}, {}});
 }
-
 void LayerBuilder::add_data(const std::string& path, std::string data, unsigned mode) {
-  auto p = normalise(path);
-  add_parents(p);
-  m_entries[p] = LayerEntry{LayerEntry::Kind::File, mode, {}, std::move(data), {}};
+  put(path, {LayerEntry::Kind::File, mode, {}, std::move(data), {}});
 }
-
 void LayerBuilder::add_symlink(const std::string& path, const std::string& target) {
-  auto p = normalise(path);
-  add_parents(p);
-  m_entries[p] = LayerEntry{LayerEntry::Kind::Symlink, 0777, {}, {}, target};
+  put(path, {LayerEntry::Kind::Symlink, 0777, {}, {}, target});
 }
 
 Result<LayerBlob> LayerBuilder::write_tar(const fs::path& out, std::vector<LayerFileRecord>* records) const {
@@ -88,16 +73,16 @@ Result<LayerBlob> LayerBuilder::write_tar(const fs::path& out, std::vector<Layer
   if (!file) return file.error();
   HashingSink sink;
   sink.file = &*file;
-  detail::ArchiveWriter a(archive_write_new());
+  gb::detail::ArchiveWriter a(archive_write_new());
   archive_write_set_format_pax_restricted(a.get());
   archive_write_set_bytes_in_last_block(a.get(), 1);
   if (archive_write_open(a.get(), &sink, nullptr, sink_write, nullptr) != ARCHIVE_OK)
-    return op_error(out.string() + ": " + detail::archive_error(a.get()));
+    return op_error(out.string() + ": " + gb::detail::archive_error(a.get()));
   auto epoch = source_date_epoch();
   if (!epoch) return epoch.error();
   const std::int64_t mtime = epoch->value_or(0);
   for (const auto& [path, e] : m_entries) {
-    detail::ArchiveEntry ae(archive_entry_new());
+    gb::detail::ArchiveEntry ae(archive_entry_new());
     archive_entry_set_pathname(ae.get(), path.c_str());
     archive_entry_set_uid(ae.get(), 0);
     archive_entry_set_gid(ae.get(), 0);
@@ -126,13 +111,13 @@ Result<LayerBlob> LayerBuilder::write_tar(const fs::path& out, std::vector<Layer
       rec.type = "file";
       rec.size = size;
       if (archive_write_header(a.get(), ae.get()) != ARCHIVE_OK)
-        return op_error(out.string() + ": writing " + path + ": " + (sink.error.empty() ? detail::archive_error(a.get()) : sink.error));
-      Sha256 hash;
+        return op_error(out.string() + ": writing " + path + ": " + (sink.error.empty() ? gb::detail::archive_error(a.get()) : sink.error));
+      signing::Sha256 hash;
       // Clang 14 cannot capture a structured binding: name the path explicitly.
       auto put = [&, &entry_path = path](const char* data, std::size_t n) -> Result<void> {
         hash.update(data, n);
         if (n && archive_write_data(a.get(), data, n) < 0)
-          return op_error(out.string() + ": writing " + entry_path + ": " + (sink.error.empty() ? detail::archive_error(a.get()) : sink.error));
+          return op_error(out.string() + ": writing " + entry_path + ": " + (sink.error.empty() ? gb::detail::archive_error(a.get()) : sink.error));
         return {};
       };
       if (e.source.empty()) {
@@ -155,11 +140,11 @@ Result<LayerBlob> LayerBuilder::write_tar(const fs::path& out, std::vector<Layer
       continue;
     }
     if (archive_write_header(a.get(), ae.get()) != ARCHIVE_OK)
-      return op_error(out.string() + ": writing " + path + ": " + (sink.error.empty() ? detail::archive_error(a.get()) : sink.error));
+      return op_error(out.string() + ": writing " + path + ": " + (sink.error.empty() ? gb::detail::archive_error(a.get()) : sink.error));
     if (records) records->push_back(std::move(rec));
   }
   if (archive_write_close(a.get()) != ARCHIVE_OK)
-    return op_error(out.string() + ": " + (sink.error.empty() ? detail::archive_error(a.get()) : sink.error));
+    return op_error(out.string() + ": " + (sink.error.empty() ? gb::detail::archive_error(a.get()) : sink.error));
   if (auto r = file->commit(); !r) return r.error();
   return LayerBlob{out, sink.hash.hex(), sink.size};
 }
@@ -169,19 +154,19 @@ Result<LayerBlob> gzip_layer(const fs::path& tar, const fs::path& out) {
   if (!file) return file.error();
   HashingSink sink;
   sink.file = &*file;
-  detail::ArchiveWriter a(archive_write_new());
+  gb::detail::ArchiveWriter a(archive_write_new());
   archive_write_set_format_raw(a.get());
   archive_write_add_filter_gzip(a.get());
   // No timestamp in the gzip header: the same tar gives the same blob.
   if (archive_write_set_filter_option(a.get(), "gzip", "timestamp", nullptr) != ARCHIVE_OK)
-    return op_error(std::string("libarchive gzip: cannot turn the timestamp off: ") + detail::archive_error(a.get()));
+    return op_error(std::string("libarchive gzip: cannot turn the timestamp off: ") + gb::detail::archive_error(a.get()));
   archive_write_set_bytes_per_block(a.get(), 0);
   if (archive_write_open(a.get(), &sink, nullptr, sink_write, nullptr) != ARCHIVE_OK)
-    return op_error(out.string() + ": " + detail::archive_error(a.get()));
-  detail::ArchiveEntry ae(archive_entry_new());
+    return op_error(out.string() + ": " + gb::detail::archive_error(a.get()));
+  gb::detail::ArchiveEntry ae(archive_entry_new());
   archive_entry_set_filetype(ae.get(), AE_IFREG);
   archive_entry_set_pathname(ae.get(), "layer.tar");
-  if (archive_write_header(a.get(), ae.get()) != ARCHIVE_OK) return op_error(out.string() + ": " + detail::archive_error(a.get()));
+  if (archive_write_header(a.get(), ae.get()) != ARCHIVE_OK) return op_error(out.string() + ": " + gb::detail::archive_error(a.get()));
   std::ifstream in(tar, std::ios::binary);
   if (!in) return op_error(tar.string() + ": cannot open");
   std::string buf(1 << 16, '\0');
@@ -189,12 +174,12 @@ Result<LayerBlob> gzip_layer(const fs::path& tar, const fs::path& out) {
     in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
     auto n = in.gcount();
     if (n > 0 && archive_write_data(a.get(), buf.data(), static_cast<size_t>(n)) < 0)
-      return op_error(out.string() + ": " + (sink.error.empty() ? detail::archive_error(a.get()) : sink.error));
+      return op_error(out.string() + ": " + (sink.error.empty() ? gb::detail::archive_error(a.get()) : sink.error));
   }
   if (archive_write_close(a.get()) != ARCHIVE_OK)
-    return op_error(out.string() + ": " + (sink.error.empty() ? detail::archive_error(a.get()) : sink.error));
+    return op_error(out.string() + ": " + (sink.error.empty() ? gb::detail::archive_error(a.get()) : sink.error));
   if (auto r = file->commit(); !r) return r.error();
   return LayerBlob{out, sink.hash.hex(), sink.size};
 }
 
-}  // namespace gb
+}  // namespace gb::node_images

@@ -16,7 +16,7 @@
 
 #include "common/error.hpp"
 
-namespace gb {
+namespace gb::node_images {
 
 struct LayerEntry {
   enum class Kind { File, Dir, Symlink };
@@ -58,12 +58,11 @@ public:
   static std::string normalise(const std::string& path);
 
 private:
-  void add_parents(const std::string& path);
+  void put(const std::string& path, LayerEntry e);  // at normalise(path), its missing parents as folders
   std::map<std::string, LayerEntry> m_entries;
 };
-
 
 // Deterministic gzip of `tar` into `out`.
 Result<LayerBlob> gzip_layer(const std::filesystem::path& tar, const std::filesystem::path& out);
 
-}  // namespace gb
+}  // namespace gb::node_images

@@ -21,15 +21,13 @@
 #include "recipes/lock.hpp"
 #include "signing/digest.hpp"
 
-namespace gb {
+namespace gb::node_images {
 
 namespace fs = std::filesystem;
 using json = nlohmann::ordered_json;
 
 namespace {
 
-constexpr const char* k_empty_type = oci::k_oci_empty;
-constexpr const char* k_title = oci::k_oci_title;
 constexpr const char* k_uncompressed = "io.gpubundle.uncompressed.sha256";
 constexpr const char* k_overlay_type = "application/vnd.oci.image.layer.v1.tar+zstd";
 constexpr int k_zstd_level = 3;
@@ -49,11 +47,11 @@ Result<FileBlob> zstd_file(const fs::path& in_path, const fs::path& out_path) {
   if (!in) return op_error(in_path.string() + ": cannot open");
   auto out = AtomicFile::create(out_path);
   if (!out) return out.error();
-  detail::ZstdCCtx cc(ZSTD_createCCtx());
+  gb::detail::ZstdCCtx cc(ZSTD_createCCtx());
   ZSTD_CCtx_setParameter(cc.get(), ZSTD_c_compressionLevel, k_zstd_level);
   ZSTD_CCtx_setParameter(cc.get(), ZSTD_c_checksumFlag, 1);
   ZSTD_CCtx_setPledgedSrcSize(cc.get(), total);
-  Sha256 h, plain;
+  signing::Sha256 h, plain;
   std::uint64_t written = 0;
   std::string ibuf(ZSTD_CStreamInSize(), '\0'), obuf(ZSTD_CStreamOutSize(), '\0');
   auto drain = [&](ZSTD_inBuffer& ib, ZSTD_EndDirective mode) -> Result<bool> {
@@ -146,7 +144,7 @@ Result<ExportedOverlay> export_chosen(const BlobReader& reader, const Candidate&
       return o.is_object() && o.contains(key) && o[key].is_string() ? o[key].get<std::string>() : std::string();
     };
     std::string digest = text(layer, "digest");
-    std::string title = text(notes, k_title);
+    std::string title = text(notes, mirror::oci::k_oci_title);
     if (auto r = check_title(title, chosen.ref); !r) return r.error();
     bool overlay = text(layer, "mediaType") == k_overlay_type;
     if (overlay && title != "overlay.tar.zst")
@@ -159,8 +157,8 @@ Result<ExportedOverlay> export_chosen(const BlobReader& reader, const Candidate&
     if (ec) return op_error(dst.parent_path().string() + ": " + ec.message());
     auto file = AtomicFile::create(dst, name == "install.sh" ? 0755 : 0644);
     if (!file) return file.error();
-    Sha256 plain;
-    detail::ZstdDCtx dc;
+    signing::Sha256 plain;
+    gb::detail::ZstdDCtx dc;
     if (overlay) dc.reset(ZSTD_createDCtx());
     std::string dbuf(ZSTD_DStreamOutSize(), '\0');
     auto r = reader.stream(digest, [&](std::string_view chunk) -> Result<void> {
@@ -213,7 +211,7 @@ Result<ExportedOverlay> export_overlay(const BlobReader& reader, const std::vect
   for (const auto& c : candidates) {
     if (!ref.empty() && c.ref != ref) continue;
     std::optional<std::string> text;
-    if (c.media_type == oci::k_oci_manifest) {
+    if (c.media_type == mirror::oci::k_oci_manifest) {
       auto got = reader.content(c.digest);
       if (!got) return got.error();
       text = std::move(got.value());
@@ -236,13 +234,7 @@ Result<ExportedOverlay> export_overlay(const BlobReader& reader, const std::vect
   return export_chosen(reader, overlays.front(), manifest_text, out);
 }
 
-}  // namespace
-
-std::string overlay_tag(const std::string& driver_version, const std::string& os_tag) { return driver_version + "-" + os_tag; }
-
-namespace {
-
-Result<StoredOverlay> store_folder(Store& store, const fs::path& dir, const std::string& ref) {
+Result<StoredOverlay> store_folder(mirror::Store& store, const fs::path& dir, const std::string& ref) {
   auto epoch = source_date_epoch();
   if (!epoch) return epoch.error();
   auto meta_text = read_file(dir / "manifest.json");
@@ -286,19 +278,19 @@ Result<StoredOverlay> store_folder(Store& store, const fs::path& dir, const std:
     layers.push_back({"application/vnd.gpubundle.package.v1", "packages/" + name, file, {}, ""});
   }
 
-  json man = {{"schemaVersion", 2}, {"mediaType", std::string(oci::k_oci_manifest)}, {"artifactType", k_node_overlay_artifact_type}};
+  json man = {{"schemaVersion", 2}, {"mediaType", std::string(mirror::oci::k_oci_manifest)}, {"artifactType", k_node_overlay_artifact_type}};
   const std::string empty = "{}";
-  man["config"] = {{"mediaType", k_empty_type}, {"digest", sha256_digest(empty)}, {"size", empty.size()}, {"data", "e30="}};
+  man["config"] = {{"mediaType", mirror::oci::k_oci_empty}, {"digest", signing::sha256_digest(empty)}, {"size", empty.size()}, {"data", "e30="}};
   json jl = json::array();
   for (auto& l : layers) {
     if (l.blob.digest.empty()) {
-      auto hex = sha256_file_hex(l.file);
+      auto hex = signing::sha256_file_hex(l.file);
       if (!hex) return hex.error();
       l.blob = FileBlob{"sha256:" + *hex, fs::file_size(l.file, ec), ""};
       if (ec) return op_error(l.file.string() + ": " + ec.message());
     }
     json d = {{"mediaType", l.media}, {"digest", l.blob.digest}, {"size", l.blob.size}};
-    d["annotations"] = {{k_title, l.title}};
+    d["annotations"] = {{mirror::oci::k_oci_title, l.title}};
     if (!l.uncompressed.empty()) d["annotations"][k_uncompressed] = l.uncompressed;
     jl.push_back(d);
   }
@@ -317,19 +309,21 @@ Result<StoredOverlay> store_folder(Store& store, const fs::path& dir, const std:
   std::string bytes = man.dump();
 
   // Blobs, then Store::publish(): the manifest, index.json, catalog rows.
-  if (auto r = store.put_blob(sha256_digest(empty), empty); !r) return r.error();
+  if (auto r = store.put_blob(signing::sha256_digest(empty), empty); !r) return r.error();
   for (const auto& l : layers)
     if (auto r = store.put_blob_file(l.blob.digest, l.blob.size, l.file); !r) return r.error();
-  auto manifest = oci::parse_manifest(std::move(bytes), oci::k_oci_manifest);
+  auto manifest = mirror::oci::parse_manifest(std::move(bytes), mirror::oci::k_oci_manifest);
   if (!manifest) return manifest.error();
-  Publication p{ref, std::move(*manifest), {}, {k_node_overlay_platform}, k_built_here};
+  mirror::Publication p{ref, std::move(*manifest), {}, {k_node_overlay_platform}, mirror::k_built_here};
   if (auto r = store.publish({p}); !r) return r.error();
   return StoredOverlay{ref, p.top.digest, p.bytes()};
 }
 
 }  // namespace
 
-Result<StoredOverlay> store_overlay(Store& store, const fs::path& dir, const std::string& ref) {
+std::string overlay_tag(const std::string& driver_version, const std::string& os_tag) { return driver_version + "-" + os_tag; }
+
+Result<StoredOverlay> store_overlay(mirror::Store& store, const fs::path& dir, const std::string& ref) {
   try {
     return store_folder(store, dir, ref);
   } catch (const json::exception& e) {  // a field of the wrong type
@@ -337,20 +331,20 @@ Result<StoredOverlay> store_overlay(Store& store, const fs::path& dir, const std
   }
 }
 
-Result<ExportedOverlay> export_overlay_from_store(const Store& store, const std::string& ref, const fs::path& out) {
+Result<ExportedOverlay> export_overlay_from_store(const mirror::Store& store, const std::string& ref, const fs::path& out) {
   auto target = export_target(out);
   if (!target) return target.error();
   BlobReader reader;
   reader.content = [&store](const std::string& d) -> Result<std::string> {
     auto bytes = store.read_blob(d);
-    if (bytes && sha256_digest(*bytes) != d)
+    if (bytes && signing::sha256_digest(*bytes) != d)
       return op_error("blob " + d + " in the store does not match its digest (run `gpubundle store fsck`)");
     return bytes;
   };
   reader.stream = [&store](const std::string& d, const std::function<Result<void>(std::string_view)>& sink) -> Result<void> {
     std::ifstream in(store.blob_path(d), std::ios::binary);
     if (!in) return op_error("blob " + d + " is not in the store");
-    Sha256 h;
+    signing::Sha256 h;
     std::string buf(1 << 16, '\0');
     while (in) {
       in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
@@ -370,16 +364,16 @@ Result<ExportedOverlay> export_overlay_from_store(const Store& store, const std:
   return export_overlay(reader, candidates, ref, "store " + store.root().string(), *target);
 }
 
-Result<ExportedOverlay> export_overlay_from_bundle(const std::vector<fs::path>& volumes, const Keyring* trusted, const std::string& ref,
+Result<ExportedOverlay> export_overlay_from_bundle(const std::vector<fs::path>& volumes, const signing::Keyring* trusted, const std::string& ref,
                                                    const fs::path& out) {
-  if (auto r = require_volume_files(volumes); !r) return r.error();
+  if (auto r = bundles::require_volume_files(volumes); !r) return r.error();
   auto target = export_target(out);
   if (!target) return target.error();
-  VerifyOptions vo;
+  bundles::VerifyOptions vo;
   vo.trusted = trusted;
-  VerifyReport verified = verify_bundle(volumes, vo);
+  bundles::VerifyReport verified = bundles::verify_bundle(volumes, vo);
   if (!verified.problems.empty()) return op_error(join(verified.problems, "\n") + "\nexport refused: nothing was written");
-  auto blobs = BundleBlobs::from(verified);
+  auto blobs = bundles::BundleBlobs::from(verified);
   if (!blobs) return blobs.error();
   BlobReader reader;
   reader.content = [&](const std::string& d) { return blobs->content(d); };
@@ -389,4 +383,4 @@ Result<ExportedOverlay> export_overlay_from_bundle(const std::vector<fs::path>& 
   return export_overlay(reader, candidates, ref, "bundle " + volumes.front().string(), *target);
 }
 
-}  // namespace gb
+}  // namespace gb::node_images

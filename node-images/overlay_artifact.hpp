@@ -29,10 +29,14 @@
 #include "common/error.hpp"
 #include "recipes/lock.hpp"
 
-namespace gb {
-
+namespace gb::mirror {
 class Store;
+}
+namespace gb::signing {
 class Keyring;
+}
+
+namespace gb::node_images {
 
 inline constexpr const char* k_node_overlay_artifact_type = "application/vnd.gpubundle.node-overlay.v1";
 inline constexpr const char* k_node_overlay_repository = "localhost/gpubundle/node-overlay";
@@ -44,12 +48,12 @@ struct StoredOverlay {
   std::uint64_t size = 0;  // all blobs
 
   // What record_built() (recipes/lock.hpp) adds to a lock, so that bundles carry it.
-  BuiltImage built() const { return {BuiltKind::NodeOverlay, ref, digest, k_node_overlay_platform}; }
+  recipes::BuiltImage built() const { return {recipes::BuiltKind::NodeOverlay, ref, digest, k_node_overlay_platform}; }
 };
 
 // Stores the bake output folder `dir` (overlay.tar, install.sh, manifest.json,
 // values.yaml, packages/) as an artifact named `ref`. Blobs first, index.json last.
-Result<StoredOverlay> store_overlay(Store& store, const std::filesystem::path& dir, const std::string& ref);
+Result<StoredOverlay> store_overlay(mirror::Store& store, const std::filesystem::path& dir, const std::string& ref);
 
 std::string overlay_tag(const std::string& driver_version, const std::string& os_tag);
 
@@ -63,10 +67,10 @@ struct ExportedOverlay {
 // decompressed), each checked against its digest and overlay.tar against
 // manifest.json, in a staging folder renamed to `out` when all checked out.
 // ref "" picks the only overlay there is.
-Result<ExportedOverlay> export_overlay_from_store(const Store& store, const std::string& ref, const std::filesystem::path& out);
+Result<ExportedOverlay> export_overlay_from_store(const mirror::Store& store, const std::string& ref, const std::filesystem::path& out);
 // The same from bundle volumes, verified whole first (trusted == nullptr:
 // signature not checked).
-Result<ExportedOverlay> export_overlay_from_bundle(const std::vector<std::filesystem::path>& volumes, const Keyring* trusted,
+Result<ExportedOverlay> export_overlay_from_bundle(const std::vector<std::filesystem::path>& volumes, const signing::Keyring* trusted,
                                                    const std::string& ref, const std::filesystem::path& out);
 
-}  // namespace gb
+}  // namespace gb::node_images

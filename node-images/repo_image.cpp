@@ -10,12 +10,12 @@
 #include "node-images/layer.hpp"
 #include "signing/digest.hpp"
 
-namespace gb {
+namespace gb::node_images {
 
 namespace fs = std::filesystem;
 using json = nlohmann::ordered_json;
 
-Result<BuiltRepoImage> build_repo_image(Store& store, const fs::path& repo_root, const RepoImageOptions& o) {
+Result<BuiltRepoImage> build_repo_image(mirror::Store& store, const fs::path& repo_root, const RepoImageOptions& o) {
   if (o.os_tag.empty() || o.release_sha256.size() < 12) return input_error("package repository image: no OS tag or content digest");
   auto opened = open_base(store, o.base);
   if (!opened) return opened.error();
@@ -28,10 +28,10 @@ Result<BuiltRepoImage> build_repo_image(Store& store, const fs::path& repo_root,
   const std::int64_t mtime = epoch->value_or(0);
 
   LayerBuilder layer;
-  layer.add_dir(k_package_repo_root);
+  layer.add_dir(recipes::k_package_repo_root);
   std::error_code ec;
   for (fs::recursive_directory_iterator it(repo_root, ec), end; !ec && it != end; it.increment(ec)) {
-    std::string rel = std::string(k_package_repo_root) + "/" + fs::relative(it->path(), repo_root).generic_string();
+    std::string rel = std::string(recipes::k_package_repo_root) + "/" + fs::relative(it->path(), repo_root).generic_string();
     if (it->is_directory()) layer.add_dir(rel);
     else if (it->is_regular_file()) layer.add_file(rel, it->path(), 0644);
     else return op_error(it->path().string() + ": the package repository holds only files and folders");
@@ -51,8 +51,8 @@ Result<BuiltRepoImage> build_repo_image(Store& store, const fs::path& repo_root,
   cfg["created"] = rfc3339_utc(mtime);
   if (!cfg["config"].is_object()) cfg["config"] = json::object();
   auto& c = cfg["config"];
-  const std::string port = std::to_string(k_package_repo_port);
-  c["Entrypoint"] = json::array({"httpd", "-f", "-v", "-p", port, "-h", std::string("/") + k_package_repo_root});
+  const std::string port = std::to_string(recipes::k_package_repo_port);
+  c["Entrypoint"] = json::array({"httpd", "-f", "-v", "-p", port, "-h", std::string("/") + recipes::k_package_repo_root});
   c.erase("Cmd");  // the base's (busybox: sh) would become httpd's arguments
   c["User"] = "65534:65534";
   c["ExposedPorts"] = {{port + "/tcp", json::object()}};
@@ -63,22 +63,22 @@ Result<BuiltRepoImage> build_repo_image(Store& store, const fs::path& repo_root,
   if (!cfg["history"].is_array()) cfg["history"] = json::array();
   cfg["history"].push_back({{"created", rfc3339_utc(mtime)},
                             {"created_by", "gpubundle build: " + o.format + " repository of kernel packages, signed by " + o.fingerprint},
-                            {"comment", std::string("/") + k_package_repo_root + ", served by httpd on port " + port}});
+                            {"comment", std::string("/") + recipes::k_package_repo_root + ", served by httpd on port " + port}});
   std::string config_bytes = cfg.dump();
   std::string manifest_bytes = image_manifest(*base, config_bytes, *gz, o.base);
 
   BuiltRepoImage img;
   img.ref = std::string(k_package_repo_repository) + ":" + o.os_tag + "-" + o.release_sha256.substr(0, 12);
-  img.digest = sha256_digest(manifest_bytes);
+  img.digest = signing::sha256_digest(manifest_bytes);
   img.size = gz->size;
   img.platform = "linux/" + o.architecture;
   if (auto r = store.put_blob_file("sha256:" + gz->sha256, gz->size, gz->file); !r) return r.error();
-  if (auto r = store.put_blob(sha256_digest(config_bytes), config_bytes); !r) return r.error();
-  auto manifest = oci::parse_manifest(manifest_bytes, oci::k_oci_manifest);
+  if (auto r = store.put_blob(signing::sha256_digest(config_bytes), config_bytes); !r) return r.error();
+  auto manifest = mirror::oci::parse_manifest(manifest_bytes, mirror::oci::k_oci_manifest);
   if (!manifest) return manifest.error();
-  if (auto r = store.publish({{img.ref, std::move(*manifest), {}, {img.platform}, k_built_here}}); !r) return r.error();
+  if (auto r = store.publish({{img.ref, std::move(*manifest), {}, {img.platform}, mirror::k_built_here}}); !r) return r.error();
   fs::remove(gz->file, ec);
   return img;
 }
 
-}  // namespace gb
+}  // namespace gb::node_images

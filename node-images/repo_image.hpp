@@ -27,9 +27,11 @@
 #include "common/error.hpp"
 #include "recipes/lock.hpp"
 
-namespace gb {
-
+namespace gb::mirror {
 class Store;
+}
+
+namespace gb::node_images {
 
 inline constexpr const char* k_package_repo_repository = "localhost/gpubundle/package-repo";
 
@@ -49,10 +51,10 @@ struct BuiltRepoImage {
   std::uint64_t size = 0;  // the new layer, compressed
   std::string platform;
 
-  BuiltImage built() const { return {BuiltKind::PackageRepo, ref, digest, platform}; }
+  recipes::BuiltImage built() const { return {recipes::BuiltKind::PackageRepo, ref, digest, platform}; }
 };
 
 // Builds and publishes the image of the repository folder `repo_root`.
-Result<BuiltRepoImage> build_repo_image(Store& store, const std::filesystem::path& repo_root, const RepoImageOptions& options);
+Result<BuiltRepoImage> build_repo_image(mirror::Store& store, const std::filesystem::path& repo_root, const RepoImageOptions& options);
 
-}  // namespace gb
+}  // namespace gb::node_images

@@ -18,7 +18,7 @@
 #include "common/strings.hpp"
 #include "node-images/unpack_detail.hpp"
 
-namespace gb {
+namespace gb::node_images {
 
 namespace fs = std::filesystem;
 
@@ -292,7 +292,7 @@ public:
     la_int64_t offset = 0;
     int rc = archive_read_data_block(m_in, &b.data, &b.size, &offset);
     if (rc == ARCHIVE_EOF) return Block{};
-    if (rc < ARCHIVE_WARN || offset < 0) return input_error(detail::archive_error(m_in));
+    if (rc < ARCHIVE_WARN || offset < 0) return input_error(gb::detail::archive_error(m_in));
     b.offset = static_cast<std::uint64_t>(offset);
     return b;
   }
@@ -382,7 +382,7 @@ public:
 private:
   Result<void> fill() {
     la_ssize_t n = archive_read_data(m_in, m_buf, sizeof m_buf);
-    if (n < 0) return input_error(detail::archive_error(m_in));
+    if (n < 0) return input_error(gb::detail::archive_error(m_in));
     m_pos = 0;
     m_len = static_cast<std::size_t>(n);
     return {};
@@ -501,7 +501,6 @@ la_ssize_t member_read(archive*, void* data, const void** out) {
   return archive_read_data(s->outer, s->buf, sizeof s->buf);
 }
 
-
 }  // namespace
 
 namespace detail {
@@ -516,7 +515,7 @@ Result<std::uint64_t> unpack_entries(archive* in, const fs::path& dest, const st
     int rc = archive_read_next_header(in, &e);
     if (rc == ARCHIVE_EOF) break;
     if (rc < ARCHIVE_WARN)
-      return input_error(source + ": truncated or damaged after " + std::to_string(w.entries()) + " entries: " + detail::archive_error(in));
+      return input_error(source + ": truncated or damaged after " + std::to_string(w.entries()) + " entries: " + gb::detail::archive_error(in));
     if (auto r = w.add(entry_of(e), data); !r) return r.error();
   }
   return w.entries();
@@ -526,14 +525,14 @@ Result<std::uint64_t> unpack_entries(archive* in, const fs::path& dest, const st
 
 Result<void> unpack_rpm(const fs::path& rpm, const fs::path& dest, const UnpackLimits& limits) {
   // libarchive only strips the rpm header and decompresses; the cpio walk is ours.
-  detail::ArchiveReader in(archive_read_new());
+  gb::detail::ArchiveReader in(archive_read_new());
   archive_read_support_filter_rpm(in.get());
-  detail::support_builtin_filters(in.get());
+  gb::detail::support_builtin_filters(in.get());
   archive_read_support_format_raw(in.get());
   archive_entry* e = nullptr;
   if (archive_read_open_filename(in.get(), rpm.c_str(), 1 << 16) != ARCHIVE_OK ||
       archive_read_next_header(in.get(), &e) != ARCHIVE_OK)
-    return input_error(rpm.string() + ": not an rpm package: " + detail::archive_error(in.get()));
+    return input_error(rpm.string() + ": not an rpm package: " + gb::detail::archive_error(in.get()));
   auto root = open_root(dest);
   if (!root) return root.error();
   TreeWriter w(std::move(*root), rpm.string(), limits);
@@ -544,16 +543,16 @@ Result<void> unpack_rpm(const fs::path& rpm, const fs::path& dest, const UnpackL
 }
 
 Result<void> unpack_deb(const fs::path& deb, const fs::path& dest, const UnpackLimits& limits) {
-  detail::ArchiveReader outer(archive_read_new());
+  gb::detail::ArchiveReader outer(archive_read_new());
   archive_read_support_format_ar(outer.get());
   if (archive_read_open_filename(outer.get(), deb.c_str(), 1 << 16) != ARCHIVE_OK)
-    return input_error(deb.string() + ": not a Debian package: " + detail::archive_error(outer.get()));
+    return input_error(deb.string() + ": not a Debian package: " + gb::detail::archive_error(outer.get()));
   bool magic = false;
   for (;;) {
     archive_entry* e = nullptr;
     int rc = archive_read_next_header(outer.get(), &e);
     if (rc == ARCHIVE_EOF) break;
-    if (rc < ARCHIVE_WARN) return input_error(deb.string() + ": not a Debian package: " + detail::archive_error(outer.get()));
+    if (rc < ARCHIVE_WARN) return input_error(deb.string() + ": not a Debian package: " + gb::detail::archive_error(outer.get()));
     std::string member = archive_entry_pathname(e) ? archive_entry_pathname(e) : "";
     if (member == "debian-binary") {
       char v[8] = {};
@@ -564,11 +563,11 @@ Result<void> unpack_deb(const fs::path& deb, const fs::path& dest, const UnpackL
     if (!magic) return input_error(deb.string() + ": not a Debian 2.x package (no debian-binary before " + member + ")");
     auto src = std::make_unique<MemberSource>();
     src->outer = outer.get();
-    detail::ArchiveReader inner(archive_read_new());
-    detail::support_builtin_filters(inner.get());
+    gb::detail::ArchiveReader inner(archive_read_new());
+    gb::detail::support_builtin_filters(inner.get());
     archive_read_support_format_tar(inner.get());
     if (archive_read_open(inner.get(), src.get(), nullptr, member_read, nullptr) != ARCHIVE_OK)
-      return input_error(deb.string() + ": " + member + ": " + detail::archive_error(inner.get()));
+      return input_error(deb.string() + ": " + member + ": " + gb::detail::archive_error(inner.get()));
     auto n = detail::unpack_entries(inner.get(), dest, deb.string(), limits);
     if (!n) return n.error();
     return {};
@@ -576,4 +575,4 @@ Result<void> unpack_deb(const fs::path& deb, const fs::path& dest, const UnpackL
   return input_error(deb.string() + ": not a Debian package (no data.tar member)");
 }
 
-}  // namespace gb
+}  // namespace gb::node_images

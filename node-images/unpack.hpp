@@ -27,7 +27,7 @@
 
 #include "common/error.hpp"
 
-namespace gb {
+namespace gb::node_images {
 
 struct UnpackLimits {
   std::uint64_t max_bytes = 16ULL << 30;  // kernel headers are ~0.3 GiB unpacked
@@ -43,4 +43,4 @@ Result<void> unpack_deb(const std::filesystem::path& deb, const std::filesystem:
 // An rpm's cpio payload.
 Result<void> unpack_rpm(const std::filesystem::path& rpm, const std::filesystem::path& dest, const UnpackLimits& limits = {});
 
-}  // namespace gb
+}  // namespace gb::node_images

@@ -12,7 +12,7 @@
 
 struct archive;
 
-namespace gb::detail {
+namespace gb::node_images::detail {
 
 // Writes every entry of the open reader `in` under `dest` (created) by the
 // rules of unpack.hpp; `source` names the input in errors. Returns the
@@ -20,4 +20,4 @@ namespace gb::detail {
 Result<std::uint64_t> unpack_entries(archive* in, const std::filesystem::path& dest, const std::string& source,
                                      const UnpackLimits& limits);
 
-}  // namespace gb::detail
+}  // namespace gb::node_images::detail

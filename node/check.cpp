@@ -39,7 +39,7 @@ std::string gib(std::uint64_t bytes) {
 std::string branch_of(const std::string& version) { return version.substr(0, version.find('.')); }
 
 std::string catalog_name(const std::string& pci_id) {
-  const GpuInfo* g = Catalog::builtin().find_gpu(pci_id);
+  const recipes::GpuInfo* g = recipes::Catalog::builtin().find_gpu(pci_id);
   return g ? g->name : "";
 }
 
@@ -49,11 +49,11 @@ std::string resolve_module_type(const std::string& type, const std::string& vers
                                 const std::string& mode, const std::vector<std::string>& gpus) {
   if (type != "auto" && !type.empty()) return type;
   if (branch.empty()) return "";
-  const Catalog& cat = Catalog::builtin();
+  const recipes::Catalog& cat = recipes::Catalog::builtin();
   if (mode == "host") return std::atoi(branch.c_str()) >= cat.auto_open_from_branch() ? "open" : "proprietary";
-  std::vector<const GpuInfo*> known;
+  std::vector<const recipes::GpuInfo*> known;
   for (const auto& name : gpus)
-    if (const GpuInfo* g = cat.find_gpu(name)) known.push_back(g);
+    if (const recipes::GpuInfo* g = cat.find_gpu(name)) known.push_back(g);
   return cat.auto_module_type(known, version, branch).type;
 }
 
@@ -63,7 +63,7 @@ Expectation expect_target(const fs::path& file, const std::vector<std::string>& 
   Expectation e;
   e.source = file.filename().string();
   for (const auto& w : gpus) {
-    const GpuInfo* g = Catalog::builtin().find_gpu(w);
+    const recipes::GpuInfo* g = recipes::Catalog::builtin().find_gpu(w);
     e.gpus.push_back(g ? g->name : w);
   }
   e.os = os;
@@ -168,13 +168,13 @@ struct Checker {
     if (exp() && !exp()->signer_fingerprint.empty()) {
       if (!m.signed_module) return add("module", Status::Fail, m.path + " is not signed; " + exp()->source + " was signed by " + exp()->signer_subject);
       fs::path cert = f.root / k_overlay_cert;
-      auto fp = sha256_file_hex(cert);
+      auto fp = signing::sha256_file_hex(cert);
       if (!fp) return add("module", Status::Fail, "module signing certificate " + cert.string() + " unreadable: " + fp.error().message);
       if (*fp != exp()->signer_fingerprint)
         return add("module", Status::Fail, cert.string() + " is not the certificate " + exp()->source + " names (" + exp()->signer_subject + ")");
       auto bytes = read_file(f.root / m.path.substr(1));
       if (!bytes) return add("module", Status::Fail, bytes.error().message);
-      if (auto v = verify_module_signature(*bytes, m.path, cert); !v) return add("module", Status::Fail, v.error().message);
+      if (auto v = signing::verify_module_signature(*bytes, m.path, cert); !v) return add("module", Status::Fail, v.error().message);
       detail += ", signed by " + exp()->signer_subject;
     } else {
       detail += m.signed_module ? ", signed" : ", unsigned";
@@ -399,7 +399,7 @@ const char* to_string(Status s) {
 }
 
 Result<Expectation> expectation_from_lock(const fs::path& file) {
-  auto lock = load_lock(file.string());
+  auto lock = recipes::load_lock(file.string());
   if (!lock) return lock.error();
   Expectation e = expect_target(file, lock->gpus, lock->os, lock->kernels, lock->driver.mode);
   set_driver(e, lock->driver.version, lock->driver.branch, lock->driver.kernel_module_type);
@@ -412,7 +412,7 @@ Result<Expectation> expectation_from_lock(const fs::path& file) {
 }
 
 Result<Expectation> expectation_from_recipe(const fs::path& file) {
-  auto recipe = load_recipe(file);
+  auto recipe = recipes::load_recipe(file);
   if (!recipe) return recipe.error();
   Expectation e = expect_target(file, recipe->gpus, recipe->os, recipe->kernels, to_string(recipe->driver_mode));
   set_driver(e, recipe->driver_version, recipe->driver_branch, recipe->kernel_module_type);

@@ -121,7 +121,7 @@ void read_os(NodeFacts& f) {
 void read_kernel(NodeFacts& f) {
   f.kernel = first_line(under(f.root, "/proc/sys/kernel/osrelease"));
   // It names a folder under lib/modules: `../..` would walk the real /.
-  if (!f.kernel.empty() && !is_kernel_release(f.kernel)) {
+  if (!f.kernel.empty() && !recipes::is_kernel_release(f.kernel)) {
     f.kernel_problem = "kernel release " + quote(f.kernel) + " (proc/sys/kernel/osrelease) is not a kernel release; not used";
     f.kernel.clear();
   }
@@ -201,7 +201,7 @@ void read_module_file(NodeFacts& f) {
   }
   constexpr std::uint64_t k_tail = 64 * 1024;
   std::uint64_t tail_at = file.size() > k_tail ? file.size() - k_tail : 0;
-  if (auto sig = find_module_signature(file.read(tail_at, k_tail), m.path); sig && *sig) m.signed_module = true;
+  if (auto sig = signing::find_module_signature(file.read(tail_at, k_tail), m.path); sig && *sig) m.signed_module = true;
   auto read_at_file = [&](std::uint64_t off, std::size_t n) { return file.read(off, n); };
   for (auto& [k, v] : modinfo_fields(read_at_file, file.size())) {
     if (k == "vermagic") m.vermagic = v;

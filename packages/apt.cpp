@@ -295,7 +295,7 @@ Result<std::vector<std::vector<Relation>>> parse_relations(std::string_view fiel
 
 // --- Packages ---
 
-Result<std::vector<Package>> parse_packages(std::string_view text, const PackageSource& source, const std::string& what) {
+Result<std::vector<Package>> parse_packages(std::string_view text, const recipes::PackageSource& source, const std::string& what) {
   auto paras = parse_deb822(text, what);
   if (!paras) return paras.error();
   std::vector<Package> out;
@@ -461,7 +461,7 @@ struct AptIndex final : detail::SolvIndex {
     for (Id a : out) s->provides = repo_addid_dep(repo, s->provides, a, 0);
   }
 
-  Result<void> add(std::string_view text, const PackageSource& source, const std::string& what) {
+  Result<void> add(std::string_view text, const recipes::PackageSource& source, const std::string& what) {
     auto parsed = parse_packages(text, source, what);
     if (!parsed) return parsed.error();
     std::vector<Package> kept;
@@ -542,7 +542,7 @@ struct AptIndex final : detail::SolvIndex {
     return candidates;
   }
 
-  std::string describe(const std::vector<PackageSource>& sources) const override {
+  std::string describe(const std::vector<recipes::PackageSource>& sources) const override {
     std::string s;
     for (const auto& src : sources) s += (s.empty() ? "" : ", ") + src.name + " (" + src.url + ")";
     return s.empty() ? "no package source" : s;
@@ -735,18 +735,18 @@ struct AptIndex final : detail::SolvIndex {
 
 Index::Index(const std::string& arch) : PackageIndex(std::make_unique<AptIndex>(arch)) {}
 
-Result<void> Index::add_packages(std::string_view text, const PackageSource& source, const std::string& what) {
+Result<void> Index::add_packages(std::string_view text, const recipes::PackageSource& source, const std::string& what) {
   return static_cast<AptIndex&>(*m_impl).add(text, source, what);
 }
 
-Result<void> load_index(net::Transport& t, const PackageSource& source, Index& index) {
+Result<void> load_index(net::Transport& t, const recipes::PackageSource& source, Index& index) {
   for (const auto& suite : source.suites) {
     std::string base = source.url + "/dists/" + suite + "/";
     std::string release_text, shown = base + "InRelease";
     auto in_release = get_optional_document(t, source, shown, k_release_max_bytes);
     if (!in_release) return in_release.error();
     if (*in_release) {
-      auto signed_text = openpgp::verify_clearsigned(source.keyring, **in_release, shown);
+      auto signed_text = signing::openpgp::verify_clearsigned(source.keyring, **in_release, shown);
       if (!signed_text) return signed_text.error();
       release_text = std::move(signed_text.value());
     } else {  // no InRelease: Release and its detached signature
@@ -755,7 +755,7 @@ Result<void> load_index(net::Transport& t, const PackageSource& source, Index& i
       if (!release) return release.error();
       auto signature = get_document(t, source, shown + ".gpg", 1 << 20);
       if (!signature) return signature.error();
-      if (auto v = openpgp::verify_detached(source.keyring, *release, *signature, shown); !v) return v.error();
+      if (auto v = signing::openpgp::verify_detached(source.keyring, *release, *signature, shown); !v) return v.error();
       release_text = std::move(release.value());
     }
     auto release = parse_release(release_text, shown);
@@ -771,7 +771,7 @@ Result<void> load_index(net::Transport& t, const PackageSource& source, Index& i
       if (data->size() != file->size)
         return op_error(url + ": " + std::to_string(data->size()) + " bytes, the signed Release says " +
                         std::to_string(file->size));
-      if (auto got = sha256_hex(*data); got != file->sha256)
+      if (auto got = signing::sha256_hex(*data); got != file->sha256)
         return op_error(url + ": sha256 " + got + " does not match the signed Release (" + file->sha256 + ")");
       auto text = decompress(*data, url, k_packages_max_bytes);
       if (!text) return text.error();

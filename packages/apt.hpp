@@ -51,19 +51,19 @@ public:
   // arch() and all are left out, as is a package (name, version, arch) read
   // before: the first source and suite to list it wins. On an error nothing
   // of the text stays.
-  Result<void> add_packages(std::string_view text, const PackageSource& source, const std::string& what);
+  Result<void> add_packages(std::string_view text, const recipes::PackageSource& source, const std::string& what);
 };
 
 // Adds the verified Packages lists of every suite and component of `source`
 // for index.arch() to `index`.
-Result<void> load_index(net::Transport& t, const PackageSource& source, Index& index);
+Result<void> load_index(net::Transport& t, const recipes::PackageSource& source, Index& index);
 
 // Debian version order (deb-version(7), as dpkg --compare-versions): <0, 0, >0.
 int compare_versions(std::string_view a, std::string_view b);
 
 // Parses one Packages file's text (deb822 stanzas) into packages (repo_url/origin filled from source).
 // `what` names the file in errors. Exposed for unit tests and fuzzing.
-Result<std::vector<Package>> parse_packages(std::string_view text, const PackageSource& source, const std::string& what);
+Result<std::vector<Package>> parse_packages(std::string_view text, const recipes::PackageSource& source, const std::string& what);
 
 // --- the parts, exposed for unit tests ---
 

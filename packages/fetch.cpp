@@ -9,17 +9,17 @@
 
 namespace gb::packages {
 
-Result<std::vector<Fetched>> fetch_packages(const std::vector<PackageSource>& sources, const FetchRequest& request,
+Result<std::vector<Fetched>> fetch_packages(const std::vector<recipes::PackageSource>& sources, const FetchRequest& request,
                                             const FetchOptions& options) {
   if (sources.empty()) return input_error(request.why + ": no package source to fetch " + join(request.names, ", ") + " from");
-  const PackageFormat format = sources.front().format;
+  const recipes::PackageFormat format = sources.front().format;
   for (const auto& s : sources)
     if (s.format != format)
       return input_error("package sources '" + sources.front().name + "' and '" + s.name + "' are of different types (" +
                          to_string(format) + ", " + to_string(s.format) + "); one request reads one type");
   auto transport = options.transport ? options.transport : net::curl_transport({});
   Result<std::vector<Package>> wanted = std::vector<Package>();
-  if (format == PackageFormat::Apt) {
+  if (format == recipes::PackageFormat::Apt) {
     apt::Index index(request.arch);
     for (const auto& s : sources)
       if (auto r = apt::load_index(*transport, s, index); !r) return r.error();

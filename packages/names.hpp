@@ -16,7 +16,7 @@ namespace gb::packages {
 // (gpu-driver-container rhelN/ubuntuNN nvidia-driver). The compiler, which the
 // RHEL scripts install at the kernel's own gcc version, comes on top
 // (kernel_compiler_package(), from the kernel headers' .config).
-std::vector<std::string> kernel_package_names(const PackageSettings& p, const std::string& os, const std::string& kernel);
+std::vector<std::string> kernel_package_names(const recipes::PackageSettings& p, const std::string& os, const std::string& kernel);
 
 // What the DOCA driver's build on the node installs (doca-driver-build
 // entrypoint.sh: the kernel's packages and build tools; `optional` ones it
@@ -32,9 +32,9 @@ PackageNames doca_build_package_names(const std::string& os, const std::string& 
 // 11.5.0-5)" or "x86_64-linux-gnu-gcc-12 (Ubuntu 12.3.0-1ubuntu1~22.04) 12.3.0"):
 // rpm-md "gcc-11.5.0" (the RHEL driver script's dnf install gcc-<x.y.z>), apt
 // "gcc-12" (the DOCA build's apt-get install gcc-<major>); "" when the text names no gcc.
-std::string kernel_compiler_package(PackageFormat format, std::string_view cc_version_text);
+std::string kernel_compiler_package(recipes::PackageFormat format, std::string_view cc_version_text);
 
 // A platform's architecture as `format` spells it: linux/amd64 -> amd64 (apt), x86_64 (rpm-md).
-std::string package_arch(const std::string& platform, PackageFormat format);
+std::string package_arch(const std::string& platform, recipes::PackageFormat format);
 
 }  // namespace gb::packages

@@ -23,7 +23,7 @@ std::string Package::file_name() const {
 
 namespace {
 
-std::string label(const PackageSource& s) { return "package source '" + s.name + "' (" + s.url + ")"; }
+std::string label(const recipes::PackageSource& s) { return "package source '" + s.name + "' (" + s.url + ")"; }
 
 std::string failure_text(const net::Response& r) {
   if (!r.answered()) return r.error_text.empty() ? "no answer" : r.error_text;
@@ -32,7 +32,7 @@ std::string failure_text(const net::Response& r) {
 
 // One GET under net/retry.hpp's policy, with the source's CA. `fresh` runs
 // before each exchange, so a streamed body can start over.
-net::Response get(net::Transport& t, const PackageSource& source, const std::string& url, net::Request req,
+net::Response get(net::Transport& t, const recipes::PackageSource& source, const std::string& url, net::Request req,
                   const std::function<void()>& fresh) {
   net::TlsOptions tls;
   if (!source.ca_file.empty()) tls.ca_file = source.ca_file.string();
@@ -41,14 +41,14 @@ net::Response get(net::Transport& t, const PackageSource& source, const std::str
   net::SendHooks hooks;
   hooks.before = fresh;
   hooks.on_retry = [&](const net::Response& r) {
-    log::verbose(label(source) + ": " + url + ": " + failure_text(r) + "; trying again");
+    log_verbose(label(source) + ": " + url + ": " + failure_text(r) + "; trying again");
   };
   return net::send(t, std::move(req), net::RetryPolicy{}, {}, hooks);
 }
 
 }  // namespace
 
-Result<std::optional<std::string>> get_optional_document(net::Transport& t, const PackageSource& source,
+Result<std::optional<std::string>> get_optional_document(net::Transport& t, const recipes::PackageSource& source,
                                                          const std::string& url, std::uint64_t max_bytes) {
   net::Request req;
   std::string body;
@@ -65,7 +65,7 @@ Result<std::optional<std::string>> get_optional_document(net::Transport& t, cons
   return std::optional<std::string>(std::move(body));
 }
 
-Result<std::string> get_document(net::Transport& t, const PackageSource& source, const std::string& url,
+Result<std::string> get_document(net::Transport& t, const recipes::PackageSource& source, const std::string& url,
                                  std::uint64_t max_bytes) {
   auto d = get_optional_document(t, source, url, max_bytes);
   if (!d) return d.error();
@@ -101,13 +101,13 @@ Result<std::string> decompress(std::string_view data, const std::string& what, s
   return out;
 }
 
-Result<std::vector<Fetched>> download(net::Transport& t, const std::vector<PackageSource>& sources,
+Result<std::vector<Fetched>> download(net::Transport& t, const std::vector<recipes::PackageSource>& sources,
                                       const std::vector<Package>& packages, const fs::path& dest, int jobs,
                                       Progress* progress) {
   std::error_code ec;
   fs::create_directories(dest, ec);
   if (ec) return op_error(dest.string() + ": " + ec.message());
-  auto source_of = [&](const Package& p) -> const PackageSource* {
+  auto source_of = [&](const Package& p) -> const recipes::PackageSource* {
     for (const auto& s : sources)
       if (s.name == p.origin) return &s;
     return nullptr;
@@ -125,13 +125,13 @@ Result<std::vector<Fetched>> download(net::Transport& t, const std::vector<Packa
   std::vector<Fetched> out(packages.size());
   auto r = parallel_try(packages.size(), std::max(1, jobs), [&](size_t i) -> Result<void> {
     const Package& p = packages[i];
-    const PackageSource& src = *source_of(p);
+    const recipes::PackageSource& src = *source_of(p);
     fs::path file = dest / p.file_name();
     out[i] = {p, file};
     std::string url = p.repo_url + "/" + p.location;
     auto atomic = AtomicFile::create(file);
     if (!atomic) return atomic.error();
-    Sha256 hash;
+    signing::Sha256 hash;
     std::uint64_t got = 0;
     Result<void> written;
     bool too_large = false;
@@ -147,7 +147,7 @@ Result<std::vector<Fetched>> download(net::Transport& t, const std::vector<Packa
     auto resp = get(t, src, url, req, [&] {
       if (got > 0) {
         // A retry starts the file over.
-        hash = Sha256();
+        hash = signing::Sha256();
         got = 0;
         if (::ftruncate(atomic->fd(), 0) != 0 || ::lseek(atomic->fd(), 0, SEEK_SET) != 0)
           written = op_error(file.string() + ": cannot start the file over");

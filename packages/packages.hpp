@@ -109,7 +109,7 @@ public:
   // package. A name no source has, or a problem the solver finds, is one
   // input error naming request.why, the packages and `sources`. Sorted by
   // name, then version.
-  Result<std::vector<Package>> resolve(const FetchRequest& request, const std::vector<PackageSource>& sources);
+  Result<std::vector<Package>> resolve(const FetchRequest& request, const std::vector<recipes::PackageSource>& sources);
 
   // Every package read, in the order read. For tests.
   std::vector<Package> packages() const;
@@ -122,7 +122,7 @@ protected:
 // Resolves `request.names` and their closure across `sources` (all of one
 // format), downloads and verifies every file. A name no source has is an
 // input error naming it, `request.why` and the sources. Sorted by name.
-Result<std::vector<Fetched>> fetch_packages(const std::vector<PackageSource>& sources, const FetchRequest& request,
+Result<std::vector<Fetched>> fetch_packages(const std::vector<recipes::PackageSource>& sources, const FetchRequest& request,
                                             const FetchOptions& options = {});
 
 // --- shared by apt.cpp and rpm_md.cpp ---
@@ -130,15 +130,15 @@ Result<std::vector<Fetched>> fetch_packages(const std::vector<PackageSource>& so
 // GET a small document (an index) into memory, following redirects (http ->
 // https allowed, https -> http refused) and retrying transient failures. An
 // error names the URL and the source; 404 or 410 is one too ("not found").
-Result<std::string> get_document(net::Transport& t, const PackageSource& source, const std::string& url,
+Result<std::string> get_document(net::Transport& t, const recipes::PackageSource& source, const std::string& url,
                                  std::uint64_t max_bytes);
 // The same, but 404 and 410 give an empty optional (InRelease -> Release fallback).
-Result<std::optional<std::string>> get_optional_document(net::Transport& t, const PackageSource& source,
+Result<std::optional<std::string>> get_optional_document(net::Transport& t, const recipes::PackageSource& source,
                                                          const std::string& url, std::uint64_t max_bytes);
 // Decompresses by magic (gzip, xz, zstd, bzip2; plain text passes through).
 Result<std::string> decompress(std::string_view data, const std::string& what, std::uint64_t max_bytes);
 // Downloads every package into `dest`, checking sha256 and size, atomically.
-Result<std::vector<Fetched>> download(net::Transport& t, const std::vector<PackageSource>& sources,
+Result<std::vector<Fetched>> download(net::Transport& t, const std::vector<recipes::PackageSource>& sources,
                                       const std::vector<Package>& packages, const std::filesystem::path& dest, int jobs,
                                       Progress* progress);
 

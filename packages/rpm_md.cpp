@@ -51,7 +51,7 @@ std::string printable(std::string_view s) {
 }
 
 // A source's repos: each suite below its URL, or the URL itself.
-std::vector<std::string> repos_of(const PackageSource& source) {
+std::vector<std::string> repos_of(const recipes::PackageSource& source) {
   std::vector<std::string> out;
   for (const auto& suite : source.suites) out.push_back(source.url + "/" + suite);
   if (out.empty()) out.push_back(source.url);
@@ -101,7 +101,7 @@ struct OpenStream {
   detail::ArchiveReader archive{archive_read_new()};
   std::uint64_t max_bytes = 0;
   std::uint64_t total = 0;
-  Sha256 sha;
+  signing::Sha256 sha;
   Prolog prolog;
   std::string error;
 
@@ -141,7 +141,7 @@ struct RpmIndex final : detail::SolvIndex {
 
   struct RepoInfo {
     std::string repo_url{};
-    PackageSource source{};
+    recipes::PackageSource source{};
     Repo* repo = nullptr;
     // Where its filelists.xml is, as the verified repomd.xml says (load_index).
     std::string repomd_url{};
@@ -275,7 +275,7 @@ struct RpmIndex final : detail::SolvIndex {
     return candidates;
   }
 
-  std::string describe(const std::vector<PackageSource>& sources) const override {
+  std::string describe(const std::vector<recipes::PackageSource>& sources) const override {
     std::vector<std::string> parts;
     for (const auto& s : sources) parts.push_back("'" + s.name + "' (" + join(repos_of(s), ", ") + ")");
     return std::string(sources.size() == 1 ? "rpm-md source " : "rpm-md sources ") + join(parts, ", ");
@@ -317,7 +317,7 @@ Result<void> stream_metadata(net::Transport& t, RpmIndex& index, RpmIndex::RepoI
   if (f.size && packed->size() != f.size)
     return op_error(url + ": " + std::to_string(packed->size()) + " bytes, but the signed " + repomd_url + " says " +
                     std::to_string(f.size));
-  if (auto got = sha256_hex(*packed); got != f.sha256)
+  if (auto got = signing::sha256_hex(*packed); got != f.sha256)
     return op_error(url + ": sha256 " + got + " differs from the signed " + repomd_url + "'s " + f.sha256);
   // An unsigned repomd.xml (signatures: packages) is the sender's word: the
   // decompressed size is bounded by a plausible ratio to the bytes that came too.
@@ -393,7 +393,7 @@ Result<Repomd> parse_repomd(std::string_view xml, const std::string& what) {
 
 Index::Index(const std::string& arch) : PackageIndex(std::make_unique<RpmIndex>(arch)) {}
 
-Result<void> Index::add_primary(std::string_view xml, const PackageSource& source, const std::string& repo_url,
+Result<void> Index::add_primary(std::string_view xml, const recipes::PackageSource& source, const std::string& repo_url,
                                 const std::string& what) {
   auto in = open_xml(xml, what);
   if (!in) return in.error();
@@ -423,7 +423,7 @@ int compare_versions(std::string_view a, std::string_view b) {
   return detail::evr_compare(DISTTYPE_RPM, x, y);
 }
 
-Result<void> load_index(net::Transport& t, const PackageSource& source, Index& index) {
+Result<void> load_index(net::Transport& t, const recipes::PackageSource& source, Index& index) {
   for (const auto& repo : repos_of(source)) {
     std::string repomd_url = repo + "/repodata/repomd.xml";
     auto repomd = get_document(t, source, repomd_url, k_repomd_max);
@@ -434,7 +434,7 @@ Result<void> load_index(net::Transport& t, const PackageSource& source, Index& i
       return op_error(repomd_url + ": not signed (" + repomd_url + ".asc: not found); package source '" + source.name +
                       "' must be a signed repository, or say `signatures: packages` to check each rpm's signature instead");
     if (*sig)
-      if (auto ok = openpgp::verify_detached(source.keyring, *repomd, **sig, repomd_url); !ok) return ok.error();
+      if (auto ok = signing::openpgp::verify_detached(source.keyring, *repomd, **sig, repomd_url); !ok) return ok.error();
     auto md = parse_repomd(*repomd, repomd_url);
     if (!md) return md.error();
     // filelists.xml only when a resolve needs it (load_filelists()).
@@ -454,7 +454,7 @@ Result<void> load_filelists(net::Transport& t, Index& index) {
   return {};
 }
 
-Result<WrittenRepo> write_repo(const std::vector<Fetched>& files, const openpgp::SigningKey& key, const std::filesystem::path& dir,
+Result<WrittenRepo> write_repo(const std::vector<Fetched>& files, const signing::openpgp::SigningKey& key, const std::filesystem::path& dir,
                                CommandRunner* runner) {
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -491,7 +491,7 @@ Result<WrittenRepo> write_repo(const std::vector<Fetched>& files, const openpgp:
   if (!sig) return sig.error();
   if (auto w = write_atomic(repomd.string() + ".asc", *sig); !w) return w.error();
   if (auto w = write_atomic(dir / "RPM-GPG-KEY-gpubundle", key.public_armored()); !w) return w.error();
-  out.release_sha256 = sha256_hex(*text);
+  out.release_sha256 = signing::sha256_hex(*text);
   return out;
 }
 

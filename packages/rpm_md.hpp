@@ -50,7 +50,7 @@
 namespace gb {
 class CommandRunner;
 }
-namespace gb::openpgp {
+namespace gb::signing::openpgp {
 class SigningKey;
 }
 
@@ -71,7 +71,7 @@ public:
   // One repo's primary.xml text (load_index streams it instead); `what`
   // names the document in errors. Every package is checked as above; on an
   // error nothing of the document stays. Exposed for unit tests and fuzzing.
-  Result<void> add_primary(std::string_view xml, const PackageSource& source, const std::string& repo_url,
+  Result<void> add_primary(std::string_view xml, const recipes::PackageSource& source, const std::string& repo_url,
                            const std::string& what);
 
   // One repo's filelists.xml text, added to the packages read from
@@ -82,7 +82,7 @@ public:
   // filelists.xml not read yet: load_filelists(), then resolve() again.
   bool needs_filelists() const;
 
-  friend Result<void> load_index(net::Transport& t, const PackageSource& source, Index& index);
+  friend Result<void> load_index(net::Transport& t, const recipes::PackageSource& source, Index& index);
   friend Result<void> load_filelists(net::Transport& t, Index& index);
 };
 
@@ -101,7 +101,7 @@ Result<Repomd> parse_repomd(std::string_view xml, const std::string& what);
 
 // Adds the verified primary.xml of each repo of `source` (source.suites below
 // source.url, or url itself) to `index`.
-Result<void> load_index(net::Transport& t, const PackageSource& source, Index& index);
+Result<void> load_index(net::Transport& t, const recipes::PackageSource& source, Index& index);
 
 // Adds the verified filelists.xml of every repo read that has one and whose
 // list is not read yet.
@@ -117,7 +117,7 @@ int compare_versions(std::string_view a, std::string_view b);
 // above, metadata by Debian's createrepo_c, repomd.xml signed with `key`.
 // Called by packages::write_site_repo (site_repo.hpp), which checks `dir`.
 // `runner` starts createrepo_c; null: system_runner() (common/process.hpp).
-Result<WrittenRepo> write_repo(const std::vector<Fetched>& files, const openpgp::SigningKey& key,
+Result<WrittenRepo> write_repo(const std::vector<Fetched>& files, const signing::openpgp::SigningKey& key,
                                const std::filesystem::path& dir, CommandRunner* runner = nullptr);
 
 // For repositories that sign their rpms but not repomd.xml (Red Hat's CDN,

@@ -111,18 +111,18 @@ std::string apt_release(const std::vector<IndexFile>& indexes, const std::vector
   std::string out;
   out += "Origin: gpubundle\n";
   out += "Label: gpubundle\n";
-  out += std::string("Suite: ") + k_package_repo_suite + "\n";
-  out += std::string("Codename: ") + k_package_repo_suite + "\n";
+  out += std::string("Suite: ") + recipes::k_package_repo_suite + "\n";
+  out += std::string("Codename: ") + recipes::k_package_repo_suite + "\n";
   out += "Date: " + rfc2822_utc(date) + "\n";
   out += "Architectures: " + join(archs, " ") + "\n";
-  out += std::string("Components: ") + k_package_repo_area + "\n";
+  out += std::string("Components: ") + recipes::k_package_repo_area + "\n";
   out += "Description: kernel packages for the GPU Operator's driver containers, made by gpubundle\n";
   out += "SHA256:\n";
   std::vector<IndexFile> sorted = indexes;
   std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.path < b.path; });
   for (const auto& i : sorted) {
     std::string size = std::to_string(i.bytes.size());
-    out += " " + sha256_hex(i.bytes) + " " + std::string(size.size() < 16 ? 16 - size.size() : 0, ' ') + size + " " + i.path + "\n";
+    out += " " + signing::sha256_hex(i.bytes) + " " + std::string(size.size() < 16 ? 16 - size.size() : 0, ' ') + size + " " + i.path + "\n";
   }
   return out;
 }
@@ -130,7 +130,7 @@ std::string apt_release(const std::vector<IndexFile>& indexes, const std::vector
 namespace {
 
 Result<WrittenRepo> write_apt_repo(const std::vector<Fetched>& fetched, const std::vector<std::string>& archs,
-                                   const openpgp::SigningKey& key, const fs::path& root) {
+                                   const signing::openpgp::SigningKey& key, const fs::path& root) {
   std::error_code ec;
   auto epoch = source_date_epoch();
   if (!epoch) return epoch.error();
@@ -142,7 +142,7 @@ Result<WrittenRepo> write_apt_repo(const std::vector<Fetched>& fetched, const st
   auto files = distinct(all);
   if (!files) return files.error();
 
-  const fs::path dists = root / "dists" / k_package_repo_suite;
+  const fs::path dists = root / "dists" / recipes::k_package_repo_suite;
   fs::create_directories(root / "pool", ec);
   if (ec) return op_error("cannot create " + (root / "pool").string() + ": " + ec.message());
 
@@ -162,7 +162,7 @@ Result<WrittenRepo> write_apt_repo(const std::vector<Fetched>& fetched, const st
   for (const auto& arch : archs) {
     auto text = apt_packages(pkgs, arch);
     if (!text) return text.error();
-    const std::string dir = std::string(k_package_repo_area) + "/binary-" + arch + "/";
+    const std::string dir = std::string(recipes::k_package_repo_area) + "/binary-" + arch + "/";
     auto gz = gzip(*text, (dists / dir / "Packages.gz").string());
     if (!gz) return gz.error();
     indexes.push_back({dir + "Packages", std::move(*text)});
@@ -182,20 +182,20 @@ Result<WrittenRepo> write_apt_repo(const std::vector<Fetched>& fetched, const st
   if (auto r = write_atomic(dists / "Release", release); !r) return r.error();
   if (auto r = write_atomic(dists / "InRelease", *in_release); !r) return r.error();
   if (auto r = write_atomic(dists / "Release.gpg", *detached); !r) return r.error();
-  if (auto r = write_atomic(root / k_package_repo_key_file, key.public_armored()); !r) return r.error();
-  out.release_sha256 = sha256_hex(release);
+  if (auto r = write_atomic(root / recipes::k_package_repo_key_file, key.public_armored()); !r) return r.error();
+  out.release_sha256 = signing::sha256_hex(release);
   return out;
 }
 
 }  // namespace
 
-Result<WrittenRepo> write_site_repo(PackageFormat format, const std::vector<Fetched>& fetched,
-                                    const std::vector<std::string>& archs, const openpgp::SigningKey& key,
+Result<WrittenRepo> write_site_repo(recipes::PackageFormat format, const std::vector<Fetched>& fetched,
+                                    const std::vector<std::string>& archs, const signing::openpgp::SigningKey& key,
                                     const fs::path& root) {
   std::error_code ec;
   if (fs::exists(fs::symlink_status(root, ec))) return op_error(root.string() + ": already exists; the repository is written afresh");
   if (archs.empty()) return input_error("the package repository needs at least one architecture");
-  if (format == PackageFormat::RpmMd) return rpm_md::write_repo(fetched, key, root);
+  if (format == recipes::PackageFormat::RpmMd) return rpm_md::write_repo(fetched, key, root);
   return write_apt_repo(fetched, archs, key, root);
 }
 

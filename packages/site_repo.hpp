@@ -31,7 +31,7 @@
 #include "common/error.hpp"
 #include "packages/packages.hpp"
 
-namespace gb::openpgp {
+namespace gb::signing::openpgp {
 class SigningKey;
 }
 
@@ -67,8 +67,8 @@ struct WrittenRepo {
 // exist yet, signed with `key`. apt: the layout above, files deduplicated by
 // name and hard-linked from where they were fetched when the file system
 // allows; rpm-md: packages/rpm_md.hpp's layout, through createrepo_c.
-Result<WrittenRepo> write_site_repo(PackageFormat format, const std::vector<Fetched>& fetched,
-                                    const std::vector<std::string>& archs, const openpgp::SigningKey& key,
+Result<WrittenRepo> write_site_repo(recipes::PackageFormat format, const std::vector<Fetched>& fetched,
+                                    const std::vector<std::string>& archs, const signing::openpgp::SigningKey& key,
                                     const std::filesystem::path& root);
 
 }  // namespace gb::packages

@@ -89,7 +89,7 @@ PackageIndex& PackageIndex::operator=(PackageIndex&&) noexcept = default;
 
 const std::string& PackageIndex::arch() const { return m_impl->arch; }
 
-Result<std::vector<Package>> PackageIndex::resolve(const FetchRequest& request, const std::vector<PackageSource>& sources) {
+Result<std::vector<Package>> PackageIndex::resolve(const FetchRequest& request, const std::vector<recipes::PackageSource>& sources) {
   detail::SolvIndex& m = *m_impl;
   if (!m.prepared) m.prepare();
   m.prepared = true;

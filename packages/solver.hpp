@@ -98,7 +98,7 @@ struct SolvIndex {
   virtual void before_solve(SolvQueue&) {}
   // The solver's failure as one line, ending with `sources` named.
   virtual std::string problem(Solver* solver, const std::string& sources) = 0;
-  virtual std::string describe(const std::vector<PackageSource>& sources) const = 0;
+  virtual std::string describe(const std::vector<recipes::PackageSource>& sources) const = 0;
   virtual packages::Package package(Id id) const = 0;
 
   const char* str(Id id) const { return id ? pool_id2str(pool, id) : ""; }

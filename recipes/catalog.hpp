@@ -10,7 +10,7 @@
 
 #include "common/error.hpp"
 
-namespace gb {
+namespace gb::recipes {
 
 struct GpuInfo {
   std::string name;
@@ -162,4 +162,4 @@ std::string pci_ids_name(std::string_view pci);
 // "rhel9.4" -> {"rhel", "9.4"}, "sl-micro6.1" -> {"sl-micro", "6.1"}
 std::pair<std::string, std::string> split_os(std::string_view os);
 
-}  // namespace gb
+}  // namespace gb::recipes

@@ -11,7 +11,7 @@
 #include "common/strings.hpp"
 #include "signing/digest.hpp"
 
-namespace gb {
+namespace gb::recipes {
 
 namespace {
 
@@ -100,7 +100,7 @@ Result<Chart> load_chart_archive(const std::string& bytes, const std::string& la
   if (!files) return files.error();
   auto chart = build_chart(files.value(), label, "");
   if (!chart) return chart;
-  chart->sha256 = sha256_hex(bytes);
+  chart->sha256 = signing::sha256_hex(bytes);
   return chart;
 }
 
@@ -178,4 +178,4 @@ bool is_chart_file_wanted(std::string_view rel_path) {
          !subchart_name(rel_path, "/values.yaml").empty() || !subchart_name(rel_path, ".tgz").empty();
 }
 
-}  // namespace gb
+}  // namespace gb::recipes

@@ -11,7 +11,7 @@
 
 #include "common/error.hpp"
 
-namespace gb {
+namespace gb::recipes {
 
 struct ChartDependency {
   std::string name;
@@ -55,4 +55,4 @@ bool is_chart_file_wanted(std::string_view rel_path);
 // NAME for "charts/NAME<suffix>" where NAME is one non-empty path segment, else "".
 std::string_view subchart_name(std::string_view rel_path, std::string_view suffix);
 
-}  // namespace gb
+}  // namespace gb::recipes

@@ -11,7 +11,7 @@
 #include "common/strings.hpp"
 #include "recipes/chart.hpp"
 
-namespace gb {
+namespace gb::recipes {
 
 namespace fs = std::filesystem;
 
@@ -22,11 +22,20 @@ la_ssize_t append_cb(archive*, void* out, const void* data, size_t n) {
   return static_cast<la_ssize_t>(n);
 }
 
-}  // namespace
-
+// True for an http(s):// Helm repository URL or an oci:// reference.
 bool is_remote_chart(const std::string& chart) {
   return starts_with(chart, "https://") || starts_with(chart, "http://") || starts_with(chart, "oci://");
 }
+
+std::string source_for_lock(const std::string& chart, const Recipe& recipe, const fs::path& lock_file) {
+  if (chart.empty() || is_remote_chart(chart) || fs::path(chart).is_absolute()) return chart;
+  fs::path recipe_dir = fs::absolute(recipe.file).parent_path().lexically_normal();
+  fs::path lock_dir = fs::absolute(lock_file).parent_path().lexically_normal();
+  if (recipe_dir == lock_dir) return chart;
+  return (recipe_dir / chart).lexically_normal().lexically_relative(lock_dir).generic_string();
+}
+
+}  // namespace
 
 ChartSource select_chart_source(const std::string& flag, const std::string& declared, const fs::path& declared_base) {
   ChartSource s;
@@ -52,16 +61,6 @@ std::string network_release_file_name(const std::string& version) {
 std::string chart_file_name(const std::string& name, const std::string& version) { return name + "-" + version + ".tgz"; }
 
 fs::path default_lock_path(const Recipe& recipe) { return recipe.file.parent_path() / (recipe.name + ".lock.json"); }
-
-namespace {
-std::string source_for_lock(const std::string& chart, const Recipe& recipe, const fs::path& lock_file) {
-  if (chart.empty() || is_remote_chart(chart) || fs::path(chart).is_absolute()) return chart;
-  fs::path recipe_dir = fs::absolute(recipe.file).parent_path().lexically_normal();
-  fs::path lock_dir = fs::absolute(lock_file).parent_path().lexically_normal();
-  if (recipe_dir == lock_dir) return chart;
-  return (recipe_dir / chart).lexically_normal().lexically_relative(lock_dir).generic_string();
-}
-}  // namespace
 
 std::string chart_source_for_lock(const Recipe& recipe, const fs::path& lock_file) {
   return source_for_lock(recipe.chart, recipe, lock_file);
@@ -142,4 +141,4 @@ Result<std::string> pack_chart_folder(const fs::path& folder) {
   return out;
 }
 
-}  // namespace gb
+}  // namespace gb::recipes

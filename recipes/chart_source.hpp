@@ -20,7 +20,7 @@
 #include "recipes/lock.hpp"
 #include "recipes/recipe.hpp"
 
-namespace gb {
+namespace gb::recipes {
 
 // The chart every recipe installs; the name looked up in Helm repositories
 // and appended to oci:// paths.
@@ -42,9 +42,6 @@ ChartSource select_chart_source(const std::string& flag, const std::string& decl
 // The store's copy of a remote network.releaseFile, next to the charts:
 // "network-operator-<version without v>.release.yaml".
 std::string network_release_file_name(const std::string& version);
-
-// True for an http(s):// Helm repository URL or an oci:// reference.
-bool is_remote_chart(const std::string& chart);
 
 // File name the store, a bundle and the install kit keep a chart under: "<name>-<version>.tgz".
 std::string chart_file_name(const std::string& name, const std::string& version);
@@ -81,4 +78,4 @@ Result<LockFile> lock_for(const std::filesystem::path& input);
 // <Chart.yaml name>/, sorted, mtime 0, owner 0, no gzip timestamp.
 Result<std::string> pack_chart_folder(const std::filesystem::path& folder);
 
-}  // namespace gb
+}  // namespace gb::recipes

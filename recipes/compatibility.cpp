@@ -8,7 +8,7 @@
 
 #include "common/strings.hpp"
 
-namespace gb {
+namespace gb::recipes {
 
 namespace {
 
@@ -171,6 +171,52 @@ Compatibility gpu_support(const CompatibilityContext& ctx, const ModuleType& cho
   return out;
 }
 
+// What the driver mode rules out: sidecars of the driver DaemonSet, vGPU and
+// unpublished precompiled images.
+Findings driver_mode_checks(const CompatibilityContext& ctx) {
+  const Recipe& r = ctx.recipe;
+  Findings f;
+  // GDS (nvidia-fs) and GDRCopy (gdrdrv) run as sidecars of the driver
+  // DaemonSet: the operator refuses them with precompiled drivers and never
+  // starts them without a driver container.
+  if (r.driver_mode == DriverMode::Precompiled) {
+    if (ctx.gds) f.error("components.gds", "precompiled drivers do not support GPUDirect Storage (gds); disable components.gds or use driver.mode: conventional");
+    if (ctx.gdrcopy)
+      f.error(r.components.count("gdrcopy") ? "components.gdrcopy" : "driver.mode",
+              "components.gdrcopy is on, but driver.mode is precompiled: GPU Operator " + ctx.operator_version +
+                  " refuses GDRCopy with precompiled drivers; disable components.gdrcopy or use driver.mode: conventional");
+    if (std::find(r.workloads.begin(), r.workloads.end(), "vm-vgpu") != r.workloads.end())
+      f.error("target.workloads", "target.workloads has vm-vgpu, but driver.mode is precompiled: precompiled drivers do not "
+                                  "support vGPU; remove vm-vgpu or use driver.mode: conventional");
+    if (!ctx.catalog.precompiled_published(r.os))
+      f.warn("NVIDIA publishes precompiled driver images for Ubuntu only; for " + r.os +
+             " build them with `gpubundle driver build`");
+  }
+  if (r.driver_mode == DriverMode::Host)
+    for (auto [key, title, on] :
+         {std::tuple{"gds", "GPUDirect Storage (nvidia-fs)", ctx.gds}, {"gdrcopy", "GDRCopy (gdrdrv)", ctx.gdrcopy}})
+      if (on)
+        f.error(r.components.count(key) ? "components." + std::string(key) : std::string("driver.mode"),
+                "components." + std::string(key) + " is on, but driver.mode is host: the operator runs " + title +
+                    " inside the driver DaemonSet, which host mode switches off, so it would never start; install it "
+                    "on the host and set components." + key + ": false, or use driver.mode: conventional");
+  return f;
+}
+
+// target.os against the release's tag rule and support list.
+Findings os_support(const CompatibilityContext& ctx) {
+  const std::string& os = ctx.recipe.os;
+  const std::string& version = ctx.operator_version;
+  Findings f;
+  if (auto why = ctx.catalog.os_name_problem(version, os); !why.empty())
+    f.error("target.os", "target.os " + os + ": " + why);
+  else if (auto supported = ctx.catalog.os_supported(version, os); !supported)
+    f.warn("the catalog has no OS support data for GPU Operator " + version + "; check that it supports " + os);
+  else if (!*supported)
+    f.warn("GPU Operator " + version + " does not list " + os + " as supported");
+  return f;
+}
+
 }  // namespace
 
 void Findings::append(const Findings& more) {
@@ -268,36 +314,6 @@ Findings operator_spec_checks(const CompatibilityContext& ctx) {
   return f;
 }
 
-Findings driver_mode_checks(const CompatibilityContext& ctx) {
-  const Recipe& r = ctx.recipe;
-  Findings f;
-  // GDS (nvidia-fs) and GDRCopy (gdrdrv) run as sidecars of the driver
-  // DaemonSet: the operator refuses them with precompiled drivers and never
-  // starts them without a driver container.
-  if (r.driver_mode == DriverMode::Precompiled) {
-    if (ctx.gds) f.error("components.gds", "precompiled drivers do not support GPUDirect Storage (gds); disable components.gds or use driver.mode: conventional");
-    if (ctx.gdrcopy)
-      f.error(r.components.count("gdrcopy") ? "components.gdrcopy" : "driver.mode",
-              "components.gdrcopy is on, but driver.mode is precompiled: GPU Operator " + ctx.operator_version +
-                  " refuses GDRCopy with precompiled drivers; disable components.gdrcopy or use driver.mode: conventional");
-    if (std::find(r.workloads.begin(), r.workloads.end(), "vm-vgpu") != r.workloads.end())
-      f.error("target.workloads", "target.workloads has vm-vgpu, but driver.mode is precompiled: precompiled drivers do not "
-                                  "support vGPU; remove vm-vgpu or use driver.mode: conventional");
-    if (!ctx.catalog.precompiled_published(r.os))
-      f.warn("NVIDIA publishes precompiled driver images for Ubuntu only; for " + r.os +
-             " build them with `gpubundle driver build`");
-  }
-  if (r.driver_mode == DriverMode::Host)
-    for (auto [key, title, on] :
-         {std::tuple{"gds", "GPUDirect Storage (nvidia-fs)", ctx.gds}, {"gdrcopy", "GDRCopy (gdrdrv)", ctx.gdrcopy}})
-      if (on)
-        f.error(r.components.count(key) ? "components." + std::string(key) : std::string("driver.mode"),
-                "components." + std::string(key) + " is on, but driver.mode is host: the operator runs " + title +
-                    " inside the driver DaemonSet, which host mode switches off, so it would never start; install it "
-                    "on the host and set components." + key + ": false, or use driver.mode: conventional");
-  return f;
-}
-
 // The GPUCluster (DRA) stack has no sandbox operands, MIG manager or device plugin.
 Findings dra_stack(const CompatibilityContext& ctx) {
   const Recipe& r = ctx.recipe;
@@ -323,19 +339,6 @@ Findings dra_stack(const CompatibilityContext& ctx) {
   return f;
 }
 
-Findings os_support(const CompatibilityContext& ctx) {
-  const std::string& os = ctx.recipe.os;
-  const std::string& version = ctx.operator_version;
-  Findings f;
-  if (auto why = ctx.catalog.os_name_problem(version, os); !why.empty())
-    f.error("target.os", "target.os " + os + ": " + why);
-  else if (auto supported = ctx.catalog.os_supported(version, os); !supported)
-    f.warn("the catalog has no OS support data for GPU Operator " + version + "; check that it supports " + os);
-  else if (!*supported)
-    f.warn("GPU Operator " + version + " does not list " + os + " as supported");
-  return f;
-}
-
 bool has_mig_profile(const GpuInfo& gpu, const std::string& profile) {
   std::string base = profile.substr(0, profile.find('+'));
   if (ends_with(base, "-me")) base.resize(base.size() - 3);
@@ -357,11 +360,7 @@ std::vector<const MigLayoutEntry*> mig_entries_for(const GpuInfo& gpu, const std
   return out;
 }
 
-bool is_label_value(const std::string& value) {
-  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); };
-  if (value.empty() || value.size() > 63 || !alnum(value.front()) || !alnum(value.back())) return false;
-  return std::all_of(value.begin(), value.end(), [&](char c) { return alnum(c) || c == '-' || c == '_' || c == '.'; });
-}
+bool is_label_value(const std::string& value) { return !value.empty() && label_problem("nvidia.com/mig.config", value).empty(); }
 
 Findings mig_layout(const CompatibilityContext& ctx) {
   const Recipe& r = ctx.recipe;
@@ -421,4 +420,4 @@ Findings mig_layout(const CompatibilityContext& ctx) {
   return f;
 }
 
-}  // namespace gb
+}  // namespace gb::recipes

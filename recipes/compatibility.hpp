@@ -12,7 +12,7 @@
 #include "recipes/chart.hpp"
 #include "recipes/recipe.hpp"
 
-namespace gb {
+namespace gb::recipes {
 
 // What the rules read: the inputs, and the facts the resolver chose from them.
 struct CompatibilityContext {
@@ -50,7 +50,7 @@ struct Compatibility {
   Findings findings;
 };
 
-// Every rule below, in the order the resolver reports them.
+// Every rule, in the order the resolver reports them.
 Compatibility check_compatibility(const CompatibilityContext& ctx);
 
 // The driver branch against the release's component matrix (or, without
@@ -58,14 +58,9 @@ Compatibility check_compatibility(const CompatibilityContext& ctx);
 Findings driver_support(const CompatibilityContext& ctx);
 // What the operator's ClusterPolicy checks refuse or switch off at run time.
 Findings operator_spec_checks(const CompatibilityContext& ctx);
-// What the driver mode rules out: sidecars of the driver DaemonSet, vGPU and
-// unpublished precompiled images.
-Findings driver_mode_checks(const CompatibilityContext& ctx);
 // ClusterPolicy settings that mean nothing in the GPUCluster (DRA) stack;
 // nothing without ctx.dra.
 Findings dra_stack(const CompatibilityContext& ctx);
-// target.os against the release's tag rule and support list.
-Findings os_support(const CompatibilityContext& ctx);
 // mig.config (and mig.strategy) against the release's MIG manager layouts.
 Findings mig_layout(const CompatibilityContext& ctx);
 
@@ -79,4 +74,4 @@ std::vector<const MigLayoutEntry*> mig_entries_for(const GpuInfo& gpu, const std
 // label nvidia.com/mig.config.
 bool is_label_value(const std::string& value);
 
-}  // namespace gb
+}  // namespace gb::recipes

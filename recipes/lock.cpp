@@ -12,7 +12,7 @@
 #include "recipes/reference.hpp"
 #include "signing/digest.hpp"
 
-namespace gb {
+namespace gb::recipes {
 
 using nlohmann::json;
 
@@ -46,90 +46,10 @@ const char* built_component(BuiltKind kind) {
   }
   return "driver";
 }
-}  // namespace
 
-void record_built(Lock& lock, const BuiltImage& image) {
-  LockImage* li = lock.find(image.ref);
-  if (!li) {
-    LockImage n;
-    n.components = {built_component(image.kind)};
-    n.source = image.ref;
-    n.platforms = {image.platform};
-    // Where the site gets it, by the lock's destination rule like every other image.
-    if (!lock.destination_registry.empty())
-      if (auto ref = Reference::parse(image.ref))
-        n.destination = ref->rehomed(lock.destination_registry, lock.destination_prefix).str();
-    lock.images.push_back(std::move(n));
-    li = &lock.images.back();
-  }
-  li->digest = image.digest;
-  li->site_digest.clear();  // built here whole: the site gets exactly this
-  li->built = image.kind;
-  std::sort(lock.images.begin(), lock.images.end(), [](const auto& x, const auto& y) { return x.source < y.source; });
+json chart_json(const LockChart& c) {
+  return {{"name", c.name}, {"version", c.version}, {"appVersion", c.app_version}, {"source", c.source}, {"sha256", c.sha256}};
 }
-
-const char* origin_word(const LockImage& image) { return image.built ? "built" : "upstream"; }
-
-std::string lock_to_json(const Lock& l) {
-  json j;
-  j["schemaVersion"] = l.schema_version;
-  j["generator"] = l.generator;
-  json spec = l.recipe_spec.empty() ? json::object() : json::parse(l.recipe_spec);
-  j["recipe"] = {{"name", l.recipe_name}, {"file", l.recipe_file}, {"sha256", l.recipe_sha256}, {"spec", spec}};
-  j["operator"] = {{"version", l.operator_version}};
-  j["chart"] = {{"name", l.chart.name},
-                {"version", l.chart.version},
-                {"appVersion", l.chart.app_version},
-                {"source", l.chart.source},
-                {"sha256", l.chart.sha256}};
-  j["target"] = {{"gpus", l.gpus},       {"os", l.os},           {"osTag", l.os_tag},
-                 {"kernels", l.kernels}, {"platforms", l.platforms}, {"workloads", l.workloads}};
-  j["driver"] = {{"mode", l.driver.mode},
-                 {"version", l.driver.version},
-                 {"branch", l.driver.branch},
-                 {"kernelModuleType", l.driver.kernel_module_type},
-                 {"usePrecompiled", l.driver.use_precompiled}};
-  j["destination"] = l.destination_registry.empty()
-                         ? json(nullptr)
-                         : json{{"registry", l.destination_registry}, {"prefix", l.destination_prefix}};
-  if (l.destination_plain_http) j["destination"]["plainHttp"] = true;
-  json images = json::array();
-  for (const auto& i : l.images) {
-    images.push_back({{"components", i.components},
-                      {"source", i.source},
-                      {"platforms", i.platforms},
-                      {"destination", i.destination},
-                      {"digest", i.digest},
-                      {"origin", origin_word(i)}});
-    if (!i.site_digest.empty()) images.back()["siteDigest"] = i.site_digest;
-  }
-  j["images"] = images;
-  if (l.package_repo)
-    j["packageRepo"] = {{"format", l.package_repo->format},
-                        {"fingerprint", l.package_repo->fingerprint},
-                        {"publicKey", l.package_repo->public_key}};
-  if (const auto& n = l.network) {
-    j["network"] = {{"version", n->version},
-                    {"chart", {{"name", n->chart.name},
-                               {"version", n->chart.version},
-                               {"appVersion", n->chart.app_version},
-                               {"source", n->chart.source},
-                               {"sha256", n->chart.sha256}}},
-                    {"releaseFile", n->release_file},
-                    {"releaseSha256", n->release_sha256},
-                    {"operands", n->operands},
-                    {"docaDriver", n->doca_version.empty() ? json(nullptr)
-                                                           : json{{"version", n->doca_version}, {"precompiled", n->doca_precompiled}}}};
-    if (!n->ib_ufm_secret.empty())
-      j["network"]["ibKubernetes"] = {{"pKeyGUIDPoolRangeStart", n->ib_pkey_guid_pool_start},
-                                      {"pKeyGUIDPoolRangeEnd", n->ib_pkey_guid_pool_end},
-                                      {"ufmSecret", n->ib_ufm_secret}};
-  }
-  j["warnings"] = l.warnings;
-  return j.dump(2) + "\n";
-}
-
-namespace {
 
 bool one_of(const std::string& v, std::initializer_list<const char*> words) {
   for (auto* w : words)
@@ -137,28 +57,30 @@ bool one_of(const std::string& v, std::initializer_list<const char*> words) {
   return false;
 }
 
-bool is_hex64(std::string_view s) {
-  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+std::string bad(const std::string& field, const std::string& value, const std::string& what) {
+  return field + ": " + quote(value) + " " + what;
+}
+
+// A chart's fields; the GPU Operator's may be left empty in hand-written locks (`named` false).
+std::string check_chart(const LockChart& c, const std::string& at, bool named) {
+  if (c.name.size() > k_lock_max_chart_word || ((named || !c.name.empty()) && !is_word(c.name, "._-")))
+    return bad(at + ".name", c.name, "is not a chart name");
+  if (c.version.size() > k_lock_max_chart_word || ((named || !c.version.empty()) && !is_word(c.version, "._+-")))
+    return bad(at + ".version", c.version, "is not a chart version");
+  if (!c.app_version.empty() && !is_word(c.app_version, "._+-")) return bad(at + ".appVersion", c.app_version, "is not a version");
+  if (!c.sha256.empty() && !signing::is_sha256_hex(c.sha256)) return bad(at + ".sha256", c.sha256, "is not 64 hex digits");
+  return "";
 }
 
 // Everything parse_lock() keeps that lands in a file, a script or a URL later.
 // Returns "" or "FIELD: what is wrong".
 std::string check_lock(const Lock& l) {
-  auto bad = [](const std::string& field, const std::string& value, const std::string& what) {
-    return field + ": " + quote(value) + " " + what;
-  };
   // Hand-written locks that only list images may leave the recipe-derived
   // fields empty: nothing is composed from an empty one.
   if (!l.recipe_name.empty() && !is_recipe_name(l.recipe_name)) return bad("recipe.name", l.recipe_name, "is not a recipe name");
-  if (!l.recipe_sha256.empty() && !is_hex64(l.recipe_sha256)) return bad("recipe.sha256", l.recipe_sha256, "is not 64 hex digits");
+  if (!l.recipe_sha256.empty() && !signing::is_sha256_hex(l.recipe_sha256)) return bad("recipe.sha256", l.recipe_sha256, "is not 64 hex digits");
   if (!l.operator_version.empty() && !is_release_tag(l.operator_version)) return bad("operator.version", l.operator_version, "is not a release tag like v24.9.2");
-  if (l.chart.name.size() > k_lock_max_chart_word || (!l.chart.name.empty() && !is_word(l.chart.name, "._-")))
-    return bad("chart.name", l.chart.name, "is not a chart name");
-  if (l.chart.version.size() > k_lock_max_chart_word || (!l.chart.version.empty() && !is_word(l.chart.version, "._+-")))
-    return bad("chart.version", l.chart.version, "is not a chart version");
-  if (!l.chart.app_version.empty() && !is_word(l.chart.app_version, "._+-"))
-    return bad("chart.appVersion", l.chart.app_version, "is not a version");
-  if (!l.chart.sha256.empty() && !is_hex64(l.chart.sha256)) return bad("chart.sha256", l.chart.sha256, "is not 64 hex digits");
+  if (auto e = check_chart(l.chart, "chart", false); !e.empty()) return e;
   // Printed by diff, inventory and node check, compared with the catalog.
   for (size_t i = 0; i < l.gpus.size(); ++i)
     if (l.gpus[i].size() > 64 || !is_word(l.gpus[i], "._:+-"))
@@ -193,9 +115,9 @@ std::string check_lock(const Lock& l) {
     if (auto r = Reference::parse(i.source); !r) return at + ".source: " + r.error().message;
     if (!i.destination.empty())
       if (auto r = Reference::parse(i.destination); !r) return at + ".destination: " + r.error().message;
-    if (!i.digest.empty() && !is_sha256_digest(i.digest)) return bad(at + ".digest", i.digest, "is not sha256:<64 hex>");
+    if (!i.digest.empty() && !signing::is_sha256_digest(i.digest)) return bad(at + ".digest", i.digest, "is not sha256:<64 hex>");
     if (!i.site_digest.empty()) {
-      if (!is_sha256_digest(i.site_digest)) return bad(at + ".siteDigest", i.site_digest, "is not sha256:<64 hex>");
+      if (!signing::is_sha256_digest(i.site_digest)) return bad(at + ".siteDigest", i.site_digest, "is not sha256:<64 hex>");
       if (i.digest.empty() || i.site_digest == i.digest || i.built)
         return bad(at + ".siteDigest", i.site_digest, "is only for a mirrored index the site gets filtered (digest set, and different)");
     }
@@ -220,21 +142,15 @@ std::string check_lock(const Lock& l) {
   }
   if (const auto& n = l.network) {
     if (!is_release_tag(n->version)) return bad("network.version", n->version, "is not a release tag like v26.4.1");
-    if (n->chart.name.size() > k_lock_max_chart_word || !is_word(n->chart.name, "._-"))
-      return bad("network.chart.name", n->chart.name, "is not a chart name");
-    if (n->chart.version.size() > k_lock_max_chart_word || !is_word(n->chart.version, "._+-"))
-      return bad("network.chart.version", n->chart.version, "is not a chart version");
-    if (!n->chart.app_version.empty() && !is_word(n->chart.app_version, "._+-"))
-      return bad("network.chart.appVersion", n->chart.app_version, "is not a version");
-    if (!n->chart.sha256.empty() && !is_hex64(n->chart.sha256)) return bad("network.chart.sha256", n->chart.sha256, "is not 64 hex digits");
+    if (auto e = check_chart(n->chart, "network.chart", true); !e.empty()) return e;
     if (n->release_file.empty() || n->release_file.find_first_of("\n\r") != std::string::npos)
       return bad("network.releaseFile", n->release_file, "is not a path or URL");
-    if (!is_hex64(n->release_sha256)) return bad("network.releaseSha256", n->release_sha256, "is not 64 hex digits");
+    if (!signing::is_sha256_hex(n->release_sha256)) return bad("network.releaseSha256", n->release_sha256, "is not 64 hex digits");
     for (size_t i = 0; i < n->operands.size(); ++i)
       if (!Catalog::builtin().network_operand(n->operands[i]))
         return bad("network.operands[" + std::to_string(i) + "]", n->operands[i], "is not a Network Operator operand");
     // The NicClusterPolicy's ofedDriver.version: a tag prefix or a digest.
-    if (!n->doca_version.empty() && !is_sha256_digest(n->doca_version) && !is_word(n->doca_version, "._+-"))
+    if (!n->doca_version.empty() && !signing::is_sha256_digest(n->doca_version) && !is_word(n->doca_version, "._+-"))
       return bad("network.docaDriver.version", n->doca_version, "is not a DOCA driver version");
     // Written into nic-cluster-policy.yaml: held to the recipe's rules.
     const bool ib = std::find(n->operands.begin(), n->operands.end(), "ibKubernetes") != n->operands.end();
@@ -374,6 +290,72 @@ std::string check_recipe_spec(const json& spec) {
 }
 
 }  // namespace
+
+void record_built(Lock& lock, const BuiltImage& image) {
+  LockImage* li = lock.find(image.ref);
+  if (!li) {
+    LockImage n;
+    n.components = {built_component(image.kind)};
+    n.source = image.ref;
+    n.platforms = {image.platform};
+    // Where the site gets it, by the lock's destination rule like every other image.
+    if (!lock.destination_registry.empty())
+      if (auto ref = Reference::parse(image.ref))
+        n.destination = ref->rehomed(lock.destination_registry, lock.destination_prefix).str();
+    lock.images.push_back(std::move(n));
+    li = &lock.images.back();
+  }
+  li->digest = image.digest;
+  li->site_digest.clear();  // built here whole: the site gets exactly this
+  li->built = image.kind;
+  std::sort(lock.images.begin(), lock.images.end(), [](const auto& x, const auto& y) { return x.source < y.source; });
+}
+
+const char* origin_word(const LockImage& image) { return image.built ? "built" : "upstream"; }
+
+std::string lock_to_json(const Lock& l) {
+  json j;
+  j["schemaVersion"] = l.schema_version;
+  j["generator"] = l.generator;
+  json spec = l.recipe_spec.empty() ? json::object() : json::parse(l.recipe_spec);
+  j["recipe"] = {{"name", l.recipe_name}, {"file", l.recipe_file}, {"sha256", l.recipe_sha256}, {"spec", spec}};
+  j["operator"] = {{"version", l.operator_version}};
+  j["chart"] = chart_json(l.chart);
+  j["target"] = {{"gpus", l.gpus},       {"os", l.os},           {"osTag", l.os_tag},
+                 {"kernels", l.kernels}, {"platforms", l.platforms}, {"workloads", l.workloads}};
+  j["driver"] = {{"mode", l.driver.mode}, {"version", l.driver.version}, {"branch", l.driver.branch},
+                 {"kernelModuleType", l.driver.kernel_module_type}, {"usePrecompiled", l.driver.use_precompiled}};
+  j["destination"] = l.destination_registry.empty()
+                         ? json(nullptr)
+                         : json{{"registry", l.destination_registry}, {"prefix", l.destination_prefix}};
+  if (l.destination_plain_http) j["destination"]["plainHttp"] = true;
+  json images = json::array();
+  for (const auto& i : l.images) {
+    images.push_back({{"components", i.components}, {"source", i.source}, {"platforms", i.platforms},
+                      {"destination", i.destination}, {"digest", i.digest}, {"origin", origin_word(i)}});
+    if (!i.site_digest.empty()) images.back()["siteDigest"] = i.site_digest;
+  }
+  j["images"] = images;
+  if (l.package_repo)
+    j["packageRepo"] = {{"format", l.package_repo->format},
+                        {"fingerprint", l.package_repo->fingerprint},
+                        {"publicKey", l.package_repo->public_key}};
+  if (const auto& n = l.network) {
+    j["network"] = {{"version", n->version},
+                    {"chart", chart_json(n->chart)},
+                    {"releaseFile", n->release_file},
+                    {"releaseSha256", n->release_sha256},
+                    {"operands", n->operands},
+                    {"docaDriver", n->doca_version.empty() ? json(nullptr)
+                                                           : json{{"version", n->doca_version}, {"precompiled", n->doca_precompiled}}}};
+    if (!n->ib_ufm_secret.empty())
+      j["network"]["ibKubernetes"] = {{"pKeyGUIDPoolRangeStart", n->ib_pkey_guid_pool_start},
+                                      {"pKeyGUIDPoolRangeEnd", n->ib_pkey_guid_pool_end},
+                                      {"ufmSecret", n->ib_ufm_secret}};
+  }
+  j["warnings"] = l.warnings;
+  return j.dump(2) + "\n";
+}
 
 Result<Lock> parse_lock(const std::string& text, const std::string& file) {
   if (text.size() > k_lock_max_bytes)
@@ -519,4 +501,4 @@ Result<Lock> load_lock(const std::string& file) {
   return parse_lock(text.value(), file);
 }
 
-}  // namespace gb
+}  // namespace gb::recipes

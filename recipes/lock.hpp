@@ -71,7 +71,7 @@
 
 #include "common/error.hpp"
 
-namespace gb {
+namespace gb::recipes {
 
 constexpr int k_lock_schema_version = 1;
 constexpr std::size_t k_lock_max_bytes = 16 << 20;
@@ -214,4 +214,4 @@ std::string lock_to_json(const Lock& lock);
 Result<Lock> parse_lock(const std::string& text, const std::string& file);
 Result<Lock> load_lock(const std::string& file);
 
-}  // namespace gb
+}  // namespace gb::recipes

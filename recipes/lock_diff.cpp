@@ -10,7 +10,7 @@
 #include "common/strings.hpp"
 #include "recipes/reference.hpp"
 
-namespace gb {
+namespace gb::recipes {
 
 namespace {
 
@@ -305,4 +305,4 @@ std::string lock_diff_json(const LockDiff& d, const Lock& a, const Lock& b) {
   return j.dump(2) + "\n";
 }
 
-}  // namespace gb
+}  // namespace gb::recipes

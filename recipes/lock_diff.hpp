@@ -43,7 +43,7 @@
 
 #include "recipes/lock.hpp"
 
-namespace gb {
+namespace gb::recipes {
 
 struct FieldChange {
   std::string field;  // "driver.version"
@@ -98,4 +98,4 @@ LockDiff diff_locks(const Lock& old_lock, const Lock& new_lock, const ImageBlobs
 std::string lock_diff_text(const LockDiff& diff, const Lock& old_lock, const Lock& new_lock);
 std::string lock_diff_json(const LockDiff& diff, const Lock& old_lock, const Lock& new_lock);
 
-}  // namespace gb
+}  // namespace gb::recipes

@@ -9,7 +9,7 @@
 #include "recipes/yaml_input.hpp"
 #include "signing/digest.hpp"
 
-namespace gb {
+namespace gb::recipes {
 
 bool is_network_component(std::string_view component) { return starts_with(component, k_network_component_prefix); }
 
@@ -94,42 +94,14 @@ void walk_images(const YAML::Node& node, const std::string& path, const std::str
   }
 }
 
-}  // namespace
+// One operand image from release.yaml: {repository, image, version}.
+struct ReleaseImage {
+  std::string repository;
+  std::string image;
+  std::string version;
+};
 
-std::vector<NetworkChartImage> network_chart_images(const Chart& chart, const std::vector<std::string>& operands,
-                                                    const Catalog& catalog, std::vector<std::string>& warnings) {
-  std::vector<NetworkChartImage> out;
-  std::set<std::string> subcharts;
-  for (const auto& dep : chart.dependencies) subcharts.insert(dep.name);
-  walk_images(chart.values, "", chart.app_version, subcharts, out, warnings);
-  for (const auto& dep : chart.dependencies) {
-    bool on = true;
-    const NetworkOperand* switched = nullptr;
-    for (const auto& o : catalog.network_operands())
-      if (!dep.condition.empty() && o.chart_switch == dep.condition) switched = &o;
-    if (switched) {
-      on = std::find(operands.begin(), operands.end(), switched->name) != operands.end();
-    } else if (!dep.condition.empty()) {
-      if (auto c = at_path(chart.values, dep.condition); c.IsScalar()) YAML::convert<bool>::decode(c, on);
-    }
-    if (!on) continue;
-    const Chart* sub = chart.subchart(dep.name);
-    if (!sub) {
-      warnings.push_back("network chart subchart " + dep.name + " is not packed in the chart; its images are not in this lock");
-      continue;
-    }
-    YAML::Node values = YAML::Clone(sub->values);
-    merge_into(values, chart.values[dep.name]);
-    std::vector<NetworkChartImage> found;
-    walk_images(values, "", sub->app_version, {}, found, warnings);
-    for (auto& f : found) {
-      f.path = dep.name + "." + f.path;
-      out.push_back(std::move(f));
-    }
-  }
-  return out;
-}
-
+// The release's image list, key -> image; one line naming `label` and the key when malformed.
 Result<std::map<std::string, ReleaseImage>> parse_network_release(const std::string& text, const std::string& label) {
   std::map<std::string, ReleaseImage> out;
   try {
@@ -152,6 +124,7 @@ Result<std::map<std::string, ReleaseImage>> parse_network_release(const std::str
   return out;
 }
 
+// The DOCA driver tags for `os`, the platforms' architectures and (precompiled) each kernel.
 std::vector<std::pair<std::string, std::string>> doca_driver_tags(const Catalog& catalog, const std::string& version,
                                                                   bool precompiled, const std::string& os,
                                                                   const std::vector<std::string>& kernels,
@@ -169,8 +142,6 @@ std::vector<std::pair<std::string, std::string>> doca_driver_tags(const Catalog&
   return out;
 }
 
-namespace {
-
 class NetworkResolver {
 public:
   NetworkResolver(const Recipe& r, const Chart& c, const Catalog& cat, Lock& l)
@@ -181,7 +152,7 @@ public:
     n.version = m_net.version;
     n.chart = {m_chart.name, m_chart.version, m_chart.app_version, m_net.chart, m_chart.sha256};
     n.release_file = m_net.release_file;
-    n.release_sha256 = sha256_hex(release_text);
+    n.release_sha256 = signing::sha256_hex(release_text);
     // One NFD per cluster, as the Network Operator's docs ask: the GPU
     // Operator's, whose worker labels the NICs too (the chart's NodeFeatureRule
     // for them stays on, kit/kit_network.cpp).
@@ -304,10 +275,44 @@ private:
 
 }  // namespace
 
+std::vector<NetworkChartImage> network_chart_images(const Chart& chart, const std::vector<std::string>& operands,
+                                                    const Catalog& catalog, std::vector<std::string>& warnings) {
+  std::vector<NetworkChartImage> out;
+  std::set<std::string> subcharts;
+  for (const auto& dep : chart.dependencies) subcharts.insert(dep.name);
+  walk_images(chart.values, "", chart.app_version, subcharts, out, warnings);
+  for (const auto& dep : chart.dependencies) {
+    bool on = true;
+    const NetworkOperand* switched = nullptr;
+    for (const auto& o : catalog.network_operands())
+      if (!dep.condition.empty() && o.chart_switch == dep.condition) switched = &o;
+    if (switched) {
+      on = std::find(operands.begin(), operands.end(), switched->name) != operands.end();
+    } else if (!dep.condition.empty()) {
+      if (auto c = at_path(chart.values, dep.condition); c.IsScalar()) YAML::convert<bool>::decode(c, on);
+    }
+    if (!on) continue;
+    const Chart* sub = chart.subchart(dep.name);
+    if (!sub) {
+      warnings.push_back("network chart subchart " + dep.name + " is not packed in the chart; its images are not in this lock");
+      continue;
+    }
+    YAML::Node values = YAML::Clone(sub->values);
+    merge_into(values, chart.values[dep.name]);
+    std::vector<NetworkChartImage> found;
+    walk_images(values, "", sub->app_version, {}, found, warnings);
+    for (auto& f : found) {
+      f.path = dep.name + "." + f.path;
+      out.push_back(std::move(f));
+    }
+  }
+  return out;
+}
+
 Result<void> resolve_network(const Recipe& recipe, const Chart& chart, const std::string& release_text,
                              const Catalog& catalog, Lock& lock) {
   if (!recipe.network) return {};
   return NetworkResolver(recipe, chart, catalog, lock).run(release_text);
 }
 
-}  // namespace gb
+}  // namespace gb::recipes

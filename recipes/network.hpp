@@ -30,7 +30,7 @@
 #include "recipes/lock.hpp"
 #include "recipes/recipe.hpp"
 
-namespace gb {
+namespace gb::recipes {
 
 inline constexpr const char* k_network_chart = "network-operator";
 
@@ -77,26 +77,10 @@ struct NetworkChartImage {
 std::vector<NetworkChartImage> network_chart_images(const Chart& chart, const std::vector<std::string>& operands,
                                                     const Catalog& catalog, std::vector<std::string>& warnings);
 
-// One operand image from release.yaml: {repository, image, version}.
-struct ReleaseImage {
-  std::string repository;
-  std::string image;
-  std::string version;
-};
-
-// The release's image list, key -> image; one line naming `label` and the key when malformed.
-Result<std::map<std::string, ReleaseImage>> parse_network_release(const std::string& text, const std::string& label);
-
-// The DOCA driver tags for `os`, the platforms' architectures and (precompiled) each kernel.
-std::vector<std::pair<std::string, std::string>> doca_driver_tags(const Catalog& catalog, const std::string& version,
-                                                                  bool precompiled, const std::string& os,
-                                                                  const std::vector<std::string>& kernels,
-                                                                  const std::vector<std::string>& platforms);
-
 // Adds the recipe's network closure to `lock` (images and lock.network).
 // `release_text` is hack/release.yaml of the release, `release_file` where
 // it was read from. Fails with one line per problem.
 Result<void> resolve_network(const Recipe& recipe, const Chart& chart, const std::string& release_text,
                              const Catalog& catalog, Lock& lock);
 
-}  // namespace gb
+}  // namespace gb::recipes

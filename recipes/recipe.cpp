@@ -16,7 +16,7 @@
 #include "recipes/yaml_input.hpp"
 #include "signing/digest.hpp"
 
-namespace gb {
+namespace gb::recipes {
 
 bool is_nccl_size(std::string_view s) {
   if (!s.empty() && (s.back() == 'K' || s.back() == 'M' || s.back() == 'G')) s.remove_suffix(1);
@@ -74,7 +74,7 @@ std::uint64_t pkey_guid_value(std::string_view guid) {
   return v;
 }
 
-bool is_driver_version(std::string_view s) { return is_dotted_number(s, 2, 3) || is_sha256_digest(s); }
+bool is_driver_version(std::string_view s) { return is_dotted_number(s, 2, 3) || signing::is_sha256_digest(s); }
 
 std::string label_problem(std::string_view key, std::string_view value) {
   auto name_ok = [](std::string_view n) {
@@ -203,6 +203,11 @@ private:
   Recipe& m_r;
 };
 
+// The release file the Network Operator publishes at a tag.
+std::string default_network_release_file(const std::string& version) {
+  return "https://raw.githubusercontent.com/Mellanox/network-operator/" + version + "/hack/release.yaml";
+}
+
 void read_network(Reader& rd, const YAML::Node& n, Recipe& r) {
   rd.only(n, "network", {"version", "chart", "releaseFile", "operands", "ofedDriver", "ibKubernetes"});
   NetworkSettings net;
@@ -288,7 +293,6 @@ void read_network(Reader& rd, const YAML::Node& n, Recipe& r) {
   }
   r.network = std::move(net);
 }
-
 
 std::uint64_t nccl_size_bytes(std::string_view s) {
   int shift = s.back() == 'K' ? 10 : s.back() == 'M' ? 20 : s.back() == 'G' ? 30 : 0;
@@ -650,10 +654,6 @@ Result<Recipe> parse_recipe(const std::string& text, const std::filesystem::path
   return r;
 }
 
-std::string default_network_release_file(const std::string& version) {
-  return "https://raw.githubusercontent.com/Mellanox/network-operator/" + version + "/hack/release.yaml";
-}
-
 std::string to_string(PackageFormat f) { return f == PackageFormat::Apt ? "apt" : "rpm-md"; }
 
 PackageFormat os_package_format(const std::string& os) {
@@ -679,4 +679,4 @@ Result<Recipe> load_recipe(const std::filesystem::path& file) {
   return parse_recipe(text.value(), file);
 }
 
-}  // namespace gb
+}  // namespace gb::recipes

@@ -43,7 +43,7 @@
 
 #include "common/error.hpp"
 
-namespace gb {
+namespace gb::recipes {
 
 enum class DriverMode { Conventional, Precompiled, Host };
 enum class ToolkitMode { Container, Host };
@@ -136,9 +136,6 @@ bool is_pkey_guid(std::string_view s);
 // Where GUID pools compare: as 64-bit numbers.
 std::uint64_t pkey_guid_value(std::string_view guid);
 
-// The release file the Network Operator publishes at a tag.
-std::string default_network_release_file(const std::string& version);
-
 // acceptance.nccl: the NCCL all-reduce acceptance job the kit writes
 // (kit/kit_acceptance.cpp, docs/install-kit.md). Its image is carried in the
 // bundle (lock component "ncclTests"), and so is the Kubeflow MPI Operator's
@@ -219,4 +216,4 @@ struct Recipe {
 Result<Recipe> parse_recipe(const std::string& text, const std::filesystem::path& file);
 Result<Recipe> load_recipe(const std::filesystem::path& file);
 
-}  // namespace gb
+}  // namespace gb::recipes

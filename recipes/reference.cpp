@@ -4,36 +4,11 @@
 
 #include "common/strings.hpp"
 
-namespace gb {
+namespace gb::recipes {
 
 namespace {
 
 bool is_lower_alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
-
-}  // namespace
-
-// path-component := alnum+ (separator alnum+)*, separator := [_.] | __ | -+
-bool is_valid_path_component(std::string_view c) {
-  if (c.empty() || !is_lower_alnum(c.front()) || !is_lower_alnum(c.back())) return false;
-  for (size_t i = 0; i < c.size(); ++i) {
-    char ch = c[i];
-    if (is_lower_alnum(ch)) continue;
-    if (ch == '.' || ch == '_') {
-      if (ch == '_' && i + 1 < c.size() && c[i + 1] == '_') ++i;  // "__"
-      if (!is_lower_alnum(c[i + 1])) return false;
-      continue;
-    }
-    if (ch == '-') {
-      while (i + 1 < c.size() && c[i + 1] == '-') ++i;
-      if (!is_lower_alnum(c[i + 1])) return false;
-      continue;
-    }
-    return false;
-  }
-  return true;
-}
-
-namespace {
 
 bool valid_host(std::string_view host) {
   if (host.empty()) return false;
@@ -79,6 +54,27 @@ bool valid_digest(std::string_view d) {
 }
 
 }  // namespace
+
+// path-component := alnum+ (separator alnum+)*, separator := [_.] | __ | -+
+bool is_valid_path_component(std::string_view c) {
+  if (c.empty() || !is_lower_alnum(c.front()) || !is_lower_alnum(c.back())) return false;
+  for (size_t i = 0; i < c.size(); ++i) {
+    char ch = c[i];
+    if (is_lower_alnum(ch)) continue;
+    if (ch == '.' || ch == '_') {
+      if (ch == '_' && i + 1 < c.size() && c[i + 1] == '_') ++i;  // "__"
+      if (!is_lower_alnum(c[i + 1])) return false;
+      continue;
+    }
+    if (ch == '-') {
+      while (i + 1 < c.size() && c[i + 1] == '-') ++i;
+      if (!is_lower_alnum(c[i + 1])) return false;
+      continue;
+    }
+    return false;
+  }
+  return true;
+}
 
 bool is_valid_tag(std::string_view tag) {
   if (tag.empty() || tag.size() > 128) return false;
@@ -158,4 +154,4 @@ Reference Reference::rehomed(std::string_view registry_host, std::string_view pr
   return out;
 }
 
-}  // namespace gb
+}  // namespace gb::recipes

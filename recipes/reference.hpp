@@ -9,7 +9,7 @@
 
 #include "common/error.hpp"
 
-namespace gb {
+namespace gb::recipes {
 
 struct Reference {
   std::string registry;    // "nvcr.io", "127.0.0.1:5000", "docker.io"
@@ -35,4 +35,4 @@ bool is_valid_tag(std::string_view tag);
 // One repository path component: [a-z0-9]+(([._]|__|-+)[a-z0-9]+)*
 bool is_valid_path_component(std::string_view component);
 
-}  // namespace gb
+}  // namespace gb::recipes

@@ -12,7 +12,7 @@
 #include "recipes/reference.hpp"
 #include "signing/digest.hpp"
 
-namespace gb {
+namespace gb::recipes {
 
 namespace {
 
@@ -172,7 +172,7 @@ private:
                                   "installs the kernel's headers and compiler there from package repositories, which an air-gapped "
                                   "site does not reach; add packages.sources (the site package repository then carries them) or set "
                                   "network.ofedDriver.precompiled: true");
-    if (site_package_repo()) {
+    if (wants_site_packages(m_r)) {
       if (m_r.kernels.empty())
         error("target.kernels", "target.kernels: a site package repository (packages.sources) needs the kernel release "
                                 "(uname -r) of every GPU node, since the packages it carries are those kernels' own");
@@ -184,10 +184,6 @@ private:
                                         " nodes, whose driver container installs " + to_string(family) + " packages");
     }
   }
-
-  // A conventional driver with package sources: the bundle carries a package
-  // repository for the driver containers, served from an image built here.
-  bool site_package_repo() const { return wants_site_packages(m_r); }
 
   bool workload_allows(const std::string& key) const {
     for (std::string k = key; !k.empty(); k = parent_of(k)) {
@@ -365,7 +361,7 @@ private:
     for (const auto& dep : m_chart.dependencies) subchart_images(dep);
 
     for (const auto& e : m_r.extra_images) add("extraImages", e);
-    if (site_package_repo())
+    if (wants_site_packages(m_r))
       add(k_package_server_component,
           m_r.packages.server_image.empty() ? k_default_package_server_image : m_r.packages.server_image);
     acceptance_images();
@@ -446,7 +442,7 @@ private:
     l.generator = std::string("gpubundle ") + GPUBUNDLE_VERSION;
     l.recipe_name = m_r.name;
     l.recipe_file = m_r.file.filename().string();
-    if (auto text = read_file(m_r.file)) l.recipe_sha256 = sha256_hex(text.value());
+    if (auto text = read_file(m_r.file)) l.recipe_sha256 = signing::sha256_hex(text.value());
     l.recipe_spec = recipe_spec();
     l.operator_version = m_version;
     l.chart = {m_chart.name, m_version, m_chart.app_version, m_r.chart, m_chart.sha256};
@@ -517,4 +513,4 @@ Result<Lock> resolve(const Recipe& recipe, const Chart& chart, const Catalog& ca
   return Resolver(recipe, chart, catalog).run();
 }
 
-}  // namespace gb
+}  // namespace gb::recipes

@@ -13,9 +13,9 @@
 #include "recipes/lock.hpp"
 #include "recipes/recipe.hpp"
 
-namespace gb {
+namespace gb::recipes {
 
 // Fails with one line per problem when the recipe is incompatible.
 Result<Lock> resolve(const Recipe& recipe, const Chart& chart, const Catalog& catalog);
 
-}  // namespace gb
+}  // namespace gb::recipes

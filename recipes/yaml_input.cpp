@@ -6,7 +6,7 @@
 
 #include "common/strings.hpp"
 
-namespace gb {
+namespace gb::recipes {
 
 namespace {
 
@@ -91,4 +91,4 @@ Result<YAML::Node> load_yaml_input(const std::string& text, const std::string& l
   return root;
 }
 
-}  // namespace gb
+}  // namespace gb::recipes

@@ -11,7 +11,7 @@
 
 #include "common/error.hpp"
 
-namespace gb {
+namespace gb::recipes {
 
 // The document in `text`. Errors are one line naming `label` and the line:
 // "recipe.yaml:7: duplicate key 'os' (first at line 5)".
@@ -22,4 +22,4 @@ Result<YAML::Node> load_yaml_input(const std::string& text, const std::string& l
 // renders. Throws YAML::Exception on a syntax error, like YAML::Load.
 YAML::Node load_yaml_last_wins(const std::string& text);
 
-}  // namespace gb
+}  // namespace gb::recipes

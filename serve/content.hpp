@@ -27,7 +27,7 @@
 #include "kit/kit.hpp"
 #include "serve/registry_api.hpp"
 
-namespace gb {
+namespace gb::signing {
 class Keyring;
 }
 
@@ -36,7 +36,7 @@ namespace gb::serve {
 struct ContentOptions {
   std::string prefix;                      // repositories are <prefix>/<path>
   kit::Layout layout = kit::Layout::StripHost;
-  const Keyring* trusted = nullptr;        // bundles; nullptr: --insecure-skip-signature
+  const signing::Keyring* trusted = nullptr;        // bundles; nullptr: --insecure-skip-signature
   bool verify_all = false;                 // hash every blob before serving
 };
 

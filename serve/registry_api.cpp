@@ -75,7 +75,7 @@ void add_digest_headers(HttpResponse& r, const std::string& digest) {
 bool is_valid_repository_name(std::string_view name) {
   if (name.empty() || name.size() > 255) return false;
   for (const auto& c : split(name, '/'))
-    if (!is_valid_path_component(c)) return false;
+    if (!recipes::is_valid_path_component(c)) return false;
   return true;
 }
 
@@ -179,10 +179,10 @@ HttpResponse RegistryApi::manifest(const HttpRequest& r, const std::string& name
   const Repository& repo = m_catalog.repositories.find(name)->second;
   std::string digest;
   if (ref.find(':') != std::string::npos) {
-    if (!is_sha256_digest(ref)) return error(400, "DIGEST_INVALID", "only sha256 digests are served");
+    if (!signing::is_sha256_digest(ref)) return error(400, "DIGEST_INVALID", "only sha256 digests are served");
     digest = ref;
   } else {
-    if (!is_valid_tag(ref)) return error(404, "MANIFEST_UNKNOWN", "not a valid tag");
+    if (!recipes::is_valid_tag(ref)) return error(404, "MANIFEST_UNKNOWN", "not a valid tag");
     auto t = repo.tags.find(ref);
     if (t == repo.tags.end()) return error(404, "MANIFEST_UNKNOWN", "manifest unknown: " + name + ":" + ref);
     digest = t->second;
@@ -200,7 +200,7 @@ HttpResponse RegistryApi::manifest(const HttpRequest& r, const std::string& name
 }
 
 HttpResponse RegistryApi::blob(const HttpRequest& r, const std::string& name, const std::string& digest) const {
-  if (!is_sha256_digest(digest)) return error(400, "DIGEST_INVALID", "only sha256 digests are served");
+  if (!signing::is_sha256_digest(digest)) return error(400, "DIGEST_INVALID", "only sha256 digests are served");
   const Repository& repo = m_catalog.repositories.find(name)->second;
   if (!repo.digests.count(digest)) return error(404, "BLOB_UNKNOWN", "blob unknown to " + name + ": " + digest);
   BlobBody body;

@@ -70,7 +70,7 @@ Result<Users> Users::parse(std::string_view text, const std::string& what) {
 std::optional<std::string> Users::check(std::string_view authorization) const {
   auto space = authorization.find(' ');
   if (space == std::string_view::npos || to_lower(authorization.substr(0, space)) != "basic") return std::nullopt;
-  auto decoded = base64_decode(trim(authorization.substr(space + 1)));
+  auto decoded = signing::base64_decode(trim(authorization.substr(space + 1)));
   if (!decoded) return std::nullopt;
   const std::string& pair = decoded.value();
   auto colon = pair.find(':');
@@ -78,7 +78,7 @@ std::optional<std::string> Users::check(std::string_view authorization) const {
   std::string user = pair.substr(0, colon);
   auto it = m_impl->hashes.find(user);
   if (it == m_impl->hashes.end()) return std::nullopt;
-  std::string key = sha256_hex(user + '\0' + pair.substr(colon + 1) + '\0' + it->second);
+  std::string key = signing::sha256_hex(user + '\0' + pair.substr(colon + 1) + '\0' + it->second);
   {
     std::lock_guard lock(m_impl->mu);
     if (m_impl->good.count(key)) return user;

@@ -1,12 +1,13 @@
 #include "signing/digest.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <openssl/evp.h>
 #include <stdexcept>
 #include <vector>
 
-namespace gb {
+namespace gb::signing {
 
 struct Sha256::Impl {
   struct Free {
@@ -66,11 +67,10 @@ std::string digest_hex(std::string_view digest) {
   return std::string(colon == std::string_view::npos ? digest : digest.substr(colon + 1));
 }
 
-bool is_sha256_digest(std::string_view d) {
-  if (d.size() != 71 || d.substr(0, 7) != "sha256:") return false;
-  for (char c : d.substr(7))
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  return true;
+bool is_sha256_hex(std::string_view h) {
+  return h.size() == 64 && std::all_of(h.begin(), h.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
-}  // namespace gb
+bool is_sha256_digest(std::string_view d) { return d.size() == 71 && d.substr(0, 7) == "sha256:" && is_sha256_hex(d.substr(7)); }
+
+}  // namespace gb::signing

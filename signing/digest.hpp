@@ -10,7 +10,7 @@
 
 #include "common/error.hpp"
 
-namespace gb {
+namespace gb::signing {
 
 class Sha256 {
 public:
@@ -35,9 +35,10 @@ std::string sha256_hex(std::string_view data);
 std::string sha256_digest(std::string_view data);
 Result<std::string> sha256_file_hex(const std::filesystem::path& path);
 
-// True for "sha256:" followed by 64 lower-case hex digits.
+// True for "sha256:" followed by 64 lower-case hex digits; is_sha256_hex: the digits alone.
 bool is_sha256_digest(std::string_view digest);
+bool is_sha256_hex(std::string_view hex);
 // What follows the algorithm: "sha256:<hex>" gives "<hex>" (no ':' gives it all).
 std::string digest_hex(std::string_view digest);
 
-}  // namespace gb
+}  // namespace gb::signing

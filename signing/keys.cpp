@@ -12,21 +12,22 @@
 
 #include "common/files.hpp"
 #include "common/log.hpp"
+#include "common/strings.hpp"
 #include "signing/digest.hpp"
 #include "signing/openssl_detail.hpp"
 
-namespace gb {
+namespace gb::signing {
 
 struct PrivateKey::Impl {
-  ossl::Pkey key;
+  detail::Pkey key;
   KeyType type;
 };
 struct PublicKey::Impl {
-  ossl::Pkey key;
+  detail::Pkey key;
   KeyType type;
 };
 
-namespace ossl {
+namespace detail {
 
 Bio mem_reader(std::string_view data) { return Bio(BIO_new_mem_buf(data.data(), static_cast<int>(data.size()))); }
 Bio mem_writer() { return Bio(BIO_new(BIO_s_mem())); }
@@ -62,19 +63,22 @@ std::optional<KeyType> key_type_of(const EVP_PKEY* key) {
   }
 }
 
-std::string key_id_of(EVP_PKEY* key) {
+// The DER SubjectPublicKeyInfo.
+std::string public_der(EVP_PKEY* key) {
   unsigned char* der = nullptr;
   int len = i2d_PUBKEY(key, &der);
   if (len <= 0) throw Error(ErrorKind::Failed, "OpenSSL: cannot encode a public key");
-  std::string id = sha256_hex(std::string_view(reinterpret_cast<const char*>(der), static_cast<size_t>(len)));
+  std::string out(reinterpret_cast<const char*>(der), static_cast<size_t>(len));
   OPENSSL_free(der);
-  return id;
+  return out;
 }
+
+std::string key_id_of(EVP_PKEY* key) { return sha256_hex(public_der(key)); }
 
 EVP_PKEY* native(const PrivateKey& key) { return key.impl().key.get(); }
 EVP_PKEY* native(const PublicKey& key) { return key.impl().key.get(); }
 
-}  // namespace ossl
+}  // namespace detail
 
 namespace {
 
@@ -91,10 +95,6 @@ std::vector<std::string> pem_labels(std::string_view text) {
     pos = end;
   }
   return labels;
-}
-
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
 std::string describe_label(const std::string& label) {
@@ -117,6 +117,17 @@ int passphrase_cb(char* buf, int size, int /*rwflag*/, void* u) {
   if (p.size() > static_cast<size_t>(size)) return -1;
   std::memcpy(buf, p.data(), p.size());
   return static_cast<int>(p.size());
+}
+
+// A signing key others can read is a key others can sign with.
+void warn_if_exposed(const std::filesystem::path& private_key) {
+  struct stat st {};
+  if (::stat(private_key.c_str(), &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 077)) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    log_warn(private_key.string() + ": private key is readable by others (mode " + mode + "); restrict it: chmod 600 " +
+              private_key.string());
+  }
 }
 
 }  // namespace
@@ -168,8 +179,8 @@ Result<PrivateKey> PrivateKey::generate(KeyType type) {
   else if (type == KeyType::EcdsaP256) k = EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", "P-256");
   else return input_error("keys generate: key type " + std::string(key_type_name(type)) +
                           " is not offered; use ed25519 or ecdsa-p256");
-  if (!k) return op_error("OpenSSL: key generation failed: " + ossl::last_error());
-  return PrivateKey(std::make_shared<const Impl>(Impl{ossl::Pkey(k), type}));
+  if (!k) return op_error("OpenSSL: key generation failed: " + detail::last_error());
+  return PrivateKey(std::make_shared<const Impl>(Impl{detail::Pkey(k), type}));
 }
 
 Result<PrivateKey> PrivateKey::parse(std::string_view pem, const std::string& source, const Passphrase& passphrase) {
@@ -190,36 +201,21 @@ Result<PrivateKey> PrivateKey::parse(std::string_view pem, const std::string& so
     return input_error(source + " is encrypted: give its passphrase (--passphrase-env VAR or --passphrase-file FILE)");
 
   ERR_clear_error();
-  auto bio = ossl::mem_reader(pem);
+  auto bio = detail::mem_reader(pem);
   PassphraseUse use{&passphrase};
   EVP_PKEY* k = PEM_read_bio_PrivateKey(bio.get(), nullptr, passphrase_cb, &use);
   if (!k) {
-    std::string why = ossl::last_error();
+    std::string why = detail::last_error();
     if (encrypted) return input_error(source + ": wrong passphrase (cannot decrypt the private key)");
     return input_error(source + ": malformed private key PEM" + (why.empty() ? "" : " (" + why + ")"));
   }
-  ossl::Pkey key(k);
-  auto type = ossl::key_type_of(k);
+  detail::Pkey key(k);
+  auto type = detail::key_type_of(k);
   if (!type)
     return input_error(source + ": unsupported key type " + std::string(EVP_PKEY_get0_type_name(k) ? EVP_PKEY_get0_type_name(k) : "?") +
                        " (use ed25519, ecdsa-p256, or for module signing rsa or ecdsa-p384)");
   return PrivateKey(std::make_shared<const Impl>(Impl{std::move(key), *type}));
 }
-
-namespace {
-
-// A signing key others can read is a key others can sign with.
-void warn_if_exposed(const std::filesystem::path& private_key) {
-  struct stat st {};
-  if (::stat(private_key.c_str(), &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 077)) {
-    char mode[8];
-    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-    log::warn(private_key.string() + ": private key is readable by others (mode " + mode + "); restrict it: chmod 600 " +
-              private_key.string());
-  }
-}
-
-}  // namespace
 
 Result<PrivateKey> PrivateKey::load(const std::filesystem::path& path, const Passphrase& passphrase) {
   auto text = read_file(path);
@@ -231,7 +227,7 @@ Result<PrivateKey> PrivateKey::load(const std::filesystem::path& path, const Pas
 }
 
 KeyType PrivateKey::type() const { return m_impl->type; }
-std::string PrivateKey::id() const { return ossl::key_id_of(m_impl->key.get()); }
+std::string PrivateKey::id() const { return detail::key_id_of(m_impl->key.get()); }
 
 PublicKey PrivateKey::public_key() const {
   unsigned char* der = nullptr;
@@ -239,12 +235,12 @@ PublicKey PrivateKey::public_key() const {
   const unsigned char* p = der;
   EVP_PKEY* pub = len > 0 ? d2i_PUBKEY(nullptr, &p, len) : nullptr;
   OPENSSL_free(der);
-  if (!pub) throw Error(ErrorKind::Failed, "OpenSSL: cannot derive the public key: " + ossl::last_error());
-  return PublicKey(std::make_shared<const PublicKey::Impl>(PublicKey::Impl{ossl::Pkey(pub), m_impl->type}));
+  if (!pub) throw Error(ErrorKind::Failed, "OpenSSL: cannot derive the public key: " + detail::last_error());
+  return PublicKey(std::make_shared<const PublicKey::Impl>(PublicKey::Impl{detail::Pkey(pub), m_impl->type}));
 }
 
 Result<std::string> PrivateKey::to_pem(const Passphrase& passphrase) const {
-  auto out = ossl::mem_writer();
+  auto out = detail::mem_writer();
   int ok = 0;
   if (passphrase.set()) {
     // PKCS#8 with PBES2: PBKDF2-HMAC-SHA256 and AES-256-CBC (OpenSSL 3 defaults for this cipher).
@@ -254,8 +250,8 @@ Result<std::string> PrivateKey::to_pem(const Passphrase& passphrase) const {
   } else {
     ok = PEM_write_bio_PKCS8PrivateKey(out.get(), m_impl->key.get(), nullptr, nullptr, 0, nullptr, nullptr);
   }
-  if (ok != 1) return op_error("OpenSSL: cannot encode the private key: " + ossl::last_error());
-  return ossl::bio_contents(out.get());
+  if (ok != 1) return op_error("OpenSSL: cannot encode the private key: " + detail::last_error());
+  return detail::bio_contents(out.get());
 }
 
 Result<PublicKey> PublicKey::parse(std::string_view pem, const std::string& source) {
@@ -267,14 +263,14 @@ Result<PublicKey> PublicKey::parse(std::string_view pem, const std::string& sour
     return input_error(source + " holds " + describe_label(labels.front()) + ", but a public key is needed here");
   }
   ERR_clear_error();
-  auto bio = ossl::mem_reader(pem);
+  auto bio = detail::mem_reader(pem);
   EVP_PKEY* k = PEM_read_bio_PUBKEY(bio.get(), nullptr, nullptr, nullptr);
   if (!k) {
-    std::string why = ossl::last_error();
+    std::string why = detail::last_error();
     return input_error(source + ": malformed public key PEM" + (why.empty() ? "" : " (" + why + ")"));
   }
-  ossl::Pkey key(k);
-  auto type = ossl::key_type_of(k);
+  detail::Pkey key(k);
+  auto type = detail::key_type_of(k);
   if (!type) return input_error(source + ": unsupported public key type");
   return PublicKey(std::make_shared<const Impl>(Impl{std::move(key), *type}));
 }
@@ -286,23 +282,16 @@ Result<PublicKey> PublicKey::load(const std::filesystem::path& path) {
 }
 
 KeyType PublicKey::type() const { return m_impl->type; }
-std::string PublicKey::id() const { return ossl::key_id_of(m_impl->key.get()); }
+std::string PublicKey::id() const { return detail::key_id_of(m_impl->key.get()); }
 
 std::string PublicKey::to_pem() const {
-  auto out = ossl::mem_writer();
+  auto out = detail::mem_writer();
   if (PEM_write_bio_PUBKEY(out.get(), m_impl->key.get()) != 1)
     throw Error(ErrorKind::Failed, "OpenSSL: cannot encode a public key");
-  return ossl::bio_contents(out.get());
+  return detail::bio_contents(out.get());
 }
 
-std::string PublicKey::der() const {
-  unsigned char* der = nullptr;
-  int len = i2d_PUBKEY(m_impl->key.get(), &der);
-  if (len <= 0) throw Error(ErrorKind::Failed, "OpenSSL: cannot encode a public key");
-  std::string out(reinterpret_cast<const char*>(der), static_cast<size_t>(len));
-  OPENSSL_free(der);
-  return out;
-}
+std::string PublicKey::der() const { return detail::public_der(m_impl->key.get()); }
 
 Result<Keyring> Keyring::load_dir(const std::filesystem::path& dir) {
   std::error_code ec;
@@ -344,4 +333,4 @@ std::vector<std::string> Keyring::ids() const {
   return out;
 }
 
-}  // namespace gb
+}  // namespace gb::signing

@@ -30,7 +30,7 @@
 
 #include "common/error.hpp"
 
-namespace gb {
+namespace gb::signing {
 
 enum class KeyType { Ed25519, EcdsaP256, EcdsaP384, Rsa };
 
@@ -127,4 +127,4 @@ private:
   std::map<std::string, PublicKey, std::less<>> m_keys;
 };
 
-}  // namespace gb
+}  // namespace gb::signing

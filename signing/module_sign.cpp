@@ -4,7 +4,6 @@
 #include <climits>
 #include <cstring>
 #include <fcntl.h>
-#include <openssl/bn.h>
 #include <openssl/cms.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -17,13 +16,12 @@
 #include "signing/digest.hpp"
 #include "signing/openssl_detail.hpp"
 
-
-namespace gb {
+namespace gb::signing {
 
 struct ModuleSigner::Impl {
   PrivateKey key;
-  ossl::X509Ptr cert;
-  std::string fingerprint, subject, common_name, serial_hex, cert_der;
+  detail::X509Ptr cert;
+  std::string fingerprint, subject, common_name, cert_der;
 };
 
 namespace {
@@ -35,7 +33,7 @@ struct FreeCms {
   void operator()(CMS_ContentInfo* c) const { CMS_ContentInfo_free(c); }
 };
 
-Result<ossl::X509Ptr> load_certificate(const std::filesystem::path& path) {
+Result<detail::X509Ptr> load_certificate(const std::filesystem::path& path) {
   auto text = read_file(path);
   if (!text) return text.error();
   const std::string& t = text.value();
@@ -43,9 +41,9 @@ Result<ossl::X509Ptr> load_certificate(const std::filesystem::path& path) {
   ERR_clear_error();
   X509* cert = nullptr;
   if (t.find("-----BEGIN CERTIFICATE-----") != std::string::npos) {
-    auto bio = ossl::mem_reader(t);
+    auto bio = detail::mem_reader(t);
     cert = PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr);
-    if (!cert) return input_error(source + ": malformed PEM certificate (" + ossl::last_error() + ")");
+    if (!cert) return input_error(source + ": malformed PEM certificate (" + detail::last_error() + ")");
   } else if (t.find("PRIVATE KEY-----") != std::string::npos) {
     return input_error(source + " holds a private key, but the signing certificate (PEM or DER) is needed here");
   } else if (t.find("-----BEGIN ") != std::string::npos) {
@@ -55,13 +53,13 @@ Result<ossl::X509Ptr> load_certificate(const std::filesystem::path& path) {
     cert = d2i_X509(nullptr, &p, static_cast<long>(t.size()));
     if (!cert) return input_error(source + ": not a certificate (neither PEM nor DER X.509)");
   }
-  return ossl::X509Ptr(cert);
+  return detail::X509Ptr(cert);
 }
 
 std::string name_rfc2253(const X509_NAME* name) {
-  auto out = ossl::mem_writer();
+  auto out = detail::mem_writer();
   X509_NAME_print_ex(out.get(), name, 0, XN_FLAG_RFC2253);
-  return ossl::bio_contents(out.get());
+  return detail::bio_contents(out.get());
 }
 
 std::string common_name_of(const X509_NAME* name) {
@@ -74,16 +72,6 @@ std::string common_name_of(const X509_NAME* name) {
   std::string cn(reinterpret_cast<char*>(utf8), static_cast<size_t>(len));
   OPENSSL_free(utf8);
   return cn;
-}
-
-std::string serial_of(const X509* cert) {
-  BIGNUM* bn = ASN1_INTEGER_to_BN(X509_get0_serialNumber(cert), nullptr);
-  if (!bn) return "";
-  char* hex = BN_bn2hex(bn);
-  std::string s = hex ? hex : "";
-  OPENSSL_free(hex);
-  BN_free(bn);
-  return s;
 }
 
 std::uint32_t be32(std::string_view b) {
@@ -122,8 +110,60 @@ Result<void> run_tool(CommandRunner& runner, const std::vector<std::string>& arg
   return op_error(what + ": " + args[0] + " failed" + (first.empty() ? "" : ": " + first));
 }
 
-}  // namespace
+// Signs `module` (any existing signature is removed first; no stripping).
+Result<std::string> sign_module(const ModuleSigner& signer, std::string_view module, const std::string& source,
+                                const std::string& hash) {
+  if (!is_elf(module)) return not_elf(module, source);
+  auto base = unsigned_module(module, source);
+  if (!base) return base.error();
+  if (base->size() > static_cast<size_t>(INT_MAX)) return input_error(source + ": module too large to sign");
+  const EVP_MD* md = module_digest(hash);
+  if (!md) return input_error("module signing hash " + hash + " is not supported (sha256, sha384, sha512)");
 
+  ERR_clear_error();
+  auto in = detail::mem_reader(*base);
+  std::unique_ptr<CMS_ContentInfo, FreeCms> cms(
+      CMS_sign(nullptr, nullptr, nullptr, nullptr, CMS_NOCERTS | CMS_PARTIAL | CMS_BINARY | CMS_DETACHED | CMS_STREAM));
+  if (!cms) return op_error(source + ": CMS_sign failed: " + detail::last_error());
+  const auto& impl = signer.impl();
+  if (!CMS_add1_signer(cms.get(), impl.cert.get(), detail::native(impl.key), md,
+                       CMS_NOCERTS | CMS_BINARY | CMS_NOSMIMECAP | CMS_NOATTR))
+    return op_error(source + ": CMS_add1_signer failed: " + detail::last_error());
+  if (CMS_final(cms.get(), in.get(), nullptr, CMS_NOCERTS | CMS_BINARY) != 1)
+    return op_error(source + ": CMS_final failed: " + detail::last_error());
+  auto out = detail::mem_writer();
+  if (i2d_CMS_bio_stream(out.get(), cms.get(), nullptr, 0) != 1)
+    return op_error(source + ": cannot encode the CMS signature: " + detail::last_error());
+  std::string sig = detail::bio_contents(out.get());
+
+  std::string signed_module;
+  signed_module.reserve(base->size() + sig.size() + kTrailerSize + kModuleSignatureMagic.size());
+  signed_module.append(*base);
+  signed_module.append(sig);
+  char trailer[kTrailerSize] = {0, 0, static_cast<char>(kPkeyIdPkcs7), 0, 0, 0, 0, 0};
+  auto len = static_cast<std::uint32_t>(sig.size());
+  for (int i = 0; i < 4; ++i) trailer[8 + i] = static_cast<char>(len >> (24 - 8 * i));  // big-endian sig_len
+  signed_module.append(trailer, kTrailerSize);
+  signed_module.append(kModuleSignatureMagic);
+  return signed_module;
+}
+
+// `strip --strip-debug` on a temporary copy of `module`; returns the result.
+Result<std::string> strip_module_debug(std::string_view module, const std::string& source,
+                                       const std::string& strip_program, CommandRunner* runner) {
+  std::error_code ec;
+  std::string tmpl = (std::filesystem::temp_directory_path(ec) / "gpubundle-strip.XXXXXX").string();
+  if (!::mkdtemp(tmpl.data())) return op_error("cannot create a temp folder for strip: " + std::string(std::strerror(errno)));
+  ScratchDir dir{std::filesystem::path(tmpl)};
+  std::filesystem::path copy = dir.path() / "module.ko";
+  auto w = write_atomic(copy, module, 0600);
+  if (!w) return w.error();
+  auto run = run_tool(runner ? *runner : system_runner(), {strip_program, "--strip-debug", copy.string()}, "stripping " + source);
+  if (!run) return run.error();
+  return read_file(copy);
+}
+
+}  // namespace
 
 Result<ModuleSigner> ModuleSigner::load(const std::filesystem::path& key_path, const std::filesystem::path& cert_path,
                                         const Passphrase& passphrase) {
@@ -138,7 +178,7 @@ Result<ModuleSigner> ModuleSigner::load(const std::filesystem::path& key_path, c
   auto cert = load_certificate(cert_path);
   if (!cert) return cert.error();
   ERR_clear_error();
-  if (X509_check_private_key(cert->get(), ossl::native(*key)) != 1) {
+  if (X509_check_private_key(cert->get(), detail::native(*key)) != 1) {
     ERR_clear_error();
     return input_error("key " + key_path.string() + " does not match certificate " + cert_path.string());
   }
@@ -148,17 +188,14 @@ Result<ModuleSigner> ModuleSigner::load(const std::filesystem::path& key_path, c
   std::string cert_der(reinterpret_cast<char*>(der), static_cast<size_t>(len));
   OPENSSL_free(der);
   const X509_NAME* subject = X509_get_subject_name(cert->get());
-  Impl impl{std::move(key).value(), std::move(cert).value(), sha256_hex(cert_der), name_rfc2253(subject),
-            common_name_of(subject), "", std::move(cert_der)};
-  impl.serial_hex = serial_of(impl.cert.get());
-  return ModuleSigner(std::make_shared<const Impl>(std::move(impl)));
+  return ModuleSigner(std::make_shared<const Impl>(Impl{std::move(key).value(), std::move(cert).value(), sha256_hex(cert_der),
+                                                       name_rfc2253(subject), common_name_of(subject), std::move(cert_der)}));
 }
 
 KeyType ModuleSigner::key_type() const { return m_impl->key.type(); }
 const std::string& ModuleSigner::fingerprint() const { return m_impl->fingerprint; }
 const std::string& ModuleSigner::subject() const { return m_impl->subject; }
 const std::string& ModuleSigner::common_name() const { return m_impl->common_name; }
-const std::string& ModuleSigner::serial_hex() const { return m_impl->serial_hex; }
 const std::string& ModuleSigner::certificate_der() const { return m_impl->cert_der; }
 
 Result<std::optional<AppendedSignature>> find_module_signature(std::string_view module, const std::string& source) {
@@ -186,46 +223,6 @@ Result<std::string_view> unsigned_module(std::string_view module, const std::str
   }
 }
 
-Result<std::string> sign_module(const ModuleSigner& signer, std::string_view module, const std::string& source,
-                                const std::string& hash) {
-  if (!is_elf(module)) return not_elf(module, source);
-  auto base = unsigned_module(module, source);
-  if (!base) return base.error();
-  if (base->size() > static_cast<size_t>(INT_MAX)) return input_error(source + ": module too large to sign");
-  const EVP_MD* md = module_digest(hash);
-  if (!md) return input_error("module signing hash " + hash + " is not supported (sha256, sha384, sha512)");
-
-  ERR_clear_error();
-  auto in = ossl::mem_reader(*base);
-  std::unique_ptr<CMS_ContentInfo, FreeCms> cms(
-      CMS_sign(nullptr, nullptr, nullptr, nullptr, CMS_NOCERTS | CMS_PARTIAL | CMS_BINARY | CMS_DETACHED | CMS_STREAM));
-  if (!cms) return op_error(source + ": CMS_sign failed: " + ossl::last_error());
-  const auto& impl = signer.impl();
-  if (!CMS_add1_signer(cms.get(), impl.cert.get(), ossl::native(impl.key), md,
-                       CMS_NOCERTS | CMS_BINARY | CMS_NOSMIMECAP | CMS_NOATTR))
-    return op_error(source + ": CMS_add1_signer failed: " + ossl::last_error());
-  if (CMS_final(cms.get(), in.get(), nullptr, CMS_NOCERTS | CMS_BINARY) != 1)
-    return op_error(source + ": CMS_final failed: " + ossl::last_error());
-  auto out = ossl::mem_writer();
-  if (i2d_CMS_bio_stream(out.get(), cms.get(), nullptr, 0) != 1)
-    return op_error(source + ": cannot encode the CMS signature: " + ossl::last_error());
-  std::string sig = ossl::bio_contents(out.get());
-
-  std::string signed_module;
-  signed_module.reserve(base->size() + sig.size() + kTrailerSize + kModuleSignatureMagic.size());
-  signed_module.append(*base);
-  signed_module.append(sig);
-  char trailer[kTrailerSize] = {0, 0, static_cast<char>(kPkeyIdPkcs7), 0, 0, 0, 0, 0};
-  auto len = static_cast<std::uint32_t>(sig.size());
-  trailer[8] = static_cast<char>(len >> 24);
-  trailer[9] = static_cast<char>(len >> 16);
-  trailer[10] = static_cast<char>(len >> 8);
-  trailer[11] = static_cast<char>(len);
-  signed_module.append(trailer, kTrailerSize);
-  signed_module.append(kModuleSignatureMagic);
-  return signed_module;
-}
-
 Result<void> verify_module_signature(std::string_view module, const std::string& source,
                                      const std::filesystem::path& cert_path) {
   auto cert = load_certificate(cert_path);
@@ -237,10 +234,10 @@ Result<void> verify_module_signature(std::string_view module, const std::string&
     return op_error(source + ": signature id_type " + std::to_string(sig.value()->id_type) + " is not PKCS#7");
   if (sig.value()->module_size > static_cast<size_t>(INT_MAX)) return op_error(source + ": module too large");
   ERR_clear_error();
-  auto blob = ossl::mem_reader(module.substr(sig.value()->module_size, sig.value()->cms_size));
+  auto blob = detail::mem_reader(module.substr(sig.value()->module_size, sig.value()->cms_size));
   std::unique_ptr<CMS_ContentInfo, FreeCms> cms(d2i_CMS_bio(blob.get(), nullptr));
-  if (!cms) return op_error(source + ": the appended signature is not valid CMS (" + ossl::last_error() + ")");
-  auto content = ossl::mem_reader(module.substr(0, sig.value()->module_size));
+  if (!cms) return op_error(source + ": the appended signature is not valid CMS (" + detail::last_error() + ")");
+  auto content = detail::mem_reader(module.substr(0, sig.value()->module_size));
   STACK_OF(X509)* certs = sk_X509_new_null();
   if (!certs || !sk_X509_push(certs, cert->get())) {
     sk_X509_free(certs);
@@ -249,32 +246,11 @@ Result<void> verify_module_signature(std::string_view module, const std::string&
   int ok = CMS_verify(cms.get(), certs, nullptr, content.get(), nullptr, CMS_BINARY | CMS_NO_SIGNER_CERT_VERIFY);
   sk_X509_free(certs);  // the certificate itself stays owned by `cert`
   if (ok != 1) {
-    std::string why = ossl::last_error();
+    std::string why = detail::last_error();
     return op_error(source + ": signature does not verify with certificate " + cert_path.string() +
                     (why.empty() ? "" : " (" + why + ")"));
   }
   return {};
-}
-
-Result<std::string> strip_module_debug(std::string_view module, const std::string& source,
-                                       const std::string& strip_program, CommandRunner* runner) {
-  std::error_code ec;
-  std::string tmpl = (std::filesystem::temp_directory_path(ec) / "gpubundle-strip.XXXXXX").string();
-  if (!::mkdtemp(tmpl.data())) return op_error("cannot create a temp folder for strip: " + std::string(std::strerror(errno)));
-  std::filesystem::path dir(tmpl);
-  struct Cleanup {
-    std::filesystem::path d;
-    ~Cleanup() {
-      std::error_code e;
-      std::filesystem::remove_all(d, e);
-    }
-  } cleanup{dir};
-  std::filesystem::path copy = dir / "module.ko";
-  auto w = write_atomic(copy, module, 0600);
-  if (!w) return w.error();
-  auto run = run_tool(runner ? *runner : system_runner(), {strip_program, "--strip-debug", copy.string()}, "stripping " + source);
-  if (!run) return run.error();
-  return read_file(copy);
 }
 
 Result<ModuleSignReport> sign_module_file(const ModuleSigner& signer, const std::filesystem::path& in,
@@ -304,4 +280,4 @@ Result<ModuleSignReport> sign_module_file(const ModuleSigner& signer, const std:
   return report;
 }
 
-}  // namespace gb
+}  // namespace gb::signing

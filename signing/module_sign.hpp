@@ -43,8 +43,10 @@
 #include "signing/keys.hpp"
 
 namespace gb {
-
 class CommandRunner;
+}
+
+namespace gb::signing {
 
 inline constexpr std::string_view kModuleSignatureMagic = "~Module signature appended~\n";
 
@@ -63,8 +65,6 @@ public:
   const std::string& subject() const;
   // The subject's CN; what `modinfo -F signer` prints for a self-signed cert.
   const std::string& common_name() const;
-  // Upper-case hex serial, as `modinfo -F sig_key` prints it (without colons).
-  const std::string& serial_hex() const;
   // The certificate in DER, for `mokutil --import`.
   const std::string& certificate_der() const;
 
@@ -95,14 +95,6 @@ Result<std::optional<AppendedSignature>> find_module_signature(std::string_view 
 // The module without any appended signature.
 Result<std::string_view> unsigned_module(std::string_view module, const std::string& source);
 
-// Signs `module` (any existing signature is removed first; no stripping).
-Result<std::string> sign_module(const ModuleSigner& signer, std::string_view module, const std::string& source,
-                                const std::string& hash = "sha256");
-
-// `strip --strip-debug` on a temporary copy of `module`; returns the result.
-Result<std::string> strip_module_debug(std::string_view module, const std::string& source,
-                                       const std::string& strip_program = "strip", CommandRunner* runner = nullptr);
-
 // Checks the outermost appended signature of `module` against the certificate
 // `cert_path` (PEM or DER): the CMS must name that certificate (issuer and
 // serial) and its signature must cover the module bytes before it. This is
@@ -122,4 +114,4 @@ struct ModuleSignReport {
 Result<ModuleSignReport> sign_module_file(const ModuleSigner& signer, const std::filesystem::path& in,
                                           const std::filesystem::path& out, const ModuleSignOptions& options = {});
 
-}  // namespace gb
+}  // namespace gb::signing

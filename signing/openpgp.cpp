@@ -10,7 +10,7 @@
 #include "common/strings.hpp"
 #include "common/time.hpp"
 
-namespace gb::openpgp {
+namespace gb::signing::openpgp {
 
 namespace fs = std::filesystem;
 
@@ -155,6 +155,21 @@ struct SigningKey::Impl {
     if (!*epoch) return std::vector<std::string>{};
     return std::vector<std::string>{"--faked-system-time", std::to_string(std::max(**epoch, created)) + "!"};
   }
+
+  // gpg `mode` ("--clearsign", "--detach-sign" ...) over `data`: what it writes to `out_name`.
+  Result<std::string> sign(std::string_view data, const std::vector<std::string>& mode, const std::string& out_name) const {
+    fs::path in = home.dir() / "to-sign", out = home.dir() / out_name;
+    if (auto w = write_atomic(in, data); !w) return w.error();
+    auto args = time_args();
+    if (!args) return args.error();
+    args->insert(args->end(), {"--yes", "--local-user", fingerprint, "--digest-algo", "SHA512"});
+    args->insert(args->end(), mode.begin(), mode.end());
+    args->insert(args->end(), {"--output", out.string(), in.string()});
+    auto r = home.run("gpg", *args);
+    if (!r) return r.error();
+    if (r->status != 0) return op_error("gpg " + mode[0] + " failed: " + first_error_line(r->err));
+    return read_file(out);
+  }
 };
 
 SigningKey::SigningKey() = default;
@@ -222,32 +237,12 @@ Result<SigningKey> SigningKey::generate(const fs::path& secret_key_file, const s
 }
 
 Result<std::string> SigningKey::clearsign(std::string_view text) const {
-  fs::path in = m_impl->home.dir() / "to-sign", out = m_impl->home.dir() / "signed.asc";
-  if (auto w = write_atomic(in, text); !w) return w.error();
-  auto t = m_impl->time_args();
-  if (!t) return t.error();
-  std::vector<std::string> args = *t;
-  args.insert(args.end(), {"--yes", "--local-user", m_impl->fingerprint, "--digest-algo", "SHA512", "--clearsign", "--output",
-                           out.string(), in.string()});
-  auto r = m_impl->home.run("gpg", args);
-  if (!r) return r.error();
-  if (r->status != 0) return op_error("gpg --clearsign failed: " + first_error_line(r->err));
-  return read_file(out);
+  return m_impl->sign(text, {"--clearsign"}, "signed.asc");
 }
 
 Result<std::string> SigningKey::detach_sign(std::string_view data, bool armor) const {
-  fs::path in = m_impl->home.dir() / "to-sign", out = m_impl->home.dir() / "signature";
-  if (auto w = write_atomic(in, data); !w) return w.error();
-  auto t = m_impl->time_args();
-  if (!t) return t.error();
-  std::vector<std::string> args = *t;
-  args.insert(args.end(), {"--yes", "--local-user", m_impl->fingerprint, "--digest-algo", "SHA512", "--detach-sign"});
-  if (armor) args.push_back("--armor");
-  args.insert(args.end(), {"--output", out.string(), in.string()});
-  auto r = m_impl->home.run("gpg", args);
-  if (!r) return r.error();
-  if (r->status != 0) return op_error("gpg --detach-sign failed: " + first_error_line(r->err));
-  return read_file(out);
+  return m_impl->sign(data, armor ? std::vector<std::string>{"--detach-sign", "--armor"} : std::vector<std::string>{"--detach-sign"},
+                      "signature");
 }
 
-}  // namespace gb::openpgp
+}  // namespace gb::signing::openpgp

@@ -20,7 +20,7 @@ namespace gb {
 class CommandRunner;
 }
 
-namespace gb::openpgp {
+namespace gb::signing::openpgp {
 
 // Checks a clearsigned document (apt's InRelease) against `keyring` and
 // returns the signed text only: whatever surrounds the signed part is never
@@ -59,4 +59,4 @@ private:
   Impl* m_impl = nullptr;
 };
 
-}  // namespace gb::openpgp
+}  // namespace gb::signing::openpgp

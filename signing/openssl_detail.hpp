@@ -13,7 +13,7 @@
 
 #include "signing/keys.hpp"
 
-namespace gb::ossl {
+namespace gb::signing::detail {
 
 struct FreeBio {
   void operator()(BIO* b) const { BIO_free_all(b); }
@@ -24,9 +24,6 @@ struct FreePkey {
 struct FreeMdCtx {
   void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
 };
-struct FreePkeyCtx {
-  void operator()(EVP_PKEY_CTX* c) const { EVP_PKEY_CTX_free(c); }
-};
 struct FreeX509 {
   void operator()(X509* x) const { X509_free(x); }
 };
@@ -34,7 +31,6 @@ struct FreeX509 {
 using Bio = std::unique_ptr<BIO, FreeBio>;
 using Pkey = std::unique_ptr<EVP_PKEY, FreePkey>;
 using MdCtx = std::unique_ptr<EVP_MD_CTX, FreeMdCtx>;
-using PkeyCtx = std::unique_ptr<EVP_PKEY_CTX, FreePkeyCtx>;
 using X509Ptr = std::unique_ptr<X509, FreeX509>;
 
 // A read-only memory BIO over `data` (which must outlive it).
@@ -56,4 +52,4 @@ std::string key_id_of(EVP_PKEY* key);
 EVP_PKEY* native(const PrivateKey& key);
 EVP_PKEY* native(const PublicKey& key);
 
-}  // namespace gb::ossl
+}  // namespace gb::signing::detail

@@ -4,9 +4,10 @@
 #include <openssl/err.h>
 
 #include "common/files.hpp"
+#include "signing/digest.hpp"
 #include "signing/openssl_detail.hpp"
 
-namespace gb {
+namespace gb::signing {
 
 namespace {
 
@@ -19,11 +20,33 @@ bool signs_detached(KeyType t) { return t == KeyType::Ed25519 || t == KeyType::E
 // Ed25519 signs the message itself; ECDSA signs its SHA-256.
 const EVP_MD* digest_for(KeyType t) { return t == KeyType::Ed25519 ? nullptr : EVP_sha256(); }
 
-bool is_hex64(std::string_view s) {
-  if (s.size() != 64) return false;
-  for (char c : s)
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  return true;
+Result<std::string> sign_raw(const PrivateKey& key, std::string_view data) {
+  if (!signs_detached(key.type()))
+    return input_error("a " + std::string(key_type_name(key.type())) +
+                       " key cannot sign bundles, locks or kits; use ed25519 or ecdsa-p256");
+  ERR_clear_error();
+  detail::MdCtx ctx(EVP_MD_CTX_new());
+  auto* data_p = reinterpret_cast<const unsigned char*>(data.data());
+  size_t len = 0;
+  if (!ctx || EVP_DigestSignInit(ctx.get(), nullptr, digest_for(key.type()), nullptr, detail::native(key)) != 1 ||
+      EVP_DigestSign(ctx.get(), nullptr, &len, data_p, data.size()) != 1)
+    return op_error("OpenSSL: cannot sign: " + detail::last_error());
+  std::string sig(len, '\0');
+  if (EVP_DigestSign(ctx.get(), reinterpret_cast<unsigned char*>(sig.data()), &len, data_p, data.size()) != 1)
+    return op_error("OpenSSL: cannot sign: " + detail::last_error());
+  sig.resize(len);
+  return sig;
+}
+
+bool verify_raw(const PublicKey& key, std::string_view data, std::string_view signature) {
+  if (!signs_detached(key.type())) return false;
+  detail::MdCtx ctx(EVP_MD_CTX_new());
+  bool ok = ctx &&
+            EVP_DigestVerifyInit(ctx.get(), nullptr, digest_for(key.type()), nullptr, detail::native(key)) == 1 &&
+            EVP_DigestVerify(ctx.get(), reinterpret_cast<const unsigned char*>(signature.data()), signature.size(),
+                             reinterpret_cast<const unsigned char*>(data.data()), data.size()) == 1;
+  ERR_clear_error();
+  return ok;
 }
 
 }  // namespace
@@ -37,16 +60,9 @@ std::string base64_encode(std::string_view bytes) {
     unsigned v = b(i) << 16 | b(i + 1) << 8 | b(i + 2);
     for (int s : {18, 12, 6, 0}) out += kAlphabet[(v >> s) & 63];
   }
-  if (bytes.size() - i == 1) {
-    unsigned v = b(i) << 16;
-    out += kAlphabet[(v >> 18) & 63];
-    out += kAlphabet[(v >> 12) & 63];
-    out += "==";
-  } else if (bytes.size() - i == 2) {
-    unsigned v = b(i) << 16 | b(i + 1) << 8;
-    out += kAlphabet[(v >> 18) & 63];
-    out += kAlphabet[(v >> 12) & 63];
-    out += kAlphabet[(v >> 6) & 63];
+  if (size_t rest = bytes.size() - i) {  // 1 or 2 bytes: 2 or 3 digits, then '=' padding
+    unsigned v = b(i) << 16 | (rest == 2 ? b(i + 1) << 8 : 0);
+    for (int s : {18, 12, 6}) out += s == 6 && rest == 1 ? '=' : kAlphabet[(v >> s) & 63];
     out += '=';
   }
   return out;
@@ -81,35 +97,6 @@ Result<std::string> base64_decode(std::string_view text) {
   return out;
 }
 
-Result<std::string> sign_raw(const PrivateKey& key, std::string_view data) {
-  if (!signs_detached(key.type()))
-    return input_error("a " + std::string(key_type_name(key.type())) +
-                       " key cannot sign bundles, locks or kits; use ed25519 or ecdsa-p256");
-  ERR_clear_error();
-  ossl::MdCtx ctx(EVP_MD_CTX_new());
-  auto* data_p = reinterpret_cast<const unsigned char*>(data.data());
-  size_t len = 0;
-  if (!ctx || EVP_DigestSignInit(ctx.get(), nullptr, digest_for(key.type()), nullptr, ossl::native(key)) != 1 ||
-      EVP_DigestSign(ctx.get(), nullptr, &len, data_p, data.size()) != 1)
-    return op_error("OpenSSL: cannot sign: " + ossl::last_error());
-  std::string sig(len, '\0');
-  if (EVP_DigestSign(ctx.get(), reinterpret_cast<unsigned char*>(sig.data()), &len, data_p, data.size()) != 1)
-    return op_error("OpenSSL: cannot sign: " + ossl::last_error());
-  sig.resize(len);
-  return sig;
-}
-
-bool verify_raw(const PublicKey& key, std::string_view data, std::string_view signature) {
-  if (!signs_detached(key.type())) return false;
-  ossl::MdCtx ctx(EVP_MD_CTX_new());
-  bool ok = ctx &&
-            EVP_DigestVerifyInit(ctx.get(), nullptr, digest_for(key.type()), nullptr, ossl::native(key)) == 1 &&
-            EVP_DigestVerify(ctx.get(), reinterpret_cast<const unsigned char*>(signature.data()), signature.size(),
-                             reinterpret_cast<const unsigned char*>(data.data()), data.size()) == 1;
-  ERR_clear_error();
-  return ok;
-}
-
 std::string signature_to_json(const Signature& sig) {
   nlohmann::json j = {
       {"format", kFormat},
@@ -138,7 +125,7 @@ Result<Signature> parse_signature(std::string_view text) {
   if (!type || !signs_detached(*type))
     return op_error("signature: unknown algorithm " + (alg ? "\"" + *alg + "\"" : std::string("(missing)")));
   const std::string* id = str("keyId");
-  if (!id || !is_hex64(*id)) return op_error("signature: keyId is not 64 lower-case hex digits");
+  if (!id || !is_sha256_hex(*id)) return op_error("signature: keyId is not 64 lower-case hex digits");
   const std::string* b64 = str("signature");
   if (!b64) return op_error("signature: field signature is missing");
   auto raw = base64_decode(*b64);
@@ -184,4 +171,4 @@ Result<std::string> verify_file(const Keyring& trusted, const std::filesystem::p
   return id;
 }
 
-}  // namespace gb
+}  // namespace gb::signing

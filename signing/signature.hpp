@@ -27,7 +27,7 @@
 #include "common/error.hpp"
 #include "signing/keys.hpp"
 
-namespace gb {
+namespace gb::signing {
 
 struct Signature {
   std::string key_id;
@@ -50,11 +50,7 @@ Result<std::string> verify_file(const Keyring& trusted, const std::filesystem::p
 Result<Signature> parse_signature(std::string_view text);
 std::string signature_to_json(const Signature& sig);
 
-// The raw algorithms, without the file format.
-Result<std::string> sign_raw(const PrivateKey& key, std::string_view data);
-bool verify_raw(const PublicKey& key, std::string_view data, std::string_view signature);
-
 std::string base64_encode(std::string_view bytes);
 Result<std::string> base64_decode(std::string_view text);
 
-}  // namespace gb
+}  // namespace gb::signing

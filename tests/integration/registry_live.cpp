@@ -22,6 +22,9 @@
 #include "signing/digest.hpp"
 
 using namespace gb;
+using namespace gb::mirror;
+using namespace gb::recipes;
+using namespace gb::signing;
 using gbtest::spit;
 using gbtest::TempDir;
 using nlohmann::json;

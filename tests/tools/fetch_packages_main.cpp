@@ -29,6 +29,7 @@
 namespace {
 
 using namespace gb;
+using namespace gb::recipes;
 
 struct Args {
   packages::FetchRequest request;

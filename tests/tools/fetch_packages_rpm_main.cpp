@@ -30,6 +30,8 @@
 #include "packages/names.hpp"
 
 using namespace gb;
+using namespace gb::recipes;
+using namespace gb::signing;
 
 namespace {
 

@@ -14,6 +14,9 @@
 namespace gbtest {
 
 using namespace gb;
+using namespace gb::mirror;
+using namespace gb::recipes;
+using namespace gb::signing;
 namespace fs = std::filesystem;
 
 namespace {

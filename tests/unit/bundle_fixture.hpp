@@ -10,7 +10,7 @@
 
 #include "recipes/lock.hpp"
 
-namespace gb {
+namespace gb::mirror {
 class Store;
 }
 
@@ -24,11 +24,11 @@ namespace gbtest {
 // Layers are pseudo-random bytes of the given sizes, deterministic; tarlayer
 // is `tar_fill` bytes of 'a' plus 1 KiB of them.
 struct BundleStore {
-  gb::Lock lock;  // the three images with their digests, sorted by source
+  gb::recipes::Lock lock;  // the three images with their digests, sorted by source
   std::string base, big, tarlayer;
   std::string man_a, index_a, man_b, man_c;
 };
-BundleStore fill_bundle_store(gb::Store& store, std::size_t base_bytes, std::size_t big_bytes, std::size_t tar_fill);
+BundleStore fill_bundle_store(gb::mirror::Store& store, std::size_t base_bytes, std::size_t big_bytes, std::size_t tar_fill);
 
 std::string pseudo_random(std::size_t n, unsigned seed);
 

@@ -8,8 +8,8 @@
 namespace gb::kit_test {
 
 // A tiny chart: just the values keys the fixture lock needs.
-Chart fixture_chart() {
-  Chart c;
+recipes::Chart fixture_chart() {
+  recipes::Chart c;
   c.name = "gpu-operator";
   c.version = "v25.10.1";
   c.values_text = R"(
@@ -41,24 +41,24 @@ dcgmExporter: {enabled: true, repository: nvcr.io/nvidia/k8s, image: dcgm-export
 node-feature-discovery: {enableNodeFeatureApi: true}
 )";
   c.values = YAML::Load(c.values_text);
-  Chart nfd;
+  recipes::Chart nfd;
   nfd.name = "node-feature-discovery";
   nfd.values = YAML::Load("image: {repository: registry.k8s.io/nfd/node-feature-discovery, pullPolicy: IfNotPresent}\nimagePullSecrets: []\n");
   c.subcharts.push_back(nfd);
   return c;
 }
 
-LockImage image(std::vector<std::string> components, std::string source, bool digest) {
-  LockImage i;
+recipes::LockImage image(std::vector<std::string> components, std::string source, bool digest) {
+  recipes::LockImage i;
   i.components = std::move(components);
   i.source = std::move(source);
   i.platforms = {"linux/amd64"};
-  if (digest) i.digest = sha256_digest(i.source);
+  if (digest) i.digest = signing::sha256_digest(i.source);
   return i;
 }
 
-Lock fixture_lock() {
-  Lock l;
+recipes::Lock fixture_lock() {
+  recipes::Lock l;
   l.generator = "gpubundle test";
   l.recipe_name = "site-a";
   l.recipe_sha256 = std::string(64, 'a');

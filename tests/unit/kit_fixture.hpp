@@ -11,10 +11,10 @@
 namespace gb::kit_test {
 
 // A tiny chart: just the values keys the fixture lock needs.
-Chart fixture_chart();
-LockImage image(std::vector<std::string> components, std::string source, bool digest = true);
+recipes::Chart fixture_chart();
+recipes::LockImage image(std::vector<std::string> components, std::string source, bool digest = true);
 // A conventional ubuntu22.04 lock with nvcr.io and registry.k8s.io images.
-Lock fixture_lock();
+recipes::Lock fixture_lock();
 kit::KitOptions options(const std::string& registry = "registry.site:5000/gpu", kit::Layout layout = kit::Layout::StripHost);
 // The kit file at `path` (the case fails when there is none).
 const std::string& file(const kit::Kit& k, const std::string& path);

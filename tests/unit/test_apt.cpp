@@ -10,6 +10,7 @@
 
 using namespace gb;
 using namespace gb::packages;
+using namespace gb::recipes;
 namespace apt = gb::packages::apt;
 
 namespace {

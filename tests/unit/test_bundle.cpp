@@ -14,6 +14,10 @@
 #include "signing/keys.hpp"
 
 using namespace gb;
+using namespace gb::bundles;
+using namespace gb::mirror;
+using namespace gb::recipes;
+using namespace gb::signing;
 using gbtest::TempDir;
 namespace fs = std::filesystem;
 

@@ -18,6 +18,10 @@
 #include "signing/digest.hpp"
 
 using namespace gb;
+using namespace gb::bundles;
+using namespace gb::mirror;
+using namespace gb::recipes;
+using namespace gb::signing;
 using gbtest::TempDir;
 using nlohmann::json;
 namespace fs = std::filesystem;

@@ -6,6 +6,9 @@
 #include "tests/unit/test_store_util.hpp"
 
 using namespace gb;
+using namespace gb::mirror;
+using namespace gb::recipes;
+using namespace gb::signing;
 using storetest::FakeSource;
 
 namespace {

@@ -5,6 +5,7 @@
 #include "recipes/compatibility.hpp"
 
 using namespace gb;
+using namespace gb::recipes;
 
 namespace {
 

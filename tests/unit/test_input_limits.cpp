@@ -29,6 +29,10 @@
 #include "signing/keys.hpp"
 
 using namespace gb;
+using namespace gb::mirror;
+using namespace gb::node_images;
+using namespace gb::recipes;
+using namespace gb::signing;
 
 namespace {
 
@@ -403,12 +407,12 @@ TEST_CASE("a private key others can read gets a warning that says chmod 600", "[
   auto key = PrivateKey::generate(KeyType::Ed25519).value_or_throw();
   gbtest::spit(dir / "site.key", key.to_pem().value_or_throw());
   ::chmod((dir / "site.key").c_str(), 0600);
-  int before = log::warning_count();
+  int before = warning_count();
   REQUIRE(PrivateKey::load(dir / "site.key").ok());
-  CHECK(log::warning_count() == before);
+  CHECK(warning_count() == before);
   ::chmod((dir / "site.key").c_str(), 0644);
   REQUIRE(PrivateKey::load(dir / "site.key").ok());
-  CHECK(log::warning_count() == before + 1);
+  CHECK(warning_count() == before + 1);
 }
 
 TEST_CASE("progress lines escape and bound names from untrusted input", "[hostile][progress]") {

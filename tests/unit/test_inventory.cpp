@@ -5,6 +5,7 @@
 #include "bundles/inventory.hpp"
 
 using namespace gb;
+using namespace gb::bundles;
 
 TEST_CASE("an inventory reads back what was written", "[bundle][inventory]") {
   Inventory inv;

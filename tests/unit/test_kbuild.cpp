@@ -10,6 +10,7 @@
 #include "node-images/kbuild.hpp"
 
 using namespace gb;
+using namespace gb::node_images;
 using namespace std::string_literals;
 using namespace gbtest;
 namespace fs = std::filesystem;

@@ -10,6 +10,7 @@
 
 using namespace gb;
 using namespace gb::kit_test;
+using namespace gb::recipes;
 using nlohmann::json;
 
 TEST_CASE("runtime config maps every source host to the site registry", "[kit][runtime]") {

@@ -18,6 +18,8 @@
 
 namespace fs = std::filesystem;
 using namespace gb;
+using namespace gb::recipes;
+using namespace gb::signing;
 
 namespace {
 

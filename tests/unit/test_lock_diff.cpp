@@ -9,6 +9,7 @@
 #include "recipes/lock_diff.hpp"
 
 using namespace gb;
+using namespace gb::recipes;
 
 namespace {
 

@@ -5,6 +5,9 @@
 #include "tests/unit/test_store_util.hpp"
 
 using namespace gb;
+using namespace gb::mirror;
+using namespace gb::recipes;
+using namespace gb::signing;
 using storetest::blob;
 using storetest::FakeSource;
 using storetest::Scratch;

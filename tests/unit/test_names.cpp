@@ -7,6 +7,7 @@
 #include "packages/names.hpp"
 
 using namespace gb;
+using namespace gb::recipes;
 
 TEST_CASE("package names: the driver container's and the DOCA build's packages for a kernel") {
   PackageSettings none;

@@ -8,6 +8,7 @@
 #include "packages/packages.hpp"
 
 using namespace gb;
+using namespace gb::recipes;
 using namespace std::chrono_literals;
 
 namespace {

@@ -13,6 +13,7 @@
 #include "recipes/resolver.hpp"
 
 using namespace gb;
+using namespace gb::recipes;
 using gbtest::TempDir;
 namespace fs = std::filesystem;
 

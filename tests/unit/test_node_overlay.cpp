@@ -10,6 +10,9 @@
 #include "tests/unit/fixtures.hpp"
 
 using namespace gb;
+using namespace gb::mirror;
+using namespace gb::node_images;
+using namespace gb::signing;
 using namespace gbtest;
 using json = nlohmann::json;
 

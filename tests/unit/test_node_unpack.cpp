@@ -18,6 +18,7 @@
 #include "node-images/unpack.hpp"
 
 using namespace gb;
+using namespace gb::node_images;
 namespace fs = std::filesystem;
 
 namespace {
@@ -37,7 +38,7 @@ enum class Format { Tar, Cpio, Ar };
 // An archive of `entries`: a gzipped pax tar, a newc cpio (an rpm's payload), or an ar.
 std::string archive_of(const std::vector<Entry>& entries, Format format) {
   std::string out;
-  detail::ArchiveWriter w(archive_write_new());
+  gb::detail::ArchiveWriter w(archive_write_new());
   if (format == Format::Tar) {
     archive_write_set_format_pax_restricted(w.get());
     archive_write_add_filter_gzip(w.get());
@@ -62,7 +63,7 @@ std::string archive_of(const std::vector<Entry>& entries, Format format) {
   for (const auto& e : entries)
     if (e.type == 'h') linked.insert(e.data);
   for (const auto& e : entries) {
-    detail::ArchiveEntry ae(archive_entry_new());
+    gb::detail::ArchiveEntry ae(archive_entry_new());
     archive_entry_set_pathname(ae.get(), e.name.c_str());
     archive_entry_set_perm(ae.get(), static_cast<mode_t>(e.mode));
     bool cpio_link = format == Format::Cpio && e.type == 'h';

@@ -6,6 +6,8 @@
 #include "signing/digest.hpp"
 
 using namespace gb;
+using namespace gb::mirror;
+using namespace gb::signing;
 
 namespace {
 

@@ -7,6 +7,7 @@
 #include "signing/openpgp.hpp"
 
 using namespace gb;
+using namespace gb::signing;
 using gbtest::TempDir;
 
 namespace {

@@ -8,6 +8,7 @@
 #include "signing/openpgp.hpp"
 
 using namespace gb;
+using namespace gb::signing;
 using namespace gbtest;
 namespace fs = std::filesystem;
 

@@ -4,6 +4,7 @@
 #include "packages/names.hpp"
 
 using namespace gb;
+using namespace gb::recipes;
 
 namespace {
 

@@ -4,6 +4,7 @@
 #include "recipes/recipe.hpp"
 
 using namespace gb;
+using namespace gb::recipes;
 
 namespace {
 

@@ -2,7 +2,7 @@
 
 #include "recipes/reference.hpp"
 
-using gb::Reference;
+using gb::recipes::Reference;
 
 TEST_CASE("docker hub short names normalise like docker", "[reference]") {
   auto r = Reference::parse("ubuntu").value();

@@ -11,6 +11,7 @@
 #include "mirror/registry_config.hpp"
 
 using namespace gb;
+using namespace gb::mirror;
 using gbtest::spit;
 using gbtest::TempDir;
 
@@ -41,7 +42,7 @@ private:
 }  // namespace
 
 TEST_CASE("WWW-Authenticate: bearer with quoted parameters", "[auth]") {
-  auto cs = registry::parse_www_authenticate(
+  auto cs = mirror::detail::parse_www_authenticate(
       R"(Bearer realm="https://auth.docker.io/token",service="registry.docker.io",scope="repository:library/ubuntu:pull,push")");
   REQUIRE(cs.size() == 1);
   CHECK(cs[0].scheme == "bearer");
@@ -51,31 +52,31 @@ TEST_CASE("WWW-Authenticate: bearer with quoted parameters", "[auth]") {
 }
 
 TEST_CASE("WWW-Authenticate: basic, several challenges, odd spacing", "[auth]") {
-  auto b = registry::parse_www_authenticate(R"(Basic realm="Registry Realm")");
+  auto b = mirror::detail::parse_www_authenticate(R"(Basic realm="Registry Realm")");
   REQUIRE(b.size() == 1);
   CHECK(b[0].scheme == "basic");
   CHECK(b[0].param("realm") == "Registry Realm");
-  auto two = registry::parse_www_authenticate(R"(BEARER Realm="http://t/token" , Service=reg, Basic realm="x\"y")");
+  auto two = mirror::detail::parse_www_authenticate(R"(BEARER Realm="http://t/token" , Service=reg, Basic realm="x\"y")");
   REQUIRE(two.size() == 2);
   CHECK(two[0].scheme == "bearer");
   CHECK(two[0].param("realm") == "http://t/token");
   CHECK(two[0].param("service") == "reg");
   CHECK(two[1].scheme == "basic");
   CHECK(two[1].param("realm") == "x\"y");
-  CHECK(registry::parse_www_authenticate("").empty());
+  CHECK(mirror::detail::parse_www_authenticate("").empty());
 }
 
 TEST_CASE("registry error bodies, Link pagination, Location resolution", "[auth]") {
-  auto e = registry::parse_registry_error(
+  auto e = mirror::detail::parse_registry_error(
       R"({"errors":[{"code":"MANIFEST_UNKNOWN","message":"manifest unknown","detail":{"Tag":"x"}}]})");
   REQUIRE(e);
   CHECK(e->code == "MANIFEST_UNKNOWN");
   CHECK(e->message == "manifest unknown");
-  CHECK_FALSE(registry::parse_registry_error("<html>bad gateway</html>"));
-  CHECK_FALSE(registry::parse_registry_error(R"({"errors":[]})"));
+  CHECK_FALSE(mirror::detail::parse_registry_error("<html>bad gateway</html>"));
+  CHECK_FALSE(mirror::detail::parse_registry_error(R"({"errors":[]})"));
 
-  CHECK(registry::next_link(R"(</v2/a/tags/list?last=b&n=2>; rel="next")").value() == "/v2/a/tags/list?last=b&n=2");
-  CHECK_FALSE(registry::next_link(R"(</v2/a/tags/list?last=b>; rel="prev")"));
+  CHECK(mirror::detail::next_link(R"(</v2/a/tags/list?last=b&n=2>; rel="next")").value() == "/v2/a/tags/list?last=b&n=2");
+  CHECK_FALSE(mirror::detail::next_link(R"(</v2/a/tags/list?last=b>; rel="prev")"));
   CHECK(net::resolve_url("http://h:5/v2/a/tags/list?n=2", "/v2/a/tags/list?last=b") == "http://h:5/v2/a/tags/list?last=b");
   CHECK(net::resolve_url("http://h:5/v2/a/blobs/uploads/", "https://s3/x?sig=1") == "https://s3/x?sig=1");
   CHECK(net::resolve_url("http://h:5/v2/a/blobs/uploads/", "abc") == "http://h:5/v2/a/blobs/uploads/abc");
@@ -156,8 +157,8 @@ TEST_CASE("credential lookup order: config, REGISTRY_AUTH_FILE, DOCKER_CONFIG, H
 }
 
 TEST_CASE("secrets never survive redaction", "[auth]") {
-  CHECK(log::redact_url("https://robot:s3cret@reg.local/v2/") == "https://***@reg.local/v2/");
-  auto r = log::redact_url("https://auth.example/token?service=x&access_token=abc&refresh_token=def");
+  CHECK(redact_url("https://robot:s3cret@reg.local/v2/") == "https://***@reg.local/v2/");
+  auto r = redact_url("https://auth.example/token?service=x&access_token=abc&refresh_token=def");
   CHECK(r.find("abc") == std::string::npos);
   CHECK(r.find("def") == std::string::npos);
 }
@@ -177,14 +178,14 @@ TEST_CASE("credentials stay on their origin: scheme, host and port", "[auth][hos
 }
 
 TEST_CASE("digests are checked before they reach a URL or a path", "[auth][hostile]") {
-  CHECK(registry::is_valid_digest("sha256:" + std::string(64, 'a')));
-  CHECK(registry::is_valid_digest("sha512:" + std::string(128, '0')));
-  CHECK_FALSE(registry::is_valid_digest("sha512:../../../etc/hostname"));
-  CHECK_FALSE(registry::is_valid_digest("sha256:" + std::string(64, 'A')));  // upper case
-  CHECK_FALSE(registry::is_valid_digest("sha256:" + std::string(63, 'a')));
-  CHECK_FALSE(registry::is_valid_digest("sha256:" + std::string(62, 'a') + "/."));
-  CHECK_FALSE(registry::is_valid_digest("md5:" + std::string(32, 'a')));
-  CHECK_FALSE(registry::is_valid_digest(""));
+  CHECK(mirror::detail::is_valid_digest("sha256:" + std::string(64, 'a')));
+  CHECK(mirror::detail::is_valid_digest("sha512:" + std::string(128, '0')));
+  CHECK_FALSE(mirror::detail::is_valid_digest("sha512:../../../etc/hostname"));
+  CHECK_FALSE(mirror::detail::is_valid_digest("sha256:" + std::string(64, 'A')));  // upper case
+  CHECK_FALSE(mirror::detail::is_valid_digest("sha256:" + std::string(63, 'a')));
+  CHECK_FALSE(mirror::detail::is_valid_digest("sha256:" + std::string(62, 'a') + "/."));
+  CHECK_FALSE(mirror::detail::is_valid_digest("md5:" + std::string(32, 'a')));
+  CHECK_FALSE(mirror::detail::is_valid_digest(""));
 }
 
 TEST_CASE("Retry-After is honoured up to a limit, then the request gives up", "[auth][hostile]") {

@@ -13,6 +13,9 @@
 #include "signing/digest.hpp"
 
 using namespace gb;
+using namespace gb::mirror;
+using namespace gb::recipes;
+using namespace gb::signing;
 
 namespace {
 

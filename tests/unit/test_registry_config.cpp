@@ -4,6 +4,7 @@
 #include "mirror/registry_config.hpp"
 
 using namespace gb;
+using namespace gb::mirror;
 using gbtest::spit;
 using gbtest::TempDir;
 

@@ -6,6 +6,7 @@
 #include "recipes/resolver.hpp"
 
 using namespace gb;
+using namespace gb::recipes;
 using gbtest::TempDir;
 
 namespace {

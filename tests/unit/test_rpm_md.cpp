@@ -9,6 +9,7 @@
 
 using namespace gb;
 using namespace gb::packages;
+using namespace gb::recipes;
 
 namespace {
 

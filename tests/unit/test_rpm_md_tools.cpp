@@ -11,6 +11,7 @@
 #include "signing/openpgp.hpp"
 
 using namespace gb;
+using namespace gb::signing;
 using namespace gb::packages;
 using namespace gbtest;
 namespace fs = std::filesystem;

@@ -15,6 +15,7 @@
 
 using namespace gb;
 using namespace gb::serve;
+using namespace gb::signing;
 
 namespace {
 

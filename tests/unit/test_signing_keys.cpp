@@ -10,6 +10,7 @@
 #include "signing/signature.hpp"
 
 using namespace gb;
+using namespace gb::signing;
 namespace fs = std::filesystem;
 
 namespace {

@@ -10,6 +10,7 @@
 #include "signing/module_sign.hpp"
 
 using namespace gb;
+using namespace gb::signing;
 namespace fs = std::filesystem;
 
 namespace {

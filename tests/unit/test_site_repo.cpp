@@ -19,6 +19,10 @@
 #include "signing/digest.hpp"
 
 using namespace gb;
+using namespace gb::mirror;
+using namespace gb::node_images;
+using namespace gb::recipes;
+using namespace gb::signing;
 
 namespace {
 
@@ -145,7 +149,7 @@ struct LayerEntryInfo {
 
 std::vector<LayerEntryInfo> read_gzip_tar(const std::filesystem::path& p) {
   std::vector<LayerEntryInfo> out;
-  detail::ArchiveReader a(archive_read_new());
+  gb::detail::ArchiveReader a(archive_read_new());
   archive_read_support_filter_gzip(a.get());
   archive_read_support_format_tar(a.get());
   REQUIRE(archive_read_open_filename(a.get(), p.c_str(), 65536) == ARCHIVE_OK);

@@ -7,6 +7,8 @@
 #include "tests/unit/test_store_util.hpp"
 
 using namespace gb;
+using namespace gb::mirror;
+using namespace gb::signing;
 using storetest::Scratch;
 
 namespace {

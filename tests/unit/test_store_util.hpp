@@ -41,10 +41,10 @@ struct Blob {
   std::string digest;
 };
 
-inline Blob blob(std::string bytes) { return {bytes, gb::sha256_digest(bytes)}; }
+inline Blob blob(std::string bytes) { return {bytes, gb::signing::sha256_digest(bytes)}; }
 
 // An in-memory registry: manifests by "repo:tag" and "repo@digest", blobs by digest.
-class FakeSource final : public gb::ImageSource {
+class FakeSource final : public gb::mirror::ImageSource {
 public:
   std::map<std::string, std::pair<std::string, std::string>> manifests;  // key -> (media type, bytes)
   std::map<std::string, std::string> blobs;
@@ -85,21 +85,21 @@ public:
     return ib;
   }
 
-  static std::string key(const gb::Reference& r) { return r.name() + (r.digest.empty() ? ":" + r.tag : "@" + r.digest); }
+  static std::string key(const gb::recipes::Reference& r) { return r.name() + (r.digest.empty() ? ":" + r.tag : "@" + r.digest); }
 
-  gb::Result<gb::oci::Manifest> get_manifest(const gb::Reference& ref) override {
+  gb::Result<gb::mirror::oci::Manifest> get_manifest(const gb::recipes::Reference& ref) override {
     ++gets;
     auto it = manifests.find(key(ref));
     if (it == manifests.end()) return gb::op_error(ref.str() + ": MANIFEST_UNKNOWN");
-    return gb::oci::parse_manifest(it->second.second, it->second.first);
+    return gb::mirror::oci::parse_manifest(it->second.second, it->second.first);
   }
-  gb::Result<std::optional<std::string>> head_manifest(const gb::Reference& ref) override {
+  gb::Result<std::optional<std::string>> head_manifest(const gb::recipes::Reference& ref) override {
     ++heads;
     auto it = manifests.find(key(ref));
     if (it == manifests.end()) return std::optional<std::string>{};
-    return std::optional<std::string>(gb::sha256_digest(it->second.second));
+    return std::optional<std::string>(gb::signing::sha256_digest(it->second.second));
   }
-  gb::Result<void> fetch_blobs(std::vector<gb::BlobRequest> reqs, const std::function<void(std::uint64_t)>& on_bytes) override {
+  gb::Result<void> fetch_blobs(std::vector<gb::mirror::BlobRequest> reqs, const std::function<void(std::uint64_t)>& on_bytes) override {
     std::string errors;
     for (auto& r : reqs) {
       ++blob_fetches;
