@@ -31,6 +31,7 @@ const std::vector<CommandSpec>& commands() {
       node_image_command(),
       node_command(),
       driver_command(),
+      serve_command(),
       completion_command(),
   };
   return all;

@@ -53,6 +53,7 @@ CommandSpec keys_command();
 CommandSpec node_image_command();
 CommandSpec node_command();
 CommandSpec driver_command();
+CommandSpec serve_command();
 CommandSpec completion_command();
 
 int run(int argc, char** argv);

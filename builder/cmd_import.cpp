@@ -23,7 +23,7 @@ std::filesystem::path default_kit_dir(const std::filesystem::path& bundle) {
 
 struct ImportArgs {
   std::vector<std::string> bundles, pubkeys;
-  std::string registry, keyring, registry_config, layout = "strip-host", out;
+  std::string registry, serve, keyring, registry_config, layout = "strip-host", out;
   int jobs = 8;
   bool skip_signature = false;
   bool no_kit = false;
@@ -33,7 +33,9 @@ struct ImportArgs {
 
 int run_import(Globals& g, const ImportArgs& a) {
   bundles::ImportOptions o;
-  o.site = kit::SiteRegistry::parse(a.registry).value_or_throw();
+  if (a.registry.empty() == a.serve.empty()) throw Error(ErrorKind::Input, "import needs --registry or --serve (one of them)");
+  o.serve = !a.serve.empty();
+  o.site = kit::SiteRegistry::parse(o.serve ? a.serve : a.registry).value_or_throw();
   o.layout = kit::parse_layout(a.layout).value_or_throw();
   o.jobs = std::max(1, a.jobs);
   o.check_blobs = a.check_blobs;
@@ -54,6 +56,13 @@ int run_import(Globals& g, const ImportArgs& a) {
                         {"bytesHashed", r.bytes_hashed},
                         {"kit", o.kit_dir.string()}};
     std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  if (o.serve) {
+    log_info("verified bundle " + r.bundle_id + " (" + std::to_string(r.images) + " images, every blob hashed); nothing pushed: " +
+             o.site.str() + " serves it with `gpubundle serve` (docs/serve.md)");
+    if (!o.kit_dir.empty())
+      log_info("install kit: " + o.kit_dir.string() + " (serve/gpubundle-serve.service runs serve on that host)");
     return 0;
   }
   log_info("imported bundle " + r.bundle_id + " into " + o.site.str() + ": " + std::to_string(r.images) + " images, " +
@@ -84,7 +93,11 @@ CommandSpec import_command() {
       [](CLI::App& app, Globals& g) -> std::function<int()> {
         auto a = std::make_shared<ImportArgs>();
         app.add_option("bundles", a->bundles, "Bundle file or all its volumes")->required();
-        app.add_option("--registry", a->registry, "Site registry HOST[:PORT][/PREFIX]; http://HOST... for plain HTTP")->required();
+        auto* reg = app.add_option("--registry", a->registry, "Site registry HOST[:PORT][/PREFIX]; http://HOST... for plain HTTP");
+        app.add_option("--serve", a->serve,
+                       "No site registry: `gpubundle serve` will serve this bundle at HOST[:PORT][/PREFIX] (http://... for plain HTTP). "
+                       "Verifies every blob, pushes nothing, and writes the kit for that host with serve's systemd unit")
+            ->excludes(reg);
         app.add_option("--pubkey", a->pubkeys, "Trusted public key (repeatable)");
         app.add_option("--keyring", a->keyring, "Folder of trusted *.pub keys");
         app.add_option("--registry-config", a->registry_config, "Per-host TLS and credentials (docs/registries.md); the site host's plainHttp or caFile shapes the kit's node config too");

@@ -30,15 +30,29 @@ CommandSpec overrides_command() {
         auto layout = std::make_shared<std::string>("strip-host");
         auto repo_site = std::make_shared<PackageRepoSite>();
         app.add_option("lock", *lock_path, "Lock file (from gpubundle resolve or mirror), or a recipe: its lock <recipe folder>/<metadata.name>.lock.json")->required();
-        app.add_option("--registry", *registry, "Site registry: HOST[:PORT][/PREFIX], http://... for plain HTTP")->required();
+        auto serve = std::make_shared<std::string>();
+        auto registry_ca = std::make_shared<std::string>();
+        auto* reg = app.add_option("--registry", *registry, "Site registry: HOST[:PORT][/PREFIX], http://... for plain HTTP");
+        app.add_option("--serve", *serve,
+                       "No site registry: `gpubundle serve` serves the bundle at HOST[:PORT][/PREFIX] (http://... for plain HTTP); "
+                       "the kit points there and carries serve's systemd unit (docs/serve.md)")
+            ->excludes(reg);
+        app.add_option("--registry-ca", *registry_ca, "CA certificate (PEM) of the registry's TLS certificate, for the nodes' runtime config");
         app.add_option("-o,--output", *out, "Kit folder to write (created when missing)")->required();
         app.add_option("--chart", *chart_flag, "Chart .tgz or folder (default: the store's copy, else the lock's chart source when it is local)");
         app.add_option("--layout", *layout, "strip-host (default): HOST/PREFIX/<path>; keep-host: HOST/PREFIX/<source host>/<path>");
         repo_site->declare(app);
-        return [&g, lock_path, registry, out, chart_flag, layout, repo_site]() -> int {
+        return [&g, lock_path, registry, serve, registry_ca, out, chart_flag, layout, repo_site]() -> int {
+          if (registry->empty() == serve->empty()) throw Error(ErrorKind::Input, "overrides needs --registry or --serve (one of them)");
           auto [lock, lock_file] = recipes::lock_for(*lock_path).value_or_throw();
           kit::KitOptions options;
-          options.registry = kit::SiteRegistry::parse(*registry).value_or_throw();
+          options.serve = !serve->empty();
+          options.registry = kit::SiteRegistry::parse(options.serve ? *serve : *registry).value_or_throw();
+          if (!registry_ca->empty()) {
+            options.registry_ca = read_file(*registry_ca, 1 << 20).value_or_throw();
+            if (options.registry_ca.find("-----BEGIN CERTIFICATE-----") == std::string::npos)
+              throw Error(ErrorKind::Input, "--registry-ca " + *registry_ca + ": not a PEM certificate");
+          }
           options.layout = kit::parse_layout(*layout).value_or_throw();
           options.package_repo_url = repo_site->url;
           options.package_repo_ca = repo_site->ca_pem();

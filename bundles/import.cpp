@@ -6,6 +6,7 @@
 
 #include "bundles/bundle.hpp"
 #include "bundles/bundle_blobs.hpp"
+#include "bundles/site_images.hpp"
 #include "common/files.hpp"
 #include "common/log.hpp"
 #include "common/parallel.hpp"
@@ -18,6 +19,93 @@
 #include "signing/keys.hpp"
 
 namespace gb::bundles {
+
+namespace {
+
+// The install kit for the site, with the charts the bundle carries.
+struct SiteKit {
+  kit::Kit kit;
+  std::string chart;  // the GPU Operator chart's archive
+  std::optional<mirror::LoadedChart> network_chart;
+};
+
+Result<SiteKit> make_site_kit(const VerifyReport& verified, const recipes::Lock& lock, const kit::SiteRegistry& site, const ImportOptions& o,
+                              const std::vector<std::filesystem::path>& volumes) {
+  const VolumeManifest& m = verified.manifest;
+  SiteKit out;
+  // The GPU Operator's chart by its name; a bundle of a lock with a network
+  // section carries the network-operator chart too (bundle_writer.cpp).
+  const std::string network_file =
+      lock.network ? "charts/" + recipes::chart_file_name(lock.network->chart.name, lock.network->chart.version) : "";
+  const BundleFile* chart_file = nullptr;
+  const BundleFile* network_chart_file = nullptr;
+  for (const auto& f : m.files) {
+    if (!starts_with(f.path, "charts/") || f.parts != 0) continue;
+    if (f.path == network_file) network_chart_file = &f;
+    else if (!chart_file || f.path == "charts/" + kit::kit_chart_file(lock)) chart_file = &f;
+  }
+  if (!chart_file) return op_error("bundle " + m.bundle_id + " carries no chart: cannot write the install kit");
+  if (lock.network && !network_chart_file)
+    return op_error("bundle " + m.bundle_id + " carries no " + network_file + " for its lock's network section: cannot write the install kit");
+  auto read_chart = [&](const BundleFile& f) -> Result<std::string> {
+    if (f.size > k_max_chart_bytes)
+      return op_error("bundle " + m.bundle_id + ": chart " + f.path + " is larger than " + human_bytes(k_max_chart_bytes));
+    const auto& loc = verified.locations.at(f.path);
+    return BundleBlobs::read_stored(BundleBlob{"", {{loc.volume, loc.offset, f.size}}});
+  };
+  auto stored = read_chart(*chart_file);
+  if (!stored) return stored.error();
+  auto chart = mirror::lock_chart_archive(lock, std::move(stored.value()), chart_file->path);
+  if (!chart) return chart.error();
+  if (network_chart_file) {
+    auto net_stored = read_chart(*network_chart_file);
+    if (!net_stored) return net_stored.error();
+    auto net = mirror::locked_chart_archive(lock.network->chart, std::move(net_stored.value()), network_chart_file->path);
+    if (!net) return net.error();
+    out.network_chart = std::move(*net);
+  }
+  kit::KitOptions ko;
+  ko.registry = site;
+  ko.layout = o.layout;
+  ko.bundle_id = m.bundle_id;
+  ko.package_repo_url = o.package_repo_url;
+  ko.package_repo_ca = o.package_repo_ca;
+  if (out.network_chart) ko.network_chart = &out.network_chart->chart;
+  ko.serve = o.serve;
+  if (o.serve)
+    for (const auto& v : volumes) ko.serve_bundles.push_back(v.filename().string());
+  // The CA gpubundle was told to trust for the site is the one its nodes need.
+  if (const mirror::HostConfig* h = o.config.host(site.host); h && !h->ca_file.empty() && !site.plain_http) {
+    auto pem = read_file(h->ca_file);
+    if (!pem) return pem.error();
+    ko.registry_ca = pem.value();
+  }
+  std::map<std::string, std::uint64_t> stored_size;  // blob -> bytes in the bundle
+  for (const auto& f : m.files)
+    if (!f.blob.empty()) stored_size[f.blob] += f.size;
+  for (const auto& img : m.images) {
+    std::uint64_t size = 0;
+    for (const auto& d : img.blobs)
+      if (auto it = stored_size.find(d); it != stored_size.end()) size += it->second;
+    ko.image_sizes[img.ref] = size;
+  }
+  auto made = kit::make_kit(lock, chart->chart, ko);
+  if (!made) return made.error();
+  out.kit = std::move(made.value());
+  out.chart = std::move(chart->archive);
+  return out;
+}
+
+Result<void> write_site_kit(const SiteKit& k, const recipes::Lock& lock, const std::filesystem::path& dir) {
+  if (auto w = kit::write_kit(k.kit, dir); !w) return w.error();
+  if (auto w = write_atomic(dir / kit::kit_chart_file(lock), k.chart); !w) return w.error();
+  if (k.network_chart)
+    if (auto w = write_atomic(dir / recipes::chart_file_name(lock.network->chart.name, lock.network->chart.version), k.network_chart->archive); !w)
+      return w.error();
+  return {};
+}
+
+}  // namespace
 
 Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& volumes, const ImportOptions& o, Progress& progress) {
   // 1. Verify the signature, every header, every non-blob entry and the
@@ -40,73 +128,46 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
   kit::SiteRegistry site = o.site;
   if (const mirror::HostConfig* h = o.config.host(site.host); h && h->plain_http) site.plain_http = true;
 
+  if (o.serve) {
+    // Nothing leaves: every blob is hashed now, and the kit is for the host
+    // that serves this bundle (serve hashes each blob again on first read).
+    std::set<std::string> all;
+    for (const auto& f : m.files)
+      if (!f.blob.empty()) all.insert(f.blob);
+    hash_blobs(verified, all);
+    if (!verified.problems.empty()) return refused();
+    ImportReport report;
+    report.bundle_id = m.bundle_id;
+    report.images = m.images.size();
+    report.bytes_hashed = verified.bytes;
+    auto placements = kit::place_images(lock, site, o.layout);
+    if (!placements) return placements.error();
+    for (const auto& p : placements.value()) report.destinations.push_back(p.destination.str());
+    std::sort(report.destinations.begin(), report.destinations.end());
+    if (!o.kit_dir.empty()) {
+      auto made = make_site_kit(verified, lock, site, o, volumes);
+      if (!made) return made.error();
+      if (auto w = write_site_kit(made.value(), lock, o.kit_dir); !w) return w.error();
+    }
+    return report;
+  }
+
   auto blobs = BundleBlobs::from(verified);
   if (!blobs) return blobs.error();
 
-  auto placements = kit::place_images(lock, site, o.layout);
-  if (!placements) return placements.error();
-
-  std::map<std::string, recipes::Reference> dest_of;
-  for (const auto& p : placements.value()) dest_of[p.source.str()] = p.destination;
+  // 2. Per image: its repository, its manifests (to push last) and its other blobs.
+  auto placed = site_images(m, blobs.value(), site, o.layout);
+  if (!placed) return placed.error();
+  const std::vector<SiteImage>& plans = placed->images;
+  const std::map<std::string, SiteManifest>& manifests = placed->manifests;
 
   mirror::RegistryConfig config = o.config;
-  if (site.plain_http) config.hosts[site.host].plain_http = true;
+  if (site.plain_http) {
+    config.hosts[site.host].plain_http = true;
+  }
   mirror::ClientOptions co;
   co.max_parallel = o.jobs;
   mirror::RegistryClient client(config, co);
-
-  // 2. Per image: its repository, its manifests (to push last) and its other blobs.
-  struct Plan {
-    const BundleImage* image;
-    recipes::Reference repo;  // destination, no tag
-    recipes::Reference tagged;
-    std::vector<std::string> manifests;  // children first, top last
-    std::vector<std::string> others;
-    bool sparse = false;  // an index naming children the bundle lacks (bundles before filtered indexes)
-  };
-  std::vector<Plan> plans;
-  std::map<std::string, std::string> manifest_media;  // digest -> media type
-  std::map<std::string, std::string> manifest_bytes;
-  for (const auto& img : m.images) {
-    auto d = dest_of.find(img.ref);
-    if (d == dest_of.end()) return op_error("bundle image " + img.ref + " is not in its lock");
-    Plan p{&img, d->second, d->second, {}, {}};
-    p.repo.tag.clear();
-    p.repo.digest.clear();
-    p.tagged.digest.clear();
-    std::set<std::string> seen;
-    // Recursion is bounded: verify refused indexes nested deeper than oci::k_max_index_depth.
-    std::function<Result<void>(const std::string&, const std::string&, int)> walk = [&](const std::string& digest, const std::string& media,
-                                                                                        int depth) -> Result<void> {
-      if (depth > mirror::oci::k_max_index_depth) return op_error("image " + img.ref + ": index nesting deeper than " + std::to_string(mirror::oci::k_max_index_depth));
-      if (!seen.insert(digest).second) return {};
-      if (!blobs->find(digest)) return op_error("image " + img.ref + ": manifest " + digest + " is not in the bundle");
-      auto bytes = blobs->content(digest);
-      if (!bytes) return bytes.error();
-      auto parsed = mirror::oci::parse_manifest(bytes.value(), media);
-      if (!parsed) return op_error("image " + img.ref + ": " + parsed.error().message);
-      if (parsed->index()) {
-        for (const auto& c : parsed->manifests) {
-          if (std::find(img.blobs.begin(), img.blobs.end(), c.digest) == img.blobs.end()) {
-            p.sparse = true;
-            continue;
-          }
-          if (auto r = walk(c.digest, c.media_type, depth + 1); !r) return r;
-        }
-      } else {
-        p.others.push_back(parsed->config.digest);
-        for (const auto& l : parsed->layers) p.others.push_back(l.digest);
-      }
-      p.manifests.push_back(digest);
-      manifest_media[digest] = parsed->media_type;
-      manifest_bytes[digest] = std::move(bytes.value());
-      return {};
-    };
-    if (auto r = walk(img.digest, img.media_type, 0); !r) return r.error();
-    std::sort(p.others.begin(), p.others.end());
-    p.others.erase(std::unique(p.others.begin(), p.others.end()), p.others.end());
-    plans.push_back(std::move(p));
-  }
 
   // 3. Blob jobs: the first repository needing a digest uploads it, the rest mount.
   struct BlobJob {
@@ -119,7 +180,7 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
   std::map<std::string, recipes::Reference> first_repo;
   std::set<std::string> omitted(m.omitted.begin(), m.omitted.end());
   for (std::size_t i = 0; i < plans.size(); ++i)
-    for (const auto& d : plans[i].others) {
+    for (const auto& d : plans[i].blobs) {
       const recipes::Reference& repo = plans[i].repo;
       auto [it, fresh] = first_repo.emplace(d, repo);
       if (fresh) uploads.push_back({repo, d, std::nullopt, i});
@@ -223,64 +284,11 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
   // The install kit for this registry, with the chart from the bundle: made
   // before the first push, so that a bundle it cannot be made from pushes
   // nothing (and after the bundle's own checks, which say more).
-  std::optional<kit::Kit> kit;
-  std::string chart_bytes;
-  std::optional<mirror::LoadedChart> network_chart;
+  std::optional<SiteKit> kit;
   if (!o.kit_dir.empty()) {
-    // The GPU Operator's chart by its name; a bundle of a lock with a network
-    // section carries the network-operator chart too (bundle_writer.cpp).
-    const std::string network_file =
-        lock.network ? "charts/" + recipes::chart_file_name(lock.network->chart.name, lock.network->chart.version) : "";
-    const BundleFile* chart_file = nullptr;
-    const BundleFile* network_chart_file = nullptr;
-    for (const auto& f : m.files) {
-      if (!starts_with(f.path, "charts/") || f.parts != 0) continue;
-      if (f.path == network_file) network_chart_file = &f;
-      else if (!chart_file || f.path == "charts/" + kit::kit_chart_file(lock)) chart_file = &f;
-    }
-    if (!chart_file) return op_error("bundle " + m.bundle_id + " carries no chart: cannot write the install kit");
-    if (lock.network && !network_chart_file)
-      return op_error("bundle " + m.bundle_id + " carries no " + network_file + " for its lock's network section: cannot write the install kit");
-    auto read_chart = [&](const BundleFile& f) -> Result<std::string> {
-      if (f.size > k_max_chart_bytes)
-        return op_error("bundle " + m.bundle_id + ": chart " + f.path + " is larger than " + human_bytes(k_max_chart_bytes));
-      const auto& loc = verified.locations.at(f.path);
-      return BundleBlobs::read_stored(BundleBlob{"", {{loc.volume, loc.offset, f.size}}});
-    };
-    auto stored = read_chart(*chart_file);
-    if (!stored) return stored.error();
-    auto chart = mirror::lock_chart_archive(lock, std::move(stored.value()), chart_file->path);
-    if (!chart) return chart.error();
-    if (network_chart_file) {
-      auto net_stored = read_chart(*network_chart_file);
-      if (!net_stored) return net_stored.error();
-      auto net = mirror::locked_chart_archive(lock.network->chart, std::move(net_stored.value()), network_chart_file->path);
-      if (!net) return net.error();
-      network_chart = std::move(*net);
-    }
-    kit::KitOptions ko;
-    ko.registry = site;
-    ko.layout = o.layout;
-    ko.bundle_id = m.bundle_id;
-    ko.package_repo_url = o.package_repo_url;
-    ko.package_repo_ca = o.package_repo_ca;
-    if (network_chart) ko.network_chart = &network_chart->chart;
-    // The CA gpubundle was told to trust for the site is the one its nodes need.
-    if (const mirror::HostConfig* h = o.config.host(site.host); h && !h->ca_file.empty() && !site.plain_http) {
-      auto pem = read_file(h->ca_file);
-      if (!pem) return pem.error();
-      ko.registry_ca = pem.value();
-    }
-    for (const auto& img : m.images) {
-      std::uint64_t size = 0;
-      for (const auto& d : img.blobs)
-        if (auto it = stored_size.find(d); it != stored_size.end()) size += it->second;
-      ko.image_sizes[img.ref] = size;
-    }
-    auto made = kit::make_kit(lock, chart->chart, ko);
+    auto made = make_site_kit(verified, lock, site, o, volumes);
     if (!made) return made.error();
     kit = std::move(made.value());
-    chart_bytes = std::move(chart->archive);
   }
   // A delta needs the site to have what it left out: check before pushing.
   if (m.delta) {
@@ -353,7 +361,7 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
 
   // 4. Manifests, in order, those the site lacked.
   auto r = parallel_try(plans.size(), o.jobs, [&](std::size_t i) -> Result<void> {
-    const Plan& p = plans[i];
+    const SiteImage& p = plans[i];
     for (std::size_t k = first_manifest[i]; k < first_manifest[i + 1]; ++k) {
       const auto& [ref, d] = manifest_jobs[k];
       if (manifest_there[k]) {
@@ -361,7 +369,7 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
         ++report.manifests_present;
         continue;
       }
-      if (auto put = client.put_manifest(ref, manifest_media.at(d), manifest_bytes.at(d)); !put) {
+      if (auto put = client.put_manifest(ref, manifests.at(d).media_type, manifests.at(d).bytes); !put) {
         std::string hint;
         if (p.sparse && k + 1 == first_manifest[i + 1])
           hint = "; this bundle carries index " + d + " without some of its platforms, which registries that check an index's "
@@ -385,13 +393,8 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
   report.bytes_hashed = verified.bytes;
 
   // 5. The install kit, made before the first push.
-  if (kit) {
-    if (auto w = kit::write_kit(*kit, o.kit_dir); !w) return w.error();
-    if (auto w = write_atomic(o.kit_dir / kit::kit_chart_file(lock), chart_bytes); !w) return w.error();
-    if (network_chart)
-      if (auto w = write_atomic(o.kit_dir / recipes::chart_file_name(lock.network->chart.name, lock.network->chart.version), network_chart->archive); !w)
-        return w.error();
-  }
+  if (kit)
+    if (auto w = write_site_kit(*kit, lock, o.kit_dir); !w) return w.error();
   return report;
 }
 

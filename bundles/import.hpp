@@ -41,6 +41,11 @@ struct ImportOptions {
   // a registry that lost blobs behind its own back (storage restored, files
   // deleted), which a normal re-import takes as complete.
   bool check_blobs = false;
+  // The site has no registry: the bundle is served by `gpubundle serve` at
+  // site.host (docs/serve.md). Every blob is hashed, nothing is pushed and no
+  // registry is contacted; the kit points at that host and carries serve's
+  // systemd unit for these volumes.
+  bool serve = false;
   // The kit's package repository on a server of the site's (kit::KitOptions).
   std::string package_repo_url;
   std::string package_repo_ca;

@@ -7,7 +7,7 @@ _gpubundle_command() {
   # a path) and args (1 when the command takes file arguments) for "$1".
   case "$1" in
     "")
-      subs="resolve build bundle import inventory diff mirror store overrides report keys node-image node driver completion"
+      subs="resolve build bundle import inventory diff mirror store overrides report keys node-image node driver serve completion"
       opts="-h --help --store --json -q --quiet -v --verbose --version"
       vals="--store"
       files="--store"
@@ -57,8 +57,8 @@ _gpubundle_command() {
       ;;
     "import")
       subs=""
-      opts="-h --help --registry --pubkey --keyring --registry-config --layout -j --jobs -o --output --no-kit --package-repo-url --package-repo-ca --check-blobs --insecure-skip-signature --store --json -q --quiet -v --verbose --version"
-      vals="--registry --pubkey --keyring --registry-config --layout -j --jobs -o --output --package-repo-url --package-repo-ca --store"
+      opts="-h --help --registry --serve --pubkey --keyring --registry-config --layout -j --jobs -o --output --no-kit --package-repo-url --package-repo-ca --check-blobs --insecure-skip-signature --store --json -q --quiet -v --verbose --version"
+      vals="--registry --serve --pubkey --keyring --registry-config --layout -j --jobs -o --output --package-repo-url --package-repo-ca --store"
       files="--pubkey --keyring --registry-config -o --output --store"
       args=1
       ;;
@@ -113,8 +113,8 @@ _gpubundle_command() {
       ;;
     "overrides")
       subs=""
-      opts="-h --help --registry -o --output --chart --layout --package-repo-url --package-repo-ca --store --json -q --quiet -v --verbose --version"
-      vals="--registry -o --output --chart --layout --package-repo-url --package-repo-ca --store"
+      opts="-h --help --registry --serve --registry-ca -o --output --chart --layout --package-repo-url --package-repo-ca --store --json -q --quiet -v --verbose --version"
+      vals="--registry --serve --registry-ca -o --output --chart --layout --package-repo-url --package-repo-ca --store"
       files="-o --output --chart --store"
       args=1
       ;;
@@ -228,6 +228,13 @@ _gpubundle_command() {
       opts="-h --help --installer --kernel-build --kernel-headers --sign-key --sign-cert -j --jobs --kernel-module-type --keep-sandbox --base --repository --os-tag --kernel --lock --store --json -q --quiet -v --verbose --version"
       vals="--installer --kernel-build --kernel-headers --sign-key --sign-cert -j --jobs --kernel-module-type --base --repository --os-tag --kernel --lock --store"
       files="--installer --kernel-build --kernel-headers --sign-key --sign-cert --lock --store"
+      args=1
+      ;;
+    "serve")
+      subs=""
+      opts="-h --help --listen --pubkey --keyring --insecure-skip-signature --prefix --layout --tls-cert --tls-key --htpasswd --verify-all --access-log --ready-file --threads --max-connections --max-connections-per-client --idle-timeout --store --json -q --quiet -v --verbose --version"
+      vals="--listen --pubkey --keyring --prefix --layout --tls-cert --tls-key --htpasswd --access-log --ready-file --threads --max-connections --max-connections-per-client --idle-timeout --store"
+      files="--pubkey --keyring --tls-cert --tls-key --ready-file --store"
       args=1
       ;;
     "completion")

@@ -334,6 +334,11 @@ Result<Kit> make_kit(const recipes::Lock& lock, const recipes::Chart& chart, con
   }
 
   for (auto& f : detail::runtime_files(*placements, options)) kit.files.push_back(std::move(f));
+  if (options.serve) {
+    auto files = detail::serve_files(lock, options);
+    if (!files) return files.error();
+    for (auto& f : files.value()) kit.files.push_back(std::move(f));
+  }
 
   std::vector<std::string> names;
   for (const auto& f : kit.files) names.push_back(f.path);

@@ -146,6 +146,11 @@ struct KitOptions {
   // with package_repo_url, by a server the site runs (then no Deployment):
   std::string package_repo_url;  // http(s)://host[:port]/path/ where the repository tree is served
   std::string package_repo_ca;   // PEM of the CA of an https package_repo_url (driver.certConfig)
+  // The registry is `gpubundle serve` on registry.host (docs/serve.md): the
+  // kit also carries serve/gpubundle-serve.service for the serving host,
+  // serving these bundle volumes (file names) from /var/lib/gpubundle.
+  bool serve = false;
+  std::vector<std::string> serve_bundles;
   // The network-operator chart a lock's network section was resolved against
   // (mirror/chart_fetch.hpp lock_network_chart): required for such a lock.
   const recipes::Chart* network_chart = nullptr;

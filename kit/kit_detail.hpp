@@ -41,6 +41,11 @@ std::vector<std::pair<std::string, std::string>> package_repo_config(const recip
 std::string package_repo_yaml(const recipes::Lock& lock, const std::vector<Placement>& placements, const KitRecipe& recipe,
                               const KitOptions& options);
 
+// serve/ (options.serve): gpubundle-serve.service, a systemd unit running
+// `gpubundle serve` for this kit's registry address, prefix and layout, and
+// gpubundle-serve.yaml, DaemonSets running it on labelled nodes.
+Result<std::vector<KitFile>> serve_files(const recipes::Lock& lock, const KitOptions& options);
+
 // alerts.yaml, and monitoring/: the same rules as a plain Prometheus rule
 // file, the Grafana dashboard of those signals and its sidecar ConfigMap.
 std::vector<KitFile> monitoring_files(const recipes::Lock& lock, const KitRecipe& recipe, const KitOptions& options);

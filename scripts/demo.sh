@@ -13,7 +13,9 @@
 #      a delta bundle, and export it at the site;
 #   6. the handover report: the install kit plus recorded acceptance results
 #      (examples/acceptance-results) into one self-contained HTML file;
-#   7. stop everything it started, even when a step fails.
+#   7. a site without a registry: gpubundle serve answers pulls straight from
+#      the bundle; one image pulled through it with the bundle's digest;
+#   8. stop everything it started, even when a step fails.
 # --keep leaves the registries up for exploring.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,7 +40,9 @@ TOOLS=$PWD/tests/tools
 source scripts/standin.sh
 
 W=$(mktemp -d /tmp/gpubundle-demo.XXXXXX)
+serve_pid=
 finish() {
+  [[ -z $serve_pid ]] || kill -TERM "$serve_pid" 2>/dev/null || true
   if $keep; then
     printf '\nstill running (--keep): nvcr.io stand-in http://%s, registry.k8s.io stand-in http://%s, site http://%s, Helm repo %s\nstop them with: %s/tests/tools/registry.py stop --dir %s/reg; %s/tests/tools/helmrepo.py stop --dir %s/helm\n' \
       "$NVCR" "$K8S" "$SITE" "$HELM" "$PWD" "$W" "$PWD" "$W"
@@ -125,5 +129,26 @@ echo "They come from other kits and clusters, so the report does not say PASS: i
 report="$(cd "$build" && pwd)/acceptance-report.html"
 run "$GB" report --kit "$W/install-kit" examples/acceptance-results -o "$report"
 echo "one HTML file, no external assets (inline SVG plot, no script): open $report in a browser"
+echo
+
+section "8. A site without a registry: gpubundle serve"
+echo "serve verifies the bundle as import does, then answers the registry pull API straight from the bundle file,"
+echo "read-only (docs/serve.md); the kit from import --serve points the nodes at it and carries its systemd unit:"
+run "$GB" -q import "$W/site-a.bundle" --serve "http://127.0.0.1:5055/gpu" --pubkey "$W/release.pub" -o "$W/serve-kit"
+(cd "$W/serve-kit" && ls serve)
+"$GB" serve "$W/site-a.bundle" --pubkey "$W/release.pub" --prefix gpu --listen 127.0.0.1:0 --ready-file "$W/serve.ready" \
+  --access-log "$W/serve-access.log" &
+serve_pid=$!
+for _ in $(seq 300); do [[ -s $W/serve.ready ]] && break; sleep 0.1; done
+port=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["port"])' "$W/serve.ready")
+"$GB" --json bundle inspect "$W/site-a.bundle" > "$W/inspect.json"
+read -r image digest < <(python3 -c 'import json,sys; i=next(i for i in json.load(open(sys.argv[1]))["images"] if "/gpu-operator:" in i["ref"]); print(i["ref"], i["digest"])' "$W/inspect.json")
+echo "pulling ${image} through serve, as 127.0.0.1:$port/gpu/${image#*/}:"
+run skopeo copy -q --all --preserve-digests --src-tls-verify=false "docker://127.0.0.1:$port/gpu/${image#*/}" "dir:$W/pulled"
+echo "its digest: sha256:$(sha256sum < "$W/pulled/manifest.json" | cut -d' ' -f1) (the bundle's: $digest)"
+echo "the access log's last line: $(tail -n 1 "$W/serve-access.log")"
+kill -TERM "$serve_pid"
+wait "$serve_pid"
+serve_pid=
 echo
 echo "demo: done"

@@ -12,6 +12,7 @@ packages=(
   libcurl4-openssl-dev libarchive-dev libssl-dev libyaml-cpp-dev libzstd-dev
   libsqlite3-dev libcli11-dev catch2 nlohmann-json3-dev
   libsolv-dev libsolvext-dev  # rpm-md closures: the solver inside dnf
+  libmicrohttpd-dev libcrypt-dev  # gpubundle serve: the HTTP server, and bcrypt for htpasswd
   # real peers used by the tests and the demo
   docker-registry skopeo umoci makeself kmod linux-headers-amd64
   python3 python3-yaml openssl shellcheck apache2-utils ca-certificates curl time zstd
@@ -30,6 +31,7 @@ packages=(
   # sanitizer and fuzz jobs: clang with libFuzzer and the sanitizer runtimes
   clang libclang-rt-14-dev
   python3-jsonschema  # kit tests: the kit's objects checked against their schemas
+  python3-grpcio  # serve test: PullImage through containerd's CRI plugin, as the kubelet does
   python3-kubernetes  # kit-schemas test: the official client's models, from the Kubernetes OpenAPI spec
   unzip  # the real helm and kubectl below come as an npm package
 )

@@ -7,8 +7,9 @@
 #   - gpubundle's progress lines show while it builds the bundle;
 #   - the values.yaml it prints is the whole file: it parses, nested keys under
 #     their parents, every repository at the site registry;
-#   - it ends with the handover report of the sample results, for the kit it
-#     imported; they come from other kits, so the verdict is INCOMPLETE, naming them.
+#   - it makes the handover report of the sample results, for the kit it
+#     imported; they come from other kits, so the verdict is INCOMPLETE, naming them;
+#   - it ends by pulling one image through gpubundle serve, with the bundle's digest.
 # Usage: demo.sh BUILD_DIR CMAKE_GENERATOR   (GB_SOURCE_DIR: the repository)
 set -euo pipefail
 build=$(cd "$1" && pwd)
@@ -38,6 +39,11 @@ grep -q "^warning: verify.json: verify.sh of a kit made outside a bundle (recipe
 grep -q '<div class="verdict incomplete">INCOMPLETE' "$build/acceptance-report.html" || fail "the demo's report does not show INCOMPLETE"
 grep -q '<svg class="plot"' "$build/acceptance-report.html" || fail "the demo's report has no plot"
 
+# Section 8: one image pulled through gpubundle serve, with the bundle's digest.
+pulled=$(sed -n 's/^its digest: \(sha256:[0-9a-f]*\) (the bundle.s: \(sha256:[0-9a-f]*\))$/\1 \2/p' "$W/plain")
+read -r got want <<<"$pulled"
+[[ -n $got && $got == "$want" ]] || fail "the demo's pull through serve: '$pulled'"
+grep -qx "gpubundle-serve.service" "$W/plain" || fail "the demo's serve kit lacks its systemd unit"
 /usr/bin/python3 - "$W/plain" <<'PYEOF' || fail "the values.yaml the demo prints is not the whole, well-formed file"
 import re, sys, yaml
 lines = open(sys.argv[1]).read().split("\n")

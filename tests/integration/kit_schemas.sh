@@ -52,13 +52,14 @@ fi
 classify() {
   case $1 in
     alerts.yaml | time-slicing.yaml | package-repo.yaml | nic-cluster-policy.yaml | \
-      acceptance/nccl-mpijob.yaml | monitoring/grafana-dashboard-configmap.yaml | cuda-smoke-pod.yaml) echo manifest ;;
+      acceptance/nccl-mpijob.yaml | monitoring/grafana-dashboard-configmap.yaml | cuda-smoke-pod.yaml | \
+      serve/gpubundle-serve.yaml) echo manifest ;;
     # Helm values; a Prometheus rule file (promtool, kit-monitoring); the
     # dashboard itself and the kit's own manifest (JSON of their own formats).
     values.yaml | network-operator-values.yaml | monitoring/gpu-alerts.rules.yaml | \
       monitoring/grafana-dashboard.json | manifest.json) echo other ;;
     *.sh | *.tgz | containerd/certs.d/*/hosts.toml | containerd/certs.d/*/ca.crt | crio/certs.d/*/ca.crt | \
-      crio/registries.conf.d/*.conf) echo other ;;
+      crio/registries.conf.d/*.conf | serve/gpubundle-serve.service) echo other ;;
     *) echo unknown ;;
   esac
 }
@@ -128,6 +129,12 @@ kit_url=$work/kit-url
   --package-repo-url https://repo.site.example/ubuntu/ --package-repo-ca "$work/ca.crt"
 check_kit "$kit_url" "$conv_files" "${crd_args[@]}" "${skip_args[@]}"
 grep -q 'name: "\?gpubundle-repo-ca' "$kit_url/package-repo.yaml" || fail "package-repo.yaml has no CA ConfigMap"
+
+# The same lock served by `gpubundle serve` (docs/serve.md): its DaemonSets too.
+kit_serve=$work/kit-serve
+"$gpubundle" -q overrides "$work/lock.json" --serve registry.site:5443/gpu --chart "$chart" -o "$kit_serve"
+check_kit "$kit_serve" "$conv_files serve/gpubundle-serve.yaml serve/gpubundle-serve.service" "${crd_args[@]}" "${skip_args[@]}"
+grep -q '^kind: DaemonSet' "$kit_serve/serve/gpubundle-serve.yaml" || fail "serve/gpubundle-serve.yaml has no DaemonSet"
 
 # What the scripts apply from stdin (verify.sh's smoke pod, nccl-allreduce.sh's
 # MPIJob) is checked where they run with the real kubectl: kit-cluster-install

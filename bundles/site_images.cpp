@@ -1,0 +1,63 @@
+#include "bundles/site_images.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <set>
+
+#include "bundles/bundle_blobs.hpp"
+#include "mirror/oci.hpp"
+
+namespace gb::bundles {
+
+Result<SiteImages> site_images(const VolumeManifest& m, const BundleBlobs& blobs, const kit::SiteRegistry& site, kit::Layout layout) {
+  auto lock = recipes::parse_lock(m.lock_json, "bundle lock");
+  if (!lock) return lock.error();
+  auto placements = kit::place_images(lock.value(), site, layout);
+  if (!placements) return placements.error();
+  std::map<std::string, recipes::Reference> dest_of;
+  for (const auto& p : placements.value()) dest_of[p.source.str()] = p.destination;
+
+  SiteImages out;
+  for (const auto& img : m.images) {
+    auto d = dest_of.find(img.ref);
+    if (d == dest_of.end()) return op_error("bundle image " + img.ref + " is not in its lock");
+    SiteImage p{&img, d->second, d->second, {}, {}};
+    p.repo.tag.clear();
+    p.repo.digest.clear();
+    p.tagged.digest.clear();
+    std::set<std::string> seen;
+    // Recursion is bounded: verify refused indexes nested deeper than mirror::oci::k_max_index_depth.
+    std::function<Result<void>(const std::string&, const std::string&, int)> walk = [&](const std::string& digest, const std::string& media,
+                                                                                        int depth) -> Result<void> {
+      if (depth > mirror::oci::k_max_index_depth) return op_error("image " + img.ref + ": index nesting deeper than " + std::to_string(mirror::oci::k_max_index_depth));
+      if (!seen.insert(digest).second) return {};
+      if (!blobs.find(digest)) return op_error("image " + img.ref + ": manifest " + digest + " is not in the bundle");
+      auto bytes = blobs.content(digest);
+      if (!bytes) return bytes.error();
+      auto parsed = mirror::oci::parse_manifest(bytes.value(), media);
+      if (!parsed) return op_error("image " + img.ref + ": " + parsed.error().message);
+      if (parsed->index()) {
+        for (const auto& c : parsed->manifests) {
+          if (std::find(img.blobs.begin(), img.blobs.end(), c.digest) == img.blobs.end()) {
+            p.sparse = true;
+            continue;
+          }
+          if (auto r = walk(c.digest, c.media_type, depth + 1); !r) return r;
+        }
+      } else {
+        p.blobs.push_back(parsed->config.digest);
+        for (const auto& l : parsed->layers) p.blobs.push_back(l.digest);
+      }
+      p.manifests.push_back(digest);
+      out.manifests[digest] = {parsed->media_type, std::move(bytes.value())};
+      return {};
+    };
+    if (auto r = walk(img.digest, img.media_type, 0); !r) return r.error();
+    std::sort(p.blobs.begin(), p.blobs.end());
+    p.blobs.erase(std::unique(p.blobs.begin(), p.blobs.end()), p.blobs.end());
+    out.images.push_back(std::move(p));
+  }
+  return out;
+}
+
+}  // namespace gb::bundles

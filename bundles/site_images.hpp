@@ -1,0 +1,43 @@
+#pragma once
+// The images of a verified bundle as a registry holds them: where each lands
+// at the site (kit::place_images), its manifests with their bytes as carried
+// (children first, the top one last) and the configs and layers they name.
+// Import pushes these; serve answers with them.
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "bundles/bundle.hpp"
+#include "common/error.hpp"
+#include "kit/kit.hpp"
+
+namespace gb::bundles {
+
+class BundleBlobs;
+
+struct SiteImage {
+  const BundleImage* image = nullptr;
+  recipes::Reference repo;    // at the site, no tag or digest
+  recipes::Reference tagged;  // at the site, with its tag when it has one, no digest
+  std::vector<std::string> manifests;  // children first, top last
+  std::vector<std::string> blobs;      // configs and layers, sorted, once each
+  bool sparse = false;  // an index naming children the bundle lacks (bundles before filtered indexes)
+};
+
+struct SiteManifest {
+  std::string media_type;
+  std::string bytes;
+};
+
+struct SiteImages {
+  std::vector<SiteImage> images;  // in the manifest's order
+  std::map<std::string, SiteManifest> manifests;  // by digest
+};
+
+// `manifest` and `blobs` from one verify_bundle() without problems; the
+// result points into `manifest`.
+Result<SiteImages> site_images(const VolumeManifest& manifest, const BundleBlobs& blobs, const kit::SiteRegistry& site,
+                               kit::Layout layout);
+
+}  // namespace gb::bundles
