@@ -58,7 +58,7 @@ Result<std::vector<const Package*>> distinct(const std::vector<const Package*>& 
 // gzip of `data` with no time stamp or name in its header.
 Result<std::string> gzip(std::string_view data, const std::string& what) {
   std::string out;
-  detail::ArchiveWriter a(archive_write_new());
+  gb::detail::ArchiveWriter a(archive_write_new());
   archive_write_set_format_raw(a.get());
   archive_write_add_filter_gzip(a.get());
   if (archive_write_set_filter_option(a.get(), "gzip", "timestamp", nullptr) != ARCHIVE_OK)
@@ -69,7 +69,7 @@ Result<std::string> gzip(std::string_view data, const std::string& what) {
     return static_cast<la_ssize_t>(n);
   };
   if (archive_write_open(a.get(), &out, nullptr, sink, nullptr) != ARCHIVE_OK) return op_error(what + ": " + gb::detail::archive_error(a.get()));
-  detail::ArchiveEntry e(archive_entry_new());
+  gb::detail::ArchiveEntry e(archive_entry_new());
   archive_entry_set_filetype(e.get(), AE_IFREG);
   archive_entry_set_pathname(e.get(), "Packages");
   if (archive_write_header(a.get(), e.get()) != ARCHIVE_OK ||

@@ -7,7 +7,7 @@
 
 #include "bundles/bundle.hpp"
 #include "bundles/bundle_blobs.hpp"
-#include "bundles/bundles::site_images.hpp"
+#include "bundles/site_images.hpp"
 #include "common/log.hpp"
 #include "common/strings.hpp"
 #include "mirror/oci.hpp"
@@ -223,7 +223,7 @@ Result<std::unique_ptr<Content>> Content::from_store(const std::filesystem::path
   for (const auto& img : images.value()) {
     auto src = recipes::Reference::parse(img.ref);
     if (!src) return op_error("store index.json: " + src.error().message);
-    Reference dest = kit::site_reference(src.value(), site, o.layout);
+    recipes::Reference dest = kit::site_reference(src.value(), site, o.layout);
     std::vector<std::string> manifests, blobs;
     // Children before their index; an index keeps only the children stored.
     std::function<Result<void>(const std::string&, const std::string&, int)> walk = [&](const std::string& digest, const std::string& media,

@@ -153,7 +153,7 @@ struct HttpServer::Impl {
     try {
       resp = self->handler(req);
     } catch (const std::exception& e) {
-      log::warn("serve: " + std::string(e.what()));
+      log_warn("serve: " + std::string(e.what()));
       resp = HttpResponse();
       resp.status = 500;
     }
@@ -185,7 +185,7 @@ struct HttpServer::Impl {
     std::vsnprintf(buf, sizeof buf, fmt, ap);
     std::string line = buf;
     while (!line.empty() && line.back() == '\n') line.pop_back();
-    log::verbose("serve: " + line);
+    log_verbose("serve: " + line);
   }
 };
 
