@@ -6,7 +6,7 @@
 
 #include "bundles/bundle.hpp"
 #include "bundles/bundle_blobs.hpp"
-#include "bundles/site_images.hpp"
+#include "bundles/placed_images.hpp"
 #include "common/files.hpp"
 #include "common/log.hpp"
 #include "common/parallel.hpp"
@@ -156,10 +156,10 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
   if (!blobs) return blobs.error();
 
   // 2. Per image: its repository, its manifests (to push last) and its other blobs.
-  auto placed = site_images(m, blobs.value(), site, o.layout);
+  auto placed = placed_images(m, blobs.value(), site, o.layout);
   if (!placed) return placed.error();
-  const std::vector<SiteImage>& plans = placed->images;
-  const std::map<std::string, SiteManifest>& manifests = placed->manifests;
+  const std::vector<PlacedImage>& plans = placed->images;
+  const std::map<std::string, PlacedManifest>& manifests = placed->manifests;
 
   mirror::RegistryConfig config = o.config;
   if (site.plain_http) {
@@ -361,7 +361,7 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
 
   // 4. Manifests, in order, those the site lacked.
   auto r = parallel_try(plans.size(), o.jobs, [&](std::size_t i) -> Result<void> {
-    const SiteImage& p = plans[i];
+    const PlacedImage& p = plans[i];
     for (std::size_t k = first_manifest[i]; k < first_manifest[i + 1]; ++k) {
       const auto& [ref, d] = manifest_jobs[k];
       if (manifest_there[k]) {

@@ -7,7 +7,7 @@
 
 #include "bundles/bundle.hpp"
 #include "bundles/bundle_blobs.hpp"
-#include "bundles/site_images.hpp"
+#include "bundles/placed_images.hpp"
 #include "common/log.hpp"
 #include "common/strings.hpp"
 #include "mirror/oci.hpp"
@@ -202,7 +202,7 @@ Result<std::unique_ptr<Content>> Content::from_bundles(const std::vector<std::fi
     // Manifests are read through a shelf's own bundles::BundleBlobs: they were hashed by the closure check.
     auto blobs = bundles::BundleBlobs::from(static_cast<BundleShelf&>(*impl->shelves[i]).report());
     if (!blobs) return blobs.error();
-    auto images = bundles::site_images(m, blobs.value(), site, o.layout);
+    auto images = bundles::placed_images(m, blobs.value(), site, o.layout);
     if (!images) return images.error();
     for (auto& [digest, sm] : images->manifests) impl->catalog.manifests[digest] = {sm.media_type, std::move(sm.bytes)};
     for (const auto& img : images->images)

@@ -16,7 +16,7 @@ namespace gb::bundles {
 
 class BundleBlobs;
 
-struct SiteImage {
+struct PlacedImage {
   const BundleImage* image = nullptr;
   recipes::Reference repo;    // at the site, no tag or digest
   recipes::Reference tagged;  // at the site, with its tag when it has one, no digest
@@ -25,19 +25,19 @@ struct SiteImage {
   bool sparse = false;  // an index naming children the bundle lacks (bundles before filtered indexes)
 };
 
-struct SiteManifest {
+struct PlacedManifest {
   std::string media_type;
   std::string bytes;
 };
 
-struct SiteImages {
-  std::vector<SiteImage> images;  // in the manifest's order
-  std::map<std::string, SiteManifest> manifests;  // by digest
+struct PlacedImages {
+  std::vector<PlacedImage> images;  // in the manifest's order
+  std::map<std::string, PlacedManifest> manifests;  // by digest
 };
 
 // `manifest` and `blobs` from one verify_bundle() without problems; the
 // result points into `manifest`.
-Result<SiteImages> site_images(const VolumeManifest& manifest, const BundleBlobs& blobs, const kit::SiteRegistry& site,
+Result<PlacedImages> placed_images(const VolumeManifest& manifest, const BundleBlobs& blobs, const kit::SiteRegistry& site,
                                kit::Layout layout);
 
 }  // namespace gb::bundles

@@ -1,4 +1,4 @@
-#include "bundles/site_images.hpp"
+#include "bundles/placed_images.hpp"
 
 #include <algorithm>
 #include <functional>
@@ -9,7 +9,7 @@
 
 namespace gb::bundles {
 
-Result<SiteImages> site_images(const VolumeManifest& m, const BundleBlobs& blobs, const kit::SiteRegistry& site, kit::Layout layout) {
+Result<PlacedImages> placed_images(const VolumeManifest& m, const BundleBlobs& blobs, const kit::SiteRegistry& site, kit::Layout layout) {
   auto lock = recipes::parse_lock(m.lock_json, "bundle lock");
   if (!lock) return lock.error();
   auto placements = kit::place_images(lock.value(), site, layout);
@@ -17,11 +17,11 @@ Result<SiteImages> site_images(const VolumeManifest& m, const BundleBlobs& blobs
   std::map<std::string, recipes::Reference> dest_of;
   for (const auto& p : placements.value()) dest_of[p.source.str()] = p.destination;
 
-  SiteImages out;
+  PlacedImages out;
   for (const auto& img : m.images) {
     auto d = dest_of.find(img.ref);
     if (d == dest_of.end()) return op_error("bundle image " + img.ref + " is not in its lock");
-    SiteImage p{&img, d->second, d->second, {}, {}};
+    PlacedImage p{&img, d->second, d->second, {}, {}};
     p.repo.tag.clear();
     p.repo.digest.clear();
     p.tagged.digest.clear();
