@@ -13,6 +13,8 @@
 #                                   examples with --store gpubundle-store use)
 #   /media/usb/                  -> a scratch folder
 #   /lib/modules/6.1.0-57-amd64/build -> this machine's kernel build tree
+#   --listen :5000               -> a free loopback port (serve, run in the
+#                                   background and stopped with SIGTERM)
 # The examples run in the order below, so that one's output is the next one's
 # input, as on a real build machine. Each must exit 0, or the code its command
 # documents (node check: 0 ok, 1 a check failed, 3 nothing checked: there is
@@ -150,6 +152,27 @@ mv site-a-split.bundle.001 site-a.bundle.001
 mv site-a-split.bundle.002 site-a.bundle.002
 example "bundle verify"
 example "import"                   # into the site stand-in; the kit goes to site-a-install-kit
+# serve runs until SIGTERM: its example runs in the background on a free
+# port (":5000" mapped, as text, like the registry above), answers the pull
+# API over TLS with its certificate, and stops cleanly.
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout serve.key -out serve.crt -days 2 \
+  -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 2>/dev/null
+text=$(gpubundle serve --help | awk '/^Example:/ { getline; sub(/^  /, ""); print; exit }')
+ran[$text]=serve
+sport=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+cmd=${text//--listen :5000/--listen 127.0.0.1:$sport}
+[[ $cmd != "$text" ]] || fail "the serve example no longer listens on :5000: $text"
+bash -c "exec $cmd" > "$W/serve.out" 2> "$W/serve.err" &
+serve_pid=$!
+for _ in $(seq 300); do curl -sf -o /dev/null --cacert serve.crt "https://127.0.0.1:$sport/v2/" && break; sleep 0.1; done
+curl -sf --cacert serve.crt "https://127.0.0.1:$sport/v2/_catalog" | grep -q '"repositories"' ||
+  { tail -n 5 "$W/serve.err" >&2; fail "the example of 'gpubundle serve' does not answer: $text"; }
+kill -TERM "$serve_pid"
+rc=0
+wait "$serve_pid" || rc=$?
+[[ $rc == 0 ]] || fail "the example of 'gpubundle serve' exited $rc on SIGTERM: $text"
+n=$((n + 1))
+pass "gpubundle serve: $text (answered, then exit 0 on SIGTERM)"
 example "inventory"
 # diff: the next lock leaves out one image and moves another to a new digest.
 "$PY" - <<'PYEOF'
