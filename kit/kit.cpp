@@ -103,8 +103,9 @@ Result<KitRecipe> kit_recipe(const recipes::Lock& lock) {
   try {
     if (spec.contains("toolkit") && spec["toolkit"].contains("mode")) r.toolkit_mode = spec["toolkit"]["mode"].get<std::string>();
     if (spec.contains("components")) {
-      for (const auto& [key, value] : spec["components"].items()) {
-        KitRecipe::Component& c = r.components[key];
+      for (const auto& item : spec["components"].items()) {
+        KitRecipe::Component& c = r.components[item.key()];
+        const json& value = item.value();  // a plain reference: clang 14 cannot capture a structured binding
         auto flag = [&](const char* name, bool& has, bool& on) {
           has = value.contains(name) && value[name].is_boolean();
           if (has) on = value[name].get<bool>();

@@ -107,8 +107,8 @@ struct OpenStream {
 
   static ssize_t read(void* cookie, char* buf, size_t n) {
     auto& s = *static_cast<OpenStream*>(cookie);
-    auto fail = [&](std::string error) -> ssize_t {
-      s.error = std::move(error);
+    auto fail = [&](std::string why) -> ssize_t {
+      s.error = std::move(why);
       return -1;
     };
     if (!s.error.empty()) return -1;
