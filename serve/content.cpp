@@ -51,6 +51,8 @@ class BundleShelf final : public Shelf {
 public:
   BundleShelf(bundles::VerifyReport report, bundles::BundleBlobs blobs) : m_report(std::move(report)), m_blobs(std::move(blobs)) {}
   const bundles::VerifyReport& report() const { return m_report; }
+  // Before serving starts (no lock): the blobs hashed so far, manifests among them.
+  const bundles::BundleBlobs& blobs() const { return m_blobs; }
 
   Result<BlobBody> body(const std::string& digest) override {
     if (auto known = lookup(digest)) return *known;
@@ -199,10 +201,8 @@ Result<std::unique_ptr<Content>> Content::from_bundles(const std::vector<std::fi
     if (!missing.empty())
       return input_error("bundle " + m.bundle_id + " is a delta over " + quote(m.delta_base) + ": " + std::to_string(missing.size()) +
                          " blob(s) it omits (" + missing.front() + "...) are in no bundle given; give its base bundle too");
-    // Manifests are read through a shelf's own bundles::BundleBlobs: they were hashed by the closure check.
-    auto blobs = bundles::BundleBlobs::from(static_cast<BundleShelf&>(*impl->shelves[i]).report());
-    if (!blobs) return blobs.error();
-    auto images = bundles::placed_images(m, blobs.value(), site, o.layout);
+    // Manifests are read through the shelf's own BundleBlobs: the closure check hashed them.
+    auto images = bundles::placed_images(m, static_cast<const BundleShelf&>(*impl->shelves[i]).blobs(), site, o.layout);
     if (!images) return images.error();
     for (auto& [digest, sm] : images->manifests) impl->catalog.manifests[digest] = {sm.media_type, std::move(sm.bytes)};
     for (const auto& img : images->images)
