@@ -11,6 +11,7 @@
 
 namespace CLI {
 class App;
+class Option;
 }
 namespace gb::signing {
 class Keyring;
@@ -78,6 +79,19 @@ struct PackageRepoSite {
   void declare(CLI::App& app);
   // The CA's PEM, "" without --package-repo-ca.
   std::string ca_pem() const;
+};
+
+// --push/--to REGISTRY[/PREFIX] with --layout and --registry-config (store
+// push, driver build --push): stored images into a registry under the names a
+// site registry with that prefix gets (bundles/store_push.hpp).
+struct Pushed {
+  std::string source, pushed, digest;
+};
+struct PushTarget {
+  std::string registry, layout = "strip-host", registry_config;
+  CLI::Option* declare(CLI::App& app, const std::string& flag, const std::string& help);
+  bool given() const { return !registry.empty(); }
+  std::vector<Pushed> push(const Globals& g, const std::vector<std::string>& refs) const;
 };
 
 }  // namespace gb::cli

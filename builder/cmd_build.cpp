@@ -50,7 +50,8 @@ CommandSpec build_command() {
       "reused, the time of each step, and where the bundle and the lock are. It stops at the first failed step, naming "
       "it and what to do; what was already mirrored stays in the store, so running it again continues from there. Given a "
       "lock instead of a recipe, it builds exactly that lock (chart from the store or the lock's chart.source). Chart sources "
-      "and the default lock: docs/lock.md.",
+      "and the default lock: docs/lock.md. With --driver-results it assembles the images of a driver build matrix "
+      "(`driver plan`, docs/scale.md): each is pulled from where its entry pushed it and checked against its result.",
       "gpubundle build examples/precompiled.yaml -o site-a.bundle --key release.key --registry-config registries.yaml",
       [](CLI::App& app, Globals& g) -> std::function<int()> {
         auto q = std::make_shared<BuildRequest>();
@@ -72,6 +73,9 @@ CommandSpec build_command() {
         app.add_option("--kernel-headers", q->kernel_headers, "Kernel header .deb packages, repeatable");
         app.add_option("--sign-key", q->sign_key, "Secure Boot module signing key (PEM)");
         app.add_option("--sign-cert", q->sign_cert, "Secure Boot module signing certificate (PEM or DER)");
+        app.add_option("--driver-results", q->driver_results,
+                       "Result files of a driver build matrix (driver build --push --result): take the precompiled driver images "
+                       "from the registry they were pushed to instead of building them (docs/scale.md); repeatable");
         app.add_option("--driver-base", q->driver_base, "Base image for built driver images (default: the conventional driver image)");
         app.add_option("--repo-key", q->repo_key,
                        "OpenPGP key (armoured, no passphrase) that signs the site package repository of a conventional recipe with "

@@ -20,9 +20,8 @@
 namespace gb::cli {
 
 // Options shared by `node-image bake` and `driver build`.
-void add_driver_input_options(CLI::App& app, node_images::DriverInputs& in) {
-  app.add_option("--installer", in.installer, "NVIDIA-Linux-<arch>-<ver>.run or a folder extracted from it (never executed)")
-      ->required();
+CLI::Option* add_driver_input_options(CLI::App& app, node_images::DriverInputs& in) {
+  auto* installer = app.add_option("--installer", in.installer, "NVIDIA-Linux-<arch>-<ver>.run or a folder extracted from it (never executed)");
   app.add_option("--kernel-build", in.kernel_builds, "Kernel build tree (/lib/modules/<kver>/build); repeat per kernel");
   app.add_option("--kernel-headers", in.kernel_headers, "Header packages (.deb) to unpack into a sandbox instead");
   app.add_option("--sign-key", in.sign_key, "Private key (PEM) for Secure Boot module signing; never stored");
@@ -30,6 +29,7 @@ void add_driver_input_options(CLI::App& app, node_images::DriverInputs& in) {
   app.add_option("-j,--jobs", in.jobs, "Parallel make jobs (default: number of CPUs)");
   app.add_option("--kernel-module-type", in.module_type, "open or proprietary; default from the recipe");
   app.add_flag("--keep-sandbox", in.keep_sandbox, "Keep the build sandbox (logs, objects) after success");
+  return installer;
 }
 
 namespace {
@@ -133,7 +133,7 @@ CommandSpec node_image_command() {
         CLI::App* bake_cmd = app.add_subcommand("bake", "Build the overlay, install.sh, manifest.json and values fragment");
         auto b = std::make_shared<BakeArgs>();
         bake_cmd->add_option("recipe", b->recipe, "Recipe file (YAML)")->required();
-        add_driver_input_options(*bake_cmd, b->in);
+        add_driver_input_options(*bake_cmd, b->in)->required();
         bake_cmd->add_option("-o,--output", b->opts.output, "Output folder")->required();
         bake_cmd->add_option("--toolkit-packages", b->opts.toolkit_packages, "Folder of nvidia-container-toolkit packages (.deb/.rpm) to ship");
         bake_cmd->add_flag("--fabric-manager", b->opts.fabric_manager, "Also enable the fabric manager (NVSwitch systems)");

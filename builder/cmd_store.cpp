@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "builder/cli.hpp"
+#include "bundles/store_push.hpp"
 #include "common/log.hpp"
 #include "common/progress.hpp"
 #include "common/strings.hpp"
@@ -93,15 +94,42 @@ int store_gc(const Globals& g) {
 
 }  // namespace
 
+CLI::Option* PushTarget::declare(CLI::App& app, const std::string& flag, const std::string& help) {
+  app.add_option("--layout", layout, "strip-host (default) or keep-host, as for import");
+  if (!app.get_option_no_throw("--registry-config"))
+    app.add_option("--registry-config", registry_config, "Per-host TLS and credentials (docs/registries.md)");
+  return app.add_option(flag, registry, help);
+}
+
+std::vector<Pushed> PushTarget::push(const Globals& g, const std::vector<std::string>& refs) const {
+  bundles::StorePushOptions o;
+  o.registry = kit::SiteRegistry::parse(registry).value_or_throw();
+  o.layout = kit::parse_layout(layout).value_or_throw();
+  if (!registry_config.empty()) o.config = mirror::RegistryConfig::load(registry_config).value_or_throw();
+  if (const mirror::HostConfig* h = o.config.host(o.registry.host); h && h->plain_http) o.registry.plain_http = true;
+  // Shared: pushing only reads, and a mirror or gc waits for it.
+  mirror::Store store = mirror::Store::open(g.store, mirror::StoreAccess::Shared, store_lock_wait_seconds()).value_or_throw();
+  auto progress = make_progress(g.quiet || g.json ? ProgressStyle::None : ProgressStyle::Auto);
+  auto report = bundles::push_stored_images(store, refs, o, *progress).value_or_throw();
+  std::vector<Pushed> out;
+  for (const auto& i : report.images) out.push_back({i.source, i.pushed, i.digest});
+  log_info("push: " + std::to_string(report.push.blobs_pushed) + " blobs pushed (" + human_bytes(report.push.bytes_pushed) + "), " +
+           std::to_string(report.push.blobs_mounted) + " mounted, " + std::to_string(report.push.blobs_present) + " already there");
+  return out;
+}
+
 CommandSpec store_command() {
   return {
       "store",
-      "Inspect, verify and clean the content store (ls, fsck, gc)",
+      "Inspect, verify, clean and push the content store (ls, fsck, gc, push)",
       "ls lists the stored images and charts (--json for a machine-readable list). fsck re-hashes every blob, checks "
       "that every index.json entry and every manifest reference resolves, prints each problem on its own line and "
       "exits 1 if there is any. fsck --repair also removes every blob whose bytes do not match its digest; the next "
       "mirror of a lock that needs it fetches it again. gc removes blobs no index.json entry reaches, temp files, "
-      "partial downloads and what a killed build left in packages/, and reports the bytes freed.",
+      "partial downloads and what a killed build left in packages/, and reports the bytes freed. push REF... --to "
+      "REGISTRY[/PREFIX] pushes stored images, each under the name a site registry with that prefix gives it (as "
+      "import names them), skipping what the registry has and mounting across repositories; one line per image "
+      "names where it went and its digest.",
       "gpubundle --store /srv/gpubundle store fsck",
       [](CLI::App& app, Globals& g) -> std::function<int()> {
         app.require_subcommand(1);
@@ -116,7 +144,21 @@ CommandSpec store_command() {
           if (std::string(name) == "fsck")
             sub->add_flag("--repair", *repair, "Remove corrupt blobs (the next mirror fetches them again)");
         }
-        return [&g, which, repair]() -> int {
+        auto* push = app.add_subcommand("push", "Push stored images to a registry");
+        push->footer("Example:\n  gpubundle --store /srv/gpubundle store push nvcr.io/nvidia/driver:580-6.1.0-57-amd64-debian12 "
+                     "--to build-registry.internal:5000/drivers");
+        auto target = std::make_shared<PushTarget>();
+        auto refs = std::make_shared<std::vector<std::string>>();
+        push->add_option("ref", *refs, "Stored image references (see store ls)")->required();
+        target->declare(*push, "--to", "Registry host[:port][/prefix]; http:// for plain HTTP")->required();
+        push->callback([which] { *which = "push"; });
+        return [&g, which, repair, target, refs]() -> int {
+          if (*which == "push") {
+            for (const auto& p : target->push(g, *refs))
+              std::printf("%s\n", g.json ? nlohmann::json{{"source", p.source}, {"pushed", p.pushed}, {"digest", p.digest}}.dump().c_str()
+                                         : (p.pushed + "@" + p.digest).c_str());
+            return 0;
+          }
           if (*which == "ls") return store_ls(g);
           if (*which == "fsck") return store_fsck(g, *repair);
           return store_gc(g);

@@ -16,6 +16,7 @@
 #include "mirror/store.hpp"
 #include "node-images/bake.hpp"
 #include "node-images/driver_image.hpp"
+#include "node-images/driver_plan.hpp"
 #include "node-images/kernel_packages.hpp"
 #include "node-images/overlay_artifact.hpp"
 #include "signing/keys.hpp"
@@ -100,7 +101,17 @@ BuildSummary run_build(const BuildRequest& q, const std::filesystem::path& store
   if (!q.installer.empty() && !build_drivers && !bake_overlay)
     throw Error(ErrorKind::Input, "--installer builds precompiled driver images (driver.mode precompiled) or a node overlay "
                                   "(driver.mode host), but the recipe's driver.mode is " + lock.driver.mode);
-  if (build_drivers)  // made here, so the mirror leaves them alone
+  bool assemble_drivers = !q.driver_results.empty();
+  if (assemble_drivers && (!q.installer.empty() || lock.driver.mode != "precompiled"))
+    throw Error(ErrorKind::Input, "--driver-results takes the precompiled driver images a matrix built (driver.mode precompiled, no --installer)");
+  // Read before any download: a bad result file must not cost one.
+  std::vector<node_images::DriverBuildResult> results;
+  for (const auto& f : q.driver_results) {
+    auto text = read_file(f, 16u << 20).value_or_throw();
+    auto parsed = node_images::parse_results(text, f.string()).value_or_throw();
+    results.insert(results.end(), parsed.begin(), parsed.end());
+  }
+  if (build_drivers || assemble_drivers)  // made here or by the matrix, so the mirror leaves them alone
     for (auto* img : lock.precompiled_driver_images()) img->built = recipes::BuiltKind::DriverImage;
 
   auto mirrored = step(s, "mirror", "check the registry config and credentials; a re-run continues where this stopped", [&] {
@@ -134,6 +145,17 @@ BuildSummary run_build(const BuildRequest& q, const std::filesystem::path& store
       for (const auto& img : lock.images)
         if (img.built == recipes::BuiltKind::DriverImage && img.digest.empty())
           throw Error(ErrorKind::Failed, "no driver image was built for " + img.source + ": is its kernel in --kernel-build/--kernel-headers?");
+    });
+  }
+
+  if (assemble_drivers) {
+    step(s, "drivers", "run the plan entries named again (driver build --plan --entry), then assemble again", [&] {
+      auto taken = node_images::take_driver_results(lock, results, store, *source, progress).value_or_throw();
+      for (const auto& b : taken) {
+        recipes::record_built(lock, b.built());
+        s.images.push_back({b.ref, b.size, false});
+        ++s.built_driver_images;
+      }
     });
   }
 

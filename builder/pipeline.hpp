@@ -33,6 +33,9 @@ struct BuildRequest {
   std::vector<std::filesystem::path> kernel_builds, kernel_headers;
   std::filesystem::path sign_key, sign_cert;
   std::string driver_base;
+  // Precompiled recipes: the result files of a driver build matrix
+  // (node-images/driver_plan.hpp); the images come from its registry.
+  std::vector<std::filesystem::path> driver_results;
   // Conventional recipes with packages.sources: the site repository's signing
   // key (OpenPGP, armoured); "": STORE/keys/package-repo.asc, made on first use.
   std::filesystem::path repo_key;

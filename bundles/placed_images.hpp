@@ -2,7 +2,9 @@
 // The images of a verified bundle as a registry holds them: where each lands
 // at the site (kit::place_images), its manifests with their bytes as carried
 // (children first, the top one last) and the configs and layers they name.
-// Import pushes these; serve answers with them.
+// Import pushes these; serve answers with them. The images of a content
+// store, the same way: `store push` and `driver build --push` push those,
+// and `serve --store` answers with them.
 
 #include <map>
 #include <string>
@@ -12,12 +14,17 @@
 #include "common/error.hpp"
 #include "kit/kit.hpp"
 
+namespace gb::mirror {
+class Store;
+}
+
 namespace gb::bundles {
 
 class BundleBlobs;
 
 struct PlacedImage {
-  const BundleImage* image = nullptr;
+  const BundleImage* image = nullptr;  // nullptr for a stored image
+  std::string source;                  // the full source reference
   recipes::Reference repo;    // at the site, no tag or digest
   recipes::Reference tagged;  // at the site, with its tag when it has one, no digest
   std::vector<std::string> manifests;  // children first, top last
@@ -39,5 +46,13 @@ struct PlacedImages {
 // result points into `manifest`.
 Result<PlacedImages> placed_images(const VolumeManifest& manifest, const BundleBlobs& blobs, const kit::SiteRegistry& site,
                                kit::Layout layout);
+
+// The stored images named in `refs` (all of index.json when empty), each as
+// a registry with `site`'s prefix and layout holds it: an index filtered to
+// the platforms the store kept (mirror/oci.hpp site_index, as import pushes
+// it), the children and blobs the store has. Every manifest is hashed as it
+// is read; a ref the store lacks is an input error naming it.
+Result<PlacedImages> placed_store_images(const mirror::Store& store, const std::vector<std::string>& refs, const kit::SiteRegistry& site,
+                                         kit::Layout layout);
 
 }  // namespace gb::bundles

@@ -335,4 +335,20 @@ Result<MirrorSummary> mirror_images(recipes::Lock& lock, Store& store, ImageSour
   return summary;
 }
 
+Result<std::string> mirror_one(Store& store, ImageSource& source, const std::string& ref, const std::string& digest,
+                               const std::vector<std::string>& platforms, Progress& progress) {
+  recipes::Lock one;
+  one.platforms = platforms;
+  recipes::LockImage image;
+  image.source = ref;
+  image.platforms = platforms;
+  image.digest = digest;
+  one.images.push_back(image);
+  MirrorOptions mo;
+  mo.locked = !digest.empty();
+  auto mirrored = mirror_images(one, store, source, progress, mo);
+  if (!mirrored) return mirrored.error();
+  return one.images.front().digest;
+}
+
 }  // namespace gb::mirror

@@ -78,4 +78,11 @@ struct MirrorSummary {
 // lock.images[].digest. Built images (LockImage::built) are skipped.
 Result<MirrorSummary> mirror_images(recipes::Lock& lock, Store& store, ImageSource& source, Progress& progress, const MirrorOptions& options);
 
+// One image by reference into the store, as mirror_images() would for a
+// one-image lock (driver build's base, a matrix entry's pushed image).
+// `digest` non-empty: the reference must resolve to it (as --locked), else
+// it is refused naming both. Returns the stored top digest.
+Result<std::string> mirror_one(Store& store, ImageSource& source, const std::string& ref, const std::string& digest,
+                               const std::vector<std::string>& platforms, Progress& progress);
+
 }  // namespace gb::mirror

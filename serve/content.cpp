@@ -217,45 +217,13 @@ Result<std::unique_ptr<Content>> Content::from_store(const std::filesystem::path
   auto impl = std::make_unique<Impl>();
   auto shelf = std::make_unique<StoreShelf>(std::move(store.value()));
   mirror::Store& s = shelf->store();
-  auto images = s.images();
-  if (!images) return images.error();
   kit::SiteRegistry site{"serve", o.prefix, false};
-  for (const auto& img : images.value()) {
-    auto src = recipes::Reference::parse(img.ref);
-    if (!src) return op_error("store index.json: " + src.error().message);
-    recipes::Reference dest = kit::site_reference(src.value(), site, o.layout);
-    std::vector<std::string> manifests, blobs;
-    // Children before their index; an index keeps only the children stored.
-    std::function<Result<void>(const std::string&, const std::string&, int)> walk = [&](const std::string& digest, const std::string& media,
-                                                                                        int depth) -> Result<void> {
-      if (depth > mirror::oci::k_max_index_depth) return op_error("store: " + img.ref + ": index nesting deeper than " + std::to_string(mirror::oci::k_max_index_depth));
-      auto bytes = s.read_blob(digest);
-      if (!bytes) return bytes.error();
-      if (signing::sha256_digest(bytes.value()) != digest) return op_error("store: manifest " + digest + " does not hash to its name");
-      auto parsed = mirror::oci::parse_manifest(bytes.value(), media);
-      if (!parsed) return op_error("store: " + img.ref + ": " + parsed.error().message);
-      if (depth == 0 && parsed->index()) {
-        // The store keeps upstream's index whole; the site gets it filtered
-        // to the platforms kept, as import pushes it (mirror/oci.hpp site_index).
-        auto site_index = mirror::oci::site_index(parsed.value(), img.platforms);
-        if (!site_index) return op_error("store: " + img.ref + ": " + site_index.error().message);
-        if (*site_index) parsed = std::move(**site_index);
-      }
-      if (parsed->index()) {
-        for (const auto& c : parsed->manifests)
-          if (s.has_blob(c.digest))
-            if (auto r = walk(c.digest, c.media_type, depth + 1); !r) return r;
-      } else {
-        blobs.push_back(parsed->config.digest);
-        for (const auto& l : parsed->layers) blobs.push_back(l.digest);
-      }
-      manifests.push_back(parsed->digest);
-      impl->catalog.manifests[parsed->digest] = {parsed->media_type, std::move(parsed->bytes)};
-      return {};
-    };
-    if (auto r = walk(img.digest, img.media_type, 0); !r) return r.error();
-    for (const auto& b : blobs) impl->owner.emplace(b, shelf.get());
-    impl->add(dest.repository, src->tag, manifests, blobs, "the store");
+  auto placed = bundles::placed_store_images(s, {}, site, o.layout);
+  if (!placed) return placed.error();
+  for (auto& [digest, sm] : placed->manifests) impl->catalog.manifests[digest] = {sm.media_type, std::move(sm.bytes)};
+  for (const auto& img : placed->images) {
+    for (const auto& b : img.blobs) impl->owner.emplace(b, shelf.get());
+    impl->add(img.repo.repository, img.tagged.tag, img.manifests, img.blobs, "the store");
   }
   impl->shelves.push_back(std::move(shelf));
   if (o.verify_all)

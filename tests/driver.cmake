@@ -16,3 +16,8 @@ set_tests_properties(driver-build build-driver node-image-bake node-overlay-tran
 add_test(NAME precompiled-packages COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/precompiled_packages.sh $<TARGET_FILE:gpubundle>)
 set_tests_properties(precompiled-packages PROPERTIES SKIP_RETURN_CODE 77 RESOURCE_LOCK kbuild
   ENVIRONMENT "GB_SOURCE_DIR=${CMAKE_SOURCE_DIR};GB_CACHE_DIR=${CMAKE_BINARY_DIR}/cache")
+# Issue 32: the driver build matrix: plan, six entries at once pushing to a
+# registry, assembly byte-identical to one machine; Job and Workflow documents.
+add_test(NAME driver-matrix COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/driver_matrix.sh $<TARGET_FILE:gpubundle>)
+set_tests_properties(driver-matrix PROPERTIES SKIP_RETURN_CODE 77 RESOURCE_LOCK kbuild
+  ENVIRONMENT "GB_SOURCE_DIR=${CMAKE_SOURCE_DIR};GB_CACHE_DIR=${CMAKE_BINARY_DIR}/cache;GB_CLIENTS_BIN=${CMAKE_SOURCE_DIR}/.cache/tools/bin")

@@ -37,13 +37,13 @@ site_untouched() { [[ ! -d $W/reg/$1/storage/docker/registry/v2/repositories ]] 
 
 imp() { "$GB" -q import "$W/site.bundle" --registry "$1" --pubkey "$W/release.pub" --no-kit; }
 expect "import https:// to a plain HTTP registry" "$site" "$site answered plain HTTP to a TLS hello: use http://$site" \
-  "import: 0 of 6 images pushed; nothing at the site changed" imp "https://$site/gpu"
+  "import: 0 of 6 images pushed; nothing at the site registry changed" imp "https://$site/gpu"
 grep -q "plainHttp: true for $site in --registry-config" "$W/err" || fail "the plain HTTP line does not name plainHttp"
 site_untouched site
 expect "import to a closed port" "$closed" "$closed refused the connection (nothing listens on that port)" \
-  "import: 0 of 6 images pushed; nothing at the site changed" imp "https://$closed/gpu"
+  "import: 0 of 6 images pushed; nothing at the site registry changed" imp "https://$closed/gpu"
 expect "import to TLS without its CA" "$tls" "TLS verification of $tls failed" \
-  "import: 0 of 6 images pushed; nothing at the site changed" imp "https://$tls/gpu"
+  "import: 0 of 6 images pushed; nothing at the site registry changed" imp "https://$tls/gpu"
 grep -q "caFile for $tls in --registry-config" "$W/err" || fail "the TLS line does not name caFile"
 site_untouched tls
 # The fixes it names work: http://, plainHttp, caFile.

@@ -109,6 +109,7 @@ RESOURCES = [
     ("monitoring.coreos.com", "v1", "PrometheusRule", "prometheusrules", True, ["promrule"]),
     ("monitoring.coreos.com", "v1", "ServiceMonitor", "servicemonitors", True, ["smon"]),
     ("kubeflow.org", "v2beta1", "MPIJob", "mpijobs", True, []),
+    ("argoproj.io", "v1alpha1", "Workflow", "workflows", True, ["wf"]),
     ("mellanox.com", "v1alpha1", "NicClusterPolicy", "nicclusterpolicies", False, ["ncp"]),
     ("nfd.k8s-sigs.io", "v1alpha1", "NodeFeatureRule", "nodefeaturerules", False, ["nfr"]),
     ("nvidia.com", "v1", "ClusterPolicy", "clusterpolicies", False, []),
