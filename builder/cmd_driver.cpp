@@ -279,7 +279,6 @@ CommandSpec driver_command() {
         build->add_option("--plan", a->plan, "Build one entry of this plan (`driver plan --format json`)");
         build->add_option("--entry", a->entry, "The plan entry to build (0-based)");
         build->add_option("--result", a->result, "Write a result line per pushed image here (\"-\": stdout) for build --driver-results");
-        build->footer("Example (one matrix entry):\n  gpubundle --store /work/store driver build --plan plan.json --entry 3 --result result-3.json");
 
         CLI::App* plan = app.add_subcommand("plan", "Write the build matrix: one entry per kernel");
         plan->callback([which] { *which = "plan"; });
@@ -303,8 +302,7 @@ CommandSpec driver_command() {
         plan->add_option("--registry-secret", p->job.registry_secret, "Secret with the --registry-config file and what it names");
         plan->add_option("--cpu", p->job.cpu, "CPU request per pod (default 2)");
         plan->add_option("--memory", p->job.memory, "Memory request per pod (default 4Gi)");
-        plan->footer("Example:\n  gpubundle driver plan precompiled.yaml --push build-registry.internal:5000/drivers --format k8s-job "
-                     "--sign-key signing.key --sign-cert signing.crt --sign-secret gpubundle-signing > drivers.yaml");
+        plan->footer("Example:\n  gpubundle driver plan precompiled.lock.json --installer NVIDIA-Linux-x86_64-580.95.05.run --push registry.site.internal:5000/drivers --format json");
         return [&g, which, a, p, repo, os]() -> int {
           if (*which == "plan") return run_plan(g, *p);
           return run_build(g, *a, repo->count() > 0, os->count() > 0);

@@ -145,8 +145,8 @@ CommandSpec store_command() {
             sub->add_flag("--repair", *repair, "Remove corrupt blobs (the next mirror fetches them again)");
         }
         auto* push = app.add_subcommand("push", "Push stored images to a registry");
-        push->footer("Example:\n  gpubundle --store /srv/gpubundle store push nvcr.io/nvidia/driver:580-6.1.0-57-amd64-debian12 "
-                     "--to build-registry.internal:5000/drivers");
+        push->footer("Example:\n  gpubundle --store /srv/gpubundle store push nvcr.io/nvidia/driver:580-6.1.0-57-amd64-ubuntu22.04 "
+                     "--to registry.site.internal:5000/drivers");
         auto target = std::make_shared<PushTarget>();
         auto refs = std::make_shared<std::vector<std::string>>();
         push->add_option("ref", *refs, "Stored image references (see store ls)")->required();

@@ -22,8 +22,8 @@ _gpubundle_command() {
       ;;
     "build")
       subs=""
-      opts="-h --help -o --output --key --passphrase-env --passphrase-file --registry-config --chart --lock --split --since -j --jobs --platforms --installer --kernel-build --kernel-headers --sign-key --sign-cert --driver-base --repo-key --store --json -q --quiet -v --verbose --version"
-      vals="-o --output --key --passphrase-env --passphrase-file --registry-config --chart --lock --split --since -j --jobs --platforms --installer --kernel-build --kernel-headers --sign-key --sign-cert --driver-base --repo-key --store"
+      opts="-h --help -o --output --key --passphrase-env --passphrase-file --registry-config --chart --lock --split --since -j --jobs --platforms --installer --kernel-build --kernel-headers --sign-key --sign-cert --driver-results --driver-base --repo-key --store --json -q --quiet -v --verbose --version"
+      vals="-o --output --key --passphrase-env --passphrase-file --registry-config --chart --lock --split --since -j --jobs --platforms --installer --kernel-build --kernel-headers --sign-key --sign-cert --driver-results --driver-base --repo-key --store"
       files="-o --output --key --passphrase-file --registry-config --chart --lock --since --installer --kernel-build --kernel-headers --sign-key --sign-cert --repo-key --store"
       args=1
       ;;
@@ -84,7 +84,7 @@ _gpubundle_command() {
       args=1
       ;;
     "store")
-      subs="ls fsck gc"
+      subs="ls fsck gc push"
       opts="-h --help --store --json -q --quiet -v --verbose --version"
       vals="--store"
       files="--store"
@@ -110,6 +110,13 @@ _gpubundle_command() {
       vals="--store"
       files="--store"
       args=0
+      ;;
+    "store push")
+      subs=""
+      opts="-h --help --layout --registry-config --to --store --json -q --quiet -v --verbose --version"
+      vals="--layout --registry-config --to --store"
+      files="--registry-config --store"
+      args=1
       ;;
     "overrides")
       subs=""
@@ -217,7 +224,7 @@ _gpubundle_command() {
       args=0
       ;;
     "driver")
-      subs="build"
+      subs="build plan"
       opts="-h --help --store --json -q --quiet -v --verbose --version"
       vals="--store"
       files="--store"
@@ -225,9 +232,16 @@ _gpubundle_command() {
       ;;
     "driver build")
       subs=""
-      opts="-h --help --installer --kernel-build --kernel-headers --sign-key --sign-cert -j --jobs --kernel-module-type --keep-sandbox --base --repository --os-tag --kernel --lock --store --json -q --quiet -v --verbose --version"
-      vals="--installer --kernel-build --kernel-headers --sign-key --sign-cert -j --jobs --kernel-module-type --base --repository --os-tag --kernel --lock --store"
-      files="--installer --kernel-build --kernel-headers --sign-key --sign-cert --lock --store"
+      opts="-h --help --installer --kernel-build --kernel-headers --sign-key --sign-cert -j --jobs --kernel-module-type --keep-sandbox --base --repository --os-tag --kernel --lock --layout --registry-config --push --plan --entry --result --store --json -q --quiet -v --verbose --version"
+      vals="--installer --kernel-build --kernel-headers --sign-key --sign-cert -j --jobs --kernel-module-type --base --repository --os-tag --kernel --lock --layout --registry-config --push --plan --entry --result --store"
+      files="--installer --kernel-build --kernel-headers --sign-key --sign-cert --lock --registry-config --store"
+      args=1
+      ;;
+    "driver plan")
+      subs=""
+      opts="-h --help --format --push --layout --recipe --installer --base --sign-key --sign-cert --registry-config --image --name --namespace --parallelism --inputs-claim --sign-secret --registry-secret --cpu --memory --store --json -q --quiet -v --verbose --version"
+      vals="--format --push --layout --recipe --installer --base --sign-key --sign-cert --registry-config --image --name --namespace --parallelism --inputs-claim --sign-secret --registry-secret --cpu --memory --store"
+      files="--installer --sign-key --sign-cert --registry-config --store"
       args=1
       ;;
     "serve")

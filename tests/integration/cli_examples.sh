@@ -114,6 +114,7 @@ example() {
   cmd=${cmd//\/srv\/gpubundle/$S/gpubundle-store}
   cmd=${cmd//\/media\/usb\//$S/media-usb/}
   cmd=${cmd//\/lib\/modules\/6.1.0-57-amd64\/build/$kbuild}
+  cmd=${cmd//6.1.0-57-amd64/$kver}
   bash -c "$cmd" > "$W/ex.out" 2> "$W/ex.err" || rc=$?
   if [[ " $codes " != *" $rc "* ]]; then
     tail -n 15 "$W/ex.err" >&2
@@ -193,6 +194,8 @@ example "node-image bake"          # site.yaml ... --lock site.lock.json; the ov
 example "node-image"
 example "node-image export"        # the only overlay in the store
 example "driver build"             # precompiled.yaml ... --lock precompiled.lock.json
+example "store push"               # the driver image just built, to the site registry
+example "driver plan"              # precompiled.lock.json's one kernel
 example "driver"
 example "completion"
 
