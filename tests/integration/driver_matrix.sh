@@ -37,47 +37,9 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 jget() { "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2], {"d": d}))' "$@"; }
 export TMPDIR=$W SOURCE_DATE_EPOCH=1764460800
 
-# Six kernels: the newest Debian 12 ABI apt knows and the one before it, each
-# in its amd64, cloud-amd64 and rt-amd64 flavour.
-kver=$(apt-cache depends linux-headers-amd64 | sed -n 's/.*Depends: linux-headers-\(.*\)$/\1/p' | head -n1)
-[[ -n $kver ]] || { echo "SKIP: apt knows no linux-headers-amd64"; exit 77; }
-abi=${kver%-amd64}
-prev=$(apt-cache search --names-only '^linux-headers-[0-9.]+-[0-9]+-amd64$' | cut -d' ' -f1 | sed 's/^linux-headers-//; s/-amd64$//' |
-  sort -V | grep -B1 -x -- "$abi" | head -n1)
-[[ -n $prev && $prev != "$abi" ]] || { echo "SKIP: apt knows no Debian kernel ABI before $abi"; exit 77; }
-kernels=()
-for a in "$abi" "$prev"; do kernels+=("$a-amd64" "$a-cloud-amd64" "$a-rt-amd64"); done
-with=()
-for k in "${kernels[@]}"; do with+=(--with "linux-headers-$k"); done
-set +e
-"$PY" "$TOOLS/apt_standin.py" start --dir "$W/apt" "${with[@]}" > "$W/apt.env"
-rc=$?
-set -e
-[[ $rc == 77 ]] && { echo "SKIP: the Debian packages are not at hand offline"; exit 77; }
-[[ $rc == 0 ]] || fail "apt stand-in: rc $rc"
-source "$W/apt.env"
-
-klist=$(IFS=,; echo "${kernels[*]}")
-sed -e "s/^  kernels: \[.*\]/  kernels: [${klist//,/, }]/" "$HERE/../../examples/precompiled.yaml" > "$W/in.yaml"
-cat >> "$W/in.yaml" <<YAML
-packages:
-  sources:
-    - name: standin-debian
-      type: apt
-      url: $APT_URL
-      suites: [$APT_SUITE]
-      components: [$APT_COMPONENT]
-      keyring: $APT_KEYRING
-YAML
-standin_start "$W" v26.7.0 "$W/in.yaml"
-bash "$HERE/fixtures/make-installer.sh" "$W/inst" 580.95.05 >/dev/null
-run=$W/inst/NVIDIA-Linux-x86_64-580.95.05.run
-base=nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04
-"$GB" keys generate --out "$W/release" >/dev/null
-# The build registry is the stand-in's empty docker-registry, plain HTTP.
-push="$SITE/drivers"
-cp "$W/registries.yaml" "$W/build-registries.yaml"
-printf '  %s:\n    plainHttp: true\n' "$SITE" >> "$W/build-registries.yaml"
+# shellcheck source=tests/integration/driver_matrix_lib.sh
+source "$HERE/driver_matrix_lib.sh"
+matrix_setup
 
 # 1. One machine.
 t0=$(date +%s)
