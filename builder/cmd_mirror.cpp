@@ -13,6 +13,7 @@
 #include "mirror/mirror.hpp"
 #include "mirror/registry_config.hpp"
 #include "mirror/store.hpp"
+#include "node-images/driver_plan.hpp"
 
 namespace gb::cli {
 
@@ -47,6 +48,7 @@ CommandSpec mirror_command() {
           int jobs = 8;
           bool locked = false;
           bool all_platforms = false;
+          std::vector<std::filesystem::path> driver_results;
         };
         auto o = std::make_shared<Opts>();
         app.add_option("input", o->input, "Recipe (YAML) or lock (JSON)")->required();
@@ -56,8 +58,13 @@ CommandSpec mirror_command() {
         add_platforms_option(app, o->all_platforms);
         app.add_option("-o,--output", o->out, "Write the lock with digests here");
         app.add_option("--chart", o->chart, "Chart .tgz or folder; overrides the recipe's operator.chart");
+        app.add_option("--driver-results", o->driver_results,
+                       "Result files of a driver build matrix: the precompiled driver images come from where its entries pushed them "
+                       "(docs/scale.md); repeatable");
         return [&g, o]() -> int {
           auto in = recipes::read_recipe_or_lock(o->input).value_or_throw();
+          // Read before any download: a bad result file must not cost one.
+          auto results = node_images::read_results(o->driver_results).value_or_throw();
           mirror::RegistryConfig config;
           if (!o->registry_config.empty()) config = mirror::RegistryConfig::load(o->registry_config).value_or_throw();
           mirror::ClientOptions copts;
@@ -104,7 +111,15 @@ CommandSpec mirror_command() {
           mopts.jobs = o->jobs;
           mopts.locked = o->locked;
           mopts.all_platforms = o->all_platforms;
+          if (!results.empty()) {
+            if (lock.driver.mode != "precompiled")
+              throw Error(ErrorKind::Input, "--driver-results: the lock's driver.mode is " + lock.driver.mode + ", not precompiled");
+            for (auto* img : lock.precompiled_driver_images()) img->built = recipes::BuiltKind::DriverImage;
+          }
           mirror::MirrorSummary s = mirror::mirror_images(lock, store, *source, *progress, mopts).value_or_throw();
+          if (!results.empty())
+            for (const auto& b : node_images::take_driver_results(lock, results, store, *source, *progress).value_or_throw())
+              recipes::record_built(lock, b.built());
           write_atomic(out, recipes::lock_to_json(lock)).value_or_throw();
 
           std::size_t up = 0;

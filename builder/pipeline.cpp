@@ -105,12 +105,7 @@ BuildSummary run_build(const BuildRequest& q, const std::filesystem::path& store
   if (assemble_drivers && (!q.installer.empty() || lock.driver.mode != "precompiled"))
     throw Error(ErrorKind::Input, "--driver-results takes the precompiled driver images a matrix built (driver.mode precompiled, no --installer)");
   // Read before any download: a bad result file must not cost one.
-  std::vector<node_images::DriverBuildResult> results;
-  for (const auto& f : q.driver_results) {
-    auto text = read_file(f, 16u << 20).value_or_throw();
-    auto parsed = node_images::parse_results(text, f.string()).value_or_throw();
-    results.insert(results.end(), parsed.begin(), parsed.end());
-  }
+  std::vector<node_images::DriverBuildResult> results = node_images::read_results(q.driver_results).value_or_throw();
   if (build_drivers || assemble_drivers)  // made here or by the matrix, so the mirror leaves them alone
     for (auto* img : lock.precompiled_driver_images()) img->built = recipes::BuiltKind::DriverImage;
 

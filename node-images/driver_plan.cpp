@@ -4,6 +4,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "common/files.hpp"
 #include "common/strings.hpp"
 #include "kit/kit.hpp"
 #include "mirror/catalog_db.hpp"
@@ -223,6 +224,18 @@ Result<std::vector<DriverBuildResult>> parse_results(const std::string& text, co
     out.push_back(std::move(r));
   }
   if (out.empty()) return input_error(file + ": no result lines");
+  return out;
+}
+
+Result<std::vector<DriverBuildResult>> read_results(const std::vector<std::filesystem::path>& files) {
+  std::vector<DriverBuildResult> out;
+  for (const auto& f : files) {
+    auto text = read_file(f, 16u << 20);
+    if (!text) return text.error();
+    auto parsed = parse_results(text.value(), f.string());
+    if (!parsed) return parsed.error();
+    out.insert(out.end(), parsed->begin(), parsed->end());
+  }
   return out;
 }
 

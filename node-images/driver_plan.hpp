@@ -22,6 +22,7 @@
 // k_max_plan_entries entries.
 
 #include <cstddef>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,8 @@ struct DriverBuildResult {
 std::string result_to_json(const DriverBuildResult& result);  // one line, no newline
 // Every result line of one file (blank lines skipped).
 Result<std::vector<DriverBuildResult>> parse_results(const std::string& text, const std::string& file);
+// Every result line of every file (each at most 16 MiB).
+Result<std::vector<DriverBuildResult>> read_results(const std::vector<std::filesystem::path>& files);
 
 // Assembly (`build --driver-results`): the matrix's images into the store.
 // Every precompiled driver image of the lock needs exactly one result, and
