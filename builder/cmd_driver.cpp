@@ -86,15 +86,19 @@ void take_from_plan(BuildArgs& a, bool repo_given, bool os_given) {
   a.kernels = {e.kernel};
 }
 
-// The result file: "-" is stdout; a device or pipe (a pod's
-// /dev/termination-log) is written in place; a file atomically.
+// The result file: "-" is stdout; a file we may write but not replace (a
+// device or pipe, or a pod's /dev/termination-log in a folder we cannot
+// write) is written in place; any other atomically.
 void write_result(const std::string& path, const std::string& text) {
   if (path == "-") {
     std::fputs(text.c_str(), stdout);
     return;
   }
   struct stat st{};
-  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  bool in_place = ::stat(path.c_str(), &st) == 0 &&
+                  (!S_ISREG(st.st_mode) || (::access(dir.empty() ? "." : dir.c_str(), W_OK) != 0 && ::access(path.c_str(), W_OK) == 0));
+  if (in_place) {
     FILE* f = std::fopen(path.c_str(), "w");
     bool ok = f && std::fputs(text.c_str(), f) >= 0;
     if (f) ok = std::fclose(f) == 0 && ok;
