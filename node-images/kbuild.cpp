@@ -183,9 +183,11 @@ Result<std::vector<BuiltModule>> build_modules(const Installer& installer, const
   if (ec) return op_error("copying " + src.string() + " to the sandbox: " + ec.message());
   fs::path log = work / "make.log";
   // The sandbox's random name must not reach the objects (debug info, __FILE__,
-  // and so the build ID): the same inputs then give the same modules.
+  // and so the build ID): the same inputs then give the same modules on any
+  // machine. Unpacked headers read as if installed (/usr/src/linux-headers-...).
   std::vector<std::string> cmd = {"make", "-C", (work / dir).string(), "modules", "SYSSRC=" + tree.dir.string(),
-                                  "KCFLAGS=-ffile-prefix-map=" + work.string() + "=/usr/src/nvidia-" + installer.manifest.version,
+                                  "KCFLAGS=-ffile-prefix-map=" + work.string() + "=/usr/src/nvidia-" + installer.manifest.version +
+                                      " -ffile-prefix-map=" + (sandbox / "headers").string() + "/=/",
                                   "-j", std::to_string(std::max(1, options.jobs))};
   log_info("building " + dir + " modules for " + tree.release + " (log: " + log.string() + ")");
   auto rc = run_logged(cmd, work / dir, log, options.runner);

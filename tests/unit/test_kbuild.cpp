@@ -71,7 +71,9 @@ TEST_CASE("make runs on a sandbox copy, objects' paths mapped off the sandbox, o
   const Call& c = watching.calls[0];
   fs::path src = b.work / "kernel-open";
   CHECK(c.argv == std::vector<std::string>{"make", "-C", src.string(), "modules", "SYSSRC=/usr/src/linux-headers-6.1.0-57-amd64",
-                                           "KCFLAGS=-ffile-prefix-map=" + b.work.string() + "=/usr/src/nvidia-580.95.05", "-j", "6"});
+                                           "KCFLAGS=-ffile-prefix-map=" + b.work.string() + "=/usr/src/nvidia-580.95.05 -ffile-prefix-map=" +
+                                               (b.sandbox / "headers").string() + "/=/",
+                                           "-j", "6"});
   CHECK(c.options.cwd == src);
   CHECK(c.options.log == b.work / "make.log");
   CHECK(copied == "open\n");
