@@ -70,6 +70,7 @@ CommandSpec driver_command() {
                           "Build for this target.kernels entry only, its headers fetched from packages.sources; repeatable");
         build->add_option("--lock", a->lock, "Lock file to update: the images become origin \"built\" with their digests");
         (void)base;
+        add_tool_image_subcommand(app, g);
         return [&g, a, repo, os]() -> int {
           recipes::Recipe recipe = recipes::load_recipe(a->recipe).value_or_throw();
           std::optional<recipes::Lock> lock;
