@@ -16,3 +16,8 @@ set_tests_properties(driver-build build-driver node-image-bake node-overlay-tran
 add_test(NAME precompiled-packages COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/precompiled_packages.sh $<TARGET_FILE:gpubundle>)
 set_tests_properties(precompiled-packages PROPERTIES SKIP_RETURN_CODE 77 RESOURCE_LOCK kbuild
   ENVIRONMENT "GB_SOURCE_DIR=${CMAKE_SOURCE_DIR};GB_CACHE_DIR=${CMAKE_BINARY_DIR}/cache")
+# Issue 32: the gpubundle image that build Jobs run, from a stand-in apt
+# repository of real Debian packages; a driver build inside it equals one here.
+add_test(NAME tool-image COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/tool_image.sh $<TARGET_FILE:gpubundle>)
+set_tests_properties(tool-image PROPERTIES SKIP_RETURN_CODE 77 RESOURCE_LOCK kbuild TIMEOUT 900
+  ENVIRONMENT "GB_SOURCE_DIR=${CMAKE_SOURCE_DIR};GB_CACHE_DIR=${CMAKE_BINARY_DIR}/cache")
