@@ -217,7 +217,7 @@ _gpubundle_command() {
       args=0
       ;;
     "driver")
-      subs="build"
+      subs="build tool-image"
       opts="-h --help --store --json -q --quiet -v --verbose --version"
       vals="--store"
       files="--store"
@@ -228,6 +228,13 @@ _gpubundle_command() {
       opts="-h --help --installer --kernel-build --kernel-headers --sign-key --sign-cert -j --jobs --kernel-module-type --keep-sandbox --base --repository --os-tag --kernel --lock --store --json -q --quiet -v --verbose --version"
       vals="--installer --kernel-build --kernel-headers --sign-key --sign-cert -j --jobs --kernel-module-type --base --repository --os-tag --kernel --lock --store"
       files="--installer --kernel-build --kernel-headers --sign-key --sign-cert --lock --store"
+      args=1
+      ;;
+    "driver tool-image")
+      subs=""
+      opts="-h --help --lock --with --binary --list --store --json -q --quiet -v --verbose --version"
+      vals="--lock --with --binary --store"
+      files="--lock --store"
       args=1
       ;;
     "serve")
