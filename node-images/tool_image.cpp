@@ -147,7 +147,8 @@ Result<void> check_libraries(const LayerBuilder& layer, const ElfDeps& binary) {
         break;
       }
     if (!lib)
-      return input_error("tool image: " + soname + " (needed by " + by + ") is in none of its packages' " + join({k_library_dirs[0], k_library_dirs[1]}, ", ") +
+      return input_error("tool image: " + soname + " (needed by " + by + ") is in none of its packages' " +
+                         join(std::vector<std::string>(std::begin(k_library_dirs), std::end(k_library_dirs)), ", ") +
                          "; add the package that holds it with --with");
     auto deps = elf_deps_of(*lib, found);
     if (!deps) return deps.error();
@@ -160,7 +161,7 @@ Result<void> check_libraries(const LayerBuilder& layer, const ElfDeps& binary) {
 
 bool tool_image_keeps(const std::string& path) {
   for (const char* dir : {"usr/share/man/", "usr/share/info/", "usr/share/locale/", "usr/share/lintian/"})
-    if (starts_with(path, dir)) return false;
+    if (starts_with(path + "/", dir)) return false;  // the folder and all in it
   const std::string doc = "usr/share/doc/";
   if (!starts_with(path, doc)) return true;
   auto rest = path.substr(doc.size());

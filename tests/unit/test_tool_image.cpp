@@ -193,6 +193,8 @@ TEST_CASE("a slim tool image: no manual pages, translations or docs, but every c
   CHECK_FALSE(tool_image_keeps("usr/share/doc/make/changelog.Debian.gz"));
   CHECK_FALSE(tool_image_keeps("usr/share/doc/make/examples/copyright"));
   CHECK_FALSE(tool_image_keeps("usr/share/man/man1/make.1.gz"));
+  CHECK_FALSE(tool_image_keeps("usr/share/man"));
+  CHECK(tool_image_keeps("usr/share/manifest"));
   CHECK_FALSE(tool_image_keeps("usr/share/locale/de/LC_MESSAGES/make.mo"));
   CHECK_FALSE(tool_image_keeps("usr/share/info/make.info.gz"));
 }
