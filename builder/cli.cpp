@@ -206,6 +206,7 @@ int run(int argc, char** argv) {
   g.store_given = g.store_flag || (env_store && *env_store);
   set_log_level(g.quiet ? LogLevel::Quiet : g.verbose ? LogLevel::Verbose : LogLevel::Normal);
   try {
+    if (g.nested_action) return g.nested_action();
     return action ? action() : 2;
   } catch (const Error& e) {
     print_failure(e.what());

@@ -26,6 +26,9 @@ struct Globals {
   bool json = false;
   bool quiet = false;
   bool verbose = false;
+  // Set while parsing by a nested subcommand that lives in a file of its own
+  // (`driver tool-image`): run instead of its parent command's action.
+  std::function<int()> nested_action;
 };
 
 struct CommandSpec {
@@ -56,6 +59,10 @@ CommandSpec node_command();
 CommandSpec driver_command();
 CommandSpec serve_command();
 CommandSpec completion_command();
+
+// `driver tool-image` (cmd_driver_tool_image.cpp), added by driver_command()
+// to its `driver` app; it claims the run through g.nested_action.
+void add_tool_image_subcommand(CLI::App& driver, Globals& g);
 
 int run(int argc, char** argv);
 

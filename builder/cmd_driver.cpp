@@ -307,6 +307,7 @@ CommandSpec driver_command() {
         plan->add_option("--cpu", p->job.cpu, "CPU request per pod (default 2)");
         plan->add_option("--memory", p->job.memory, "Memory request per pod (default 4Gi)");
         plan->footer("Example:\n  gpubundle driver plan precompiled.lock.json --installer NVIDIA-Linux-x86_64-580.95.05.run --push registry.site.internal:5000/drivers --format json");
+        add_tool_image_subcommand(app, g);
         return [&g, which, a, p, repo, os]() -> int {
           if (*which == "plan") return run_plan(g, *p);
           return run_build(g, *a, repo->count() > 0, os->count() > 0);

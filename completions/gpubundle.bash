@@ -78,8 +78,8 @@ _gpubundle_command() {
       ;;
     "mirror")
       subs=""
-      opts="-h --help --registry-config -j --jobs --locked --platforms -o --output --chart --store --json -q --quiet -v --verbose --version"
-      vals="--registry-config -j --jobs --platforms -o --output --chart --store"
+      opts="-h --help --registry-config -j --jobs --locked --platforms -o --output --chart --driver-results --store --json -q --quiet -v --verbose --version"
+      vals="--registry-config -j --jobs --platforms -o --output --chart --driver-results --store"
       files="--registry-config -o --output --chart --store"
       args=1
       ;;
@@ -224,7 +224,7 @@ _gpubundle_command() {
       args=0
       ;;
     "driver")
-      subs="build plan"
+      subs="build plan tool-image"
       opts="-h --help --store --json -q --quiet -v --verbose --version"
       vals="--store"
       files="--store"
@@ -242,6 +242,13 @@ _gpubundle_command() {
       opts="-h --help --format --push --layout --recipe --installer --base --sign-key --sign-cert --registry-config --image --name --namespace --parallelism --inputs-claim --sign-secret --registry-secret --cpu --memory --store --json -q --quiet -v --verbose --version"
       vals="--format --push --layout --recipe --installer --base --sign-key --sign-cert --registry-config --image --name --namespace --parallelism --inputs-claim --sign-secret --registry-secret --cpu --memory --store"
       files="--installer --sign-key --sign-cert --registry-config --store"
+      args=1
+      ;;
+    "driver tool-image")
+      subs=""
+      opts="-h --help --lock --with --binary --list --store --json -q --quiet -v --verbose --version"
+      vals="--lock --with --binary --store"
+      files="--lock --store"
       args=1
       ;;
     "serve")

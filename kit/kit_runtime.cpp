@@ -107,13 +107,15 @@ std::string crio_conf(const std::vector<std::string>& source_hosts, const KitOpt
 
 std::vector<KitFile> runtime_files(const std::vector<Placement>& placements, const KitOptions& options) {
   // Runtime mirrors for the hosts nodes pull from: not for a node overlay
-  // (localhost/...), which image pipelines fetch and no node ever pulls.
+  // (localhost/...), which image pipelines fetch and no node ever pulls, nor
+  // for the tool image (localhost/...), which a build Job names at the site registry.
   std::set<std::string> hosts;
   for (const auto& p : placements) {
     const auto& c = p.image->components;
     // Nor for the package repository's images: its Deployment names the site registry itself.
     if (std::none_of(c.begin(), c.end(), [](const std::string& x) {
-          return x == recipes::k_node_overlay_component || x == recipes::k_package_repo_component || x == recipes::k_package_server_component;
+          return x == recipes::k_node_overlay_component || x == recipes::k_tool_image_component ||
+                 x == recipes::k_package_repo_component || x == recipes::k_package_server_component;
         }))
       hosts.insert(p.source.registry);
   }

@@ -221,6 +221,7 @@ Result<std::string> make_values_yaml(const recipes::Lock& lock, const recipes::C
     for (const auto& c : p.image->components) {
       if (c == "extraImages") continue;  // mirrored for workloads (verify.sh); no values key
       if (c == recipes::k_node_overlay_component) continue;  // for node image pipelines; no values key
+      if (c == recipes::k_tool_image_component) continue;    // what build Jobs run; no values key
       if (c == recipes::k_package_repo_component || c == recipes::k_package_server_component) continue;  // package-repo.yaml; no values key
       if (recipes::is_network_component(c)) continue;  // network-operator-values.yaml, nic-cluster-policy.yaml
       if (c == recipes::k_nccl_tests_component || c == recipes::k_mpi_operator_component) continue;  // acceptance/; no values key

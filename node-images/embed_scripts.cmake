@@ -1,5 +1,6 @@
 # Writes OUTPUT: a C++ file defining gb::node_images::embedded_node_script(name), which
-# returns the scripts in INPUTS (nvidia-driver, install.sh) by file name.
+# returns the files in INPUTS (the nvidia-driver and install.sh scripts, the
+# tool image's tool-image.packages) by file name.
 set(body "#include <map>\n#include <stdexcept>\n#include <string>\nnamespace gb::node_images {\nconst std::string& embedded_node_script(const std::string& name) {\n  static const std::map<std::string, std::string> files = {\n")
 foreach(f IN LISTS INPUTS)
   file(READ "${f}" content)

@@ -2,6 +2,7 @@
 
 #include <archive.h>
 #include <archive_entry.h>
+#include <locale.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -41,6 +42,29 @@ la_ssize_t sink_write(archive*, void* data, const void* buf, size_t n) {
   return static_cast<la_ssize_t>(n);
 }
 
+// libarchive turns a name into the pax header's UTF-8 through the thread's
+// LC_CTYPE. A layer's names are UTF-8 bytes (Debian's ca-certificates ships
+// some that are not ASCII), so they are written under C.UTF-8 whatever the
+// caller's locale: in "C" they would fail, in another charset change. ASCII
+// names need no conversion and come out the same either way.
+class Utf8Names {
+public:
+  Utf8Names() : m_utf8(::newlocale(LC_CTYPE_MASK, "C.UTF-8", static_cast<locale_t>(nullptr))) {
+    if (m_utf8) m_old = ::uselocale(m_utf8);
+  }
+  ~Utf8Names() {
+    if (!m_utf8) return;
+    ::uselocale(m_old);
+    ::freelocale(m_utf8);
+  }
+  Utf8Names(const Utf8Names&) = delete;
+  Utf8Names& operator=(const Utf8Names&) = delete;
+
+private:
+  locale_t m_utf8;
+  locale_t m_old = LC_GLOBAL_LOCALE;
+};
+
 }  // namespace
 
 std::string LayerBuilder::normalise(const std::string& path) {
@@ -69,6 +93,7 @@ void LayerBuilder::add_symlink(const std::string& path, const std::string& targe
 }
 
 Result<LayerBlob> LayerBuilder::write_tar(const fs::path& out, std::vector<LayerFileRecord>* records) const {
+  Utf8Names utf8;  // before the writer exists: libarchive reads the charset once per archive
   auto file = AtomicFile::create(out, 0644);
   if (!file) return file.error();
   HashingSink sink;

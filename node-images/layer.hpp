@@ -5,6 +5,8 @@
 // an extension), entries sorted by path, every parent folder present, mtime
 // SOURCE_DATE_EPOCH (or 0), uid/gid 0 with names root/root, modes as given
 // (no umask), no atime/ctime/xattrs. Paths have no leading "/" or "./".
+// Names are UTF-8 bytes; a name that is not ASCII goes in a pax "path"
+// record, the same whatever the locale.
 // The gzip form has no timestamp or file name in its header, so the
 // compressed digest is stable too.
 

@@ -181,8 +181,18 @@ private:
   }
 
   // The folder holding parts.back(), each folder opened without following a
-  // link (made when `create` and missing).
+  // link (made when `create` and missing). The last folder opened is kept:
+  // archives list a folder's entries together, and this writer never
+  // replaces a folder (clear() refuses), so the descriptor still names the
+  // folder the walk reached.
   Result<Fd> open_parent(const std::vector<std::string>& parts, const std::string& name, bool create) {
+    std::string key;
+    for (size_t i = 0; i + 1 < parts.size(); ++i) key += parts[i] + "/";
+    if (m_last_dir && key == m_last_key) {
+      Fd again(::fcntl(m_last_dir.get(), F_DUPFD_CLOEXEC, 0));
+      if (!again) return op_error(m_source + ": " + std::strerror(errno));
+      return again;
+    }
     Fd dir(::fcntl(m_root.get(), F_DUPFD_CLOEXEC, 0));
     if (!dir) return op_error(m_source + ": " + std::strerror(errno));
     for (size_t i = 0; i + 1 < parts.size(); ++i) {
@@ -199,6 +209,8 @@ private:
       }
       dir = Fd(fd);
     }
+    m_last_dir = Fd(::fcntl(dir.get(), F_DUPFD_CLOEXEC, 0));
+    m_last_key = m_last_dir ? key : "";
     return dir;
   }
 
@@ -265,6 +277,8 @@ private:
   }
 
   Fd m_root;
+  Fd m_last_dir;           // open_parent's last folder, and its path ("a/b/")
+  std::string m_last_key;
   std::string m_source;
   UnpackLimits m_limits;
   std::uint64_t m_entries = 0;

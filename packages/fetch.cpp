@@ -35,15 +35,20 @@ Result<std::vector<Fetched>> fetch_packages(const std::vector<recipes::PackageSo
     }
   }
   if (!wanted) return wanted.error();
+  return fetch_resolved(*transport, sources, std::move(*wanted), request, options);
+}
+
+Result<std::vector<Fetched>> fetch_resolved(net::Transport& transport, const std::vector<recipes::PackageSource>& sources,
+                                            std::vector<Package> wanted, const FetchRequest& request, const FetchOptions& options) {
   // From the cache what it has; the rest fetched into request.dest.
   std::vector<Fetched> cached;
   std::vector<Package> missing;
-  for (auto& p : *wanted) {
+  for (auto& p : wanted) {
     auto kept = options.cache ? options.cache->find(p.sha256, p.size) : std::nullopt;
     if (kept) cached.push_back({std::move(p), std::move(*kept)});
     else missing.push_back(std::move(p));
   }
-  auto files = download(*transport, sources, missing, request.dest, request.jobs, options.progress);
+  auto files = download(transport, sources, missing, request.dest, request.jobs, options.progress);
   if (!files) return files.error();
   const std::size_t fetched = files->size();
   files->insert(files->end(), std::make_move_iterator(cached.begin()), std::make_move_iterator(cached.end()));

@@ -125,6 +125,13 @@ protected:
 Result<std::vector<Fetched>> fetch_packages(const std::vector<recipes::PackageSource>& sources, const FetchRequest& request,
                                             const FetchOptions& options = {});
 
+// The second half of fetch_packages, for a caller that resolved `wanted`
+// itself from an index it loaded once for several requests (the tool image,
+// node-images/tool_image.hpp): each file from the cache or downloaded into
+// request.dest, verified, kept in the cache. Sorted by name.
+Result<std::vector<Fetched>> fetch_resolved(net::Transport& transport, const std::vector<recipes::PackageSource>& sources,
+                                            std::vector<Package> wanted, const FetchRequest& request, const FetchOptions& options = {});
+
 // --- shared by apt.cpp and rpm_md.cpp ---
 
 // GET a small document (an index) into memory, following redirects (http ->

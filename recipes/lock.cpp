@@ -42,6 +42,7 @@ const char* built_component(BuiltKind kind) {
   switch (kind) {
     case BuiltKind::NodeOverlay: return k_node_overlay_component;
     case BuiltKind::PackageRepo: return k_package_repo_component;
+    case BuiltKind::ToolImage: return k_tool_image_component;
     case BuiltKind::DriverImage: break;
   }
   return "driver";
@@ -447,10 +448,12 @@ Result<Lock> parse_lock(const std::string& text, const std::string& file) {
         auto only = [&](const char* kind) { return img.components == std::vector<std::string>{kind}; };
         if (only(k_node_overlay_component)) img.built = BuiltKind::NodeOverlay;
         else if (only(k_package_repo_component)) img.built = BuiltKind::PackageRepo;
+        else if (only(k_tool_image_component)) img.built = BuiltKind::ToolImage;
         else if (only("driver")) img.built = BuiltKind::DriverImage;
         else
           throw Error(ErrorKind::Input, at + ".origin: \"built\" is for a driver image (components [driver]), "
-                                        "a node overlay (components [nodeOverlay]) or a package repository (components [packageRepo])");
+                                        "a node overlay (components [nodeOverlay]), a package repository (components [packageRepo]) "
+                                        "or the tool image (components [toolImage])");
       } else if (origin != "upstream") {
         throw Error(ErrorKind::Input, at + ".origin: " + quote(origin) + " is not upstream or built");
       }

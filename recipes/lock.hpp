@@ -28,8 +28,9 @@
 // "all" carries every child of its index (mirror --platforms all); origin is "upstream" (pulled) or "built" (made here). A built image is
 // a precompiled driver image (`driver build`, `build --installer`; components
 // ["driver"]), a baked node overlay (`node-image bake`; components
-// ["nodeOverlay"]) or the site package repository image of a conventional
-// recipe with packages.sources (components ["packageRepo"]): the component
+// ["nodeOverlay"]), the site package repository image of a conventional
+// recipe with packages.sources (components ["packageRepo"]) or the gpubundle
+// tool image (`driver tool-image`; components ["toolImage"]): the component
 // says which, so locks written before the kind was typed read the same. In
 // memory that is LockImage::built.
 //
@@ -87,6 +88,9 @@ inline constexpr const char* k_node_overlay_component = "nodeOverlay";
 // built from (pulled): carried and imported like images, no chart values key.
 inline constexpr const char* k_package_repo_component = "packageRepo";
 inline constexpr const char* k_package_server_component = "packageServer";
+// The gpubundle tool image (node-images/tool_image.hpp) that build Jobs run:
+// carried and imported like an image, no chart values key, no runtime mirror.
+inline constexpr const char* k_tool_image_component = "toolImage";
 // The NCCL acceptance job's images (recipe acceptance.nccl, kit/kit_acceptance.cpp):
 // the nccl-tests image and, with mpiOperator.install, the Kubeflow MPI
 // Operator's. Carried and imported like images; no chart values key.
@@ -110,6 +114,7 @@ enum class BuiltKind {
   DriverImage,  // a precompiled driver image, one per kernel (node-images/driver_image.hpp)
   NodeOverlay,  // a baked node overlay artifact (node-images/overlay_artifact.hpp)
   PackageRepo,  // the site package repository image (node-images/repo_image.hpp)
+  ToolImage,    // the gpubundle image that build Jobs run (node-images/tool_image.hpp)
 };
 
 struct LockImage {

@@ -6,4 +6,5 @@ set_tests_properties(cli-docs PROPERTIES TIMEOUT 300 ENVIRONMENT "GB_SOURCE_DIR=
 # names, against stand-in registries, chart, installer and this kernel's build
 # tree (issue 27.8). Skips (77) without docker-registry, skopeo or linux-headers.
 add_test(NAME cli-examples COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/cli_examples.sh $<TARGET_FILE:gpubundle>)
-set_tests_properties(cli-examples PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900 ENVIRONMENT "GB_SOURCE_DIR=${CMAKE_SOURCE_DIR}")
+set_tests_properties(cli-examples PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900
+  ENVIRONMENT "GB_SOURCE_DIR=${CMAKE_SOURCE_DIR};GB_CACHE_DIR=${CMAKE_BINARY_DIR}/cache")

@@ -21,3 +21,8 @@ set_tests_properties(precompiled-packages PROPERTIES SKIP_RETURN_CODE 77 RESOURC
 add_test(NAME driver-matrix COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/driver_matrix.sh $<TARGET_FILE:gpubundle>)
 set_tests_properties(driver-matrix PROPERTIES SKIP_RETURN_CODE 77 RESOURCE_LOCK kbuild
   ENVIRONMENT "GB_SOURCE_DIR=${CMAKE_SOURCE_DIR};GB_CACHE_DIR=${CMAKE_BINARY_DIR}/cache;GB_CLIENTS_BIN=${CMAKE_SOURCE_DIR}/.cache/tools/bin")
+# Issue 32: the gpubundle image that build Jobs run, from a stand-in apt
+# repository of real Debian packages; a driver build inside it equals one here.
+add_test(NAME tool-image COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/tool_image.sh $<TARGET_FILE:gpubundle>)
+set_tests_properties(tool-image PROPERTIES SKIP_RETURN_CODE 77 RESOURCE_LOCK kbuild TIMEOUT 900
+  ENVIRONMENT "GB_SOURCE_DIR=${CMAKE_SOURCE_DIR};GB_CACHE_DIR=${CMAKE_BINARY_DIR}/cache")

@@ -197,6 +197,29 @@ example "driver build"             # precompiled.yaml ... --lock precompiled.loc
 example "store push"               # the driver image just built, to the site registry
 example "driver plan"              # precompiled.lock.json's one kernel
 example "driver"
+# driver tool-image: precompiled.yaml gets an apt source, a stand-in of real
+# Debian packages (tests/tools/apt_standin.py) serving what the image starts
+# from and this kernel's headers; without them at hand offline it is skipped,
+# saying so.
+mapfile -t tool_names < <(gpubundle driver tool-image precompiled.yaml --list)
+tool_with=(--with "linux-headers-$kver")
+for p in "${tool_names[@]}"; do tool_with+=(--with "$p"); done
+trap '"$PY" "$TOOLS/apt_standin.py" stop --dir "$W/apt" >/dev/null 2>&1 || true; cleanup' EXIT
+rc=0
+"$PY" "$TOOLS/apt_standin.py" start --dir "$W/apt" "${tool_with[@]}" > "$W/apt.env" || rc=$?
+if [[ $rc == 77 ]]; then
+  echo "skipped: the example of gpubundle driver tool-image (the Debian packages are not at hand offline)"
+else
+  [[ $rc == 0 ]] || fail "apt stand-in for driver tool-image: rc $rc"
+  source "$W/apt.env"
+  cat >> precompiled.yaml <<YAML
+packages:
+  sources:
+    - {name: debian, type: apt, url: "$APT_URL", suites: [$APT_SUITE], components: [$APT_COMPONENT], keyring: "$APT_KEYRING"}
+YAML
+  example "driver tool-image"      # precompiled.yaml --lock precompiled.lock.json
+  grep -q '"toolImage"' precompiled.lock.json || fail "driver tool-image --lock left precompiled.lock.json without it"
+fi
 example "completion"
 
 # Every command and nested command ran its own example.

@@ -499,6 +499,15 @@ TEST_CASE("a lock written before built images were typed reads the same and writ
     const LockImage* repo = l.find("localhost/gpubundle/package-repo:ubuntu22.04-0123456789ab");
     REQUIRE(repo);
     CHECK(repo->destination == "registry.site:5000/gpu/gpubundle/package-repo:ubuntu22.04-0123456789ab");
+    // The tool image: its own component, and its kind comes back from the text.
+    record_built(l, {BuiltKind::ToolImage, "localhost/gpubundle/gpubundle:0.1.0", d2, "linux/amd64"});
+    const LockImage* tool = l.find("localhost/gpubundle/gpubundle:0.1.0");
+    REQUIRE(tool);
+    CHECK(tool->components == std::vector<std::string>{k_tool_image_component});
+    CHECK(tool->destination == "registry.site:5000/gpu/gpubundle/gpubundle:0.1.0");
+    auto again = parse_lock(lock_to_json(l), "y").value_or_throw();
+    REQUIRE(again.find("localhost/gpubundle/gpubundle:0.1.0"));
+    CHECK(again.find("localhost/gpubundle/gpubundle:0.1.0")->built == BuiltKind::ToolImage);
   }
   SECTION("built is only for a driver image or a node overlay") {
     auto odd = replaced(old, R"({"components": ["devicePlugin"], "destination": "", "digest": "", "origin": "upstream")",

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sys/stat.h>
+#include <tuple>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
@@ -234,12 +235,18 @@ TEST_CASE("optional files follow the recipe; output is deterministic", "[kit][fi
   }
 }
 
-TEST_CASE("a node overlay in the lock changes neither the values nor the runtime mirrors", "[kit][files]") {
+TEST_CASE("a node overlay or the tool image in the lock changes neither the values nor the runtime mirrors", "[kit][files]") {
+  // Built here under localhost/...: listed and pushed, but no chart key and no node pulls them by that name.
+  auto [component, source, kind] = GENERATE(
+      std::make_tuple(std::string(k_node_overlay_component), std::string("localhost/gpubundle/node-overlay:580.105.08-ubuntu22.04"),
+                      BuiltKind::NodeOverlay),
+      std::make_tuple(std::string(k_tool_image_component), std::string("localhost/gpubundle/gpubundle:0.1.0"), BuiltKind::ToolImage));
+  INFO(component);
   Lock plain = fixture_lock();
   Lock with = fixture_lock();
-  LockImage overlay = image({k_node_overlay_component}, "localhost/gpubundle/node-overlay:580.105.08-ubuntu22.04");
-  overlay.built = BuiltKind::NodeOverlay;
-  with.images.push_back(overlay);
+  LockImage built = image({component}, source);
+  built.built = kind;
+  with.images.push_back(built);
   auto a = kit::make_kit(plain, fixture_chart(), options());
   auto b = kit::make_kit(with, fixture_chart(), options());
   REQUIRE(a.ok());
@@ -251,7 +258,7 @@ TEST_CASE("a node overlay in the lock changes neither the values nor the runtime
   CHECK(names_a == names_b);  // no containerd/certs.d/localhost
   CHECK(file(*a, "values.yaml") == file(*b, "values.yaml"));
   CHECK(file(*a, "crio/registries.conf.d/99-gpubundle.conf") == file(*b, "crio/registries.conf.d/99-gpubundle.conf"));
-  CHECK_THAT(file(*b, "manifest.json"), Catch::Contains("localhost/gpubundle/node-overlay"));  // still listed as shipped
+  CHECK_THAT(file(*b, "manifest.json"), Catch::Contains(source));  // still listed as shipped
 }
 
 namespace {

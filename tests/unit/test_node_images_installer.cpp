@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <locale.h>
 #include <fstream>
 #include <map>
 
@@ -357,6 +358,39 @@ TEST_CASE(".manifest destinations: vGPU guest (GRID) files land where nvidia-ins
 TEST_CASE("vermagic release", "[node-images][kbuild]") {
   CHECK(vermagic_release("6.1.0-57-amd64 SMP preempt mod_unload modversions ") == "6.1.0-57-amd64");
   CHECK_FALSE(read_modinfo("not elf", "x.ko").ok());
+}
+
+TEST_CASE("a layer name that is not ASCII is written as its UTF-8 bytes, whatever the locale", "[node-images][layer]") {
+  // Debian's ca-certificates ships such names; this process runs in the "C" locale.
+  gbtest::TempDir tmp;
+  const std::string name = "usr/share/ca-certificates/mozilla/NetLock_Arany_=Class_Gold=_F\xc5\x91tan\xc3\xbas\xc3\xadtv\xc3\xa1ny.crt";
+  LayerBuilder l;
+  l.add_data(name, "-----BEGIN CERTIFICATE-----\n");
+  l.add_symlink("etc/ssl/certs/NetLock.pem", "/" + name);
+  l.add_data("etc/ascii", "x");
+  auto tar = l.write_tar(tmp / "utf8.tar");
+  INFO((tar ? std::string() : tar.error().message));
+  REQUIRE(tar.ok());
+  // Read back as a reader in a UTF-8 locale reads it (Go's archive/tar in containerd and umoci takes the pax record as UTF-8).
+  locale_t utf8 = ::newlocale(LC_CTYPE_MASK, "C.UTF-8", static_cast<locale_t>(nullptr));
+  REQUIRE(utf8);
+  locale_t old = ::uselocale(utf8);
+  std::map<std::string, std::string> read;  // path -> link target
+  {
+    gb::detail::ArchiveReader r(archive_read_new());
+    archive_read_support_format_tar(r.get());
+    REQUIRE(archive_read_open_filename(r.get(), (tmp / "utf8.tar").c_str(), 10240) == ARCHIVE_OK);
+    archive_entry* e;
+    while (archive_read_next_header(r.get(), &e) == ARCHIVE_OK) {
+      const char* link = archive_entry_symlink(e);
+      read[archive_entry_pathname(e)] = link ? link : "";
+    }
+  }
+  ::uselocale(old);
+  ::freelocale(utf8);
+  CHECK(read.count(name) == 1);
+  CHECK(read["etc/ssl/certs/NetLock.pem"] == "/" + name);
+  CHECK(read.count("etc/ascii") == 1);
 }
 
 TEST_CASE("layer tar is deterministic: sorted, parents, root-owned, SOURCE_DATE_EPOCH", "[node-images][layer]") {
