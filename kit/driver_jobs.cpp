@@ -47,8 +47,10 @@ json container(const DriverJobOptions& o, const std::string& entry, const std::s
   // Scratch and HOME on the emptyDir: the root filesystem stays read-only.
   env.push_back({{"name", "TMPDIR"}, {"value", "/work"}});
   env.push_back({{"name", "HOME"}, {"value", "/work"}});
+  // The command spelled out: Argo's executor would otherwise ask the registry for the entrypoint.
   return {{"name", "build"},
           {"image", o.image},
+          {"command", {"/usr/local/bin/gpubundle"}},
           {"args", {"--store", "/work/store", "driver", "build", "--plan", "/plan/plan.json", "--entry", entry, "--result", result}},
           {"workingDir", k_job_inputs_dir},
           {"env", env},
