@@ -222,13 +222,7 @@ Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& vol
   ImportReport report;
   report.bundle_id = m.bundle_id;
   report.images = plans.size();
-  report.blobs_pushed = pushed->blobs_pushed;
-  report.blobs_mounted = pushed->blobs_mounted;
-  report.blobs_present = pushed->blobs_present;
-  report.manifests_pushed = pushed->manifests_pushed;
-  report.manifests_present = pushed->manifests_present;
-  report.bytes_pushed = pushed->bytes_pushed;
-  report.destinations = pushed->destinations;
+  static_cast<mirror::PushReport&>(report) = std::move(pushed.value());
   report.bytes_hashed = verified.bytes;
 
   // 5. The install kit, made before the first push.

@@ -17,6 +17,7 @@
 
 #include "kit/kit.hpp"
 #include "common/error.hpp"
+#include "mirror/push.hpp"
 #include "mirror/registry_config.hpp"
 
 namespace gb::signing {
@@ -51,17 +52,11 @@ struct ImportOptions {
   std::string package_repo_ca;
 };
 
-struct ImportReport {
+// The push's counters (mirror/push.hpp), and what import adds.
+struct ImportReport : mirror::PushReport {
   std::string bundle_id;
   std::size_t images = 0;
-  std::size_t blobs_pushed = 0;
-  std::size_t blobs_mounted = 0;
-  std::size_t blobs_present = 0;
-  std::size_t manifests_pushed = 0;
-  std::size_t manifests_present = 0;
-  std::uint64_t bytes_pushed = 0;
   std::uint64_t bytes_hashed = 0;  // of the bundle: manifests, non-blob entries, and the blobs the site lacked
-  std::vector<std::string> destinations;  // image references now at the site
 };
 
 Result<ImportReport> import_bundle(const std::vector<std::filesystem::path>& volumes, const ImportOptions& options,

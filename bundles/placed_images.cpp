@@ -11,6 +11,27 @@
 
 namespace gb::bundles {
 
+namespace {
+
+// A manifest walked (children before their index): an image manifest's
+// config and layers, then the manifest itself with its bytes as carried.
+void take_manifest(PlacedImage& p, PlacedImages& out, mirror::oci::Manifest m) {
+  if (!m.index()) {
+    p.blobs.push_back(m.config.digest);
+    for (const auto& l : m.layers) p.blobs.push_back(l.digest);
+  }
+  p.manifests.push_back(m.digest);
+  out.manifests[m.digest] = {m.media_type, std::move(m.bytes)};
+}
+
+void finish_image(PlacedImage p, PlacedImages& out) {
+  std::sort(p.blobs.begin(), p.blobs.end());
+  p.blobs.erase(std::unique(p.blobs.begin(), p.blobs.end()), p.blobs.end());
+  out.images.push_back(std::move(p));
+}
+
+}  // namespace
+
 Result<PlacedImages> placed_images(const VolumeManifest& m, const BundleBlobs& blobs, const kit::SiteRegistry& site, kit::Layout layout) {
   auto lock = recipes::parse_lock(m.lock_json, "bundle lock");
   if (!lock) return lock.error();
@@ -46,18 +67,12 @@ Result<PlacedImages> placed_images(const VolumeManifest& m, const BundleBlobs& b
           }
           if (auto r = walk(c.digest, c.media_type, depth + 1); !r) return r;
         }
-      } else {
-        p.blobs.push_back(parsed->config.digest);
-        for (const auto& l : parsed->layers) p.blobs.push_back(l.digest);
       }
-      p.manifests.push_back(digest);
-      out.manifests[digest] = {parsed->media_type, std::move(bytes.value())};
+      take_manifest(p, out, std::move(parsed.value()));
       return {};
     };
     if (auto r = walk(img.digest, img.media_type, 0); !r) return r.error();
-    std::sort(p.blobs.begin(), p.blobs.end());
-    p.blobs.erase(std::unique(p.blobs.begin(), p.blobs.end()), p.blobs.end());
-    out.images.push_back(std::move(p));
+    finish_image(std::move(p), out);
   }
   return out;
 }
@@ -105,18 +120,12 @@ Result<PlacedImages> placed_store_images(const mirror::Store& store, const std::
         for (const auto& c : parsed->manifests)
           if (store.has_blob(c.digest))
             if (auto r = walk(c.digest, c.media_type, depth + 1); !r) return r;
-      } else {
-        p.blobs.push_back(parsed->config.digest);
-        for (const auto& l : parsed->layers) p.blobs.push_back(l.digest);
       }
-      p.manifests.push_back(parsed->digest);
-      out.manifests[parsed->digest] = {parsed->media_type, std::move(parsed->bytes)};
+      take_manifest(p, out, std::move(parsed.value()));
       return {};
     };
     if (auto r = walk(img.digest, img.media_type, 0); !r) return r.error();
-    std::sort(p.blobs.begin(), p.blobs.end());
-    p.blobs.erase(std::unique(p.blobs.begin(), p.blobs.end()), p.blobs.end());
-    out.images.push_back(std::move(p));
+    finish_image(std::move(p), out);
   }
   return out;
 }
