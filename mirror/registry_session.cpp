@@ -363,8 +363,7 @@ class RegistryClient::Impl::FirstExchange {
 public:
   FirstExchange(Impl& im, const std::string& host) : m_im(im), m_host(host) {
     std::unique_lock lock(m_im.m_first_mutex);
-    auto [it, first] = m_im.m_first_open.try_emplace(host, true);
-    if (first) {
+    if (m_im.m_first_open.try_emplace(host, true).second) {
       m_mine = true;
       return;
     }
