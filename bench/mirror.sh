@@ -5,7 +5,8 @@
 # mirror and curl run RUNS times each, interleaved; for each run the registry's
 # CPU time (/proc/PID/stat) and what was asked of it (its log: connections,
 # requests by kind, bytes) are kept, and the medians are compared.
-# Usage: bench/mirror.sh PATH/TO/gpubundle   (env: BIG_MB=1024, JOBS=8, RUNS=3)
+# Usage: bench/mirror.sh PATH/TO/gpubundle   (env: BIG_MB=1024, JOBS=8, RUNS=3,
+#        RUNS_JSON=FILE appends each run's figures as JSON lines)
 set -euo pipefail
 GB=$(realpath "$1")
 BIG_MB=${BIG_MB:-1024}
@@ -49,7 +50,7 @@ PYEOF
 # One curl process, JOBS transfers at once, each blob to its own file (as a
 # store does); it reuses its connections (--parallel keeps up to JOBS open).
 awk '{n = split($0, a, "/"); printf "url = \"%s\"\noutput = \"%s\"\n", $0, a[n]}' "$W/urls" > "$W/curl.cfg"
-curl_get() { rm -rf "$W/curl" && mkdir "$W/curl" && (cd "$W/curl" && curl -sSf --parallel --parallel-max "$JOBS" -K "$W/curl.cfg"); }
+curl_get() { rm -rf "$W/curl" && mkdir "$W/curl" && (cd "$W/curl" && curl -sSf --no-progress-meter --parallel --parallel-max "$JOBS" -K "$W/curl.cfg"); }
 # What each run made the registry do: its CPU time, and from its log the
 # connections, requests by kind and bytes (tests/tools/registry_log.py).
 REG_PID=$(jget "$W/bench.json" 'd["pid"]')
@@ -75,6 +76,7 @@ for _ in $(seq "$RUNS"); do
 done
 ours=$(med ours wall_s)
 curl_s=$(med curl wall_s)
+if [[ -n ${RUNS_JSON:-} ]]; then cat "$W/runs.jsonl" >> "$RUNS_JSON"; fi
 
 # 2. skopeo copy --all, one image after the other (how people script it)
 t0=$(now)
