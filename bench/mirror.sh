@@ -1,12 +1,17 @@
 #!/bin/bash
 # Benchmark (not a test): gpubundle mirror vs skopeo copy --all vs a parallel
 # curl of the same blobs (one process, --parallel), all from one loopback docker-registry; then a
-# no-change re-mirror and peak RSS while mirroring one big layer.
-# Usage: bench/mirror.sh PATH/TO/gpubundle   (env: BIG_MB=1024, JOBS=8)
+# no-change re-mirror and peak RSS while mirroring one big layer. The cold
+# mirror and curl run RUNS times each, interleaved; for each run the registry's
+# CPU time (/proc/PID/stat) and what was asked of it (its log: connections,
+# requests by kind, bytes) are kept, and the medians are compared.
+# Usage: bench/mirror.sh PATH/TO/gpubundle   (env: BIG_MB=1024, JOBS=8, RUNS=3,
+#        RUNS_JSON=FILE appends each run's figures as JSON lines)
 set -euo pipefail
 GB=$(realpath "$1")
 BIG_MB=${BIG_MB:-1024}
 JOBS=${JOBS:-8}
+RUNS=${RUNS:-3}
 PY=/usr/bin/python3
 TOOLS=$(cd "$(dirname "$0")/../tests/tools" && pwd)
 source "$(dirname "$0")/../tests/integration/mirror_lib.sh"
@@ -22,21 +27,7 @@ registry_config "$W/reg.yaml" "$SRC" "http://$SRC"
 total=$(jget "$W/seed.json" 'd["totalBytes"]')
 n=$(jget "$W/seed.json" 'len(d["images"])')
 
-# 1. our cold mirror
-t0=$(now)
-"$GB" -q --store "$W/ours" mirror "$W/bench.lock.json" --registry-config "$W/reg.yaml" -j "$JOBS"
-t1=$(now)
-ours=$(secs "$t0" "$t1")
-
-# 2. skopeo copy --all, one image after the other (how people script it)
-t0=$(now)
-for ref in $(jget "$W/seed.json" '" ".join(i["ref"] for i in d["images"])'); do
-  skopeo copy -q --all --src-tls-verify=false "docker://$ref" "oci:$W/skopeo:$ref" > /dev/null
-done
-t1=$(now)
-sko=$(secs "$t0" "$t1")
-
-# 3. the transfer limit: every blob URL once, by curl
+# The transfer limit: every blob URL once, by curl (listed here, outside the runs).
 "$PY" - "$W/seed.json" "$SRC" > "$W/urls" <<'PYEOF'
 import json, sys, urllib.request
 seed, host = json.load(open(sys.argv[1])), sys.argv[2]
@@ -57,14 +48,45 @@ for img in seed["images"]:
                 print(f"http://{host}/v2/{repo}/blobs/{d['digest']}")
 PYEOF
 # One curl process, JOBS transfers at once, each blob to its own file (as a
-# store does); then the same again followed by sync(1) of those files, since
-# a mirror makes its blobs durable.
+# store does); it reuses its connections (--parallel keeps up to JOBS open).
 awk '{n = split($0, a, "/"); printf "url = \"%s\"\noutput = \"%s\"\n", $0, a[n]}' "$W/urls" > "$W/curl.cfg"
-curl_get() { rm -rf "$W/curl" && mkdir "$W/curl" && (cd "$W/curl" && curl -sSf --parallel --parallel-max "$JOBS" -K "$W/curl.cfg"); }
+curl_get() { rm -rf "$W/curl" && mkdir "$W/curl" && (cd "$W/curl" && curl -sSf --no-progress-meter --parallel --parallel-max "$JOBS" -K "$W/curl.cfg"); }
+# What each run made the registry do: its CPU time, and from its log the
+# connections, requests by kind and bytes (tests/tools/registry_log.py).
+REG_PID=$(jget "$W/bench.json" 'd["pid"]')
+REG_LOG=$W/reg/bench/registry.log
+reg_ticks() { awk '{print $14 + $15}' "/proc/$REG_PID/stat"; }
+# served NAME CMD...: runs CMD; one line for $W/runs.jsonl
+served() {
+  local name=$1 off c0 c1 t0 t1
+  shift
+  off=$(stat -c %s "$REG_LOG"); c0=$(reg_ticks); t0=$(now)
+  "$@"
+  t1=$(now); c1=$(reg_ticks)
+  sleep 0.2  # the registry logs a request once its last byte is out
+  "$PY" "$TOOLS/registry_log.py" run "$name" "$REG_LOG" "$off" $((c1 - c0)) "$(secs "$t0" "$t1")" >> "$W/runs.jsonl"
+}
+med() { "$PY" "$TOOLS/registry_log.py" medians "$W/runs.jsonl" "$1" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$2"; }
+
+# 1. our cold mirror and curl (the transfer limit), RUNS times each, interleaved
+ours_cold() { rm -rf "$W/ours" && "$GB" -q --store "$W/ours" mirror "$W/bench.lock.json" --registry-config "$W/reg.yaml" -j "$JOBS"; }
+for _ in $(seq "$RUNS"); do
+  served ours ours_cold
+  served curl curl_get
+done
+ours=$(med ours wall_s)
+curl_s=$(med curl wall_s)
+if [[ -n ${RUNS_JSON:-} ]]; then cat "$W/runs.jsonl" >> "$RUNS_JSON"; fi
+
+# 2. skopeo copy --all, one image after the other (how people script it)
 t0=$(now)
-curl_get
+for ref in $(jget "$W/seed.json" '" ".join(i["ref"] for i in d["images"])'); do
+  skopeo copy -q --all --src-tls-verify=false "docker://$ref" "oci:$W/skopeo:$ref" > /dev/null
+done
 t1=$(now)
-curl_s=$(secs "$t0" "$t1")
+sko=$(secs "$t0" "$t1")
+
+# 3. curl once more, then sync(1) of its files, since a mirror makes its blobs durable
 t0=$(now)
 curl_get && sync "$W/curl"/*
 t1=$(now)
@@ -77,11 +99,14 @@ t1=$(now)
 again=$(secs "$t0" "$t1")
 
 echo "set: $n images, $(( total / 1048576 )) MiB distinct blobs, $(wc -l < "$W/urls") blobs, -j $JOBS"
-printf '%-34s %8s s\n' "gpubundle mirror (cold)" "$ours" "skopeo copy --all (each)" "$sko" "curl --parallel-max $JOBS" "$curl_s" \
+printf '%-34s %8s s\n' "gpubundle mirror (cold, median)" "$ours" "skopeo copy --all (each)" "$sko" "curl --parallel-max $JOBS (median)" "$curl_s" \
   "curl --parallel-max $JOBS, then sync" "$curl_sync" "gpubundle re-mirror" "$again"
 goal "mirror: skopeo / gpubundle" "$(ratio "$sko / $ours")" ">=" 3 x
+echo "what the registry did, for the same $(( total / 1048576 )) MiB:"
+"$PY" "$TOOLS/registry_log.py" report "$W/runs.jsonl" ours curl
 goal "mirror: gpubundle / curl" "$(ratio "$ours / $curl_s")" "<=" 1.2 x
 echo "      gpubundle / (curl + sync): $(ratio "$ours / $curl_sync")x"
+goal "mirror: registry CPU/byte vs curl" "$(ratio "$(med ours cpu_ns_per_byte) / $(med curl cpu_ns_per_byte)")" "<=" 1.1 x
 goal "re-mirror, nothing changed" "$again" "<" 0.3 " s"
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
 

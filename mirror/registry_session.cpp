@@ -357,11 +357,53 @@ net::Response RegistryClient::Impl::exchange(net::Request& req, const Endpoint& 
   return r;
 }
 
+// Waits while another request makes the host's first exchange; the first
+// one to come makes it, and answered() lets the others go.
+class RegistryClient::Impl::FirstExchange {
+public:
+  FirstExchange(Impl& im, const std::string& host) : m_im(im), m_host(host) {
+    std::unique_lock lock(m_im.m_first_mutex);
+    if (m_im.m_first_open.try_emplace(host, true).second) {
+      m_mine = true;
+      return;
+    }
+    m_im.m_first_cv.wait(lock, [&] { return !m_im.m_first_open[m_host]; });
+  }
+  ~FirstExchange() { answered(); }
+  FirstExchange(const FirstExchange&) = delete;
+  FirstExchange& operator=(const FirstExchange&) = delete;
+  bool mine() const { return m_mine; }
+  void answered() {
+    if (!m_mine) return;
+    m_mine = false;
+    {
+      std::lock_guard lock(m_im.m_first_mutex);
+      m_im.m_first_open[m_host] = false;
+    }
+    m_im.m_first_cv.notify_all();
+  }
+
+private:
+  Impl& m_im;
+  std::string m_host;
+  bool m_mine = false;
+};
+
 Result<net::Response> RegistryClient::Impl::send(const Endpoint& ep, std::vector<std::string> scopes, net::Request req, SendMode mode) {
   const std::vector<std::string> base_headers = req.headers;
+  FirstExchange first(*this, ep.host);
+  if (req.read_body) first.answered();  // nobody waits for an upload
+  if (first.mine() && req.on_body) {
+    // A 2xx stream: the host wants nothing more; the others need not wait for its last byte.
+    req.on_body = [&first, sink = std::move(req.on_body)](long status, std::string_view chunk) {
+      first.answered();
+      return sink(status, chunk);
+    };
+  }
   for (int round = 0; round < 2; ++round) {
     auto auth = auth_header(ep, scopes);
     if (!auth) return auth.error();
+    if (round == 1) first.answered();  // the challenge is known and its token cached: the others ask with it
     net::Request hop = req;  // redirects rewrite it; each round starts from the request as given
     net::Response r = exchange(hop, ep, base_headers, auth.value(), mode);
     if (!r.answered() || r.status != 401) return r;

@@ -25,6 +25,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -172,6 +173,16 @@ private:
   Result<std::string> auth_header(const Endpoint& ep, const std::vector<std::string>& scopes);
   Result<bool> learn_challenge(const Endpoint& ep, const net::Response& r, std::vector<std::string>& scopes);
   std::time_t now() const;
+
+  // The first exchange with a host goes alone: its answer says whether the
+  // host wants credentials (a 401 and its challenge); parallel first requests
+  // would each meet the same 401 and fetch the same token. The others wait
+  // until it has an answer (a status, a first body byte, or a challenge and
+  // the credentials for it); uploads wait for nobody.
+  class FirstExchange;
+  std::mutex m_first_mutex;
+  std::condition_variable m_first_cv;
+  std::map<std::string, bool> m_first_open;  // by endpoint host: true while its first exchange has no answer
 
   std::mutex m_auth_mutex;
   std::map<std::string, HostAuth> m_host_auth;                     // by endpoint host

@@ -160,42 +160,65 @@ BlobWriter::~BlobWriter() {
   if (!m_partial.empty() && fs::file_size(m_partial, ec) == 0 && !ec) fs::remove(m_partial, ec);
 }
 
-Result<void> BlobWriter::flush() {
-  const std::uint64_t from = m_flushed;
-  std::string_view rest = m_buffer;
-  while (!rest.empty() && m_fd >= 0) {
-    ssize_t n = ::pwrite(m_fd, rest.data(), rest.size(), static_cast<off_t>(m_written - rest.size()));
+// Writes `bytes` at the end of the file in pieces of k_write_piece. On a
+// failure the file keeps only whole bytes, so that a resume starts right.
+Result<void> BlobWriter::put(std::string_view bytes) {
+  while (!bytes.empty() && m_fd >= 0) {
+    ssize_t n = ::pwrite(m_fd, bytes.data(), std::min(bytes.size(), k_write_piece), static_cast<off_t>(m_flushed));
     if (n < 0) {
       if (errno == EINTR) continue;
       int e = errno;
-      // Keep the file at the bytes that are whole, so that a resume starts right.
       (void)::ftruncate(m_fd, static_cast<off_t>(m_flushed));
       m_written = m_flushed;
       m_buffer.clear();
       return op_error(m_partial.string() + ": write failed: " + std::strerror(e) +
                       (e == ENOSPC ? " (free space, then run the same command again: it resumes)" : ""));
     }
-    rest.remove_prefix(static_cast<std::size_t>(n));
+    bytes.remove_prefix(static_cast<std::size_t>(n));
     m_flushed += static_cast<std::uint64_t>(n);
   }
-  m_buffer.clear();
-  // Start writing it back while the rest downloads: sync_blobs() then waits
-  // for little, and the disk works alongside the network, not after it.
-  if (m_flushed > from) (void)::sync_file_range(m_fd, static_cast<off_t>(from), static_cast<off_t>(m_flushed - from), SYNC_FILE_RANGE_WRITE);
+  if (m_flushed - m_synced >= k_writeback_step) start_writeback();
   return {};
+}
+
+// Starts writing back what is in the file while the rest downloads:
+// sync_blobs() then waits for little, and the disk works alongside the
+// network, not after it.
+void BlobWriter::start_writeback() {
+  if (m_flushed > m_synced && m_fd >= 0)
+    (void)::sync_file_range(m_fd, static_cast<off_t>(m_synced), static_cast<off_t>(m_flushed - m_synced), SYNC_FILE_RANGE_WRITE);
+  m_synced = m_flushed;
+}
+
+Result<void> BlobWriter::flush() {
+  auto r = put(m_buffer);
+  m_buffer.clear();
+  start_writeback();
+  return r;
 }
 
 Result<void> BlobWriter::write(std::string_view chunk) {
   if (m_expected && m_written + chunk.size() > m_expected)
     return op_error(m_digest + ": more bytes than the expected " + std::to_string(m_expected));
   if (!m_hex.empty()) return op_error(m_digest + ": internal: written after its digest was taken");
-  if (m_buffer.size() + chunk.size() > k_write_buffer)
-    if (auto r = flush(); !r) return r;
-  if (m_buffer.capacity() < k_write_buffer) m_buffer.reserve(m_expected ? std::min<std::uint64_t>(m_expected, k_write_buffer) : k_write_buffer);
   m_hash.update(chunk);
   m_written += chunk.size();
-  m_buffer.append(chunk);
-  if (m_buffer.size() >= k_write_buffer) return flush();
+  // Whole pieces go to the file from the chunk itself; a smaller rest waits
+  // in the buffer for the next chunk.
+  if (!m_buffer.empty()) {
+    std::size_t take = std::min(chunk.size(), k_write_piece - m_buffer.size());
+    m_buffer.append(chunk.substr(0, take));
+    chunk.remove_prefix(take);
+    if (m_buffer.size() < k_write_piece) return {};
+    if (auto r = put(m_buffer); !r) return r;
+    m_buffer.clear();
+  }
+  std::size_t whole = chunk.size() - chunk.size() % k_write_piece;
+  if (auto r = put(chunk.substr(0, whole)); !r) return r;
+  if (whole < chunk.size()) {
+    if (m_buffer.capacity() < k_write_piece) m_buffer.reserve(k_write_piece);
+    m_buffer.append(chunk.substr(whole));
+  }
   return {};
 }
 
@@ -209,7 +232,7 @@ Result<void> BlobWriter::truncate() {
   m_hex.clear();
   if (::ftruncate(m_fd, 0) != 0) return op_error(m_partial.string() + ": cannot truncate: " + std::strerror(errno));
   m_hash = signing::Sha256();
-  m_written = m_flushed = 0;
+  m_written = m_flushed = m_synced = 0;
   return {};
 }
 
@@ -225,7 +248,7 @@ Result<std::uint64_t> BlobWriter::resume(signing::Sha256& hasher) {
   m_hash = signing::Sha256();
   m_hex.clear();
   if (auto r = hash_prefix(m_fd, held, m_partial, {&m_hash, &hasher}); !r) return r.error();
-  m_written = m_flushed = held;
+  m_written = m_flushed = m_synced = held;
   return held;
 }
 
@@ -407,7 +430,7 @@ Result<std::unique_ptr<BlobWriter>> Store::open_blob(const std::string& digest, 
   struct stat st {};
   if (::fstat(fd, &st) == 0 && st.st_size > 0) {
     if (auto r = hash_prefix(fd, static_cast<std::uint64_t>(st.st_size), partial, {&w->m_hash}); !r) return r.error();
-    w->m_written = static_cast<std::uint64_t>(st.st_size);
+    w->m_written = w->m_flushed = w->m_synced = static_cast<std::uint64_t>(st.st_size);
   }
   return w;
 }

@@ -7,7 +7,9 @@
 #include "common/log.hpp"
 #include "common/strings.hpp"
 #include "net/curl_raii.hpp"
+#include "net/handle_pool.hpp"
 #include "net/transport.hpp"
+#include "net/url.hpp"
 
 namespace gb::net {
 
@@ -45,7 +47,8 @@ public:
     // The share handle shares DNS and TLS sessions between the easy handles;
     // libcurl needs the locks for that. Not connections: a shared connection
     // cache is not thread-safe (libcurl known bug 11.11, curl#4915), and it
-    // corrupted the heap in parallel imports. Each pooled handle keeps its own.
+    // corrupted the heap in parallel imports. Each pooled handle keeps its
+    // own, and goes back to the origin it talked to (net/handle_pool.hpp).
     m_share = Share(curl_share_init());
     curl_share_setopt(m_share.get(), CURLSHOPT_LOCKFUNC, &CurlTransport::lock_cb);
     curl_share_setopt(m_share.get(), CURLSHOPT_UNLOCKFUNC, &CurlTransport::unlock_cb);
@@ -106,32 +109,24 @@ private:
     return got.value();
   }
 
-  Easy take_handle() {
-    {
-      std::lock_guard lock(m_pool_mutex);
-      if (!m_pool.empty()) {
-        Easy e = std::move(m_pool.back());
-        m_pool.pop_back();
-        return e;
-      }
-    }
-    return Easy(curl_easy_init());
-  }
-  void give_handle(Easy e) {
-    std::lock_guard lock(m_pool_mutex);
-    m_pool.push_back(std::move(e));
+  // "scheme://host:port": the pool's key. libcurl itself checks that a
+  // connection it reuses matches the transfer's TLS settings.
+  static std::string pool_key(const std::string& url) {
+    auto o = url_origin(url);
+    return o ? o->scheme + "://" + o->host + ":" + std::to_string(o->port) : std::string();
   }
 
   TransportOptions m_options;
   std::mutex m_share_locks[CURL_LOCK_DATA_LAST];
   Share m_share;
-  std::mutex m_pool_mutex;
-  std::vector<Easy> m_pool;  // idle easy handles, reused for keep-alive
+  HandlePool<Easy> m_pool;  // idle easy handles by origin, each with its connection open
 };
 
 Response CurlTransport::perform(const Request& req) {
   Response resp;
-  Easy easy = take_handle();
+  const std::string origin = pool_key(req.url);
+  Easy easy = m_pool.take(origin).value_or(Easy());
+  if (!easy) easy = Easy(curl_easy_init());
   CURL* c = easy.get();
   if (!c) {
     resp.error = NetError::Other;
@@ -221,7 +216,7 @@ Response CurlTransport::perform(const Request& req) {
   // Drop options pointing at this frame before the handle goes back.
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, nullptr);
   curl_easy_setopt(c, CURLOPT_ERRORBUFFER, nullptr);
-  give_handle(std::move(easy));
+  m_pool.give(origin, std::move(easy));
   classify_tls_failure(*this, req, resp);  // a plain HTTP server at an https:// URL
   return resp;
 }

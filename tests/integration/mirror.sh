@@ -14,9 +14,22 @@ STORE="$W/store"
 gb() { "$GB" --store "$STORE" "$@"; }
 
 # Cold mirror.
+log_from=$(stat -c %s "$W/reg/src/registry.log")
 gb mirror "$W/site.lock.json" --registry-config "$W/reg.yaml" -j 4 > "$W/out1" 2> "$W/err1" || { cat "$W/err1"; fail "cold mirror"; }
 grep -q "mirrored 6 images" "$W/err1" || { cat "$W/err1"; fail "summary line"; }
 pass "cold mirror"
+
+# What it asked of the registry, from the registry's log: one GET per
+# manifest and per blob, nothing else, over kept-alive connections, at most
+# one per transfer at once (-j 4), however many requests.
+served() { "$PY" "$TOOLS/registry_log.py" run cold "$W/reg/src/registry.log" "$log_from"; }
+until [[ $(served) == "${seen:-}" ]]; do seen=$(served); sleep 0.2; done  # the last lines can come after the client is done
+echo "$seen" > "$W/served.json"
+requests=$(jget "$W/served.json" 'd["requests"]')
+conns=$(jget "$W/served.json" 'd["connections"]')
+[[ $(jget "$W/served.json" 'sorted(d["kinds"])') == "['GET blob', 'GET manifest']" ]] || { cat "$W/served.json"; fail "requests other than a GET per manifest and blob"; }
+(( requests >= 12 && conns <= 4 )) || { cat "$W/served.json"; fail "$conns connections for $requests requests (want at most 4: connections reused)"; }
+pass "cold mirror: $requests requests over $conns connections, a GET per manifest and per blob"
 
 # Digests filled into the lock, in place, and equal to upstream.
 n=$(jget "$W/site.lock.json" 'sum(1 for i in d["images"] if i["digest"].startswith("sha256:"))')

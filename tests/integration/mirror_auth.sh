@@ -39,10 +39,22 @@ expect_fail() {  # expect_fail NAME CONFIG PATTERN
   pass "$1: exit 1, $(grep -m1 -- "$3" "$W/err" | cut -c1-200)"
 }
 
-"$GB" --store "$STORE" -q mirror "$W/site.lock.json" --registry-config "$W/good.yaml" -o "$W/good.lock.json" ||
+log_from=$(stat -c %s "$W/reg/auth/registry.log")
+"$GB" --store "$STORE" -q mirror "$W/site.lock.json" --registry-config "$W/good.yaml" -o "$W/good.lock.json" -j 4 ||
   fail "mirror with the right credentials"
 [[ $(jget "$W/good.lock.json" 'sum(1 for i in d["images"] if i["digest"])') == 6 ]] || fail "not every image mirrored"
 pass "right credentials over TLS with the site CA: 6 images"
+# TLS connections are kept open and reused: at most one per transfer at once (-j 4).
+served() { "$PY" "$TOOLS/registry_log.py" run good "$W/reg/auth/registry.log" "$log_from"; }
+until [[ $(served) == "${seen:-}" ]]; do seen=$(served); sleep 0.2; done
+echo "$seen" > "$W/served.json"
+requests=$(jget "$W/served.json" 'd["requests"]')
+conns=$(jget "$W/served.json" 'd["connections"]')
+(( requests >= 12 && conns <= 4 )) || { cat "$W/served.json"; fail "$conns TLS connections for $requests requests (want at most 4)"; }
+# The first request goes alone and meets the challenge; the others wait and come with credentials.
+challenges=$(jget "$W/served.json" 'd["kinds"].get("401", 0)')
+[[ $challenges == 1 ]] || { cat "$W/served.json"; fail "$challenges requests met the 401 challenge (want 1)"; }
+pass "$requests requests over $conns TLS connections, one 401 challenge"
 
 # The failures below run against this filled store: it must stay as it is.
 before=$(snapshot)

@@ -1,10 +1,15 @@
 // net/retry.hpp: the one retry and redirect policy, and the package fetcher
-// on it, against a scripted transport (no sockets, no sleeping).
+// on it, against a scripted transport (no sockets, no sleeping); the
+// transports' handle pool (net/handle_pool.hpp).
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <functional>
+#include <thread>
 
+#include "net/handle_pool.hpp"
 #include "net/retry.hpp"
+#include "net/url.hpp"
 #include "packages/packages.hpp"
 
 using namespace gb;
@@ -191,4 +196,93 @@ TEST_CASE("net: the package fetcher is on the same policy") {
   REQUIRE(missing.ok());
   CHECK_FALSE(missing->has_value());
   CHECK(gone.seen.size() == 1);
+}
+
+TEST_CASE("net: the handle pool gives each origin back its own handles") {
+  net::HandlePool<int> pool(3);
+  CHECK_FALSE(pool.take("https://registry:443"));
+  pool.give("https://registry:443", 1);
+  CHECK_FALSE(pool.take("https://storage:443"));  // never another origin's handle
+  pool.give("https://registry:443", 2);
+  CHECK(pool.take("https://registry:443") == 2);  // the one given back last
+  CHECK(pool.take("https://registry:443") == 1);
+  CHECK_FALSE(pool.take("https://registry:443"));
+  // Past max_idle, the handle idle longest is dropped (its connection closed).
+  pool.give("https://registry:443", 1);
+  pool.give("https://storage:443", 2);
+  pool.give("https://registry:443", 3);
+  pool.give("https://storage:443", 4);
+  CHECK(pool.idle() == 3);
+  CHECK(pool.take("https://registry:443") == 3);
+  CHECK_FALSE(pool.take("https://registry:443"));
+  CHECK(pool.take("https://storage:443") == 4);
+  CHECK(pool.take("https://storage:443") == 2);
+}
+
+namespace {
+
+// A transport whose handles each hold one connection, to the origin it last
+// talked to (libcurl's easy handle, simplified): a handle taken for another
+// origin would connect again. A registry redirects every blob to storage.
+class Pooled final : public net::Transport {
+public:
+  struct Handle {
+    std::string connected;  // origin of its open connection
+  };
+  net::Response perform(const net::Request& req) override {
+    auto o = net::url_origin(req.url);
+    const std::string origin = o->scheme + "://" + o->host + ":" + std::to_string(o->port);
+    int now = ++counts(origin).in_flight;  // before take: a handle of this origin is busy or idle
+    for (int peak = counts(origin).peak; now > peak && !counts(origin).peak.compare_exchange_weak(peak, now);) {
+    }
+    Handle h = m_pool.take(origin).value_or(Handle{});
+    if (h.connected != origin) {
+      ++counts(origin).connections;
+      h.connected = origin;
+    }
+    std::this_thread::yield();
+    net::Response r;
+    if (o->host == "registry.test") {
+      r.status = 307;
+      r.headers["location"] = "https://storage.test/b/" + req.url.substr(req.url.rfind('/') + 1);
+    } else {
+      r.status = 200;
+      net::deliver_body(req, r, "blob");
+    }
+    m_pool.give(origin, std::move(h));
+    --counts(origin).in_flight;
+    ++requests;
+    return r;
+  }
+  struct Counts {
+    std::atomic<int> in_flight{0}, peak{0}, connections{0};
+  };
+  Counts& counts(const std::string& origin) { return origin == "https://registry.test:443" ? registry : storage; }
+  Counts registry, storage;
+  std::atomic<int> requests{0};
+
+private:
+  net::HandlePool<Handle> m_pool;
+};
+
+}  // namespace
+
+TEST_CASE("net: parallel transfers through redirects open a connection per transfer at once, not per request") {
+  Pooled t;
+  constexpr int threads = 8, blobs = 40;
+  std::vector<std::thread> workers;
+  for (int w = 0; w < threads; ++w)
+    workers.emplace_back([&t, w] {
+      for (int i = 0; i < blobs; ++i) {
+        net::Request req;
+        req.url = "https://registry.test/v2/r/blobs/sha256:" + std::to_string(w * blobs + i);
+        CHECK(net::send(t, req, net::RetryPolicy{}).body == "blob");
+      }
+    });
+  for (auto& w : workers) w.join();
+  CHECK(t.requests == 2 * threads * blobs);
+  for (auto* c : {&t.registry, &t.storage}) {
+    CHECK(c->peak <= threads);
+    CHECK(c->connections <= c->peak);  // a new connection only when every handle of its origin is busy
+  }
 }

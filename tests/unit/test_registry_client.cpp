@@ -4,9 +4,11 @@
 // redirect hops carry credentials.
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <ctime>
 #include <functional>
 #include <mutex>
+#include <thread>
 
 #include "net/transport.hpp"
 #include "mirror/registry.hpp"
@@ -159,6 +161,48 @@ TEST_CASE("transport: a 401 challenge fetches a token and the request is retried
   REQUIRE(rig.client.get_manifest(image("reg.test/lib/app:v1")).ok());
   CHECK(rig.fake->seen.size() == 4);
   CHECK(rig.fake->count("auth.test") == 1);
+}
+
+TEST_CASE("transport: parallel first requests to a host meet its challenge once and share one token", "[transport]") {
+  std::atomic<int> blocked{0}, started{0};
+  Rig rig(
+      [&](const Seen& s) {
+        if (has(s.url, "https://auth.test/token")) {
+          Reply t;
+          t.body = R"({"token":"T1","expires_in":300})";
+          return t;
+        }
+        if (s.header("Authorization:") != "Authorization: Bearer T1") {
+          // The first one is answered once every worker has started its blob
+          // (at most 2 s): the others would reach here too without the gate.
+          auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+          while (blocked == 0 && started < 8 && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+          ++blocked;
+          return status(401, {{"www-authenticate", R"(Bearer realm="https://auth.test/token",service="reg.test")"}});
+        }
+        return blob_from(0);
+      },
+      {}, [] {
+        ClientOptions o;
+        o.max_parallel = o.max_per_host = 8;
+        return o;
+      }());
+  std::vector<BlobRequest> requests;
+  for (int i = 0; i < 16; ++i) {
+    BlobRequest r;
+    r.repo = image("reg.test/lib/app:v1");
+    r.digest = sha256_digest(k_blob);
+    r.size = k_blob.size();
+    r.open_sink = [&started] {
+      ++started;
+      return std::unique_ptr<BlobSink>(std::make_unique<MemorySink>());
+    };
+    requests.push_back(std::move(r));
+  }
+  REQUIRE(rig.client.fetch_blobs(std::move(requests)).ok());
+  CHECK(blocked == 1);  // 8 threads, one challenge
+  CHECK(rig.fake->count("auth.test") == 1);
+  CHECK(rig.fake->seen.size() == 1 + 1 + 16);
 }
 
 TEST_CASE("transport: a token that expires mid-run is replaced by a new one", "[transport]") {

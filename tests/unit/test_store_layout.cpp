@@ -83,7 +83,7 @@ TEST_CASE("store creates an OCI layout and publishes blobs atomically", "[store]
     CHECK(s.has_blob(c.digest, 5));
   }
   SECTION("published blobs wait, complete, for one sync; a store opened before it resumes them") {
-    auto c = storetest::blob(std::string(3 * BlobWriter::k_write_buffer + 17, 'x'));  // several buffer flushes
+    auto c = storetest::blob(std::string(3 * BlobWriter::k_write_piece + 17, 'x'));  // several buffer flushes
     {
       auto w = s.open_blob(c.digest, c.bytes.size()).value_or_throw();
       for (std::size_t at = 0; at < c.bytes.size(); at += 16384) REQUIRE(w->write(c.bytes.substr(at, 16384)));
@@ -96,8 +96,24 @@ TEST_CASE("store creates an OCI layout and publishes blobs atomically", "[store]
     CHECK_FALSE(fs::exists(partial));
     CHECK(read_file(s.blob_path(c.digest)).value_or_throw() == c.bytes);
   }
+  SECTION("chunks of any size, smaller and larger than a piece, land in order") {
+    std::string bytes;
+    for (std::size_t i = 0; i < 5 * BlobWriter::k_write_piece + 999; ++i) bytes.push_back(static_cast<char>('a' + i % 23));
+    auto c = storetest::blob(bytes);
+    auto w = s.open_blob(c.digest, c.bytes.size()).value_or_throw();
+    const std::size_t piece = BlobWriter::k_write_piece;
+    std::size_t at = 0;
+    for (std::size_t n : {std::size_t{1}, piece + 7, 2 * piece, piece - 8, std::size_t{3}, piece}) {
+      REQUIRE(w->write(c.bytes.substr(at, n)));
+      at += n;
+    }
+    REQUIRE(w->write(c.bytes.substr(at)));
+    REQUIRE(w->publish());
+    REQUIRE(s.sync_blobs());
+    CHECK(read_file(s.blob_path(c.digest)).value_or_throw() == c.bytes);
+  }
   SECTION("a writer dropped mid-blob leaves every byte it was given for the resume") {
-    auto c = storetest::blob(std::string(BlobWriter::k_write_buffer + 100, 'y'));
+    auto c = storetest::blob(std::string(BlobWriter::k_write_piece + 100, 'y'));
     {
       auto w = s.open_blob(c.digest, c.bytes.size()).value_or_throw();
       REQUIRE(w->write(c.bytes.substr(0, 5000)));
