@@ -20,7 +20,7 @@ namespace gb::node_images {
 
 namespace {
 
-using json = nlohmann::json;
+using PlanJson = nlohmann::json;  // not `json`: driver_image.cpp names an ordered one so (unity builds)
 
 constexpr const char* k_plan_kind = "DriverBuildPlan";
 constexpr const char* k_result_kind = "DriverBuildResult";
@@ -112,12 +112,12 @@ Result<DriverPlan> plan_driver_builds(const recipes::Lock& lock, const DriverPla
 }
 
 std::string plan_to_json(const DriverPlan& p) {
-  json entries = json::array();
+  PlanJson entries = PlanJson::array();
   for (const auto& e : p.entries)
     entries.push_back({{"index", e.index},   {"kernel", e.kernel},         {"osTag", e.os_tag}, {"platform", e.platform},
                        {"branch", e.branch}, {"version", e.version},       {"repository", e.repository},
                        {"image", e.image},   {"pushed", e.pushed},         {"result", e.result}, {"args", e.args}});
-  json j = {{"apiVersion", k_api},        {"kind", k_plan_kind},          {"recipe", p.recipe},
+  PlanJson j = {{"apiVersion", k_api},        {"kind", k_plan_kind},          {"recipe", p.recipe},
             {"installer", p.installer},   {"base", p.base},               {"signKey", p.sign_key},
             {"signCert", p.sign_cert},    {"registryConfig", p.registry_config}, {"push", p.push},
             {"layout", p.layout},         {"entries", entries}};
@@ -126,12 +126,12 @@ std::string plan_to_json(const DriverPlan& p) {
 
 Result<DriverPlan> parse_plan(const std::string& text, const std::string& file) {
   if (text.size() > (16u << 20)) return input_error(file + ": larger than 16 MiB");
-  json j = json::parse(text, nullptr, false);
+  PlanJson j = PlanJson::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return input_error(file + ": not a JSON object");
   if (j.value("apiVersion", "") != k_api || j.value("kind", "") != k_plan_kind)
     return input_error(file + ": not a gpubundle/v1 DriverBuildPlan (make it with `gpubundle driver plan --json`)");
   DriverPlan p;
-  auto str = [&](const json& o, const char* key, std::string& out, bool required) -> Result<void> {
+  auto str = [&](const PlanJson& o, const char* key, std::string& out, bool required) -> Result<void> {
     auto it = o.find(key);
     if (it == o.end() || it->is_null()) {
       if (required) return input_error(file + ": " + key + " is missing");
@@ -158,7 +158,7 @@ Result<DriverPlan> parse_plan(const std::string& text, const std::string& file) 
   if (entries == j.end() || !entries->is_array() || entries->empty()) return input_error(file + ": entries is missing or empty");
   if (entries->size() > k_max_plan_entries) return input_error(file + ": more than " + std::to_string(k_max_plan_entries) + " entries");
   for (std::size_t i = 0; i < entries->size(); ++i) {
-    const json& o = (*entries)[i];
+    const PlanJson& o = (*entries)[i];
     std::string where = file + ": entries[" + std::to_string(i) + "]";
     if (!o.is_object()) return input_error(where + " is not an object");
     DriverPlanEntry e;
@@ -189,7 +189,7 @@ Result<DriverPlan> parse_plan(const std::string& text, const std::string& file) 
 }
 
 std::string result_to_json(const DriverBuildResult& r) {
-  return json{{"apiVersion", k_api}, {"kind", k_result_kind}, {"image", r.image},      {"pushed", r.pushed},
+  return PlanJson{{"apiVersion", k_api}, {"kind", k_result_kind}, {"image", r.image},      {"pushed", r.pushed},
               {"digest", r.digest},  {"kernel", r.kernel},    {"platform", r.platform}}
       .dump();
 }
@@ -202,7 +202,7 @@ Result<std::vector<DriverBuildResult>> parse_results(const std::string& text, co
     ++line_no;
     if (trim(line).empty()) continue;
     std::string where = file + ":" + std::to_string(line_no);
-    json j = json::parse(line, nullptr, false);
+    PlanJson j = PlanJson::parse(line, nullptr, false);
     if (j.is_discarded() || !j.is_object()) return input_error(where + ": not a JSON object");
     if (j.value("apiVersion", "") != k_api || j.value("kind", "") != k_result_kind)
       return input_error(where + ": not a gpubundle/v1 DriverBuildResult (written by `driver build --push --result`)");
@@ -273,9 +273,9 @@ Result<std::vector<BuiltDriverImage>> take_driver_results(const recipes::Lock& l
     if (manifest->index()) return input_error(entry + ": an index, not a driver image");
     auto config_bytes = store.read_blob(manifest->config.digest);
     if (!config_bytes) return config_bytes.error();
-    json config = json::parse(config_bytes.value(), nullptr, false);
-    json labels = config.is_object() && config.contains("config") && config["config"].is_object() ? config["config"].value("Labels", json::object())
-                                                                                                    : json::object();
+    PlanJson config = PlanJson::parse(config_bytes.value(), nullptr, false);
+    PlanJson labels = config.is_object() && config.contains("config") && config["config"].is_object() ? config["config"].value("Labels", PlanJson::object())
+                                                                                                    : PlanJson::object();
     auto label = [&](const char* key) { return labels.is_object() && labels.contains(key) && labels[key].is_string() ? labels[key].get<std::string>() : ""; };
     if (label("io.gpubundle.driver.kernel") != r->kernel)
       return input_error(entry + ": the image was built for kernel " + quote(label("io.gpubundle.driver.kernel")));
