@@ -2,14 +2,13 @@
 #include <set>
 #include <array>
 #include <optional>
-#include <fcntl.h>
 #include <nlohmann/json.hpp>
-#include <unistd.h>
 #include <zstd.h>
 
 #include "common/archive_raii.hpp"
 #include "bundles/bundle.hpp"
 #include "bundles/closure.hpp"
+#include "bundles/volume_stream.hpp"
 #include "common/files.hpp"
 #include "common/progress.hpp"
 #include "common/strings.hpp"
@@ -23,7 +22,6 @@ namespace gb::bundles {
 
 namespace {
 
-constexpr std::size_t k_io_chunk = 4 << 20;
 constexpr std::uint64_t k_zstd_budget = 64 << 20;     // compressed bytes held in memory at most
 constexpr std::uint64_t k_zstd_min_blob = 4096;       // below this a tar block eats the gain
 constexpr int k_zstd_level = 3;
@@ -306,31 +304,26 @@ private:
   template <typename F>
   Result<void> read_slice(const Entry& e, F&& sink) {
     if (e.from_memory) return sink(std::string_view(e.memory).substr(e.offset, e.file.size));
-    int fd = ::open(e.disk.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return op_error(e.disk.string() + ": cannot open");
     std::uint64_t left = e.file.size;
     std::uint64_t pos = e.offset;
-    Result<void> result;
-    while (left > 0 && result.ok()) {
-      ssize_t n = ::pread(fd, m_buf.data(), std::min<std::uint64_t>(left, m_buf.size()), static_cast<off_t>(pos));
-      if (n <= 0) {
-        result = op_error(e.disk.string() + ": short read (the store changed under us?)");
-        break;
-      }
-      left -= static_cast<std::uint64_t>(n);
-      pos += static_cast<std::uint64_t>(n);
-      result = sink(std::string_view(m_buf.data(), static_cast<size_t>(n)));
+    while (left > 0) {
+      auto n = static_cast<std::size_t>(std::min<std::uint64_t>(left, detail::VolumeStream::k_chunk));
+      if (auto r = m_reader.read(e.disk, pos, m_buf.get(), n); !r) return r;
+      if (auto r = sink(std::string_view(m_buf.get(), n)); !r) return r;
+      left -= n;
+      pos += n;
     }
-    ::close(fd);
-    return result;
+    return {};
   }
 
-  // A volume being written: its temp file, and the first write error, which
-  // libarchive would reduce to "write failed".
+  // A volume being written: its temp file, the stream into it while it is
+  // written, and the first error of a write, which libarchive would reduce
+  // to "write failed".
   struct VolumeOut {
     std::filesystem::path path;
     AtomicFile file;
     std::optional<Failure> error;
+    detail::VolumeStream* stream = nullptr;
     // An error naming the volume file rather than its temp name.
     Failure named(const Failure& f) const {
       std::string temp = file.temp_path().string();
@@ -338,12 +331,15 @@ private:
       if (starts_with(f.message, path.string())) return f;
       return op_error(path.string() + ": " + f.message);
     }
+    // A failed write names the volume; anything else (a store blob that
+    // fails its digest, a short read) says what it is about alone.
+    Failure reason(const Failure& f) const { return starts_with(f.message, file.temp_path().string()) ? named(f) : f; }
   };
 
   static la_ssize_t write_cb(archive*, void* self, const void* buf, size_t len) {
     auto* out = static_cast<VolumeOut*>(self);
-    if (auto r = out->file.write(std::string_view(static_cast<const char*>(buf), len)); !r) {
-      if (!out->error) out->error = out->named(r.error());
+    if (auto r = out->stream->append(static_cast<const char*>(buf), len); !r) {
+      if (!out->error) out->error = out->reason(r.error());
       return -1;
     }
     return static_cast<la_ssize_t>(len);
@@ -371,40 +367,59 @@ private:
   }
 
   Result<void> write_volume(int v, VolumeOut& out) {
-    auto r = write_tar(v, out);
-    if (!r && out.error) return *out.error;  // the disk's reason, not libarchive's
-    return r;
+    detail::VolumeStream stream(out.file.fd(), out.file.temp_path().string());
+    out.stream = &stream;
+    gb::detail::ArchiveWriter a(archive_write_new());
+    auto r = write_tar(v, a.get(), out, stream);
+    // A failed volume is thrown away: libarchive must not fill the entry it
+    // stopped in with zeros (gigabytes for a layer) when it is freed.
+    if (!r) archive_write_fail(a.get());
+    a.reset();
+    out.stream = nullptr;
+    if (!r) return out.error ? *out.error : out.reason(r.error());  // the disk's reason, not libarchive's
+    if (auto done = stream.finish(); !done) return out.reason(done.error());
+    return {};
   }
 
-  Result<void> write_tar(int v, VolumeOut& out) {
-    gb::detail::ArchiveWriter a(archive_write_new());
-    archive_write_set_format_pax_restricted(a.get());
-    archive_write_set_bytes_per_block(a.get(), 1 << 20);
-    archive_write_set_bytes_in_last_block(a.get(), 1);
-    if (archive_write_open(a.get(), &out, nullptr, write_cb, nullptr) != ARCHIVE_OK)
-      return tar_error(a.get());
+  // The tar stream of volume v into `stream`. libarchive makes every header,
+  // padding and the end; unblocked, it hands each write straight to write_cb,
+  // so a store blob read into its place in the stream is not copied again.
+  Result<void> write_tar(int v, archive* a, VolumeOut& out, detail::VolumeStream& stream) {
+    archive_write_set_format_pax_restricted(a);
+    archive_write_set_bytes_per_block(a, 0);
+    if (archive_write_open(a, &out, nullptr, write_cb, nullptr) != ARCHIVE_OK)
+      return tar_error(a);
     std::string manifest = manifest_to_json(manifest_for(v));
     auto sig = signing::sign_detached(m_key, manifest);
     if (!sig) return sig.error();
     for (auto [path, bytes] : {std::pair{std::string(k_volume_manifest), &manifest}, std::pair{std::string(k_volume_signature), &sig.value()}}) {
-      if (auto r = add_entry(a.get(), path, bytes->size()); !r) return r;
-      if (auto r = write_data(a.get(), *bytes); !r) return r;
+      if (auto r = add_entry(a, path, bytes->size()); !r) return r;
+      if (auto r = write_data(a, *bytes); !r) return r;
     }
     for (const auto& e : m_entries) {
       if (e.file.volume != v) continue;
-      if (auto r = add_entry(a.get(), e.file.path, e.file.size); !r) return r;
-      signing::Sha256 h;
-      bool check = !e.from_memory;
-      auto r = read_slice(e, [&](std::string_view chunk) {
-        if (check) h.update(chunk);
-        return write_data(a.get(), chunk);
-      });
-      if (!r) return r;
-      if (check && h.hex() != e.file.sha256)
-        return op_error("store blob " + (e.file.blob.empty() ? e.disk.string() : e.file.blob) +
-                        " does not match its digest: run `gpubundle store fsck`");
+      if (auto r = add_entry(a, e.file.path, e.file.size); !r) return r;
+      if (e.from_memory) {
+        if (auto r = write_data(a, std::string_view(e.memory).substr(e.offset, e.file.size)); !r) return r;
+        continue;
+      }
+      // A store file is read into the stream and re-hashed there, on the
+      // stream's hasher thread, against the digest the manifest gives it.
+      if (auto r = stream.expect(e.file.size, e.file.sha256,
+                                 "store blob " + (e.file.blob.empty() ? e.disk.string() : e.file.blob) +
+                                     " does not match its digest: run `gpubundle store fsck`");
+          !r)
+        return r;
+      for (std::uint64_t pos = 0; pos < e.file.size;) {
+        auto room = stream.room();
+        if (!room) return room.error();
+        auto n = static_cast<std::size_t>(std::min<std::uint64_t>(e.file.size - pos, room->size()));
+        if (auto r = m_reader.read(e.disk, e.offset + pos, room->data(), n); !r) return r;
+        if (auto r = write_data(a, std::string_view(room->data(), n)); !r) return r;
+        pos += n;
+      }
     }
-    if (archive_write_close(a.get()) != ARCHIVE_OK) return tar_error(a.get());
+    if (archive_write_close(a) != ARCHIVE_OK) return tar_error(a);
     return {};
   }
 
@@ -468,7 +483,8 @@ private:
   int m_volumes = 1;
   std::int64_t m_mtime = 0;
   CreateReport m_report;
-  std::vector<char> m_buf = std::vector<char>(k_io_chunk);
+  detail::DirectReader m_reader;
+  detail::AlignedBuffer m_buf = detail::aligned_buffer(detail::VolumeStream::k_chunk);
 };
 
 }  // namespace
