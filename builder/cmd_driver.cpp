@@ -19,6 +19,7 @@
 #include "recipes/chart_source.hpp"
 #include "recipes/lock.hpp"
 #include "recipes/recipe.hpp"
+#include "recipes/reference.hpp"
 
 namespace gb::cli {
 
@@ -52,11 +53,7 @@ void take_from_lock(const recipes::Lock& lock, BuildArgs& a, bool repo_given, bo
   if (repo_given) return;
   for (const auto& img : lock.images)
     if (std::find(img.components.begin(), img.components.end(), "driver") != img.components.end()) {
-      auto at = img.source.find('@');
-      std::string s = img.source.substr(0, at);
-      auto colon = s.rfind(':');
-      if (colon != std::string::npos && s.find('/', colon) == std::string::npos) s = s.substr(0, colon);
-      a.image.repository = s;
+      a.image.repository = recipes::Reference::parse(img.source).value_or_throw().name();
       return;
     }
 }
@@ -267,9 +264,8 @@ CommandSpec driver_command() {
       "/lib/modules/6.1.0-57-amd64/build --lock precompiled.lock.json",
       [](CLI::App& app, Globals& g) -> std::function<int()> {
         app.require_subcommand(1);
-        auto which = std::make_shared<std::string>();
+        // Each subcommand claims the run (cli.hpp Globals::nested_action), as `driver tool-image` does.
         CLI::App* build = app.add_subcommand("build", "Build and store the precompiled driver images");
-        build->callback([which] { *which = "build"; });
         auto a = std::make_shared<BuildArgs>();
         build->add_option("recipe", a->recipe, "Recipe file (YAML); from the plan with --plan");
         add_driver_input_options(*build, a->in);
@@ -285,8 +281,8 @@ CommandSpec driver_command() {
         build->add_option("--result", a->result, "Write a result line per pushed image here (\"-\": stdout) for build --driver-results");
 
         CLI::App* plan = app.add_subcommand("plan", "Write the build matrix: one entry per kernel");
-        plan->callback([which] { *which = "plan"; });
         auto p = std::make_shared<PlanArgs>();
+        plan->callback([&g, p] { g.nested_action = [&g, p] { return run_plan(g, *p); }; });
         plan->add_option("input", p->input, "Recipe (its lock must exist) or lock")->required();
         plan->add_option("--format", p->format, "text (default), json (for CI matrices), k8s-job (Indexed Job) or argo (Workflow)");
         plan->add_option("--push", p->plan.push, "Registry host[:port][/prefix] the entries push to")->required();
@@ -308,10 +304,12 @@ CommandSpec driver_command() {
         plan->add_option("--memory", p->job.memory, "Memory request per pod (default 4Gi)");
         plan->footer("Example:\n  gpubundle driver plan precompiled.lock.json --installer NVIDIA-Linux-x86_64-580.95.05.run --push registry.site.internal:5000/drivers --format json");
         add_tool_image_subcommand(app, g);
-        return [&g, which, a, p, repo, os]() -> int {
-          if (*which == "plan") return run_plan(g, *p);
-          return run_build(g, *a, repo->count() > 0, os->count() > 0);
-        };
+        build->callback([&g, a, repo, os] {
+          g.nested_action = [&g, a, given_repo = repo->count() > 0, given_os = os->count() > 0] {
+            return run_build(g, *a, given_repo, given_os);
+          };
+        });
+        return {};
       },
   };
 }
