@@ -9,6 +9,7 @@
 #                    W/build-registries.yaml (those plus the build registry),
 #                    W/release.key and .pub.
 # shellcheck shell=bash disable=SC2034  # sets variables for its callers
+source "$HERE/package_repo_lib.sh"
 matrix_setup() {
   # Six kernels: the newest Debian 12 ABI apt knows and the one before it, each
   # in its amd64, cloud-amd64 and rt-amd64 flavour.
@@ -22,26 +23,13 @@ matrix_setup() {
   for a in "$abi" "$prev"; do kernels+=("$a-amd64" "$a-cloud-amd64" "$a-rt-amd64"); done
   with=()
   for k in "${kernels[@]}"; do with+=(--with "linux-headers-$k"); done
-  set +e
-  "$PY" "$TOOLS/apt_standin.py" start --dir "$W/apt" "${with[@]}" > "$W/apt.env"
-  rc=$?
-  set -e
-  [[ $rc == 77 ]] && { echo "SKIP: the Debian packages are not at hand offline"; exit 77; }
-  [[ $rc == 0 ]] || fail "apt stand-in: rc $rc"
-  source "$W/apt.env"
+  apt_standin_up "${with[@]}"
 
   klist=$(IFS=,; echo "${kernels[*]}")
-  sed -e "s/^  kernels: \[.*\]/  kernels: [${klist//,/, }]/" "$HERE/../../examples/precompiled.yaml" > "$W/in.yaml"
-  cat >> "$W/in.yaml" <<YAML
-packages:
-  sources:
-    - name: standin-debian
-      type: apt
-      url: $APT_URL
-      suites: [$APT_SUITE]
-      components: [$APT_COMPONENT]
-      keyring: $APT_KEYRING
-YAML
+  {
+    sed -e "s/^  kernels: \[.*\]/  kernels: [${klist//,/, }]/" "$HERE/../../examples/precompiled.yaml"
+    apt_standin_sources
+  } > "$W/in.yaml"
   standin_start "$W" v26.7.0 "$W/in.yaml"
   bash "$HERE/fixtures/make-installer.sh" "$W/inst" 580.95.05 >/dev/null
   run=$W/inst/NVIDIA-Linux-x86_64-580.95.05.run

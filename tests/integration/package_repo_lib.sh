@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Shared by the site package repository suites (package_repo.sh,
-# package_repo_rpm.sh, package_repo_doca.sh). Expects W, PY, TOOLS and fail().
+# Shared by the suites that serve real Debian packages on loopback (the site
+# package repository suites, precompiled_packages.sh, driver_matrix_lib.sh,
+# tool_image.sh). Expects W, PY, TOOLS and fail().
 
 # apt_standin_up [ARGS...]: the stand-in apt repository of real Debian
 # packages in $W/apt (apt_standin.py start ARGS); its variables sourced, K the
@@ -8,12 +9,27 @@
 apt_standin_up() {
   local rc=0
   "$PY" "$TOOLS/apt_standin.py" start --dir "$W/apt" "$@" > "$W/standin.env" || rc=$?
-  [ "$rc" = 77 ] && exit 77
+  [ "$rc" = 77 ] && { echo "SKIP: the Debian packages are not at hand offline"; exit 77; }
   [ "$rc" = 0 ] || fail "the stand-in apt repository did not start"
   # shellcheck source=/dev/null
   source "$W/standin.env"
   # shellcheck disable=SC2034 # K is the sourcing suite's
   K=$APT_KERNEL
+}
+
+# apt_standin_sources: the recipe's packages.sources naming the stand-in
+# (after apt_standin_up), to append to a recipe.
+apt_standin_sources() {
+  cat <<YAML
+packages:
+  sources:
+    - name: standin-debian
+      type: apt
+      url: $APT_URL
+      suites: [$APT_SUITE]
+      components: [$APT_COMPONENT]
+      keyring: $APT_KEYRING
+YAML
 }
 
 # repo_image_layer REF OCI_DIR: the repository image pulled from the site

@@ -15,6 +15,7 @@ command -v docker-registry skopeo apt-ftparchive gpg >/dev/null ||
 W=$(mktemp -d /tmp/gb-precompiled-packages.XXXXXX)
 trap '"$PY" "$TOOLS/apt_standin.py" stop --dir "$W/apt" >/dev/null 2>&1 || true; standin_stop "$W"; rm -rf "$W"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
+source "$HERE/package_repo_lib.sh"
 jget() { "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2], {"d": d}))' "$@"; }
 export TMPDIR=$W SOURCE_DATE_EPOCH=1764460800
 
@@ -24,25 +25,12 @@ export TMPDIR=$W SOURCE_DATE_EPOCH=1764460800
 kver=$(apt-cache depends linux-headers-amd64 | sed -n 's/.*Depends: linux-headers-\(.*\)$/\1/p' | head -n1)
 [[ -n $kver ]] || { echo "SKIP: apt knows no linux-headers-amd64"; exit 77; }
 cloud=${kver%-amd64}-cloud-amd64
-set +e
-"$PY" "$TOOLS/apt_standin.py" start --dir "$W/apt" --with "linux-headers-$cloud" > "$W/apt.env"
-rc=$?
-set -e
-[[ $rc == 77 ]] && { echo "SKIP: the Debian packages are not at hand offline"; exit 77; }
-[[ $rc == 0 ]] || fail "apt stand-in: rc $rc"
-source "$W/apt.env"
+apt_standin_up --with "linux-headers-$cloud"
 
-sed -e "s/^  kernels: \[.*\]/  kernels: [$kver, $cloud]/" "$HERE/../../examples/precompiled.yaml" > "$W/in.yaml"
-cat >> "$W/in.yaml" <<YAML
-packages:
-  sources:
-    - name: standin-debian
-      type: apt
-      url: $APT_URL
-      suites: [$APT_SUITE]
-      components: [$APT_COMPONENT]
-      keyring: $APT_KEYRING
-YAML
+{
+  sed -e "s/^  kernels: \[.*\]/  kernels: [$kver, $cloud]/" "$HERE/../../examples/precompiled.yaml"
+  apt_standin_sources
+} > "$W/in.yaml"
 standin_start "$W" v26.7.0 "$W/in.yaml"
 bash "$HERE/fixtures/make-installer.sh" "$W/inst" 580.95.05 >/dev/null
 run=$W/inst/NVIDIA-Linux-x86_64-580.95.05.run
@@ -93,8 +81,7 @@ expect() {  # expect RC PATTERN... -- command
 expect 2 "--kernel 9.9.9-nope" "target.kernels" -- \
   "$GB" --store "$W/store" -q driver build "$W/recipe.yaml" --installer "$run" --kernel 9.9.9-nope
 # A kernel the repository does not have; the repository serving again.
-"$PY" "$TOOLS/apt_standin.py" start --dir "$W/apt" --with "linux-headers-$cloud" > "$W/apt.env"
-source "$W/apt.env"
+apt_standin_up --with "linux-headers-$cloud"
 sed -e "s/^  kernels: \[.*\]/  kernels: [6.1.0-999-amd64]/" -e "s|url: http://127.0.0.1:[0-9]*|url: $APT_URL|" "$W/recipe.yaml" > "$W/missing.yaml"
 expect 2 "linux-headers-6.1.0-999-amd64" "kernel 6.1.0-999-amd64" "standin-debian" -- \
   "$GB" --store "$W/store" -q driver build "$W/missing.yaml" --installer "$run"

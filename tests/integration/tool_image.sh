@@ -22,6 +22,7 @@ cleanup() {
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
+source "$HERE/package_repo_lib.sh"
 jget() { "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2], {"d": d}))' "$@"; }
 export TMPDIR=$W SOURCE_DATE_EPOCH=1764460800
 started=$SECONDS
@@ -39,24 +40,8 @@ mapfile -t names < <("$GB" driver tool-image "$W/plain.yaml" --list "${extra[@]}
   fail "--list: ${names[*]}"
 with=()
 for n in "${names[@]}"; do with+=(--with "$n"); done
-set +e
-"$PY" "$TOOLS/apt_standin.py" start --dir "$W/apt" "${with[@]}" > "$W/apt.env"
-rc=$?
-set -e
-[[ $rc == 77 ]] && { echo "SKIP: the Debian packages are not at hand offline"; exit 77; }
-[[ $rc == 0 ]] || fail "apt stand-in: rc $rc"
-source "$W/apt.env"
-cp "$W/plain.yaml" "$W/recipe.yaml"
-cat >> "$W/recipe.yaml" <<YAML
-packages:
-  sources:
-    - name: standin-debian
-      type: apt
-      url: $APT_URL
-      suites: [$APT_SUITE]
-      components: [$APT_COMPONENT]
-      keyring: $APT_KEYRING
-YAML
+apt_standin_up "${with[@]}"
+{ cat "$W/plain.yaml"; apt_standin_sources; } > "$W/recipe.yaml"
 version=$("$GB" --version | sed -n 's/^gpubundle //p')
 ref=localhost/gpubundle/gpubundle:$version
 
