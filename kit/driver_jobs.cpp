@@ -7,9 +7,9 @@
 
 namespace gb::kit {
 
-namespace {
-
 using json = nlohmann::json;
+
+namespace {
 
 json labels() { return {{"app.kubernetes.io/name", "gpubundle-drivers"}, {"app.kubernetes.io/managed-by", "gpubundle"}}; }
 
