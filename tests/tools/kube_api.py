@@ -486,7 +486,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)
-        self.answered = code
 
     def read_body(self):
         n = int(self.headers.get("Content-Length") or 0)
@@ -503,9 +502,21 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self.rfile.readline()
         return b""
 
-    def log_request_line(self, body_raw, parsed_body):
-        if self.path.startswith("/_standin/"):
+    # The request is recorded before its response can complete: a client that
+    # has its answer must find the request in requests.jsonl.
+    def send_response(self, code, message=None):
+        self.answered = code
+        super().send_response(code, message)
+
+    def end_headers(self):
+        self.log_request_line()
+        super().end_headers()
+
+    def log_request_line(self):
+        if self.logged or self.path.startswith("/_standin/"):
             return
+        self.logged = True
+        body_raw, parsed_body = self.raw_body, self.parsed_body
         url = urllib.parse.urlsplit(self.path)
         entry = {"method": self.command, "path": url.path, "query": urllib.parse.parse_qs(url.query, keep_blank_values=True),
                  "contentType": self.headers.get("Content-Type"), "accept": self.headers.get("Accept"),
@@ -516,22 +527,23 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 f.write(json.dumps(entry, sort_keys=True) + "\n")
 
     def handle_any(self):
-        self.answered = None
+        self.answered, self.logged = None, False
         raw = self.read_body() if self.command in ("POST", "PUT", "PATCH", "DELETE") else b""
+        self.raw_body, self.parsed_body = raw, None
         body = None
         if raw:
-            body = parse_doc(raw)
+            body = self.parsed_body = parse_doc(raw)
         try:
             if raw and "protobuf" in (self.headers.get("Content-Type") or ""):
                 # helm's release storage writes Secrets with client-go's typed client, in protobuf
-                body = protobuf_object(raw)
+                body = self.parsed_body = protobuf_object(raw)
             self.route(body, raw)
         except ApiError as e:
             self.send_json(e.code, e.status())
         except BrokenPipeError:
             pass
         finally:
-            self.log_request_line(raw, body)
+            self.log_request_line()
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = handle_any
 
@@ -557,7 +569,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self.send_header("Content-Length", "2")
                 self.end_headers()
                 self.wfile.write(body)
-                self.answered = 200
                 return
             if url.path == "/api":
                 return self.send_json(200, {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [
@@ -586,7 +597,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self.send_header("Content-Type", "application/com.github.proto-openapi.spec.v2.v1.0+protobuf")
                 self.send_header("Content-Length", "0")
                 self.end_headers()
-                self.answered = 200
                 return
         # /api/v1/... or /apis/GROUP/VERSION/...
         if parts[:1] == ["api"] and len(parts) >= 2:
@@ -725,7 +735,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Connection", "close")
         self.end_headers()
         self.close_connection = True
-        self.answered = 200
 
         def want(key, obj):
             return (key[0] == res[0] and key[1] == res[3] and (namespace is None or key[2] == namespace)
@@ -872,7 +881,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(text)))
         self.end_headers()
         self.wfile.write(text)
-        self.answered = 200
 
 
 def pb_fields(data):
