@@ -14,7 +14,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-phase() { echo "== test.sh: $1 ($SECONDS s since start)"; }
+# Each phase line also gives the CPU time of the steps finished so far (bash's
+# `times`: reaped children, user + system), so a run shows where CPU went.
+mkdir -p .cache && cpu_file=.cache/test-times
+phase() {
+  times >"$cpu_file"
+  echo "== test.sh: $1 ($SECONDS s since start, $(awk 'END { printf "%.0f", cpu($1) + cpu($2) }
+    function cpu(t) { split(t, p, /[ms]/); return p[1] * 60 + p[2] }' "$cpu_file") s CPU)"
+}
 
 phase "dependencies"
 bash scripts/install-deps.sh
