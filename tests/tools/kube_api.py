@@ -472,6 +472,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
     record = None
     record_lock = threading.Lock()
     address = ""
+    logged = True  # until handle_any: an error answered while parsing the request line is not recorded
 
     def log_message(self, fmt, *args):  # quiet: requests.jsonl is the log
         pass
