@@ -145,8 +145,9 @@ std::string dashboard_json() {
   std::string alerts;
   for (const auto& s : k_signals) alerts += std::string(alerts.empty() ? "" : "|") + s.alert;
   Json firing = panel(id++, "stat", "Firing GPU alerts", 0, y, 24, 4);
-  firing["targets"] = {target("sum by (alertname) (ALERTS{alertstate=\"firing\", alertname=~\"" + alerts + "\"})",
-                              "{{alertname}}")};
+  // Json::array: a one-element brace list of a Json is a copy under clang, an array under gcc.
+  firing["targets"] = Json::array({target("sum by (alertname) (ALERTS{alertstate=\"firing\", alertname=~\"" + alerts + "\"})",
+                                          "{{alertname}}")});
   firing["fieldConfig"] = {{"defaults", {{"unit", "none"}, {"noValue", "none firing"}}}, {"overrides", Json::array()}};
   panels.push_back(firing);
   y += 4;
@@ -157,7 +158,7 @@ std::string dashboard_json() {
     std::string expr = with_selector(s.metric, k_dashboard_selector);
     Json per_gpu = panel(id++, "timeseries", std::string(s.title) + " per GPU", 0, y, 16, 8);
     per_gpu["description"] = std::string("Alert ") + s.alert + ": " + alert_expr(s) + (*s.for_ ? std::string(" for ") + s.for_ : "");
-    per_gpu["targets"] = {target(expr, "{{Hostname}} GPU {{gpu}}")};
+    per_gpu["targets"] = Json::array({target(expr, "{{Hostname}} GPU {{gpu}}")});
     per_gpu["fieldConfig"] = {
         {"defaults", {{"unit", s.unit}, {"thresholds", thresholds(s)}, {"custom", {{"thresholdsStyle", {{"mode", "line"}}}}}}},
         {"overrides", Json::array()}};
@@ -165,7 +166,7 @@ std::string dashboard_json() {
                           {"tooltip", {{"mode", "multi"}}}};
     panels.push_back(per_gpu);
     Json per_node = panel(id++, "bargauge", std::string(s.title) + " per node (" + s.by_node + ")", 16, y, 8, 8);
-    per_node["targets"] = {target(std::string(s.by_node) + " by (Hostname) (" + expr + ")", "{{Hostname}}")};
+    per_node["targets"] = Json::array({target(std::string(s.by_node) + " by (Hostname) (" + expr + ")", "{{Hostname}}")});
     per_node["fieldConfig"] = {{"defaults", {{"unit", s.unit}, {"thresholds", thresholds(s)}}}, {"overrides", Json::array()}};
     per_node["options"] = {{"orientation", "horizontal"}, {"displayMode", "gradient"},
                            {"reduceOptions", {{"calcs", {"lastNotNull"}}, {"fields", ""}, {"values", false}}}};
