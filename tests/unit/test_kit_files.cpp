@@ -143,6 +143,14 @@ TEST_CASE("the kit's files: YAML parses, scripts carry site values", "[kit][file
         if (step["color"] == "red") red[p["title"].get<std::string>()] = step["value"].get<double>();
   CHECK(red == std::map<std::string, double>{{"Temperature per GPU", 85}, {"Framebuffer memory used per GPU", 0.95},
                                              {"XID errors per GPU", 1}});
+  // Every panel but a row queries through a list of targets (a clang build once wrote one object).
+  for (const auto& p : board["panels"]) {
+    if (p["type"] == "row") continue;
+    INFO(p["title"]);
+    REQUIRE(p["targets"].is_array());
+    CHECK(p["targets"].size() == 1);
+    CHECK(p["targets"][0]["expr"].is_string());
+  }
   YAML::Node cm = YAML::Load(file(k, "monitoring/grafana-dashboard-configmap.yaml"));
   CHECK(cm["metadata"]["labels"]["grafana_dashboard"].as<std::string>() == "1");
   CHECK(cm["data"]["gpubundle-gpus.json"].as<std::string>() == file(k, "monitoring/grafana-dashboard.json"));
