@@ -106,8 +106,10 @@ using Json = nlohmann::ordered_json;
 
 Json datasource() { return {{"type", "prometheus"}, {"uid", "${datasource}"}}; }
 
-Json target(const std::string& expr, const std::string& legend) {
-  return {{"datasource", datasource()}, {"expr", expr}, {"legendFormat", legend}, {"refId", "A"}};
+// A panel's targets: one query. Json::array, because a one-element brace list
+// of a Json is a copy under clang and an array under gcc.
+Json targets(const std::string& expr, const std::string& legend) {
+  return Json::array({{{"datasource", datasource()}, {"expr", expr}, {"legendFormat", legend}, {"refId", "A"}}});
 }
 
 Json thresholds(const Signal& s) {
@@ -145,9 +147,8 @@ std::string dashboard_json() {
   std::string alerts;
   for (const auto& s : k_signals) alerts += std::string(alerts.empty() ? "" : "|") + s.alert;
   Json firing = panel(id++, "stat", "Firing GPU alerts", 0, y, 24, 4);
-  // Json::array: a one-element brace list of a Json is a copy under clang, an array under gcc.
-  firing["targets"] = Json::array({target("sum by (alertname) (ALERTS{alertstate=\"firing\", alertname=~\"" + alerts + "\"})",
-                                          "{{alertname}}")});
+  firing["targets"] = targets("sum by (alertname) (ALERTS{alertstate=\"firing\", alertname=~\"" + alerts + "\"})",
+                              "{{alertname}}");
   firing["fieldConfig"] = {{"defaults", {{"unit", "none"}, {"noValue", "none firing"}}}, {"overrides", Json::array()}};
   panels.push_back(firing);
   y += 4;
@@ -158,7 +159,7 @@ std::string dashboard_json() {
     std::string expr = with_selector(s.metric, k_dashboard_selector);
     Json per_gpu = panel(id++, "timeseries", std::string(s.title) + " per GPU", 0, y, 16, 8);
     per_gpu["description"] = std::string("Alert ") + s.alert + ": " + alert_expr(s) + (*s.for_ ? std::string(" for ") + s.for_ : "");
-    per_gpu["targets"] = Json::array({target(expr, "{{Hostname}} GPU {{gpu}}")});
+    per_gpu["targets"] = targets(expr, "{{Hostname}} GPU {{gpu}}");
     per_gpu["fieldConfig"] = {
         {"defaults", {{"unit", s.unit}, {"thresholds", thresholds(s)}, {"custom", {{"thresholdsStyle", {{"mode", "line"}}}}}}},
         {"overrides", Json::array()}};
@@ -166,7 +167,7 @@ std::string dashboard_json() {
                           {"tooltip", {{"mode", "multi"}}}};
     panels.push_back(per_gpu);
     Json per_node = panel(id++, "bargauge", std::string(s.title) + " per node (" + s.by_node + ")", 16, y, 8, 8);
-    per_node["targets"] = Json::array({target(std::string(s.by_node) + " by (Hostname) (" + expr + ")", "{{Hostname}}")});
+    per_node["targets"] = targets(std::string(s.by_node) + " by (Hostname) (" + expr + ")", "{{Hostname}}");
     per_node["fieldConfig"] = {{"defaults", {{"unit", s.unit}, {"thresholds", thresholds(s)}}}, {"overrides", Json::array()}};
     per_node["options"] = {{"orientation", "horizontal"}, {"displayMode", "gradient"},
                            {"reduceOptions", {{"calcs", {"lastNotNull"}}, {"fields", ""}, {"values", false}}}};
