@@ -23,7 +23,7 @@ TOOLS=$HERE/../tools
 source "$HERE/../../scripts/standin.sh"
 command -v docker-registry skopeo apt-ftparchive gpg >/dev/null ||
   { echo "SKIP: docker-registry, skopeo, apt-ftparchive or gpg missing"; exit 77; }
-W=$(mktemp -d /tmp/gb-driver-matrix.XXXXXX)
+W=$(mktemp -d -t gb-driver-matrix.XXXXXX)
 cleanup() {
   jobs -p | xargs -r kill 2>/dev/null || true
   "$PY" "$TOOLS/apt_standin.py" stop --dir "$W/apt" >/dev/null 2>&1 || true
@@ -89,15 +89,27 @@ echo "ok: the assembled bundle is byte-identical to the one-machine bundle"
 cmp "$W/one.lock.json" "$W/mirrored.lock.json" || fail "mirror --driver-results wrote another lock"
 echo "ok: mirror --driver-results records the same lock"
 
-# 3. A killed entry, run again in the same store.
-"$GB" --store "$W/killed" -q driver build --plan "$W/plan.json" --entry 4 --result "$W/killed.json" > /dev/null 2>&1 &
+# 3. A killed entry, run again in the same store. It is killed while its
+# module build runs (headers fetched and stored, nothing pushed): a `make`
+# first on PATH says so and waits, whatever the disk's speed.
+mkdir -p "$W/stall"
+cat > "$W/stall/make" <<'SH'
+#!/bin/sh
+echo $$ > "$STALL_MARK.tmp" && mv "$STALL_MARK.tmp" "$STALL_MARK"
+exec sleep 60
+SH
+chmod +x "$W/stall/make"
+STALL_MARK=$W/stall/started PATH=$W/stall:$PATH \
+  "$GB" --store "$W/killed" -q driver build --plan "$W/plan.json" --entry 4 --result "$W/killed.json" > /dev/null 2>&1 &
 victim=$!
-for _ in $(seq 1 100); do
-  [[ -n $(find "$W/killed" -name '*.partial' -o -name 'packages' 2>/dev/null | head -n1) ]] && break
+for _ in $(seq 1 600); do
+  [[ -s $W/stall/started ]] && break
+  kill -0 "$victim" 2>/dev/null || fail "entry 4 ended before its module build"
   sleep 0.1
 done
-sleep 1
+[[ -s $W/stall/started ]] || fail "entry 4 did not reach its module build in 60 s"
 kill -9 "$victim" 2>/dev/null || fail "entry 4 ended before it could be killed"
+kill "$(cat "$W/stall/started")" 2>/dev/null || true
 wait "$victim" 2>/dev/null || true
 [[ ! -e $W/killed.json ]] || fail "a killed entry left a result"
 "$GB" --store "$W/killed" -q driver build --plan "$W/plan.json" --entry 4 --result "$W/killed.json" 2> "$W/killed.err" ||
