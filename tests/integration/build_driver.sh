@@ -16,7 +16,7 @@ kbuild=$(ls -d /lib/modules/*/build 2>/dev/null | head -n1 || true)
 [[ -n $kbuild && -f $kbuild/include/generated/utsrelease.h ]] ||
   { echo "SKIP: no kernel build tree under /lib/modules/*/build (install linux-headers-amd64)"; exit 77; }
 kver=$(sed -n 's/^#define UTS_RELEASE "\(.*\)"$/\1/p' "$kbuild/include/generated/utsrelease.h")
-W=$(mktemp -d /tmp/gb-build-driver.XXXXXX)
+W=$(mktemp -d -t gb-build-driver.XXXXXX)
 trap 'standin_stop "$W"; rm -rf "$W"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 jget() { "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2], {"d": d}))' "$@"; }

@@ -16,7 +16,7 @@ build=$(cd "$1" && pwd)
 src=${GB_SOURCE_DIR:?}
 [[ ${2:-} == Ninja ]] || { echo "SKIP: the demo configures $build with Ninja; it was configured with '${2:-}'"; exit 77; }
 command -v docker-registry skopeo >/dev/null || { echo "SKIP: docker-registry or skopeo missing"; exit 77; }
-W=$(mktemp -d /tmp/gb-demo-test.XXXXXX)
+W=$(mktemp -d -t gb-demo-test.XXXXXX)
 trap 'rm -rf "$W"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 

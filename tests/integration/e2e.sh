@@ -8,7 +8,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 TOOLS=$HERE/../tools
 source "$HERE/../../scripts/standin.sh"
 command -v docker-registry skopeo >/dev/null || { echo "SKIP: docker-registry or skopeo missing"; exit 77; }
-W=$(mktemp -d /tmp/gb-e2e.XXXXXX)
+W=$(mktemp -d -t gb-e2e.XXXXXX)
 trap 'standin_stop "$W"; rm -rf "$W"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 jget() { "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2], {"d": d}))' "$@"; }

@@ -4,7 +4,7 @@
 set -euo pipefail
 PY=/usr/bin/python3
 TOOLS=$(cd "$(dirname "${BASH_SOURCE[0]}")/../tools" && pwd)
-W=$(mktemp -d /tmp/gb-mirror-test.XXXXXX)
+W=$(mktemp -d -t gb-mirror-test.XXXXXX)
 export GPUBUNDLE_LOCK_WAIT_S=2
 cleanup() {
   "$PY" "$TOOLS/faultproxy.py" stop --dir "$W/reg" >/dev/null 2>&1 || true

@@ -24,7 +24,7 @@ done
 # grep reads all of the list: with pipefail, grep -q quitting early gave busybox a
 # SIGPIPE, and the suite skipped as if httpd were missing.
 busybox --list | grep -x httpd >/dev/null || { echo "SKIP: this busybox has no httpd applet"; exit 77; }
-W=$(mktemp -d /tmp/gb-package-repo.XXXXXX)
+W=$(mktemp -d -t gb-package-repo.XXXXXX)
 SERVER_PID=
 cleanup() {
   [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null || true

@@ -31,7 +31,7 @@ done
 up=${GB_SHARED_DIR:-$HERE/../../../shared}/upstream
 NET=$up/network-operator/v26.4.1
 [[ -d $NET/chart ]] || { echo "SKIP: $NET/chart is absent (tests read ../shared in place)"; exit 77; }
-W=$(mktemp -d /tmp/gb-package-repo-doca.XXXXXX)
+W=$(mktemp -d -t gb-package-repo-doca.XXXXXX)
 cleanup() {
   bash "$TOOLS/rpm-standin.sh" stop "$W/http" >/dev/null 2>&1 || true
   "$PY" "$TOOLS/apt_standin.py" stop --dir "$W/apt" >/dev/null 2>&1 || true

@@ -22,7 +22,7 @@ source "$HERE/package_repo_lib.sh"
 for tool in docker-registry skopeo rpmbuild createrepo_c dnf gpg; do
   command -v "$tool" >/dev/null || { echo "SKIP: $tool not installed (scripts/install-deps.sh)"; exit 77; }
 done
-W=$(mktemp -d /tmp/gb-package-repo-rpm.XXXXXX)
+W=$(mktemp -d -t gb-package-repo-rpm.XXXXXX)
 cleanup() {
   bash "$TOOLS/rpm-standin.sh" stop "$W/rpm" >/dev/null 2>&1 || true
   standin_stop "$W"

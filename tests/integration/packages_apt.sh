@@ -12,7 +12,7 @@ TOOLS=$(cd "$(dirname "$0")/../tools" && pwd)
 for tool in apt-ftparchive apt-cache gpg gpgv xz; do
   command -v "$tool" >/dev/null || { echo "SKIP: $tool not installed (scripts/install-deps.sh)"; exit 77; }
 done
-W=$(mktemp -d /tmp/gb-packages-apt.XXXXXX)
+W=$(mktemp -d -t gb-packages-apt.XXXXXX)
 trap '"$PY" "$TOOLS/apt_standin.py" stop --dir "$W/apt" >/dev/null 2>&1 || true; rm -rf "$W"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 pass() { echo "ok: $*"; }

@@ -17,7 +17,7 @@ arch=$(dpkg --print-architecture)
 shopt -s nullglob
 lists=(/var/lib/apt/lists/*_binary-"$arch"_Packages*)
 [ ${#lists[@]} -gt 0 ] || { echo "SKIP: no apt lists for $arch in /var/lib/apt/lists (apt-get update first)"; exit 77; }
-W=$(mktemp -d /tmp/gb-packages-apt-resolve.XXXXXX)
+W=$(mktemp -d -t gb-packages-apt-resolve.XXXXXX)
 trap 'rm -rf "$W"' EXIT
 
 files=()

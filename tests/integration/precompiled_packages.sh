@@ -12,7 +12,7 @@ TOOLS=$HERE/../tools
 source "$HERE/../../scripts/standin.sh"
 command -v docker-registry skopeo apt-ftparchive gpg >/dev/null ||
   { echo "SKIP: docker-registry, skopeo, apt-ftparchive or gpg missing"; exit 77; }
-W=$(mktemp -d /tmp/gb-precompiled-packages.XXXXXX)
+W=$(mktemp -d -t gb-precompiled-packages.XXXXXX)
 trap '"$PY" "$TOOLS/apt_standin.py" stop --dir "$W/apt" >/dev/null 2>&1 || true; standin_stop "$W"; rm -rf "$W"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 source "$HERE/package_repo_lib.sh"

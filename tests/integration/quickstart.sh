@@ -25,7 +25,7 @@ src=${GB_SOURCE_DIR:?}
 TOOLS=$src/tests/tools
 source "$src/scripts/standin.sh"
 command -v docker-registry skopeo >/dev/null || { echo "SKIP: docker-registry or skopeo missing"; exit 77; }
-W=$(mktemp -d /tmp/gb-quickstart.XXXXXX)
+W=$(mktemp -d -t gb-quickstart.XXXXXX)
 SRC=$src work=$W
 # shellcheck source=tests/integration/kube_lib.sh
 source "$src/tests/integration/kube_lib.sh"

@@ -14,7 +14,7 @@ GB=$1
 src=${GB_SOURCE_DIR:?}
 shared=${GB_SHARED_DIR:-$src/../shared}
 PY=/usr/bin/python3
-W=$(mktemp -d /tmp/gb-standin-chart.XXXXXX)
+W=$(mktemp -d -t gb-standin-chart.XXXXXX)
 trap 'rm -rf "$W"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 tag=v26.7.0

@@ -15,7 +15,7 @@ PY=/usr/bin/python3
 for t in skopeo umoci apt-ftparchive gpg unshare chroot makeself; do
   command -v "$t" >/dev/null || { echo "SKIP: $t missing"; exit 77; }
 done
-W=$(mktemp -d /tmp/gb-tool-image.XXXXXX)
+W=$(mktemp -d -t gb-tool-image.XXXXXX)
 cleanup() {
   "$PY" "$TOOLS/apt_standin.py" stop --dir "$W/apt" >/dev/null 2>&1 || true
   rm -rf "$W"
