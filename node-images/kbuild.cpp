@@ -8,12 +8,14 @@
 #include <cstring>
 #include <deque>
 #include <fstream>
+#include <set>
 
 #include "common/files.hpp"
 #include "common/process.hpp"
 #include "common/log.hpp"
 #include "common/strings.hpp"
 #include "node-images/unpack.hpp"
+#include "signing/digest.hpp"
 
 namespace gb::node_images {
 
@@ -73,8 +75,15 @@ Result<std::vector<KernelTree>> unpack_kernel_headers(const std::vector<fs::path
   std::error_code ec;
   fs::create_directories(sandbox, ec);
   if (ec) return op_error(sandbox.string() + ": " + ec.message());
+  // Flavours of one kernel ABI share their -common and kbuild packages, each
+  // listed once per kernel: the same bytes are unpacked once (a header package
+  // is ~10,000 files, and creating files is most of a driver build's cost).
+  std::set<std::string> unpacked;
   for (const auto& deb : debs) {
     if (!fs::is_regular_file(deb, ec)) return input_error(deb.string() + ": no such header package");
+    auto sha = signing::sha256_file_hex(deb);
+    if (!sha) return sha.error();
+    if (!unpacked.insert(*sha).second) continue;
     // unpack.hpp: every link stays inside the sandbox (Debian's absolute
     // /usr/src/... links are rewritten to their copy there).
     auto r = deb.extension() == ".rpm" ? unpack_rpm(deb, sandbox) : unpack_deb(deb, sandbox);
