@@ -26,9 +26,9 @@ phase() {
 phase "dependencies"
 bash scripts/install-deps.sh
 # Scratch space (TMPDIR) on tmpfs when /dev/shm has room: the driver suites
-# unpack kernel header packages, hundreds of thousands of files in all, and
-# on a virtual disk creating a file can cost up to a millisecond of kernel
-# time (over half of their CPU). The checks are the same; bench/ keeps
+# unpack kernel header packages (driver-matrix's six-kernel build alone writes
+# ~84,000 files), and on a virtual disk creating a file can cost up to a
+# millisecond of kernel time (over half of their CPU). The checks are the same; bench/ keeps
 # measuring the disk.
 # GPUBUNDLE_TEST_TMPDIR=DIR picks the place instead (e.g. /tmp).
 scratch_base=${GPUBUNDLE_TEST_TMPDIR:-}
