@@ -39,6 +39,13 @@ bool is_lower_name(std::string_view s);
 // [A-Za-z0-9][A-Za-z0-9<extra>]* : a word safe in file names and scripts.
 bool is_word(std::string_view s, std::string_view extra);
 
+// Whether JSON text opens more than `levels` objects and arrays inside one
+// another, scanned as a lexer would (brackets in strings do not count). Read
+// before parsing: nlohmann's DOM recurses in dump() and its destructor, and
+// its depth callback rescans the parent after every object, which is
+// quadratic in an array of objects. Says nothing of whether TEXT is JSON.
+bool json_nests_deeper_than(std::string_view text, int levels);
+
 // An untrusted value for a message: in single quotes, control characters and
 // NUL escaped (\n, \x00), cut after max_chars with "... (N bytes)".
 std::string quote(std::string_view value, size_t max_chars = 200);

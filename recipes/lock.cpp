@@ -364,12 +364,10 @@ Result<Lock> parse_lock(const std::string& text, const std::string& file) {
   Lock l;
   std::string field;
   try {
-    // Nesting is bounded while parsing: dump() and the destructor recurse.
-    json::parser_callback_t depth_limit = [](int depth, json::parse_event_t, json&) {
-      if (depth > k_lock_max_depth) throw Error(ErrorKind::Input, "nested deeper than " + std::to_string(k_lock_max_depth) + " levels");
-      return true;
-    };
-    json j = json::parse(text, depth_limit);
+    // Nesting is bounded before parsing: dump() and the destructor recurse.
+    if (json_nests_deeper_than(text, k_lock_max_depth))
+      throw Error(ErrorKind::Input, "nested deeper than " + std::to_string(k_lock_max_depth) + " levels");
+    json j = json::parse(text);
     auto need = [&](const json& obj, const char* key) -> const json& {
       field = key;
       if (!obj.is_object() || !obj.contains(key)) throw Error(ErrorKind::Input, std::string("missing field ") + key);

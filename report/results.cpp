@@ -230,12 +230,9 @@ template <typename F>
 Result<void> read_json(std::string_view text, const std::string& file, F&& read) {
   if (text.size() > k_result_max_bytes) return input_error(file + ": larger than " + std::to_string(k_result_max_bytes) + " bytes");
   try {
-    // Nesting is bounded while parsing: the destructor recurses.
-    json::parser_callback_t depth_limit = [](int depth, json::parse_event_t, json&) {
-      if (depth > k_max_depth) throw BadField{"", "nested deeper than " + std::to_string(k_max_depth) + " levels"};
-      return true;
-    };
-    json j = json::parse(text.begin(), text.end(), depth_limit);
+    // Nesting is bounded before parsing: the destructor recurses.
+    if (json_nests_deeper_than(text, k_max_depth)) throw BadField{"", "nested deeper than " + std::to_string(k_max_depth) + " levels"};
+    json j = json::parse(text.begin(), text.end());
     if (!j.is_object()) return input_error(file + ": not a JSON object");
     read(j);
   } catch (const json::parse_error& e) {
