@@ -60,6 +60,26 @@ TEST_CASE("templates fill every @KEY@ once, and only known keys", "[common]") {
   CHECK(fill_template("exec \"$@\" --v=@V@ a@b@V@ @", {{"V", "1"}}) == "exec \"$@\" --v=1 a@b1 @");
 }
 
+TEST_CASE("JSON nesting is counted as a lexer counts it", "[common][hostile]") {
+  CHECK_FALSE(json_nests_deeper_than("", 0));
+  CHECK_FALSE(json_nests_deeper_than("42", 0));
+  CHECK(json_nests_deeper_than("[]", 0));
+  CHECK_FALSE(json_nests_deeper_than("[[1], {\"a\": [2]}]", 3));
+  CHECK(json_nests_deeper_than("[[1], {\"a\": [[2]]}]", 3));
+  const std::string three = "{\"a\": [{\"b\": 1}]}";
+  CHECK_FALSE(json_nests_deeper_than(three, 3));
+  CHECK(json_nests_deeper_than(three, 2));
+  // Brackets inside strings, escaped quotes and backslashes included, are text.
+  CHECK_FALSE(json_nests_deeper_than(R"({"k": "[[[{{{", "q": "\"[[[", "b": "\\", "c": "]]]"})", 1));
+  CHECK(json_nests_deeper_than(R"({"b": "\\", "c": [[1]]})", 2));
+  // Siblings do not add up; only what is open at once counts.
+  std::string wide = "[";
+  for (int i = 0; i < 10000; ++i) wide += "{},";
+  wide += "{}]";
+  CHECK_FALSE(json_nests_deeper_than(wide, 2));
+  CHECK(json_nests_deeper_than(std::string(100000, '[') + std::string(100000, ']'), 32));
+}
+
 TEST_CASE("time stamps are RFC 3339 in UTC", "[common]") {
   CHECK(rfc3339_utc(0) == "1970-01-01T00:00:00Z");
   CHECK(rfc3339_utc(1700000000) == "2023-11-14T22:13:20Z");
@@ -103,11 +123,11 @@ TEST_CASE("libarchive owners write and read a tar back", "[common]") {
   std::string tar(10240, '\0');
   size_t used = 0;
   {
-    detail::ArchiveWriter w(archive_write_new());
+    gb::detail::ArchiveWriter w(archive_write_new());
     REQUIRE(w);
     archive_write_set_format_pax_restricted(w.get());
     REQUIRE(archive_write_open_memory(w.get(), tar.data(), tar.size(), &used) == ARCHIVE_OK);
-    detail::ArchiveEntry e(archive_entry_new());
+    gb::detail::ArchiveEntry e(archive_entry_new());
     archive_entry_set_pathname(e.get(), "hello.txt");
     archive_entry_set_filetype(e.get(), AE_IFREG);
     archive_entry_set_perm(e.get(), 0644);
@@ -116,7 +136,7 @@ TEST_CASE("libarchive owners write and read a tar back", "[common]") {
     REQUIRE(archive_write_data(w.get(), "hello", 5) == 5);
     REQUIRE(archive_write_close(w.get()) == ARCHIVE_OK);
   }
-  detail::ArchiveReader r(archive_read_new());
+  gb::detail::ArchiveReader r(archive_read_new());
   archive_read_support_format_tar(r.get());
   REQUIRE(archive_read_open_memory(r.get(), tar.data(), used) == ARCHIVE_OK);
   archive_entry* entry = nullptr;
@@ -129,12 +149,12 @@ TEST_CASE("libarchive owners write and read a tar back", "[common]") {
 
 TEST_CASE("zstd owners compress and decompress", "[common]") {
   const std::string plain(4096, 'z');
-  detail::ZstdCCtx c(ZSTD_createCCtx());
+  gb::detail::ZstdCCtx c(ZSTD_createCCtx());
   REQUIRE(c);
   std::string packed(ZSTD_compressBound(plain.size()), '\0');
   size_t n = ZSTD_compressCCtx(c.get(), packed.data(), packed.size(), plain.data(), plain.size(), 3);
   REQUIRE_FALSE(ZSTD_isError(n));
-  detail::ZstdDCtx d(ZSTD_createDCtx());
+  gb::detail::ZstdDCtx d(ZSTD_createDCtx());
   REQUIRE(d);
   std::string out(plain.size(), '\0');
   size_t m = ZSTD_decompressDCtx(d.get(), out.data(), out.size(), packed.data(), n);
