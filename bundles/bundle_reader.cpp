@@ -310,17 +310,14 @@ private:
     } else if (m.bundle_id != m_report.bundle_id) {
       problem(label + ": belongs to bundle " + m.bundle_id + ", not " + m_report.bundle_id);
       return;
-    } else if (m.volumes != m_report.manifest.volumes || layout_of(m) != m_layout) {
+    } else if (m.volumes != m_report.manifest.volumes || layout_of(m) != first_layout()) {
       if (!m_mixed)  // once: the other volumes of that write would say the same
         problem(label + ": its manifest lists other files or volumes than " + m_first + "'s: volumes of two writes of bundle " +
                 m.bundle_id + " are mixed");
       m_mixed = true;
       return;
     }
-    if (m_layout.empty()) {
-      m_layout = layout_of(m);
-      m_first = label;
-    }
+    if (m_first.empty()) m_first = label;
     if (!m_report.volumes_seen.insert(m.volume).second) {
       problem(label + ": volume " + std::to_string(m.volume) + " given twice");
       return;
@@ -405,6 +402,11 @@ private:
   static std::string layout_of(VolumeManifest m) {
     m.volume = 1;
     return manifest_to_json(m);
+  }
+  // Made when a second volume comes: a bundle of one volume never needs it.
+  const std::string& first_layout() {
+    if (m_layout.empty()) m_layout = layout_of(m_report.manifest);
+    return m_layout;
   }
 
   // The deferred entries `want` picks.
@@ -595,7 +597,7 @@ private:
   std::vector<Placed> m_placed;               // entries past the header walk, in order
   std::set<std::string> m_hashed, m_failed;   // whole blobs hashed, and those that failed
   std::map<std::string, std::string> m_json;  // small JSON blobs, for the closure
-  std::string m_layout;  // the first volume's manifest, its index left out
+  std::string m_layout;  // the first volume's manifest, its index left out (first_layout())
   std::string m_first;   // and that volume's name
   bool m_mixed = false;
   std::size_t m_dropped = 0;
