@@ -95,8 +95,8 @@ kit::KitOptions site(const std::string& registry = "registry.site:5000/gpu") {
 }
 
 // Independent of the kit's own lookup: walk the values files as plain YAML
-// (parsed once per chart folder).
-bool in_values_file(const fs::path& chart_dir, const std::string& path) {
+// (parsed once per chart folder). The node at PATH, or an invalid node.
+YAML::Node values_file_node(const fs::path& chart_dir, const std::string& path) {
   static std::map<std::string, std::pair<YAML::Node, YAML::Node>> cache;
   auto it = cache.find(chart_dir.string());
   if (it == cache.end()) {
@@ -115,18 +115,21 @@ bool in_values_file(const fs::path& chart_dir, const std::string& path) {
   }
   for (size_t i = from; i < parts.size(); ++i) {
     const YAML::Node& view = node;
-    if (!view.IsMap() || !view[parts[i]]) return false;
+    if (!view.IsMap() || !view[parts[i]]) return YAML::Node(YAML::NodeType::Undefined);
     node.reset(view[parts[i]]);
   }
-  return true;
+  return node;
+}
+
+bool in_values_file(const fs::path& chart_dir, const std::string& path) {
+  return values_file_node(chart_dir, path).IsDefined();
 }
 
 // A key the user names below a map the chart leaves empty (additionalLabels: {}).
 bool under_empty_map(const fs::path& chart_dir, const std::string& path) {
   auto dot = path.rfind('.');
-  if (dot == std::string::npos || !in_values_file(chart_dir, path.substr(0, dot))) return false;
-  YAML::Node node = YAML::LoadFile((chart_dir / "values.yaml").string());
-  for (const auto& part : split(path.substr(0, dot), '.')) node.reset(node[part]);
+  if (dot == std::string::npos) return false;
+  YAML::Node node = values_file_node(chart_dir, path.substr(0, dot));
   return node.IsMap() && node.size() == 0;
 }
 
