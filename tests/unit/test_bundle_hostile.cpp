@@ -124,7 +124,7 @@ std::string all(const VerifyReport& r) {
   return s;
 }
 
-bool mentions(const VerifyReport& r, const std::string& text) { return all(r).find(text) != std::string::npos; }
+bool report_mentions(const VerifyReport& r, const std::string& text) { return all(r).find(text) != std::string::npos; }
 
 std::string parse_error(const VolumeManifest& m, const Edit& edit) {
   json j = json::parse(manifest_to_json(m));
@@ -205,7 +205,7 @@ TEST_CASE("part numbers outside 1..N are refused, not used as an index (issue 11
     INFO(k.value.dump());
     auto vols = c.write(dir / "p.bundle", 2, [&](json& j) { part(j, k.which)["part"] = k.value; });
     auto r = verify_unsigned(vols);
-    CHECK(mentions(r, k.why));
+    CHECK(report_mentions(r, k.why));
   }
   // Even a report that claims such parts cannot make BundleBlobs index out of range.
   VerifyReport forged;
@@ -224,12 +224,12 @@ TEST_CASE("a huge volume count is refused before anything is sized by it (issue 
   Crafted c;
   std::clock_t t0 = std::clock();  // CPU time: the machine may be loaded
   auto huge = verify_unsigned(c.write(dir / "h.bundle", 1, [](json& j) { j["volume"]["count"] = 2147483647; }));
-  CHECK(mentions(huge, "volume.count 2147483647 is out of range 1..9999"));
+  CHECK(report_mentions(huge, "volume.count 2147483647 is out of range 1..9999"));
   // The largest allowed count: one line, quickly, naming a few absent volumes.
   auto most = verify_unsigned(c.write(dir / "m.bundle", 1, [](json& j) { j["volume"]["count"] = 9999; }));
   REQUIRE(most.problems.size() == 1);
   CHECK(most.problems[0].size() < 200);
-  CHECK(mentions(most, "(9998 in all) of 9999 not given"));
+  CHECK(report_mentions(most, "(9998 in all) of 9999 not given"));
   CHECK(std::clock() - t0 < 5 * CLOCKS_PER_SEC);
 }
 
@@ -256,10 +256,10 @@ TEST_CASE("index nesting deeper than the OCI limit is refused without recursion 
   INFO(all(ok));
   CHECK(ok.problems.empty());
   auto deep = verify_unsigned(nested(oci::k_max_index_depth + 1).write(dir / "deep.bundle", 1));
-  CHECK(mentions(deep, "nests deeper than 8 levels"));
+  CHECK(report_mentions(deep, "nests deeper than 8 levels"));
   // Far deeper than a stack survives when walked recursively (13,000 crashed).
   auto very = verify_unsigned(nested(3000).write(dir / "very.bundle", 1));
-  CHECK(mentions(very, "nests deeper than 8 levels"));
+  CHECK(report_mentions(very, "nests deeper than 8 levels"));
 }
 
 TEST_CASE("volumes of two writes, doubled and swapped parts are refused (issue 11.6)", "[bundle][hostile]") {
@@ -274,7 +274,7 @@ TEST_CASE("volumes of two writes, doubled and swapped parts are refused (issue 1
   CHECK(verify_unsigned(o).problems.empty());
   // Same bundle id, same volume count: only the layout tells them apart.
   auto mixed = verify_unsigned({b[0], o[1], o[2]});
-  CHECK(mentions(mixed, "volumes of two writes of bundle 0123456789abcdef are mixed"));
+  CHECK(report_mentions(mixed, "volumes of two writes of bundle 0123456789abcdef are mixed"));
 
   Crafted two(std::string(1500, 'A') + std::string(1500, 'B'));
   split(two, 1, 2);
@@ -284,7 +284,7 @@ TEST_CASE("volumes of two writes, doubled and swapped parts are refused (issue 1
     one["volume"] = 2;
     part(j, 2) = one;
   }));
-  CHECK(mentions(d, "is listed twice"));
+  CHECK(report_mentions(d, "is listed twice"));
   // Swapped parts: each part's own sha256 is right, their order is not.
   Crafted swapped = two;
   for (auto& p : swapped.pieces)
@@ -292,9 +292,9 @@ TEST_CASE("volumes of two writes, doubled and swapped parts are refused (issue 1
   auto sw = swapped.write(dir / "sw.bundle", 2);
   auto s = verify_unsigned(sw);
   INFO(all(s));
-  CHECK(mentions(s, "content does not match its digest (joined from its 2 parts)"));
+  CHECK(report_mentions(s, "content does not match its digest (joined from its 2 parts)"));
   std::reverse(sw.begin(), sw.end());
-  CHECK(mentions(verify_unsigned(sw), "content does not match its digest (joined from its 2 parts)"));
+  CHECK(report_mentions(verify_unsigned(sw), "content does not match its digest (joined from its 2 parts)"));
   // Three parts over three volumes, the outer two swapped, given out of order.
   Crafted outer = three;
   for (auto& p : outer.pieces)
@@ -302,7 +302,7 @@ TEST_CASE("volumes of two writes, doubled and swapped parts are refused (issue 1
   auto ov = outer.write(dir / "ov.bundle", 3);
   auto o3 = verify_unsigned({ov[2], ov[0], ov[1]});
   INFO(all(o3));
-  CHECK(mentions(o3, "content does not match its digest (joined from its 3 parts)"));
+  CHECK(report_mentions(o3, "content does not match its digest (joined from its 3 parts)"));
   // With hashing deferred (import) the closure never reads the layer; hashing
   // it on request catches the swap, and it stays unreadable.
   VerifyOptions lazy;
@@ -312,7 +312,7 @@ TEST_CASE("volumes of two writes, doubled and swapped parts are refused (issue 1
   CHECK(deferred.problems.empty());
   std::string layer = outer.m.images[0].blobs[2];
   hash_blobs(deferred, {layer});
-  CHECK(mentions(deferred, "blob " + layer + ": content does not match its digest (joined from its 3 parts)"));
+  CHECK(report_mentions(deferred, "blob " + layer + ": content does not match its digest (joined from its 3 parts)"));
   CHECK_FALSE(BundleBlobs::from(deferred).value_or_throw().find(layer));
 }
 
@@ -331,9 +331,9 @@ TEST_CASE("a zstd entry decodes to its declared size at most (issue 11.8)", "[bu
   auto quiets = with_layer(zstd_frame(big, false), big).write(dir / "quiet.bundle", 1);
   std::clock_t t0 = std::clock();  // CPU time of the reader alone: the machine may be loaded
   auto bomb = verify_unsigned(bombs);
-  CHECK(mentions(bomb, "the frame declares 67108864 bytes, more than the 16777216"));
+  CHECK(report_mentions(bomb, "the frame declares 67108864 bytes, more than the 16777216"));
   auto quiet = verify_unsigned(quiets);
-  CHECK(mentions(quiet, "does not declare its content size"));
+  CHECK(report_mentions(quiet, "does not declare its content size"));
   CHECK(std::clock() - t0 < 5 * CLOCKS_PER_SEC);
 
   // A good zstd blob streams back, in chunks and again from the start.
@@ -446,18 +446,18 @@ TEST_CASE("a filtered index must be what its upstream index and platforms make",
   SECTION("the same children written another way: refused") {
     std::string pretty = json::parse(filtered->bytes).dump(2);
     auto r = verify_unsigned(make(pretty, sha256_digest(pretty)).write(dir / "pretty.bundle", 1));
-    CHECK(mentions(r, "is not what upstream index " + sha256_digest(upstream) + " filtered to linux/amd64 gives (" + filtered->digest + ")"));
+    CHECK(report_mentions(r, "is not what upstream index " + sha256_digest(upstream) + " filtered to linux/amd64 gives (" + filtered->digest + ")"));
   }
   SECTION("a filtered index naming what the bundle lacks: refused") {
     auto other = oci::filter_index(oci::parse_manifest(upstream, oci::k_oci_index).value_or_throw(), {"sha256:" + std::string(64, 'e')})
                      .value_or_throw();
     REQUIRE(other);
     auto r = verify_unsigned(make(other->bytes, other->digest).write(dir / "arm.bundle", 1));
-    CHECK(mentions(r, "which the bundle does not list"));
+    CHECK(report_mentions(r, "which the bundle does not list"));
   }
   SECTION("the lock naming another site digest: refused") {
     auto r = verify_unsigned(make(filtered->bytes, sha256_digest("elsewhere")).write(dir / "lock.bundle", 1));
-    CHECK(mentions(r, "but its lock says " + sha256_digest("elsewhere")));
+    CHECK(report_mentions(r, "but its lock says " + sha256_digest("elsewhere")));
   }
   SECTION("upstreamDigest on a plain manifest, or not among the blobs: refused when read") {
     CHECK(parse_error(make(filtered->bytes, filtered->digest).manifest(1), [](json& j) { j["images"][0]["mediaType"] = std::string(oci::k_oci_manifest); })

@@ -57,8 +57,8 @@ Resolved resolve_both(const TempDir& dir, const std::string& tag, const std::str
   auto recipe = parse_recipe(recipe_text(tag, network, top), dir / "fabric.yaml").value_or_throw();
   Chart gpu = load_chart(tgz).value_or_throw();
   Chart net = load_chart(network_dir(tag)).value_or_throw();
-  Lock lock = resolve(recipe, gpu, Catalog::builtin()).value_or_throw();
-  resolve_network(recipe, net, gbtest::slurp(network_dir(tag) / "hack/release.yaml"), Catalog::builtin(), lock).value_or_throw();
+  Lock lock = resolve(recipe, gpu, gb::recipes::Catalog::builtin()).value_or_throw();
+  resolve_network(recipe, net, gbtest::slurp(network_dir(tag) / "hack/release.yaml"), gb::recipes::Catalog::builtin(), lock).value_or_throw();
   return {std::move(recipe), std::move(net), std::move(gpu), std::move(lock)};
 }
 
@@ -68,7 +68,7 @@ const LockImage* find_image(const Lock& lock, const std::string& source) {
   return nullptr;
 }
 
-std::string error_of(const std::string& text) {
+std::string network_error_of(const std::string& text) {
   TempDir dir;
   auto r = parse_recipe(text, dir / "fabric.yaml");
   REQUIRE_FALSE(r.ok());
@@ -98,7 +98,7 @@ TEST_CASE("network: both shared releases resolve from their chart and release.ya
       return release[key]["repository"].as<std::string>() + "/" + release[key]["image"].as<std::string>() + ":" + tag_text;
     };
     // Every NicClusterPolicy operand: present with its exact version when asked, absent otherwise.
-    for (const auto& op : Catalog::builtin().network_operands()) {
+    for (const auto& op : gb::recipes::Catalog::builtin().network_operands()) {
       bool wanted = std::find(on.begin(), on.end(), op.name) != on.end();
       for (const auto& pi : op.policy) {
         if (op.name == "ofedDriver") continue;  // per OS and arch, below
@@ -151,7 +151,7 @@ TEST_CASE("network: one NFD, the GPU Operator's; precompiled DOCA drivers are pe
     TempDir dir;
     auto r = resolve_both(dir, tag, "  ofedDriver: {precompiled: true}\n");
     // The default operands name nfd, but the GPU Operator runs its NFD: the network chart's is left out, and said.
-    auto without_nfd = Catalog::builtin().network_default_operands();
+    auto without_nfd = gb::recipes::Catalog::builtin().network_default_operands();
     without_nfd.erase(std::find(without_nfd.begin(), without_nfd.end(), "nfd"));
     CHECK(r.lock.network->operands == without_nfd);
     CHECK(std::any_of(r.lock.warnings.begin(), r.lock.warnings.end(),
@@ -170,7 +170,7 @@ TEST_CASE("network: one NFD, the GPU Operator's; precompiled DOCA drivers are pe
     TempDir dir2;
     auto own = resolve_both(dir2, tag, "  ofedDriver: {precompiled: true}\n",
                             k_sources + "components: {node-feature-discovery: false}\n");
-    CHECK(own.lock.network->operands == Catalog::builtin().network_default_operands());
+    CHECK(own.lock.network->operands == gb::recipes::Catalog::builtin().network_default_operands());
     const LockImage* nfd_image = find_image(own.lock, nfd_ref);
     REQUIRE(nfd_image);
     CHECK(nfd_image->components == std::vector<std::string>{"network:node-feature-discovery.image"});
@@ -198,9 +198,9 @@ TEST_CASE("network: a release file of another release, a chart of another versio
   TempDir dir;
   auto recipe = parse_recipe(recipe_text("v26.4.1", ""), dir / "fabric.yaml").value_or_throw();
   Chart gpu = load_chart(gbtest::pack_chart(gbtest::shared_chart(k_gpu_tag), dir / "g.tgz")).value_or_throw();
-  Lock lock = resolve(recipe, gpu, Catalog::builtin()).value_or_throw();
+  Lock lock = resolve(recipe, gpu, gb::recipes::Catalog::builtin()).value_or_throw();
   Chart net_old = load_chart(network_dir("v26.1.2")).value_or_throw();
-  auto r = resolve_network(recipe, net_old, gbtest::slurp(network_dir("v26.1.2") / "hack/release.yaml"), Catalog::builtin(), lock);
+  auto r = resolve_network(recipe, net_old, gbtest::slurp(network_dir("v26.1.2") / "hack/release.yaml"), gb::recipes::Catalog::builtin(), lock);
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().message.find("network.version v26.4.1 does not match the network-operator chart's version 26.1.2") != std::string::npos);
   CHECK(r.error().message.find("network.releaseFile") != std::string::npos);
@@ -212,8 +212,8 @@ TEST_CASE("network: a release file of another release, a chart of another versio
   net.dependencies.erase(std::remove_if(net.dependencies.begin(), net.dependencies.end(),
                                         [](const ChartDependency& d) { return d.condition == "maintenanceOperator.enabled"; }),
                          net.dependencies.end());
-  Lock lock2 = resolve(with_maintenance, gpu, Catalog::builtin()).value_or_throw();
-  auto r2 = resolve_network(with_maintenance, net, gbtest::slurp(network_dir("v26.4.1") / "hack/release.yaml"), Catalog::builtin(), lock2);
+  Lock lock2 = resolve(with_maintenance, gpu, gb::recipes::Catalog::builtin()).value_or_throw();
+  auto r2 = resolve_network(with_maintenance, net, gbtest::slurp(network_dir("v26.4.1") / "hack/release.yaml"), gb::recipes::Catalog::builtin(), lock2);
   REQUIRE_FALSE(r2.ok());
   CHECK(r2.error().message.find("network.operands: maintenanceOperator (NVIDIA maintenance operator (subchart)): chart network-operator "
                                 "26.4.1 has no subchart switched by maintenanceOperator.enabled") != std::string::npos);
@@ -221,39 +221,39 @@ TEST_CASE("network: a release file of another release, a chart of another versio
 
 TEST_CASE("network: bad recipe fields are one line naming the field", "[network]") {
   const std::string head = "apiVersion: gpubundle/v1\nkind: Recipe\noperator: {version: v26.7.0}\ntarget: {gpus: [L4], os: ubuntu22.04}\n";
-  auto e = error_of(head + "network: {version: v26.4.1, operands: [ofedDriver, rdma]}\n");
+  auto e = network_error_of(head + "network: {version: v26.4.1, operands: [ofedDriver, rdma]}\n");
   CHECK(e.find("fabric.yaml:5: network.operands[1]: 'rdma' is not a Network Operator operand; known: ofedDriver, ") == 0);
   CHECK(e.find("rdmaSharedDevicePlugin") != std::string::npos);
   CHECK(e.find('\n') == std::string::npos);
-  CHECK(error_of(head + "network: {version: 26.4.1}\n").find("network.version: '26.4.1' is not a release tag") != std::string::npos);
-  CHECK(error_of(head + "network: {operands: [multus]}\n").find("network.version: missing") != std::string::npos);
-  CHECK(error_of(head + "network: {version: v26.4.1, operand: [multus]}\n").find("network.operand: unknown field (did you mean 'operands'?)") !=
+  CHECK(network_error_of(head + "network: {version: 26.4.1}\n").find("network.version: '26.4.1' is not a release tag") != std::string::npos);
+  CHECK(network_error_of(head + "network: {operands: [multus]}\n").find("network.version: missing") != std::string::npos);
+  CHECK(network_error_of(head + "network: {version: v26.4.1, operand: [multus]}\n").find("network.operand: unknown field (did you mean 'operands'?)") !=
         std::string::npos);
-  CHECK(error_of(head + "network: {version: v26.4.1, operands: [multus, multus]}\n").find("network.operands[1]: 'multus' is listed twice") !=
+  CHECK(network_error_of(head + "network: {version: v26.4.1, operands: [multus, multus]}\n").find("network.operands[1]: 'multus' is listed twice") !=
         std::string::npos);
-  CHECK(error_of(head + "network: {version: v26.4.1, ofedDriver: {precompiled: true}}\n")
+  CHECK(network_error_of(head + "network: {version: v26.4.1, ofedDriver: {precompiled: true}}\n")
             .find("network.ofedDriver.precompiled: precompiled DOCA drivers are one image per kernel") != std::string::npos);
-  CHECK(error_of(head + "network: {version: v26.4.1, operands: [multus], ofedDriver: {precompiled: false}}\n")
+  CHECK(network_error_of(head + "network: {version: v26.4.1, operands: [multus], ofedDriver: {precompiled: false}}\n")
             .find("network.ofedDriver: set, but network.operands does not list ofedDriver") != std::string::npos);
-  CHECK(error_of(head + "network: {version: v26.4.1, releaseFile: \"http://x/release.yaml\"}\n").find("network.releaseFile:") !=
+  CHECK(network_error_of(head + "network: {version: v26.4.1, releaseFile: \"http://x/release.yaml\"}\n").find("network.releaseFile:") !=
         std::string::npos);
   // The DOCA tag takes VERSION_ID as it is: rhel9.6, never rhel9.
   const std::string rhel = "apiVersion: gpubundle/v1\nkind: Recipe\noperator: {version: v26.7.0}\ntarget: {gpus: [L4], os: rhel9}\n";
-  CHECK(error_of(rhel + "network: {version: v26.4.1}\n").find("target.os: 'rhel9': the Network Operator tags DOCA driver images with "
+  CHECK(network_error_of(rhel + "network: {version: v26.4.1}\n").find("target.os: 'rhel9': the Network Operator tags DOCA driver images with "
                                                               "the nodes' os-release ID and VERSION_ID") != std::string::npos);
-  CHECK(error_of(rhel + "network: {version: v26.4.1}\n").find("rhel9.6") != std::string::npos);
+  CHECK(network_error_of(rhel + "network: {version: v26.4.1}\n").find("rhel9.6") != std::string::npos);
   // ibKubernetes: the site's GUID pool and UFM Secret, which the CRD requires.
   const std::string ib = "network:\n  version: v26.4.1\n  operands: [ibKubernetes]\n";
-  CHECK(error_of(head + ib).find("network.ibKubernetes: missing: the ibKubernetes operand needs") != std::string::npos);
+  CHECK(network_error_of(head + ib).find("network.ibKubernetes: missing: the ibKubernetes operand needs") != std::string::npos);
   const std::string pool = "  ibKubernetes: {pKeyGUIDPoolRangeStart: '02:00:00:00:00:00:00:00', pKeyGUIDPoolRangeEnd: ";
-  CHECK(error_of(head + ib + pool + "'02:00:00:00:00:00:00', ufmSecret: ufm}\n")
+  CHECK(network_error_of(head + ib + pool + "'02:00:00:00:00:00:00', ufmSecret: ufm}\n")
             .find("network.ibKubernetes.pKeyGUIDPoolRangeEnd: '02:00:00:00:00:00:00' is not a GUID") != std::string::npos);
-  CHECK(error_of(head + ib + "  ibKubernetes: {pKeyGUIDPoolRangeStart: '02:00:00:00:00:00:01:00', pKeyGUIDPoolRangeEnd: "
+  CHECK(network_error_of(head + ib + "  ibKubernetes: {pKeyGUIDPoolRangeStart: '02:00:00:00:00:00:01:00', pKeyGUIDPoolRangeEnd: "
                               "'02:00:00:00:00:00:00:ff', ufmSecret: ufm}\n")
             .find("02:00:00:00:00:00:00:ff is below pKeyGUIDPoolRangeStart") != std::string::npos);
-  CHECK(error_of(head + ib + pool + "'02:FF:FF:FF:FF:FF:FF:FF', ufmSecret: 'UFM $(x)'}\n")
+  CHECK(network_error_of(head + ib + pool + "'02:FF:FF:FF:FF:FF:FF:FF', ufmSecret: 'UFM $(x)'}\n")
             .find("network.ibKubernetes.ufmSecret: 'UFM $(x)' is not a Kubernetes secret name") != std::string::npos);
-  CHECK(error_of(head + "network:\n  version: v26.4.1\n  operands: [multus]\n" + pool + "'02:FF:FF:FF:FF:FF:FF:FF', ufmSecret: u}\n")
+  CHECK(network_error_of(head + "network:\n  version: v26.4.1\n  operands: [multus]\n" + pool + "'02:FF:FF:FF:FF:FF:FF:FF', ufmSecret: u}\n")
             .find("network.ibKubernetes: set, but network.operands does not list ibKubernetes") != std::string::npos);
   TempDir dir;
   auto with_ib = parse_recipe(head + ib + pool + "'02:FF:FF:FF:FF:FF:FF:FF', ufmSecret: ufm}\n", dir / "r.yaml").value_or_throw();
@@ -403,7 +403,7 @@ TEST_CASE("network kit: NicClusterPolicy and chart values name only the site reg
 TEST_CASE("network kit: every NicClusterPolicy operand carries what the release's CRD requires, and only fields it names", "[network][kit]") {
   if (!have_network_upstream()) return;
   std::string operands = "  operands: [";
-  for (const auto& op : Catalog::builtin().network_operands())
+  for (const auto& op : gb::recipes::Catalog::builtin().network_operands())
     if (!op.policy.empty()) operands += (operands.back() == '[' ? "" : ", ") + op.name;
   operands += "]\n  ibKubernetes: {pKeyGUIDPoolRangeStart: '0a:00:00:00:00:00:00:00', pKeyGUIDPoolRangeEnd: '0a:00:00:00:00:00:ff:ff', "
               "ufmSecret: site-ufm}\n";
@@ -630,7 +630,7 @@ TEST_CASE("network kit: without a network section the NCCL job asks for no RDMA 
                              dir / "plain.yaml")
                     .value_or_throw();
   Chart gpu = load_chart(tgz).value_or_throw();
-  Lock lock = resolve(recipe, gpu, Catalog::builtin()).value_or_throw();
+  Lock lock = resolve(recipe, gpu, gb::recipes::Catalog::builtin()).value_or_throw();
   kit::KitOptions o;
   o.registry = kit::SiteRegistry::parse("registry.site:5000/gpu").value_or_throw();
   kit::Kit k = kit::make_kit(lock, gpu, o).value_or_throw();
