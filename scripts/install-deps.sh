@@ -28,8 +28,9 @@ packages=(
   chromium  # report-browser test: headless Chromium screenshots the handover report
   pci.ids  # GPU names for PCI ids the catalog lacks (resolver messages)
   dnf python3-rpm  # rpm-md tests: dnf and rpm's own version order as the references
-  # sanitizer and fuzz jobs: clang with libFuzzer and the sanitizer runtimes
-  clang libclang-rt-14-dev
+  # sanitizer and fuzz jobs: clang with libFuzzer and the sanitizer runtimes;
+  # lld links their two dozen programs (test.sh) in less CPU than ld.bfd
+  clang libclang-rt-14-dev lld
   python3-jsonschema  # kit tests: the kit's objects checked against their schemas
   python3-grpcio  # serve test: PullImage through containerd's CRI plugin, as the kubelet does
   python3-kubernetes  # kit-schemas test: the official client's models, from the Kubernetes OpenAPI spec
