@@ -242,8 +242,9 @@ Result<MirrorSummary> mirror_images(recipes::Lock& lock, Store& store, ImageSour
   progress.end(std::to_string(plans.size()) + " images checked");
 
   // 2. fetch: manifests first (small; no index.json entry names them yet, and a
-  // re-run reads them from here), then every missing config and layer once;
-  // all of them get their names in one sync_blobs() (publish, or on failure).
+  // re-run reads them from here), then every missing config and layer once.
+  // Each config and layer is synced and named by the worker that fetched it;
+  // the manifests get theirs in one sync_blobs() (publish, or on failure).
   for (auto& p : plans) {
     if (auto r = store.stage_blob(p.top.digest, p.top.bytes); !r) return r.error();
     for (const auto& c : p.children)
@@ -291,7 +292,7 @@ Result<MirrorSummary> mirror_images(recipes::Lock& lock, Store& store, ImageSour
     r.on_done = [&, images = w.images](BlobSink& sink) -> Result<void> {
       auto* writer = dynamic_cast<BlobWriter*>(&sink);
       if (!writer) return op_error("internal: blob sink is not a store writer");
-      if (auto res = writer->publish(); !res) return res;
+      if (auto res = writer->publish(BlobSync::Now); !res) return res;
       std::lock_guard l(mu);
       ++summary.blobs_fetched;
       for (auto i : images)

@@ -135,10 +135,12 @@ void walk(const Store& store, const std::string& ref, const std::string& digest,
 // ---- BlobWriter ----
 
 namespace detail {
-// Complete, verified blobs waiting for Store::sync_blobs(): partial -> final.
+// Complete, verified blobs waiting for Store::sync_blobs(): partial -> final;
+// `named`: a blob got its name since the folder was last synced.
 struct PendingBlobs {
   std::mutex mu;
   std::map<fs::path, fs::path> blobs;
+  bool named = false;
   void add(fs::path partial, fs::path final_path) {
     std::lock_guard l(mu);
     blobs[std::move(final_path)] = std::move(partial);
@@ -252,7 +254,7 @@ Result<std::uint64_t> BlobWriter::resume(signing::Sha256& hasher) {
   return held;
 }
 
-Result<void> BlobWriter::publish() {
+Result<void> BlobWriter::publish(BlobSync when) {
   if (auto r = flush(); !r) return r;
   if (m_expected && m_written != m_expected)
     return op_error(m_digest + ": got " + std::to_string(m_written) + " bytes, expected " + std::to_string(m_expected));
@@ -261,7 +263,16 @@ Result<void> BlobWriter::publish() {
     (void)truncate();  // worthless to a resume
     return op_error(m_digest + ": content hashes to " + got + " (corrupted in transit?)");
   }
-  m_pending.add(m_partial, m_final);
+  if (when == BlobSync::Now) {
+    // Durable bytes first, then the name; the folder is synced in sync_blobs().
+    if (::fdatasync(m_fd) != 0) return op_error(m_partial.string() + ": fsync failed: " + std::strerror(errno));
+    if (::rename(m_partial.c_str(), m_final.c_str()) != 0)
+      return op_error(m_final.string() + ": rename failed: " + std::strerror(errno));
+    std::lock_guard l(m_pending.mu);
+    m_pending.named = true;
+  } else {
+    m_pending.add(m_partial, m_final);
+  }
   m_partial.clear();  // the store's now
   return {};
 }
@@ -392,12 +403,14 @@ Result<void> Store::put_blob(std::string_view digest, std::string_view bytes) {
 
 Result<void> Store::sync_blobs() {
   std::vector<std::pair<fs::path, fs::path>> batch;  // partial, final
+  bool named = false;
   {
     std::lock_guard l(m_impl->pending.mu);
     for (auto& [final_path, partial] : m_impl->pending.blobs) batch.emplace_back(std::move(partial), final_path);
     m_impl->pending.blobs.clear();
+    named = m_impl->pending.named;
   }
-  if (batch.empty()) return {};
+  if (batch.empty() && !named) return {};
   // fsyncs in parallel: the filesystem commits them together.
   auto synced = parallel_try(batch.size(), 8, [&](std::size_t i) -> Result<void> {
     const fs::path& p = batch[i].first;
@@ -413,7 +426,10 @@ Result<void> Store::sync_blobs() {
   for (const auto& [partial, final_path] : batch)
     if (::rename(partial.c_str(), final_path.c_str()) != 0)
       return op_error(final_path.string() + ": rename failed: " + std::strerror(errno));
-  return fsync_dir(m_impl->root / "blobs" / "sha256");
+  if (auto r = fsync_dir(m_impl->root / "blobs" / "sha256"); !r) return r;
+  std::lock_guard l(m_impl->pending.mu);
+  m_impl->pending.named = false;  // transfers are over when this runs; none named since
+  return {};
 }
 
 Result<std::unique_ptr<BlobWriter>> Store::open_blob(const std::string& digest, std::uint64_t size) {

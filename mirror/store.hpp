@@ -36,8 +36,10 @@
 //
 // Publishing: a blob (fetched, built or a manifest) grows in "<hex>.partial"; once its size and
 // sha256 match it waits, complete, for the next sync_blobs(), which fsyncs every waiting blob (in
-// parallel), renames each to "<hex>" and fsyncs blobs/sha256 once. A blob never has its name
-// before its bytes are on disk, and a run pays one durability pass instead of two fsyncs per blob.
+// parallel), renames each to "<hex>" and fsyncs blobs/sha256 once. A mirror's transfer workers
+// instead sync and name each blob as it completes (BlobSync::Now), while the others download;
+// sync_blobs() then only fsyncs the folder. A blob never has its name before its bytes are on
+// disk, and a run pays one folder sync, not two fsyncs per blob.
 // Other files (index.json, charts) are written as "NAME.tmp.XXXXXX" and renamed (common/files.hpp
 // AtomicFile). Every artifact, pulled
 // or built here, then goes through Store::publish(), the one place that orders the rest:
@@ -85,9 +87,13 @@ namespace detail {
 struct PendingBlobs;
 }
 
+// When a published blob's bytes reach the disk: in the store's next
+// sync_blobs(), all together, or in BlobWriter::publish() itself.
+enum class BlobSync { Batch, Now };
+
 // Streams one blob into the store as "<hex>.partial", continuing the bytes a
 // previous run left there; publish() checks size and sha256 against the
-// expected digest and queues it for the store's next sync_blobs(). A writer
+// expected digest and names it (see BlobSync). A writer
 // that is dropped unpublished leaves its partial file for the next run to
 // resume. Bytes go to the file in pieces of k_write_piece, straight from the
 // chunks the client hands over (only a tail smaller than a piece waits in a
@@ -108,8 +114,10 @@ public:
   Result<std::uint64_t> resume(signing::Sha256& hasher) override;
   bool hashes() const override { return true; }
   std::string sha256_hex() override;
-  // Checks size and sha256; the blob gets its name at the next sync_blobs().
-  Result<void> publish();
+  // Checks size and sha256; the blob gets its name at the next sync_blobs(),
+  // or, with BlobSync::Now, here: fdatasync, then rename, on the caller's
+  // thread (a transfer worker, while the others download).
+  Result<void> publish(BlobSync when = BlobSync::Batch);
   const std::string& digest() const { return m_digest; }
 
   static constexpr std::size_t k_write_piece = 32 << 10;

@@ -96,6 +96,22 @@ TEST_CASE("store creates an OCI layout and publishes blobs atomically", "[store]
     CHECK_FALSE(fs::exists(partial));
     CHECK(read_file(s.blob_path(c.digest)).value_or_throw() == c.bytes);
   }
+  SECTION("a blob published with BlobSync::Now has its name at once; sync_blobs() still syncs the folder") {
+    auto c = storetest::blob(std::string(2 * BlobWriter::k_write_piece + 5, 'z'));
+    auto w = s.open_blob(c.digest, c.bytes.size()).value_or_throw();
+    REQUIRE(w->write(c.bytes));
+    REQUIRE(w->publish(BlobSync::Now));
+    CHECK_FALSE(fs::exists(s_partial(t / "store", c.digest)));
+    CHECK(read_file(s.blob_path(c.digest)).value_or_throw() == c.bytes);
+    auto bad = storetest::blob("not this");
+    auto w2 = s.open_blob(bad.digest, 8).value_or_throw();
+    REQUIRE(w2->write("not that"));
+    CHECK_FALSE(w2->publish(BlobSync::Now));  // checked before it is named
+    w2.reset();
+    CHECK_FALSE(s.has_blob(bad.digest));
+    REQUIRE(s.sync_blobs());
+    CHECK(s.has_blob(c.digest, c.bytes.size()));
+  }
   SECTION("chunks of any size, smaller and larger than a piece, land in order") {
     std::string bytes;
     for (std::size_t i = 0; i < 5 * BlobWriter::k_write_piece + 999; ++i) bytes.push_back(static_cast<char>('a' + i % 23));
