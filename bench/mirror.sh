@@ -8,13 +8,13 @@
 # interleaved; for each run the registry's CPU time (/proc/PID/stat) and what
 # was asked of it (its log: connections, requests by kind, bytes) are kept,
 # and the medians are compared.
-# Usage: bench/mirror.sh PATH/TO/gpubundle   (env: BIG_MB=1024, JOBS=8, RUNS=3,
+# Usage: bench/mirror.sh PATH/TO/gpubundle   (env: BIG_MB=1024, JOBS=8, RUNS=7,
 #        RUNS_JSON=FILE appends each run's figures as JSON lines)
 set -euo pipefail
 GB=$(realpath "$1")
 BIG_MB=${BIG_MB:-1024}
 JOBS=${JOBS:-8}
-RUNS=${RUNS:-3}
+RUNS=${RUNS:-7}
 PY=/usr/bin/python3
 TOOLS=$(cd "$(dirname "$0")/../tests/tools" && pwd)
 source "$(dirname "$0")/../tests/integration/mirror_lib.sh"
