@@ -39,7 +39,7 @@
 // parallel), renames each to "<hex>" and fsyncs blobs/sha256 once. A mirror's transfer workers
 // instead sync and name each blob as it completes (BlobSync::Now), while the others download;
 // sync_blobs() then only fsyncs the folder. A blob never has its name before its bytes are on
-// disk, and a run pays one folder sync, not two fsyncs per blob.
+// disk; each costs one fsync, and the folder one for all of them.
 // Other files (index.json, charts) are written as "NAME.tmp.XXXXXX" and renamed (common/files.hpp
 // AtomicFile). Every artifact, pulled
 // or built here, then goes through Store::publish(), the one place that orders the rest:
