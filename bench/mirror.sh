@@ -45,11 +45,10 @@ for img in seed["images"]:
     repo, tag = img["ref"].split("/", 1)[1].rsplit(":", 1)
     m = get(repo, tag)
     print(f"M http://{host}/v2/{repo}/manifests/{tag}")
-    kids = [get(repo, c["digest"]) for c in m["manifests"]] if "manifests" in m else [m]
-    if "manifests" in m:
-        for c in m["manifests"]:
-            print(f"M http://{host}/v2/{repo}/manifests/{c['digest']}")
-    for k in kids:
+    children = [c["digest"] for c in m.get("manifests", [])]
+    for c in children:
+        print(f"M http://{host}/v2/{repo}/manifests/{c}")
+    for k in [get(repo, c) for c in children] or [m]:
         for d in [k["config"]] + k["layers"]:
             if d["digest"] not in seen:
                 seen.add(d["digest"])
