@@ -61,9 +61,11 @@ void same_language(const char* pattern, const std::vector<std::string>& inputs, 
   const std::regex re(pattern);
   size_t accepted = 0;
   for (const auto& s : inputs) {
-    INFO(pattern << " on " << quote(s));
     bool old = std::regex_match(s, re);
-    REQUIRE(check(s) == old);
+    if (check(s) != old) {  // Catch's per-assertion cost only on a difference: 200,000 inputs under ASan
+      INFO(pattern << " on " << quote(s));
+      REQUIRE(check(s) == old);
+    }
     accepted += old;
   }
   CHECK(accepted > 0);  // the samples reach the accepted side too
@@ -147,9 +149,12 @@ TEST_CASE("chart archive paths and installer names match the old regexes, captur
   const std::regex sub_dir(R"(^charts/([^/]+)/Chart\.yaml$)"), sub_tgz(R"(^charts/([^/]+)\.tgz$)");
   for (const auto& p : paths) {
     std::smatch m;
-    INFO(quote(p));
-    CHECK(std::string(subchart_name(p, "/Chart.yaml")) == (std::regex_match(p, m, sub_dir) ? m[1].str() : ""));
-    CHECK(std::string(subchart_name(p, ".tgz")) == (std::regex_match(p, m, sub_tgz) ? m[1].str() : ""));
+    std::string dir = std::regex_match(p, m, sub_dir) ? m[1].str() : "", tgz = std::regex_match(p, m, sub_tgz) ? m[1].str() : "";
+    if (subchart_name(p, "/Chart.yaml") != dir || subchart_name(p, ".tgz") != tgz) {
+      INFO(quote(p));
+      CHECK(std::string(subchart_name(p, "/Chart.yaml")) == dir);
+      CHECK(std::string(subchart_name(p, ".tgz")) == tgz);
+    }
   }
 
   const std::regex run_name(R"(^NVIDIA-Linux-([A-Za-z0-9_]+)-[0-9.]+.*\.run$)");
@@ -157,8 +162,10 @@ TEST_CASE("chart archive paths and installer names match the old regexes, captur
   for (const auto& n : samples({"NVIDIA-Linux-", "x86_64", "aarch64", "-", "5", "5.", ".", ".run", "\n", "\r", "a", "_", " "}, 6, 40000)) {
     std::smatch m;
     bool old = std::regex_match(n, m, run_name);
-    INFO(quote(n));
-    REQUIRE(installer_arch(n) == (old ? m[1].str() : ""));
+    if (installer_arch(n) != (old ? m[1].str() : "")) {
+      INFO(quote(n));
+      REQUIRE(installer_arch(n) == (old ? m[1].str() : ""));
+    }
     matched += old;
   }
   CHECK(matched > 0);
