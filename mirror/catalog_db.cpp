@@ -17,20 +17,37 @@ CatalogDb& CatalogDb::operator=(CatalogDb&&) noexcept = default;
 CatalogDb::~CatalogDb() = default;
 
 Result<CatalogDb> CatalogDb::open(const std::filesystem::path& file) {
-  auto db = detail::Database::open(file.string());
-  if (!db) return db.error();
+  auto opened = detail::Database::open(file.string());
+  if (!opened) return opened.error();
   CatalogDb c;
-  c.m_impl->db = std::move(db).value();
-  auto r = c.m_impl->db.exec(
-      "PRAGMA journal_mode=WAL;"
-      "PRAGMA synchronous=FULL;"
-      "CREATE TABLE IF NOT EXISTS images(ref TEXT PRIMARY KEY, digest TEXT NOT NULL, media_type TEXT NOT NULL,"
-      " size INTEGER NOT NULL, source TEXT NOT NULL, platforms TEXT NOT NULL, fetched_at TEXT NOT NULL);"
-      "CREATE TABLE IF NOT EXISTS blobs(digest TEXT PRIMARY KEY, size INTEGER NOT NULL);"
-      "CREATE TABLE IF NOT EXISTS charts(name TEXT NOT NULL, version TEXT NOT NULL, file TEXT NOT NULL,"
-      " sha256 TEXT NOT NULL, source TEXT NOT NULL, fetched_at TEXT NOT NULL, PRIMARY KEY(name, version));"
-      "PRAGMA user_version=1;");
-  if (!r) return Failure{r.error().kind, file.string() + ": " + r.error().message};
+  c.m_impl->db = std::move(opened).value();
+  auto& db = c.m_impl->db;
+  auto at = [&](const Failure& f) -> Failure { return Failure{f.kind, file.string() + ": " + f.message}; };
+  if (auto r = db.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"); !r) return at(r.error());
+  std::int64_t v = 0;
+  {
+    auto version = db.prepare("PRAGMA user_version");
+    if (!version) return at(version.error());
+    if (version->step() != SQLITE_ROW) return at(op_error("catalog: " + db.errmsg()));
+    v = version->integer(0);
+  }
+  if (v > 1) return input_error(file.string() + ": catalog schema version " + std::to_string(v) + "; this gpubundle reads version 1");
+  // A new file: the schema in one commit (one fsync, where a commit each
+  // statement cost four); an existing one is only read.
+  if (v == 0)
+    if (auto r = db.exec(
+            "BEGIN IMMEDIATE;"
+            "CREATE TABLE IF NOT EXISTS images(ref TEXT PRIMARY KEY, digest TEXT NOT NULL, media_type TEXT NOT NULL,"
+            " size INTEGER NOT NULL, source TEXT NOT NULL, platforms TEXT NOT NULL, fetched_at TEXT NOT NULL);"
+            "CREATE TABLE IF NOT EXISTS blobs(digest TEXT PRIMARY KEY, size INTEGER NOT NULL);"
+            "CREATE TABLE IF NOT EXISTS charts(name TEXT NOT NULL, version TEXT NOT NULL, file TEXT NOT NULL,"
+            " sha256 TEXT NOT NULL, source TEXT NOT NULL, fetched_at TEXT NOT NULL, PRIMARY KEY(name, version));"
+            "PRAGMA user_version=1;"
+            "COMMIT;");
+        !r) {
+      (void)db.exec("ROLLBACK");
+      return at(r.error());
+    }
   return c;
 }
 

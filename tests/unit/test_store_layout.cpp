@@ -1,8 +1,10 @@
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sqlite3.h>
 
 #include "common/files.hpp"
+#include "mirror/catalog_db.hpp"
 #include "mirror/store.hpp"
 #include "tests/unit/test_store_util.hpp"
 
@@ -450,4 +452,42 @@ TEST_CASE("publish of an index checks each kept child and only children the inde
     CHECK(r.error().message.find("is not listed by its index") != std::string::npos);
     CHECK_FALSE(s.find_image(p.ref));
   }
+}
+
+TEST_CASE("the catalog's schema is made once, kept on reopening, and a newer one is refused", "[store][catalog]") {
+  Scratch s;
+  const auto file = s / "catalog.db";
+  {
+    auto cat = CatalogDb::open(file);
+    REQUIRE(cat.ok());
+    REQUIRE(cat->record({{"reg.example/a:1", "sha256:" + std::string(64, 'a'), "application/vnd.oci.image.index.v1+json", 10,
+                          "reg.example/a", "linux/amd64", "2026-12-07T00:00:00Z"}},
+                        {{"sha256:" + std::string(64, 'a'), 10}})
+                .ok());
+  }
+  sqlite3* raw = nullptr;
+  REQUIRE(sqlite3_open(file.c_str(), &raw) == SQLITE_OK);
+  auto version = [&] {
+    sqlite3_stmt* st = nullptr;
+    REQUIRE(sqlite3_prepare_v2(raw, "PRAGMA user_version", -1, &st, nullptr) == SQLITE_OK);
+    REQUIRE(sqlite3_step(st) == SQLITE_ROW);
+    int v = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    return v;
+  };
+  CHECK(version() == 1);
+  {
+    auto again = CatalogDb::open(file);
+    REQUIRE(again.ok());
+    auto rows = again->images();
+    REQUIRE(rows.ok());
+    REQUIRE(rows->size() == 1);
+    CHECK(rows->front().ref == "reg.example/a:1");
+  }
+  REQUIRE(sqlite3_exec(raw, "PRAGMA user_version=2", nullptr, nullptr, nullptr) == SQLITE_OK);
+  auto newer = CatalogDb::open(file);
+  REQUIRE_FALSE(newer.ok());
+  CHECK(newer.error().kind == ErrorKind::Input);
+  CHECK(newer.error().message == file.string() + ": catalog schema version 2; this gpubundle reads version 1");
+  sqlite3_close(raw);
 }
