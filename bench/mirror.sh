@@ -5,7 +5,8 @@
 # ways: the same requests a mirror makes (every manifest, then every blob: the
 # transfer limit, and the goals' peer), and the blobs alone, as earlier runs
 # of this script did. The cold mirror and both curls run RUNS times each,
-# interleaved; for each run the registry's CPU time (/proc/PID/stat) and what
+# interleaved, each from an empty output folder and after a sync (both outside
+# the clock); for each run the registry's CPU time (/proc/PID/stat) and what
 # was asked of it (its log: connections, requests by kind, bytes) are kept,
 # and the medians are compared.
 # Usage: bench/mirror.sh PATH/TO/gpubundle   (env: BIG_MB=1024, JOBS=8, RUNS=7,
@@ -76,6 +77,11 @@ reg_ticks() { awk '{print $14 + $15}' "/proc/$REG_PID/stat"; }
 served() {
   local name=$1 off c0 c1 t0 t1
   shift
+  # Each run starts with no dirty pages from the runs before: curl leaves its
+  # files to the kernel's writeback, which would otherwise run during
+  # whichever run comes next (often ours). Outside the clock, for every client.
+  sync
+  sleep 0.5
   off=$(stat -c %s "$REG_LOG"); c0=$(reg_ticks); t0=$(now)
   "$@"
   t1=$(now); c1=$(reg_ticks)
@@ -87,9 +93,10 @@ med() { "$PY" "$TOOLS/registry_log.py" medians "$W/runs.jsonl" "$1" | "$PY" -c '
 # 1. our cold mirror and curl (the transfer limit), RUNS times each, interleaved
 ours_cold() { rm -rf "$W/ours" && "$GB" -q --store "$W/ours" mirror "$W/bench.lock.json" --registry-config "$W/reg.yaml" -j "$JOBS"; }
 for _ in $(seq "$RUNS"); do
-  served ours ours_cold
-  served curl curl_get
-  served curl-blobs curl_blobs
+  # The last run's output goes first, outside the clock (the functions' own rm then finds nothing).
+  rm -rf "$W/ours" && served ours ours_cold
+  rm -rf "$W/curl" && served curl curl_get
+  rm -rf "$W/curl" && served curl-blobs curl_blobs
 done
 ours=$(med ours wall_s)
 curl_s=$(med curl wall_s)
