@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <sqlite3.h>
 
@@ -466,7 +467,9 @@ TEST_CASE("the catalog's schema is made once, kept on reopening, and a newer one
                 .ok());
   }
   sqlite3* raw = nullptr;
+  std::unique_ptr<sqlite3, int (*)(sqlite3*)> closer(nullptr, sqlite3_close);
   REQUIRE(sqlite3_open(file.c_str(), &raw) == SQLITE_OK);
+  closer.reset(raw);
   auto version = [&] {
     sqlite3_stmt* st = nullptr;
     REQUIRE(sqlite3_prepare_v2(raw, "PRAGMA user_version", -1, &st, nullptr) == SQLITE_OK);
@@ -489,5 +492,4 @@ TEST_CASE("the catalog's schema is made once, kept on reopening, and a newer one
   REQUIRE_FALSE(newer.ok());
   CHECK(newer.error().kind == ErrorKind::Input);
   CHECK(newer.error().message == file.string() + ": catalog schema version 2; this gpubundle reads version 1");
-  sqlite3_close(raw);
 }
