@@ -91,9 +91,9 @@ served() {
 med() { "$PY" "$TOOLS/registry_log.py" medians "$W/runs.jsonl" "$1" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$2"; }
 
 # 1. our cold mirror and curl (the transfer limit), RUNS times each, interleaved
-ours_cold() { rm -rf "$W/ours" && "$GB" -q --store "$W/ours" mirror "$W/bench.lock.json" --registry-config "$W/reg.yaml" -j "$JOBS"; }
+ours_cold() { "$GB" -q --store "$W/ours" mirror "$W/bench.lock.json" --registry-config "$W/reg.yaml" -j "$JOBS"; }
 for _ in $(seq "$RUNS"); do
-  # The last run's output goes first, outside the clock (the functions' own rm then finds nothing).
+  # The last run's output goes first, outside the clock (curl_run's own rm then finds nothing).
   rm -rf "$W/ours" && served ours ours_cold
   rm -rf "$W/curl" && served curl curl_get
   rm -rf "$W/curl" && served curl-blobs curl_blobs
